@@ -1,0 +1,39 @@
+"""The executor interface. Each cluster backend is one module that subclasses
+Executor: local threads, Slurm job arrays, Dask workers.
+
+An executor receives a resolved, picklable SweepJob and must make sure that
+every task ends as a row in a shard under ``job.out`` (a worker that dies
+leaves its tasks unrecorded, and they run again on resume). It reports rows
+to the driver as they are published, for the progress display.
+"""
+
+from __future__ import annotations
+
+import abc
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, ClassVar, Sequence
+
+from runner.prover import ProverBackend
+from runner.results import ResultRow
+from runner.worker import CheckTask
+
+
+@dataclass(frozen=True)
+class SweepJob:
+    backend: ProverBackend
+    tasks: Sequence[CheckTask]     # pending checks, in the planned order
+    out: Path                      # the sweep directory; shards go to out/shards
+    run_id: str                    # names this invocation's shards
+
+
+class Executor(abc.ABC):
+    name: ClassVar[str]
+
+    @abc.abstractmethod
+    def execute(self, job: SweepJob, on_row: Callable[[ResultRow], None]) -> None:
+        """Run every task of ``job``; return when all are recorded.
+
+        Raises ProverError when the prover itself fails; rows published so far
+        stay, and running the sweep again resumes.
+        """

@@ -1,0 +1,90 @@
+"""The local executor: worker threads on this machine sharing one prover
+session, so that every worker forks from the same loaded images.
+
+This is the embedded default: no daemon, no server, no cluster.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import tempfile
+import threading
+from pathlib import Path
+from typing import Callable
+
+from runner.prover import ProverSession
+from runner.results import ResultRow
+from runner.shards import ShardWriter
+from runner.worker import CheckTask, work
+
+from .base import Executor, SweepJob
+
+
+class LocalExecutor(Executor):
+    name = "local"
+
+    def __init__(self, workers: int = 1, session: ProverSession | None = None):
+        """``session``: an already started session to reuse (its images stay
+        loaded after the sweep); by default one is started and closed here."""
+        if workers < 1:
+            raise ValueError("workers must be at least 1")
+        self.workers, self.session = workers, session
+
+    def execute(self, job: SweepJob, on_row: Callable[[ResultRow], None]) -> None:
+        own = self.session is None
+        # Named pipes and scratch files want a local disk, not the shared one.
+        workdir = Path(tempfile.mkdtemp(prefix="proofbatch-"))
+        session = self.session or job.backend.start(workdir)
+        try:
+            session.prepare([t.problem for t in job.tasks])
+            self._run_threads(session, job, on_row)
+        finally:
+            if own:
+                session.close()
+            shutil.rmtree(workdir, ignore_errors=True)
+
+    def _run_threads(self, session: ProverSession, job: SweepJob,
+                     on_row: Callable[[ResultRow], None]) -> None:
+        queue = iter(list(job.tasks))
+        take = threading.Lock()
+        stop = threading.Event()
+        errors: list[BaseException] = []
+
+        def tasks():
+            while True:
+                with take:
+                    task: CheckTask | None = next(queue, None)
+                if task is None:
+                    return
+                yield task
+
+        def run(i: int) -> None:
+            name = f"{socket.gethostname()}/{os.getpid()}/w{i}"
+            try:
+                with ShardWriter(job.out, f"{job.run_id}-w{i}") as writer:
+                    work(session, tasks(), writer, worker=name, run_id=job.run_id,
+                         on_row=on_row, stop=stop)
+            except BaseException as exc:   # recorded, then re-raised by the driver
+                errors.append(exc)
+                stop.set()
+
+        threads = [threading.Thread(target=run, args=(i,), name=f"worker-{i}", daemon=True)
+                   for i in range(self.workers)]
+        for t in threads:
+            t.start()
+        try:
+            for t in threads:
+                while t.is_alive():
+                    t.join(timeout=0.5)
+        except KeyboardInterrupt:
+            # Closing the session kills the running checks; their workers see
+            # stop and record nothing for them.
+            stop.set()
+            session.close()
+            for t in threads:
+                t.join()
+            raise
+        if errors:
+            raise errors[0]

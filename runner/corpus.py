@@ -1,0 +1,237 @@
+"""The corpus: one folder per problem, in s2n-bignum-bench's retrieve layout.
+
+::
+
+    CORPUS/<problem-id>/setup.ml      HOL Light code that sets up the context
+    CORPUS/<problem-id>/query.txt     the goal to prove
+    CORPUS/<problem-id>/category.txt  optional; "generic" when absent
+    CORPUS/<problem-id>/answer.txt    optional; the proof to check
+
+Answers may instead come from a directory laid out like the corpus
+(``DIR/<problem-id>/answer.txt``) or from a CSV with ``problem_id`` and
+``answer`` columns, as the bench's challenger CSV has.
+"""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+import io
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterable
+
+from .errors import InputError
+
+PROBLEM_ID = re.compile(r"[A-Za-z0-9_.+-]+")
+DEFAULT_CATEGORY = "generic"
+ANSWER_FILE = "answer.txt"
+
+# Python's csv module refuses fields over 128 KiB by default; answers that
+# inline long proof scripts can be larger.
+_CSV_FIELD_LIMIT = 256 * 1024 * 1024
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One problem of the corpus and the answer to check against it.
+
+    ``answer`` is the answer's raw bytes, or None when there is none;
+    ``answer_source`` says where it came from (a file path or
+    ``FILE.csv line N``) or where it was looked for.
+    """
+
+    problem_id: str
+    directory: Path
+    setup_path: Path
+    query_path: Path
+    category: str
+    answer: bytes | None
+    answer_source: str
+
+
+def load_corpus(corpus: Path, answers: Path | None = None) -> list[Problem]:
+    """Read every problem of ``corpus``, sorted by id, with its answer.
+
+    Answers come from ``answers`` when given (a directory or a ``.csv``
+    file), else from ``answer.txt`` in each problem folder. A problem
+    without an answer gets ``answer=None``. Raises InputError on anything
+    malformed.
+    """
+    corpus = Path(corpus)
+    if not corpus.exists():
+        raise InputError(corpus, "corpus directory does not exist",
+                         "check the path, or retrieve the problems first")
+    if not corpus.is_dir():
+        raise InputError(corpus, "corpus is not a directory",
+                         "pass the folder that holds one folder per problem")
+
+    folders = sorted((d for d in corpus.iterdir() if d.is_dir() and not d.name.startswith(".")),
+                     key=lambda d: d.name)
+    if not folders:
+        raise InputError(corpus, "corpus has no problems (no problem folders)",
+                         "pass the folder that holds <problem-id>/setup.ml and query.txt")
+
+    found = [_read_problem_folder(d) for d in folders]
+    ids = [d.name for d in folders]
+
+    if answers is None:
+        by_id = {pid: _answer_file(d / ANSWER_FILE) for pid, d in zip(ids, folders)}
+        where_missing = "no answer.txt in the problem folder"
+    else:
+        answers = Path(answers)
+        if not answers.exists():
+            raise InputError(answers, "answers path does not exist",
+                             "pass a directory of <problem-id>/answer.txt or a .csv file")
+        if answers.is_dir():
+            by_id = _answers_from_directory(answers, set(ids))
+            where_missing = f"no answer.txt in {answers}/<problem-id>"
+        elif answers.suffix.lower() == ".csv":
+            by_id = _answers_from_csv(answers, set(ids))
+            where_missing = f"no row in {answers}"
+        else:
+            raise InputError(answers, "answers path is neither a directory nor a .csv file",
+                             "pass a directory of <problem-id>/answer.txt or a .csv file")
+
+    problems = []
+    for pid, d, (setup, query, category) in zip(ids, folders, found):
+        answer, source = by_id.get(pid) or (None, where_missing)
+        problems.append(Problem(problem_id=pid, directory=d, setup_path=setup, query_path=query,
+                                category=category, answer=answer, answer_source=source))
+    return problems
+
+
+def corpus_fingerprint(problems: Iterable[Problem]) -> str:
+    """A sha256 that changes when any problem's setup, query or category does.
+
+    Answers are not part of it: the same corpus can be checked with many
+    answer sets.
+    """
+    outer = hashlib.sha256()
+    rows = sorted((p.problem_id, _file_sha256(p.setup_path), _file_sha256(p.query_path), p.category)
+                  for p in problems)
+    for row in rows:
+        # NUL cannot occur in any field, so the encoding is unambiguous.
+        outer.update("\0".join(row).encode("utf-8") + b"\n")
+    return outer.hexdigest()
+
+
+def _read_problem_folder(folder: Path) -> tuple[Path, Path, str]:
+    """Validate one problem folder; return (setup path, query path, category)."""
+    if not PROBLEM_ID.fullmatch(folder.name):
+        raise InputError(folder, f"problem id {folder.name!r} has characters outside [A-Za-z0-9_.+-]",
+                         "rename the folder")
+    setup, query = folder / "setup.ml", folder / "query.txt"
+    for needed in (setup, query):
+        if not needed.is_file():
+            raise InputError(needed, f"problem {folder.name} is missing {needed.name}",
+                             "retrieve the problem again, or remove its folder from the corpus")
+    if not query.read_bytes().strip():
+        raise InputError(query, f"query of problem {folder.name} is empty",
+                         "retrieve the problem again")
+    return setup, query, _read_category(folder / "category.txt")
+
+
+def _read_category(path: Path) -> str:
+    if not path.exists():
+        return DEFAULT_CATEGORY
+    try:
+        text = path.read_bytes().decode("utf-8").strip()
+    except UnicodeDecodeError as exc:
+        raise InputError(path, f"category is not valid UTF-8 ({exc.reason} at byte {exc.start})",
+                         "write the category name in plain text") from None
+    if not text or any(c.isspace() for c in text):
+        raise InputError(path, f"category {text!r} is not a single word",
+                         f"write one category name, or delete the file to use {DEFAULT_CATEGORY!r}")
+    return text
+
+
+def _answer_file(path: Path) -> tuple[bytes, str] | None:
+    return (path.read_bytes(), str(path)) if path.is_file() else None
+
+
+def _answers_from_directory(directory: Path, ids: set[str]) -> dict[str, tuple[bytes, str] | None]:
+    out: dict[str, tuple[bytes, str] | None] = {}
+    for d in sorted(directory.iterdir()):
+        if not d.is_dir() or d.name.startswith("."):
+            continue
+        if d.name not in ids:
+            raise InputError(d, f"unknown problem id {d.name}",
+                             "remove the folder, or check that the answers belong to this corpus")
+        out[d.name] = _answer_file(d / ANSWER_FILE)
+    return out
+
+
+def _answers_from_csv(path: Path, ids: set[str]) -> dict[str, tuple[bytes, str]]:
+    records = _csv_records(path)
+    if not records:
+        raise InputError(path, "answers CSV is empty", "write a header line with problem_id and answer")
+    (header_line, header), rows = records[0], records[1:]
+    header = [name.strip() for name in header]
+    missing = [c for c in ("problem_id", "answer") if c not in header]
+    if missing:
+        raise InputError(path, f"header on line {header_line} lacks column(s) {', '.join(missing)}",
+                         "name the columns problem_id and answer")
+    for col in ("problem_id", "answer"):
+        if header.count(col) > 1:
+            raise InputError(path, f"header on line {header_line} has column {col} twice",
+                             "keep one of them")
+    id_col, answer_col = header.index("problem_id"), header.index("answer")
+
+    out: dict[str, tuple[bytes, str]] = {}
+    first_line: dict[str, int] = {}
+    for line, record in rows:
+        if len(record) != len(header):
+            raise InputError(path, f"line {line} has {len(record)} fields but the header has {len(header)}",
+                             "quote answers that contain commas, quotes or newlines")
+        pid = record[id_col].strip()
+        if pid not in ids:
+            raise InputError(path, f"line {line}: unknown problem id {pid!r}",
+                             "remove the row, or check that the answers belong to this corpus")
+        if pid in first_line:
+            raise InputError(path, f"problem id {pid} appears on line {first_line[pid]} and line {line}",
+                             "keep one answer per problem")
+        first_line[pid] = line
+        out[pid] = record[answer_col].encode("utf-8"), f"{path} line {line}"
+    if not out:
+        raise InputError(path, "answers CSV has a header but no answers", "add one row per problem")
+    return out
+
+
+def _csv_records(path: Path) -> list[tuple[int, list[str]]]:
+    """Return (line the record starts on, fields) per record, skipping blank lines."""
+    data = path.read_bytes()
+    # Spreadsheet programs often start UTF-8 CSVs with a byte order mark.
+    data = data.removeprefix(b"\xef\xbb\xbf")
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data[: exc.start].count(b"\n") + 1
+        raise InputError(path, f"line {line} is not valid UTF-8 ({exc.reason})",
+                         "save the CSV as UTF-8") from None
+    records = []
+    # newline="" keeps line ends inside quoted answers as they are, which
+    # the csv module requires.
+    reader = csv.reader(io.StringIO(text, newline=""))
+    old_limit = csv.field_size_limit(max(_CSV_FIELD_LIMIT, csv.field_size_limit()))
+    try:
+        before = 0
+        while True:
+            try:
+                record = next(reader)
+            except StopIteration:
+                return records
+            except csv.Error as exc:
+                raise InputError(path, f"line {before + 1}: malformed CSV ({exc})",
+                                 "write the file with a CSV library") from None
+            start, before = before + 1, reader.line_num
+            if record:
+                records.append((start, record))
+    finally:
+        csv.field_size_limit(old_limit)
+
+
+def _file_sha256(path: Path) -> str:
+    with open(path, "rb") as f:
+        return hashlib.file_digest(f, "sha256").hexdigest()

@@ -1,0 +1,84 @@
+"""Finding HOL Light: Debian's package by default, or a checkout with hol.sh.
+
+Users of s2n-bignum-bench build HOL Light from source, because Debian's
+20230128 package is too old for s2n-bignum; both kinds start the same way:
+a toplevel that has loaded hol.ml and reads phrases on stdin.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+
+from . import subproc
+from .errors import CommandError, InputError
+
+DEBIAN_DIR = Path("/usr/share/hol-light")
+APT_FIX = "run: apt-get update && apt-get install -y hol-light libnum-ocaml-dev"
+
+
+@dataclass(frozen=True)
+class HolLightInstall:
+    kind: str                 # "debian" or "checkout"
+    hol_dir: Path             # where hol.ml and Library/ live
+    argv: tuple[str, ...]     # starts a toplevel that loads hol.ml, then reads stdin
+    build: str                # identifies the build; profiles and maps are valid per build
+
+
+def find_hol_light(checkout: Path | None = None) -> HolLightInstall:
+    """Resolve the HOL Light to use, or raise InputError saying how to get one."""
+    if checkout is not None:
+        return _checkout(Path(checkout))
+    return _debian()
+
+
+def _debian() -> HolLightInstall:
+    toplevel, hol_ml = DEBIAN_DIR / "ocaml", DEBIAN_DIR / "hol.ml"
+    if not (toplevel.exists() and hol_ml.exists()):
+        raise InputError("hol-light", "HOL Light not found (no /usr/share/hol-light)",
+                         f"{APT_FIX}, or pass --hol-light DIR")
+    # The package forgets this dependency; without it hol.ml stops at
+    # "Cannot find file nums.cma" followed by hundreds of Unbound errors.
+    if not Path("/usr/lib/ocaml/nums.cma").exists():
+        raise InputError("/usr/lib/ocaml/nums.cma", "missing, so HOL Light cannot load",
+                         "apt-get install -y libnum-ocaml-dev")
+    try:
+        version = subproc.run(["dpkg-query", "-W", "-f", "${Version}", "hol-light"]).strip()
+    except CommandError:
+        version = "unknown"
+    ocaml = subproc.run([str(toplevel), "-vnum"]).strip()
+    # /usr/bin/hol-light wraps this same command in readline-editor when that
+    # is installed, which expects a terminal: run the toplevel directly.
+    return HolLightInstall(kind="debian", hol_dir=DEBIAN_DIR,
+                           argv=(str(toplevel), "-init", str(hol_ml)),
+                           build=f"debian-hol-light-{version}/ocaml-{ocaml}")
+
+
+def _checkout(directory: Path) -> HolLightInstall:
+    hol_sh = directory / "hol.sh"
+    if not directory.is_dir():
+        raise InputError(directory, "HOL Light not found: no such directory",
+                         "pass --hol-light the directory of a HOL Light checkout")
+    if not hol_sh.exists():
+        raise InputError(hol_sh, "HOL Light not found: the checkout has no hol.sh",
+                         f"build it with `make` in {directory}, or omit --hol-light to use Debian's")
+    return HolLightInstall(kind="checkout", hol_dir=directory.resolve(),
+                           argv=(str(hol_sh.resolve()),),
+                           build=f"checkout-{_checkout_revision(directory)}")
+
+
+def _checkout_revision(directory: Path) -> str:
+    if shutil.which("git") and (directory / ".git").exists():
+        try:
+            rev = subproc.run(["git", "-C", str(directory), "rev-parse", "--short=12", "HEAD"])
+            return rev.strip()
+        except CommandError:
+            pass
+    digest = hashlib.sha256()
+    for name in ("hol.sh", "hol.ml", "hol_lib.ml"):
+        path = directory / name
+        if path.exists():
+            digest.update(name.encode() + b"\0" + path.read_bytes())
+    return digest.hexdigest()[:12]

@@ -1,0 +1,82 @@
+"""The prover-backend interface: HOL Light now, Isabelle next.
+
+A backend knows how to start a *session* on one host. A session owns that
+host's loaded images and runs checks in them; it is shared by the host's
+worker threads. Every executor (local, Slurm, Dask) drives sessions through
+this interface only, so adding a prover touches one module.
+"""
+
+from __future__ import annotations
+
+import abc
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Sequence
+
+from .corpus import Problem
+from .verdicts import Outcome
+
+
+@dataclass(frozen=True)
+class CheckLimits:
+    time_s: float = field(metadata={"help": "time limit of the check, in seconds"})
+    time_source: str = field(metadata={"help": "map, category or default"})
+    mem_bytes: int = field(metadata={"help": "memory limit of the check's process tree"})
+    expected_mem_bytes: int = field(metadata={
+        "help": "memory the check is expected to need; it waits until the host has it"})
+
+
+@dataclass(frozen=True)
+class CheckResult:
+    outcome: Outcome
+    prove_secs: float | None        # measured inside the prover, around prove only
+    wall_secs: float                # dispatch to recorded verdict
+    peak_rss_bytes: int | None
+    image_key: str
+    exit_status: str
+
+
+@dataclass(frozen=True)
+class BackendInfo:
+    prover: str     # "hol-light"
+    build: str      # identifies the prover build
+    mode: str       # execution mode, e.g. "bytecode-fork"
+
+
+class ProverSession(abc.ABC):
+    """A prover running on one host, with its images. Thread-safe."""
+
+    info: BackendInfo
+
+    @abc.abstractmethod
+    def prepare(self, problems: Sequence[Problem]) -> None:
+        """Learn the contexts of the problems about to be checked."""
+
+    @abc.abstractmethod
+    def image_key(self, problem: Problem) -> str:
+        """Key of the loaded context this problem's checks fork from."""
+
+    @abc.abstractmethod
+    def check(self, problem: Problem, limits: CheckLimits) -> CheckResult:
+        """Run one check to a verdict. Never raises for a bad answer or a bad
+        context: those are verdicts. Raises ProverError if the prover died."""
+
+    @abc.abstractmethod
+    def close(self) -> None:
+        """Stop every image."""
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+
+class ProverBackend(abc.ABC):
+    """Resolves a prover installation once and starts sessions of it."""
+
+    info: BackendInfo
+
+    @abc.abstractmethod
+    def start(self, workdir: Path) -> ProverSession:
+        """Start a session whose scratch files live under ``workdir``."""

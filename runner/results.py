@@ -1,0 +1,70 @@
+"""One row per check: the contract that profiles, plans, reports and every
+executor read. Shards, ``results.parquet`` and ``results.csv`` all use it."""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+from dataclasses import dataclass, field
+
+import pyarrow as pa
+
+from .verdicts import Verdict
+
+
+def _help(text: str, **kw):
+    return field(metadata={"help": text}, **kw)
+
+
+@dataclass(frozen=True)
+class ResultRow:
+    problem_id: str = _help("the problem's folder name")
+    attempt: int = _help("which answer of the problem this is; 0 for a single answer")
+    category: str = _help("category.txt, or 'generic'")
+    verdict: str = _help("OK, FAIL, CHEATING, TIMEOUT, MEMOUT or ERROR")
+    reason: str = _help("one line saying why")
+    prove_secs: float | None = _help("time inside prove(), measured in the prover; context load excluded")
+    wall_secs: float = _help("dispatch to recorded verdict, as the runner saw it")
+    peak_rss_mb: float | None = _help("peak resident memory of the check's process tree, image pages included")
+    timeout_s: float = _help("the time limit the check ran under")
+    timeout_source: str = _help("where the limit came from: map, category or default")
+    worker: str = _help("which worker ran the check")
+    host: str = _help("the machine the worker ran on")
+    started_at: dt.datetime = _help("when the check was dispatched (UTC)")
+    finished_at: dt.datetime = _help("when its verdict was recorded (UTC)")
+    image_key: str = _help("key of the loaded context the check forked from")
+    hol_build: str = _help("the prover build, e.g. Debian's hol-light package version")
+    mode: str = _help("execution mode, e.g. bytecode-fork")
+    exit_status: str = _help("how the check process ended, as its image reaped it")
+    answer_sha256: str = _help("hash of the answer text that was checked")
+    run_id: str = _help("the sweep invocation that produced the row")
+
+    def __post_init__(self):
+        Verdict(self.verdict)  # a closed set: anything else is a bug
+
+    def as_dict(self) -> dict:
+        return dataclasses.asdict(self)
+
+
+_TS = pa.timestamp("us", tz="UTC")
+_ARROW_TYPES = {
+    "attempt": pa.int32(),
+    "prove_secs": pa.float64(),
+    "wall_secs": pa.float64(),
+    "peak_rss_mb": pa.float64(),
+    "timeout_s": pa.float64(),
+    "started_at": _TS,
+    "finished_at": _TS,
+}
+
+COLUMNS: tuple[str, ...] = tuple(f.name for f in dataclasses.fields(ResultRow))
+SCHEMA = pa.schema([pa.field(name, _ARROW_TYPES.get(name, pa.string())) for name in COLUMNS])
+KEY = ("problem_id", "attempt")
+
+
+def rows_to_table(rows: list[ResultRow]) -> pa.Table:
+    return pa.Table.from_pylist([r.as_dict() for r in rows], schema=SCHEMA)
+
+
+def utcnow() -> dt.datetime:
+    return dt.datetime.now(dt.timezone.utc)

@@ -1,0 +1,55 @@
+"""Memory sizes as users write them on the command line.
+
+Sizes are read the way Slurm reads ``--mem``: a plain number is MiB, and
+every suffix is a power of 1024, whether written ``G``, ``GB`` or ``GiB``
+(``800MB`` is 800 MiB, not 800 000 000 bytes). Suffixes are
+case-insensitive; ``B`` alone means bytes.
+"""
+
+from __future__ import annotations
+
+import re
+from decimal import ROUND_FLOOR, Decimal
+
+_POWERS = {"": 2, "b": 0, "k": 1, "m": 2, "g": 3, "t": 4, "p": 5}
+_SIZE = re.compile(r"\s*(\d+(?:\.\d*)?|\.\d+)\s*(?:([kmgtp])(?:i?b)?|(b))?\s*", re.IGNORECASE)
+_UNITS = ("B", "KiB", "MiB", "GiB", "TiB", "PiB")
+
+
+def parse_size(text: str) -> int:
+    """Bytes in ``text``, e.g. "512M", "4GiB", "1.5g", "800MB", "2048" (MiB).
+
+    Fractions are rounded down to whole bytes. Raises ValueError for
+    anything else, or for a size of zero.
+    """
+    if not isinstance(text, str):
+        raise ValueError(f"memory size must be text, not {type(text).__name__}")
+    match = _SIZE.fullmatch(text)
+    if not match:
+        raise ValueError(f"cannot read {text!r} as a memory size; write e.g. 512M, 4G, 4GiB "
+                         "or a plain number of MiB")
+    number, prefix, bare_b = match.groups()
+    power = _POWERS[(prefix or bare_b or "").lower()]
+    size = int((Decimal(number) * 1024**power).to_integral_value(rounding=ROUND_FLOOR))
+    if size <= 0:
+        raise ValueError(f"memory size {text!r} is zero; give a positive size such as 512M")
+    return size
+
+
+def format_size(n: int) -> str:
+    """``n`` bytes in the largest binary unit that keeps it at least 1, e.g. "1.5 GiB".
+
+    One decimal at most, and none when it would be ".0".
+    """
+    if isinstance(n, bool) or not isinstance(n, int) or n < 0:
+        raise ValueError(f"size must be a non-negative whole number of bytes, not {n!r}")
+    power = 0
+    while power + 1 < len(_UNITS) and n >= 1024 ** (power + 1):
+        power += 1
+    value = round(n / 1024**power, 1)
+    # Rounding can reach the next unit: 1023.96 MiB shows as 1 GiB.
+    if value >= 1024 and power + 1 < len(_UNITS):
+        power += 1
+        value = round(n / 1024**power, 1)
+    text = f"{value:.1f}".removesuffix(".0")
+    return f"{text} {_UNITS[power]}"

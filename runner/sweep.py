@@ -1,0 +1,169 @@
+"""A sweep: resolve the input once, skip what is already recorded, run the
+rest on an executor, merge the shards.
+
+Everything that can be wrong with the input is found before anything is
+written, so bad input costs nothing and loses nothing.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import os
+import platform
+import socket
+from collections import Counter
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Callable
+
+import psutil
+import pyarrow as pa
+
+from . import contexts, shards
+from .corpus import Problem, corpus_fingerprint, load_corpus
+from .errors import InputError
+from .hol_light import HolLightBackend
+from .hol_light_install import find_hol_light
+from .prover import CheckLimits
+from .results import ResultRow
+from .timeouts import TimeoutPolicy, load_category_timeouts, load_timeout_map, resolve_limits
+from .worker import CheckTask
+
+MANIFEST = "sweep.json"
+
+
+def _help(text: str, **kw):
+    return field(metadata={"help": text}, **kw)
+
+
+def default_mem_limit(workers: int) -> int:
+    """8 GiB, or an even share of 80% of this machine's memory if smaller."""
+    return int(min(8 * 2**30, 0.8 * psutil.virtual_memory().total / max(1, workers)))
+
+
+@dataclass(frozen=True)
+class SweepConfig:
+    corpus: Path = _help("CORPUS/<problem-id>/{setup.ml,query.txt[,category.txt,answer.txt]}")
+    out: Path = _help("sweep directory: shards, results.parquet, results.csv, verdicts.csv")
+    answers: Path | None = _help("answers directory or CSV; default: answer.txt in each problem", default=None)
+    workers: int = _help("checks run at once on this machine", default=1)
+    timeout_map: Path | None = _help("s2n-bignum-bench timeout-map.json: per-problem limits", default=None)
+    category_timeouts: Path | None = _help("s2n-bignum-bench timeouts.json: per-category limits", default=None)
+    default_timeout: float = _help("limit for problems in neither file, in seconds", default=120.0)
+    mem_limit: int | None = _help("memory limit per check in bytes; default: see default_mem_limit",
+                                  default=None)
+    expected_mem: int = _help("memory a check is expected to need before it may start",
+                              default=512 * 2**20)
+    hol_light: Path | None = _help("a HOL Light checkout with hol.sh; default: Debian's package",
+                                   default=None)
+    context_root: Path | None = _help("where needs/loadt in setup.ml resolve; default: the current "
+                                      "directory", default=None)
+    grace: float = _help("seconds past the limit before the outside kill", default=2.0)
+    max_images: int = _help("loaded contexts kept alive at once on a host", default=8)
+
+
+@dataclass
+class SweepSummary:
+    out: Path
+    counts: Counter
+    total: int
+    ran_now: int
+    resumed: int
+    quarantined: list[Path]
+    table: pa.Table
+
+
+@dataclass(frozen=True)
+class PreparedSweep:
+    config: SweepConfig
+    problems: list[Problem]
+    tasks: list[CheckTask]          # every problem, planned order
+    backend: HolLightBackend
+
+
+def prepare(config: SweepConfig) -> PreparedSweep:
+    """Resolve and validate all input; raises InputError, writes nothing."""
+    if config.workers < 1:
+        raise InputError("--workers", f"{config.workers} is not a worker count", "pass 1 or more")
+    problems = load_corpus(config.corpus, config.answers)
+    policy = TimeoutPolicy(
+        by_problem=load_timeout_map(config.timeout_map) if config.timeout_map else {},
+        by_category=load_category_timeouts(config.category_timeouts) if config.category_timeouts else None,
+        default=config.default_timeout, map_path=config.timeout_map,
+        category_path=config.category_timeouts)
+    limits = resolve_limits(problems, policy)
+    mem = config.mem_limit or default_mem_limit(config.workers)
+    install = find_hol_light(config.hol_light)
+    root = Path(config.context_root or Path.cwd())
+    if not root.is_dir():
+        raise InputError(root, "context root is not a directory", "pass --context-root an existing directory")
+    backend = HolLightBackend(install, root, grace_s=config.grace, max_images=config.max_images)
+    tasks = [CheckTask(p, CheckLimits(time_s=limits[p.problem_id].seconds,
+                                      time_source=limits[p.problem_id].source,
+                                      mem_bytes=mem, expected_mem_bytes=min(config.expected_mem, mem)))
+             for p in problems]
+    return PreparedSweep(config, problems, order(tasks, backend.salt), backend)
+
+
+def order(tasks: list[CheckTask], salt: str) -> list[CheckTask]:
+    """Checks grouped by the image they fork from, so a worker keeps reusing
+    a loaded context; groups with the longest limits go first."""
+    groups: dict[str, list[CheckTask]] = {}
+    for task in tasks:
+        setup = task.problem.setup_path.read_text(encoding="utf-8", errors="replace")
+        groups.setdefault(contexts.image_key(setup, salt), []).append(task)
+    ranked = sorted(groups.values(), key=lambda g: (-max(t.limits.time_s for t in g),
+                                                    g[0].problem.problem_id))
+    return [t for g in ranked for t in sorted(g, key=lambda t: (-t.limits.time_s, t.problem.problem_id))]
+
+
+def check_manifest(prepared: PreparedSweep) -> dict:
+    """Write OUT/sweep.json, or check that a resumed sweep matches it."""
+    cfg, info = prepared.config, prepared.backend.info
+    path = cfg.out / MANIFEST
+    manifest = {
+        "prover": info.prover, "hol_build": info.build, "mode": info.mode,
+        "corpus": str(cfg.corpus.resolve()), "corpus_fingerprint": corpus_fingerprint(prepared.problems),
+        "context_root": str(prepared.backend.context_root),
+        "created": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+        "host": socket.gethostname(), "python": platform.python_version(),
+        "config": {k: (str(v) if isinstance(v, Path) else v) for k, v in asdict(cfg).items()},
+    }
+    if path.exists():
+        try:
+            old = json.loads(path.read_text())
+        except (OSError, json.JSONDecodeError) as exc:
+            raise InputError(path, f"unreadable sweep manifest ({exc})",
+                             "restore it or use a new --out") from None
+        for key in ("hol_build", "mode"):
+            if old.get(key) != manifest[key]:
+                raise InputError(path, f"this sweep was run with {key} {old.get(key)!r}, "
+                                 f"not {manifest[key]!r}; mixing them would make results incomparable",
+                                 "use a new --out, or the same HOL Light")
+        return old
+    cfg.out.mkdir(parents=True, exist_ok=True)
+    shards.publish(path, lambda tmp: tmp.write_text(json.dumps(manifest, indent=2) + "\n"))
+    return manifest
+
+
+def run_sweep(prepared: PreparedSweep, executor, on_row: Callable[[ResultRow], None] = lambda r: None,
+              on_start: Callable[[int, int], None] = lambda total, done: None) -> SweepSummary:
+    """Run what is not yet recorded under OUT, then merge. Resumable at any point."""
+    from cluster.base import SweepJob
+
+    cfg = prepared.config
+    check_manifest(prepared)
+    scan = shards.scan(cfg.out)
+    pending = [t for t in prepared.tasks if (t.problem.problem_id, t.attempt) not in scan.done]
+    on_start(len(prepared.tasks), len(prepared.tasks) - len(pending))
+    run_id = f"{socket.gethostname()}-{os.getpid()}-{dt.datetime.now():%Y%m%dT%H%M%S}"
+    if pending:
+        executor.execute(SweepJob(prepared.backend, pending, cfg.out, run_id), on_row)
+    table = shards.merge(cfg.out)
+    wanted = {p.problem_id for p in prepared.problems}
+    verdicts = [v for pid, v in zip(table.column("problem_id").to_pylist(),
+                                    table.column("verdict").to_pylist()) if pid in wanted]
+    return SweepSummary(out=cfg.out, counts=Counter(verdicts), total=len(prepared.tasks),
+                        ran_now=len(pending), resumed=len(prepared.tasks) - len(pending),
+                        quarantined=scan.quarantined, table=table)

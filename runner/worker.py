@@ -1,0 +1,74 @@
+"""A worker: takes checks one at a time, runs them in a prover session and
+publishes each verdict as a result row in its own shard stream.
+
+Every executor runs this same loop: threads on one machine, Slurm array
+tasks, Dask workers. Only where the loop runs differs.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import socket
+import threading
+from dataclasses import dataclass
+from typing import Callable, Iterator
+
+from .corpus import Problem
+from .prover import BackendInfo, CheckLimits, CheckResult, ProverSession
+from .results import ResultRow, utcnow
+from .shards import ShardWriter
+from .verdicts import Outcome, Verdict
+
+
+@dataclass(frozen=True)
+class CheckTask:
+    problem: Problem
+    limits: CheckLimits
+    attempt: int = 0
+
+
+def result_row(task: CheckTask, result: CheckResult, *, info: BackendInfo, worker: str,
+               run_id: str, started_at, finished_at) -> ResultRow:
+    p = task.problem
+    return ResultRow(
+        problem_id=p.problem_id, attempt=task.attempt, category=p.category,
+        verdict=result.outcome.verdict.value, reason=result.outcome.reason,
+        prove_secs=result.prove_secs, wall_secs=result.wall_secs,
+        peak_rss_mb=None if result.peak_rss_bytes is None else result.peak_rss_bytes / 2**20,
+        timeout_s=task.limits.time_s, timeout_source=task.limits.time_source,
+        worker=worker, host=socket.gethostname(), started_at=started_at, finished_at=finished_at,
+        image_key=result.image_key, hol_build=info.build, mode=info.mode,
+        exit_status=result.exit_status,
+        answer_sha256=hashlib.sha256(p.answer or b"").hexdigest() if p.answer is not None else "",
+        run_id=run_id)
+
+
+def unanswered(task: CheckTask) -> CheckResult:
+    """A problem without an answer still gets its one verdict, without a check."""
+    return CheckResult(Outcome(Verdict.ERROR, "no answer given for this problem"),
+                       None, 0.0, None, "", "not run")
+
+
+def work(session: ProverSession, tasks: Iterator[CheckTask], writer: ShardWriter, *,
+         worker: str, run_id: str, on_row: Callable[[ResultRow], None] = lambda row: None,
+         stop: threading.Event | None = None) -> None:
+    """Check tasks until the iterator is exhausted or ``stop`` is set.
+
+    A check cut short by ``stop`` is not recorded: it never reached a verdict
+    and a resumed sweep runs it again.
+    """
+    stop = stop or threading.Event()
+    for task in tasks:
+        if stop.is_set():
+            return
+        started_at = utcnow()
+        if task.problem.answer is None:
+            result = unanswered(task)
+        else:
+            result = session.check(task.problem, task.limits)
+        if stop.is_set():
+            return
+        row = result_row(task, result, info=session.info, worker=worker, run_id=run_id,
+                         started_at=started_at, finished_at=utcnow())
+        writer.add(row)
+        on_row(row)
