@@ -19,7 +19,7 @@ from types import MappingProxyType
 # The lexical classes below follow OCaml's lexer (parsing/lexer.mll): inside a
 # comment it also lexes identifiers, string literals, quoted strings and
 # character literals, so none of them can close the comment.
-_IDENT_WITH_PRIME = r"[A-Za-z_][A-Za-z0-9_]*'[A-Za-z0-9_']*"
+_IDENT_WITH_PRIME = r"(?<![A-Za-z0-9_])[A-Za-z_][A-Za-z0-9_]*'[A-Za-z0-9_']*"
 _CHAR = r"""'(?:[^\\'\n\r]|\r*\n|\\(?:[\\"'ntbr ]|[0-9]{3}|o[0-3][0-7]{2}|x[0-9a-fA-F]{2}))'"""
 _QUOTED = r"(?P<quoted>\{(?:%%?[A-Za-z_][A-Za-z0-9_'.]*(?:[ \t]+(?P<d1>[a-z_]*))?|(?P<d2>[a-z_]*))\|)"
 _MAIN = re.compile(

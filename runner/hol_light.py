@@ -132,6 +132,17 @@ class HolLightSession(ProverSession):
     def image_key(self, problem: Problem) -> str:
         return self._image_of[problem.problem_id]
 
+    def problems(self) -> set[str]:
+        return set(self._image_of)
+
+    def image_chain(self, problem_id: str) -> list[contexts.ImageNode]:
+        """The images a problem's check depends on, from the base down."""
+        chain, key = [], self._image_of[problem_id]
+        while key is not None:
+            chain.append(self._nodes[key])
+            key = chain[-1].parent
+        return chain[::-1]
+
     def _ensure(self, key: str) -> ImageProcess:
         """The live image for ``key``, building it and its ancestors as needed."""
         with self._lock:

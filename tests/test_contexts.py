@@ -93,6 +93,7 @@ def test_long_inputs_are_linear_enough():
     text = "let x = `a /\\ b` (* c *) \"s\";;\n" * 20000
     assert len(split_phrases(text)) == 20000
     assert split_phrases("(*" + "a" * 200000) == ["(*" + "a" * 200000]
+    assert split_phrases("a" * 200000 + ";;") == ["a" * 200000 + ";;"]
     assert split_phrases('"' + "\\a" * 100000) == ['"' + "\\a" * 100000]
 
 

@@ -1,0 +1,153 @@
+"""Helpers shared by the benchmark scripts: generated corpora in temp dirs,
+a booted HOL Light session, percentiles, and the report/--json output.
+
+The scripts run from a checkout without installing anything beyond the
+project's virtualenv: ``.venv/bin/python benchmarks/overhead.py``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import atexit
+import json
+import math
+import os
+import shutil
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterable, Sequence
+
+ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:          # `python benchmarks/x.py` puts benchmarks/ first, not the root
+    sys.path.insert(0, str(ROOT))
+
+from runner.corpus import Problem, load_corpus  # noqa: E402
+from runner.hol_light import HolLightBackend, HolLightSession  # noqa: E402
+from runner.hol_light_install import find_hol_light  # noqa: E402
+from runner.prover import CheckLimits, CheckResult  # noqa: E402
+from runner.verdicts import Verdict  # noqa: E402
+
+_TEMP_DIRS: list[Path] = []
+
+
+@atexit.register
+def _remove_temp_dirs() -> None:
+    for d in _TEMP_DIRS:
+        shutil.rmtree(d, ignore_errors=True)
+
+
+def temp_dir(prefix: str) -> Path:
+    """A fresh directory under $TMPDIR, removed when the script exits."""
+    d = Path(tempfile.mkdtemp(prefix=f"proofbatch-bench-{prefix}-"))
+    _TEMP_DIRS.append(d)
+    return d
+
+
+# -- corpora -----------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Spec:
+    """One generated problem folder."""
+
+    problem_id: str
+    query: str          # a backquoted HOL term
+    answer: str         # a tactic
+    setup: str = ""     # setup.ml text; empty means the base image
+    category: str = "bench"
+
+
+def write_corpus(specs: Iterable[Spec], corpus: Path) -> list[Problem]:
+    """Write CORPUS/<id>/{setup.ml,query.txt,answer.txt,category.txt} and load it back
+    through runner.corpus, exactly as a sweep would read it."""
+    corpus.mkdir(parents=True, exist_ok=True)
+    ids = []
+    for s in specs:
+        d = corpus / s.problem_id
+        d.mkdir()
+        (d / "setup.ml").write_text(s.setup, encoding="utf-8")
+        (d / "query.txt").write_text(s.query + "\n", encoding="utf-8")
+        (d / "answer.txt").write_text(s.answer + "\n", encoding="utf-8")
+        (d / "category.txt").write_text(s.category + "\n", encoding="utf-8")
+        ids.append(s.problem_id)
+    by_id = {p.problem_id: p for p in load_corpus(corpus)}
+    return [by_id[i] for i in ids]
+
+
+# -- sessions ----------------------------------------------------------------
+
+def start_session(context_root: Path, **backend_kw) -> tuple[HolLightSession, float]:
+    """Boot HOL Light once (the base image) and return the session with its
+    boot time: Popen of the toplevel to its READY line, as the session
+    records it in ``image_build_secs[base_key]``."""
+    backend = HolLightBackend(find_hol_light(), context_root, **backend_kw)
+    session = backend.start(temp_dir("session"))
+    atexit.register(session.close)     # registered after temp_dir's cleanup, so it runs first
+    return session, session.image_build_secs[session.base_key]
+
+
+def limits(time_s: float = 60.0, mem_bytes: int = 4 << 30,
+           expected_mem_bytes: int = 256 << 20) -> CheckLimits:
+    return CheckLimits(time_s=time_s, time_source="default", mem_bytes=mem_bytes,
+                       expected_mem_bytes=expected_mem_bytes)
+
+
+def require_ok(results: Sequence[tuple[str, CheckResult]]) -> None:
+    """A benchmark whose checks did not verify measures nothing: stop."""
+    bad = [(pid, r.outcome) for pid, r in results if r.outcome.verdict is not Verdict.OK]
+    if bad:
+        shown = "; ".join(f"{pid}: {o.verdict} {o.reason}" for pid, o in bad[:5])
+        raise SystemExit(f"benchmark invalid: {len(bad)} of {len(results)} checks were not OK "
+                         f"({shown})")
+
+
+# -- statistics ----------------------------------------------------------------
+
+def percentile(values: Sequence[float], q: float) -> float:
+    """The q-th percentile (0..100), linear between closest ranks (numpy's default)."""
+    if not values:
+        raise ValueError("percentile of no values")
+    xs = sorted(values)
+    pos = (len(xs) - 1) * q / 100.0
+    lo, hi = math.floor(pos), math.ceil(pos)
+    return xs[lo] + (xs[hi] - xs[lo]) * (pos - lo)
+
+
+def median(values: Sequence[float]) -> float:
+    return percentile(values, 50)
+
+
+# -- output ----------------------------------------------------------------
+
+def arg_parser(description: str) -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(description=description)
+    parser.add_argument("--json", action="store_true",
+                        help="print one JSON object instead of the text report")
+    return parser
+
+
+def log(message: str) -> None:
+    """Progress on stderr, so that --json output stays one object on stdout."""
+    print(f"[{time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
+
+
+def host_facts() -> dict:
+    return {"cpus": os.cpu_count(), "loadavg_1m_at_start": round(os.getloadavg()[0], 2)}
+
+
+def emit(args: argparse.Namespace, benchmark: str, figures: dict, lines: list[str],
+         target: str, passed: bool) -> int:
+    """Print the report (or one JSON object) and return the exit status:
+    0 when the target is met, 1 when it is missed."""
+    verdict = "PASS" if passed else "MISS"
+    if args.json:
+        print(json.dumps({"benchmark": benchmark, **figures, "target": target,
+                          "result": verdict}, sort_keys=False))
+    else:
+        print(f"== {benchmark}")
+        for line in lines:
+            print(f"  {line}")
+        print(f"{verdict}: {target}")
+    return 0 if passed else 1

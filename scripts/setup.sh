@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# Sets up a fresh Debian 12 machine (as root) for proofbatch: Debian's HOL
+# Light, the dependency its package forgets, and a virtualenv with the project.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+export DEBIAN_FRONTEND=noninteractive
+packages=(hol-light libnum-ocaml-dev)   # hol-light's package forgets libnum-ocaml-dev
+python3 -c 'import ensurepip' 2>/dev/null || packages+=(python3-venv)
+missing=()
+for p in "${packages[@]}"; do
+    dpkg-query -W -f '${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing+=("$p")
+done
+if ((${#missing[@]})); then
+    apt-get update -qq
+    apt-get install -y -qq "${missing[@]}" >/dev/null
+fi
+
+[ -x .venv/bin/python ] || python3 -m venv .venv
+.venv/bin/pip install -q --disable-pip-version-check -e '.[test]'

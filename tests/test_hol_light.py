@@ -1,0 +1,156 @@
+"""Checking proofs in the real HOL Light, the way a sweep does: a loaded base
+image, context images forked from it, and each check forked from its image.
+
+The story: the example corpus gets exactly its expected verdicts; nothing a
+check does leaks into the next; a hostile answer cannot forge its verdict;
+the guards stop what the prover cannot stop itself; a broken context is an
+error and its proof never runs.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from runner.corpus import Problem
+from runner.prover import CheckLimits
+from runner.verdicts import Verdict
+
+from .conftest import TEST_MEM_LIMIT, expected_verdicts
+
+
+def problem(root: Path, pid: str, query: str, answer: str, setup: str = "") -> Problem:
+    folder = root / pid
+    folder.mkdir(parents=True)
+    (folder / "setup.ml").write_text(setup)
+    (folder / "query.txt").write_text(f"`{query}`\n")
+    return Problem(problem_id=pid, directory=folder, setup_path=folder / "setup.ml",
+                   query_path=folder / "query.txt", category="generic",
+                   answer=answer.encode(), answer_source=str(folder))
+
+
+def check(session, p: Problem, time_s: float = 10.0):
+    session.prepare([p])
+    return session.check(p, CheckLimits(time_s=time_s, time_source="default",
+                                        mem_bytes=TEST_MEM_LIMIT, expected_mem_bytes=2**20))
+
+
+# -- the example corpus ---------------------------------------------------------
+
+def test_every_demo_problem_gets_its_expected_verdict(demo_rows):
+    got = {pid: row["verdict"] for pid, row in demo_rows.items()}
+    assert got == expected_verdicts()
+
+
+def test_the_demo_exercises_every_verdict(demo_rows):
+    assert {row["verdict"] for row in demo_rows.values()} == {v.value for v in Verdict}
+
+
+def test_every_result_has_a_one_line_reason_and_the_contract_columns(demo_rows):
+    for pid, row in demo_rows.items():
+        assert row["reason"] and "\n" not in row["reason"], pid
+        assert row["mode"] == "bytecode-fork"
+        assert row["hol_build"].startswith("debian-hol-light-")
+        assert row["timeout_source"] == "category"
+
+
+def test_prove_secs_is_measured_inside_prove_and_excludes_the_context_load(demo_rows, hol_session):
+    words = [row for row in demo_rows.values()
+             if row["category"] == "words" and row["verdict"] == "OK"]
+    assert words, "the demo has proofs in a context that loads Library/words.ml"
+    for row in words:
+        # Loading words.ml takes tens of seconds; the proof itself far less.
+        assert row["image_key"] in hol_session.image_build_secs
+        assert hol_session.image_build_secs[row["image_key"]] > 10 * row["prove_secs"]
+        assert row["prove_secs"] <= row["wall_secs"]
+
+
+def test_problems_sharing_a_setup_prefix_fork_from_a_shared_prefix_image(demo_rows, hol_session):
+    chains = {pid: [node.key for node in hol_session.image_chain(pid)] for pid in demo_rows
+              if pid in hol_session.problems()}
+    # base -> shared prefix -> problem: the prefix image has several problems below it.
+    below: dict[str, set[str]] = {}
+    for pid, chain in chains.items():
+        for key in chain[1:-1]:
+            below.setdefault(key, set()).add(pid)
+    assert any(len(pids) >= 2 for pids in below.values()), chains
+
+
+# -- isolation --------------------------------------------------------------------
+
+def test_an_axiom_added_by_one_check_is_invisible_to_the_next(hol_session, tmp_path):
+    cheat = problem(tmp_path, "iso.cheat", "F", "(fun g -> ignore (new_axiom `F`); ALL_TAC g)")
+    assert check(hol_session, cheat).outcome.verdict is Verdict.CHEATING
+    # Had the axiom leaked into the image, this would prove F with no new axiom.
+    exploit = problem(tmp_path, "iso.exploit", "F", "MESON_TAC(axioms())")
+    result = check(hol_session, exploit)
+    assert result.outcome.verdict is Verdict.FAIL, result.outcome
+
+
+def test_a_definition_made_by_one_check_is_invisible_to_the_next(hol_session, tmp_path):
+    define = problem(tmp_path, "iso.define", "1 = 1",
+                     "(fun g -> ignore (new_definition `proofbatch_leak = 1`); REFL_TAC g)")
+    assert check(hol_session, define).outcome.verdict is Verdict.OK
+    probe = problem(tmp_path, "iso.probe", "1 = 1",
+                    '(if can get_const_type "proofbatch_leak" then ALL_TAC else REFL_TAC)')
+    assert check(hol_session, probe).outcome.verdict is Verdict.OK
+
+
+# -- hostile answers ----------------------------------------------------------------
+
+def test_printing_a_fake_verdict_does_not_forge_one(hol_session, tmp_path):
+    fake = problem(tmp_path, "forge.print", "x + 1 = 1 + x",
+                   '(print_string "PBV1\\t0\\tOK\\t0\\t0\\tproved\\nOK\\n"; ALL_TAC)')
+    result = check(hol_session, fake)
+    assert result.outcome.verdict is Verdict.FAIL
+
+
+def test_an_answer_cannot_name_the_driver_or_the_system(hol_session, tmp_path):
+    for i, answer in enumerate([
+            '(ignore (Sys.command "touch /tmp/proofbatch-pwned"); ARITH_TAC)',
+            '(Proofbatch_driver.answer_slot := (fun () -> ARITH_TAC); ARITH_TAC)',
+            '(let open Unix in ARITH_TAC)', 'Obj.magic 0',
+            '(ignore (Toploop.execute_phrase); ARITH_TAC)', '(exit 0; ARITH_TAC)',
+            '(loadt "/etc/passwd"; ARITH_TAC)']):
+        result = check(hol_session, problem(tmp_path, f"forge.name{i}", "x + 0 = x", answer))
+        assert result.outcome.verdict is Verdict.ERROR, answer
+        assert result.outcome.reason.startswith("forbidden:"), result.outcome.reason
+    assert not Path("/tmp/proofbatch-pwned").exists()
+
+
+def test_extra_phrases_are_refused_before_anything_runs(hol_session, tmp_path):
+    marker = tmp_path / "ran"
+    answer = f'ARITH_TAC;; let _ = Sys.command "touch {marker}"'
+    result = check(hol_session, problem(tmp_path, "forge.phrases", "x + 0 = x", answer))
+    assert result.outcome.verdict is Verdict.ERROR
+    assert "';;'" in result.outcome.reason
+    assert not marker.exists()
+
+
+# -- guards -----------------------------------------------------------------------------
+
+def test_a_loop_that_never_allocates_is_killed_from_outside(hol_session, tmp_path):
+    # Bytecode polls signals at function calls, but not inside C primitives:
+    # comparing two cyclic lists loops in caml_compare and never sees SIGALRM.
+    spin = ("(fun g -> let rec a = 0 :: a and b = 0 :: b in "
+        "if compare a b = 0 then ALL_TAC g else ALL_TAC g)")
+    result = check(hol_session, problem(tmp_path, "guard.spin", "F", spin), time_s=3.0)
+    assert result.outcome.verdict is Verdict.TIMEOUT
+    assert "killed from outside" in result.outcome.reason
+    assert 3.0 <= result.wall_secs < 3.0 + hol_session.backend.grace_s + 2.0
+
+
+def test_an_allocating_loop_is_stopped_inside_the_prover(hol_session, tmp_path):
+    loop = "(fun g -> let rec go l = go (g :: l) in go [])"
+    result = check(hol_session, problem(tmp_path, "guard.alloc", "F", loop), time_s=2.0)
+    assert result.outcome.verdict is Verdict.TIMEOUT
+    assert "inside the prover" in result.outcome.reason
+
+
+def test_a_broken_context_is_an_error_and_the_proof_never_runs(hol_session, tmp_path):
+    broken = problem(tmp_path, "ctx.broken", "x + 0 = x", "ARITH_TAC",
+                     setup="let bad = new_definition `bad x = x + y`;;\n")
+    result = check(hol_session, broken)
+    assert result.outcome.verdict is Verdict.ERROR
+    assert result.outcome.reason.startswith("setup:")
+    assert "not closed" in result.outcome.reason
+    assert result.prove_secs is None and result.exit_status == "not run"
