@@ -108,10 +108,13 @@ class HolLightSession(ProverSession):
                 install.argv, stdin=subprocess.PIPE, stdout=log_file, stderr=subprocess.STDOUT,
                 cwd=self.backend.context_root, start_new_session=True)
         assert self._base_proc.stdin is not None
-        self._base_proc.stdin.write(script.encode())
-        self._base_proc.stdin.close()
         image = ImageProcess(self.base_key, self._base_proc.pid, pipes, log)
         try:
+            try:
+                self._base_proc.stdin.write(script.encode())
+                self._base_proc.stdin.close()
+            except BrokenPipeError:
+                raise ImageFailed(self.base_key, "it exited before reading its input") from None
             image.attach(self.backend.boot_timeout_s)
         except ImageFailed as failed:
             self.close()

@@ -8,6 +8,7 @@ a toplevel that has loaded hol.ml and reads phrases on stdin.
 from __future__ import annotations
 
 import hashlib
+import os
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
@@ -61,9 +62,11 @@ def _checkout(directory: Path) -> HolLightInstall:
     if not directory.is_dir():
         raise InputError(directory, "HOL Light not found: no such directory",
                          "pass --hol-light the directory of a HOL Light checkout")
-    if not hol_sh.exists():
+    if not hol_sh.is_file():
         raise InputError(hol_sh, "HOL Light not found: the checkout has no hol.sh",
                          f"build it with `make` in {directory}, or omit --hol-light to use Debian's")
+    if not os.access(hol_sh, os.X_OK):
+        raise InputError(hol_sh, "hol.sh is not executable", f"chmod +x {hol_sh}")
     return HolLightInstall(kind="checkout", hol_dir=directory.resolve(),
                            argv=(str(hol_sh.resolve()),),
                            build=f"checkout-{_checkout_revision(directory)}")
@@ -79,6 +82,6 @@ def _checkout_revision(directory: Path) -> str:
     digest = hashlib.sha256()
     for name in ("hol.sh", "hol.ml", "hol_lib.ml"):
         path = directory / name
-        if path.exists():
+        if path.is_file():
             digest.update(name.encode() + b"\0" + path.read_bytes())
     return digest.hexdigest()[:12]

@@ -86,6 +86,9 @@ def prepare(config: SweepConfig) -> PreparedSweep:
     """Resolve and validate all input; raises InputError, writes nothing."""
     if config.workers < 1:
         raise InputError("--workers", f"{config.workers} is not a worker count", "pass 1 or more")
+    if not 0 <= config.grace < 3600:
+        raise InputError("--grace", f"{config.grace} is not a grace period in seconds",
+                         "pass a number from 0 to 3600")
     problems = load_corpus(config.corpus, config.answers)
     policy = TimeoutPolicy(
         by_problem=load_timeout_map(config.timeout_map) if config.timeout_map else {},
