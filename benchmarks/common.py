@@ -20,6 +20,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable, Sequence
 
+import psutil
+
 ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:          # `python benchmarks/x.py` puts benchmarks/ first, not the root
     sys.path.insert(0, str(ROOT))
@@ -133,8 +135,28 @@ def log(message: str) -> None:
     print(f"[{time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
 
 
-def host_facts() -> dict:
-    return {"cpus": os.cpu_count(), "loadavg_1m_at_start": round(os.getloadavg()[0], 2)}
+def loadavg() -> float:
+    """The 1-minute load average: other work on the host skews every figure."""
+    return round(os.getloadavg()[0], 2)
+
+
+def cpu_busy() -> tuple[float, float]:
+    """(CPU seconds used on the whole host so far, CPU seconds used by this
+    script and its HOL Light processes so far). A process's own times plus
+    those of its reaped children cover every image and check: live ones
+    through the tree, finished ones through whoever reaped them."""
+    host = psutil.cpu_times()
+    busy = host.user + host.nice + host.system + getattr(host, "irq", 0) + \
+        getattr(host, "softirq", 0) + getattr(host, "steal", 0)
+    me = psutil.Process()
+    ours = 0.0
+    for proc in [me] + me.children(recursive=True):
+        try:
+            t = proc.cpu_times()
+            ours += t.user + t.system + t.children_user + t.children_system
+        except psutil.Error:
+            pass
+    return busy, ours
 
 
 def emit(args: argparse.Namespace, benchmark: str, figures: dict, lines: list[str],

@@ -1,0 +1,7 @@
+(* ring.ml: squares, cubes and sums of squares over :num.                   *)
+
+let sq_def = new_definition
+ `sq (n:num) = n * n`;;
+
+let cube_def = new_definition
+ `cube (n:num) = n * sq n`;;

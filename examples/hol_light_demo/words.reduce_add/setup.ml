@@ -1,0 +1,1 @@
+needs "Library/words.ml";;
