@@ -146,32 +146,41 @@ class HolLightSession(ProverSession):
             key = chain[-1].parent
         return chain[::-1]
 
-    def _ensure(self, key: str) -> ImageProcess:
-        """The live image for ``key``, building it and its ancestors as needed."""
+    def _acquire(self, key: str) -> ImageProcess:
+        """The live image for ``key``, held (never evicted) until _release.
+
+        Builds the image and its ancestors as needed; a second worker that
+        needs the same image waits for the first one's build.
+        """
         with self._lock:
             if key in self._failed:
                 raise ImageFailed(key, self._failed[key])
             if key in self._images:
+                self._in_use[key] = self._in_use.get(key, 0) + 1
                 return self._images[key]
             build_lock = self._build_locks.setdefault(key, threading.Lock())
-        with build_lock:   # a second worker waits for the first one's build
+            node = self._nodes[key]
+        with build_lock:
             with self._lock:
-                if key in self._failed:
-                    raise ImageFailed(key, self._failed[key])
-                if key in self._images:
-                    return self._images[key]
-                node = self._nodes[key]
-            parent = self._ensure(node.parent)
-            self._evict_if_full()
-            try:
-                image = self._fork_image(parent, node)
-            except ImageFailed as failed:
+                built = key in self._images or key in self._failed
+            if not built:
+                parent = self._acquire(node.parent)
+                try:
+                    self._evict_if_full()
+                    image = self._fork_image(parent, node)
+                except ImageFailed as failed:
+                    with self._lock:
+                        self._failed[key] = failed.reason
+                    raise
+                finally:
+                    self._release(parent.key)
                 with self._lock:
-                    self._failed[key] = failed.reason
-                raise
-            with self._lock:
-                self._images[key] = image
-            return image
+                    self._images[key] = image
+            return self._acquire(key)
+
+    def _release(self, key: str) -> None:
+        with self._lock:
+            self._in_use[key] -= 1
 
     def _fork_image(self, parent: ImageProcess, node: contexts.ImageNode) -> ImageProcess:
         images = self.workdir / "images"
@@ -179,12 +188,8 @@ class HolLightSession(ProverSession):
         segment.write_text(node.segment, encoding="utf-8")
         pipes = PipePair.create(self.workdir / "fifo", node.key)
         started = time.monotonic()
-        self._hold(parent.key, +1)
-        try:
-            reply = parent.request("FORK", str(pipes.cmd_path), str(pipes.rep_path), str(log),
-                                   str(segment))
-        finally:
-            self._hold(parent.key, -1)
+        reply = parent.request("FORK", str(pipes.cmd_path), str(pipes.rep_path), str(log),
+                               str(segment))
         image = ImageProcess(node.key, int(reply.split()[1]), pipes, log)
         try:
             image.attach(self.backend.image_timeout_s)
@@ -193,10 +198,6 @@ class HolLightSession(ProverSession):
             raise ImageFailed(node.key, _log_reason(log) or "the context did not load") from None
         self.image_build_secs[node.key] = time.monotonic() - started
         return image
-
-    def _hold(self, key: str, delta: int) -> None:
-        with self._lock:
-            self._in_use[key] = self._in_use.get(key, 0) + delta
 
     def _evict_if_full(self) -> None:
         """Quit the least recently used idle images beyond ``max_images``."""
@@ -213,17 +214,16 @@ class HolLightSession(ProverSession):
     def check(self, problem: Problem, limits: CheckLimits) -> CheckResult:
         key = self._image_of[problem.problem_id]
         try:
-            image = self._ensure(key)
+            image = self._acquire(key)
         except ImageFailed as failed:
             return _not_run(Verdict.ERROR, f"setup: {failed.reason}", key)
-        refusal = self._wait_for_memory(limits)
-        if refusal:
-            return _not_run(Verdict.ERROR, refusal, key)
-        self._hold(key, +1)
         try:
+            refusal = self._wait_for_memory(limits)
+            if refusal:
+                return _not_run(Verdict.ERROR, refusal, key)
             return self._run_check(image, problem, limits)
         finally:
-            self._hold(key, -1)
+            self._release(key)
 
     def _wait_for_memory(self, limits: CheckLimits) -> str | None:
         waited_alone = 0.0

@@ -154,3 +154,47 @@ def test_a_broken_context_is_an_error_and_the_proof_never_runs(hol_session, tmp_
     assert result.outcome.reason.startswith("setup:")
     assert "not closed" in result.outcome.reason
     assert result.prove_secs is None and result.exit_status == "not run"
+
+
+def test_images_evicted_under_pressure_are_rebuilt_never_used_while_gone(
+        hol_session, tmp_path, monkeypatch):
+    # Two images at most besides the base: building c2 needs the shared
+    # prefix image, which is the least recently used one when it is needed.
+    monkeypatch.setattr(hol_session.backend, "max_images", 2)
+    prefix = "let PB_EVICT_A = new_definition `pb_evict_a = 1`;;\n"
+    ps = [problem(tmp_path, "evict.c1", "pb_evict_a + 1 = 2", "REWRITE_TAC[PB_EVICT_A] THEN ARITH_TAC",
+                  setup=prefix + "let PB_EVICT_C1 = new_definition `pb_evict_c1 = 2`;;\n"),
+          problem(tmp_path, "evict.x", "pb_evict_x = 3", "REWRITE_TAC[PB_EVICT_X]",
+                  setup="let PB_EVICT_X = new_definition `pb_evict_x = 3`;;\n"),
+          problem(tmp_path, "evict.c2", "pb_evict_a + 2 = 3", "REWRITE_TAC[PB_EVICT_A] THEN ARITH_TAC",
+                  setup=prefix + "let PB_EVICT_C2 = new_definition `pb_evict_c2 = 4`;;\n")]
+    hol_session.prepare(ps)
+    for p in ps:
+        assert check(hol_session, p).outcome.verdict is Verdict.OK, p.problem_id
+
+
+def test_a_memory_bomb_is_killed_and_the_check_beside_it_is_unaffected(
+        hol_session, demo_rows, tmp_path):
+    import shutil
+
+    import psutil
+
+    from .conftest import DEMO, demo_config, sweep_with
+
+    corpus = tmp_path / "corpus"
+    for pid in ("fault.memout", "heavy.big_mod"):
+        shutil.copytree(DEMO / pid, corpus / pid)
+    available_before = psutil.virtual_memory().available
+    summary = sweep_with(hol_session, demo_config(tmp_path / "out", corpus=corpus, workers=2))
+    rows = {row["problem_id"]: row for row in summary.table.to_pylist()}
+
+    bomb, neighbour = rows["fault.memout"], rows["heavy.big_mod"]
+    assert bomb["verdict"] == "MEMOUT", bomb["reason"]
+    # Killed near the limit: sampling every 20 ms lets it overshoot only a little.
+    assert bomb["peak_rss_mb"] < TEST_MEM_LIMIT / 2**20 + 512
+    # They ran side by side, and the neighbour proved its goal as usual.
+    assert bomb["started_at"] < neighbour["finished_at"] and neighbour["started_at"] < bomb["finished_at"]
+    assert neighbour["verdict"] == "OK"
+    assert neighbour["prove_secs"] < 2 * demo_rows["heavy.big_mod"]["prove_secs"] + 2
+    # The memory came back.
+    assert psutil.virtual_memory().available > available_before - 512 * 2**20
