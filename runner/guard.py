@@ -71,19 +71,17 @@ def tree_rss(members: list[psutil.Process]) -> int:
     return total
 
 
-def kill_tree(pid: int, proc: psutil.Process | None) -> None:
+def kill_tree(pid: int, proc: psutil.Process) -> None:
     """SIGKILL the check's process group and every descendant we can see."""
-    victims = []
-    if proc is not None:
-        try:
-            victims = proc.children(recursive=True)
-        except psutil.Error:
-            pass
+    try:
+        victims = proc.children(recursive=True)
+    except psutil.Error:
+        victims = []
     try:
         os.killpg(pid, signal.SIGKILL)
     except (ProcessLookupError, PermissionError):
         pass  # not yet a group leader: the child calls setsid first thing
-    for victim in ([proc] if proc is not None else []) + victims:
+    for victim in [proc] + victims:
         try:
             victim.kill()
         except psutil.Error:

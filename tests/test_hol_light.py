@@ -198,3 +198,22 @@ def test_a_memory_bomb_is_killed_and_the_check_beside_it_is_unaffected(
     assert neighbour["prove_secs"] < 2 * demo_rows["heavy.big_mod"]["prove_secs"] + 2
     # The memory came back.
     assert psutil.virtual_memory().available > available_before - 512 * 2**20
+
+
+def test_a_checkout_with_hol_sh_is_started_through_its_hol_sh(tmp_path):
+    """Users of s2n-bignum-bench build HOL Light from source; its Makefile
+    leaves a hol.sh that starts a toplevel with hol.ml loaded. This checkout's
+    hol.sh starts Debian's toplevel the same way."""
+    from runner.hol_light import HolLightBackend
+    from runner.hol_light_install import find_hol_light
+
+    checkout = tmp_path / "hol-light"
+    checkout.mkdir()
+    hol_sh = checkout / "hol.sh"
+    hol_sh.write_text("#!/bin/sh\n/usr/share/hol-light/ocaml -init /usr/share/hol-light/hol.ml\n")
+    hol_sh.chmod(0o755)
+    install = find_hol_light(checkout)
+    assert install.kind == "checkout" and install.build.startswith("checkout-")
+    with HolLightBackend(install, context_root=tmp_path).start(tmp_path / "work") as session:
+        result = check(session, problem(tmp_path, "checkout.add", "x + 0 = x", "ARITH_TAC"))
+    assert result.outcome.verdict is Verdict.OK
