@@ -13,7 +13,6 @@ import time
 from pathlib import Path
 
 import psutil
-import pytest
 
 from runner import shards
 
