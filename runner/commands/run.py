@@ -1,0 +1,47 @@
+"""proofbatch run: check every problem of a corpus and record one verdict each."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from .. import progress
+from ..sweep import SweepConfig, prepare, run_sweep
+from . import size
+
+NAME = "run"
+HELP = "check every problem of a corpus and record one verdict each"
+
+
+def add_arguments(run) -> None:
+    run.add_argument("corpus", type=Path, help="CORPUS/<problem-id>/{setup.ml,query.txt}")
+    run.add_argument("--answers", type=Path, help="answers DIR/<id>/answer.txt or FILE.csv "
+                     "(problem_id,answer); default: answer.txt in each problem folder")
+    run.add_argument("--out", type=Path, required=True, help="sweep directory; rerun to resume")
+    run.add_argument("--workers", type=int, default=1, help="checks at once (default 1)")
+    run.add_argument("--timeout-map", type=Path, help="s2n-bignum-bench timeout-map.json")
+    run.add_argument("--category-timeouts", type=Path, help="s2n-bignum-bench timeouts.json")
+    run.add_argument("--default-timeout", type=float, default=120.0,
+                     help="seconds, for problems in neither file (default 120)")
+    run.add_argument("--mem-limit", type=size, help="per check, e.g. 4G (default: 8G or an even "
+                     "share of 80%% of RAM per worker, whichever is smaller)")
+    run.add_argument("--hol-light", type=Path, help="HOL Light checkout built with make (has hol.sh)")
+    run.add_argument("--context-root", type=Path,
+                     help="directory that needs/loadt in setup.ml resolve against (default: cwd)")
+    run.add_argument("--grace", type=float, default=2.0,
+                     help="seconds past the limit before the outside kill (default 2)")
+
+
+def run(args) -> int:
+    config = SweepConfig(
+        corpus=args.corpus, out=args.out, answers=args.answers, workers=args.workers,
+        timeout_map=args.timeout_map, category_timeouts=args.category_timeouts,
+        default_timeout=args.default_timeout, mem_limit=args.mem_limit,
+        hol_light=args.hol_light, context_root=args.context_root, grace=args.grace)
+    prepared = prepare(config)
+    from cluster.local import LocalExecutor
+
+    with progress.SweepProgress() as bar:
+        summary = run_sweep(prepared, LocalExecutor(workers=config.workers),
+                            on_row=bar.row, on_start=bar.start)
+    progress.print_summary(summary)
+    return 0
