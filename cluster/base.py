@@ -10,11 +10,14 @@ to the driver as they are published, for the progress display.
 from __future__ import annotations
 
 import abc
+import json
+import socket
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, ClassVar, Sequence
 
-from runner.prover import ProverBackend
+from runner import shards
+from runner.prover import ImageBuild, ProverBackend
 from runner.results import ResultRow
 from runner.worker import CheckTask
 
@@ -37,3 +40,13 @@ class Executor(abc.ABC):
         Raises ProverError when the prover itself fails; rows published so far
         stay, and running the sweep again resumes.
         """
+
+
+def record_image_builds(job: SweepJob, builds: Sequence[ImageBuild]) -> None:
+    """Publish OUT/images/<run_id>.json: the images this run built and what
+    they cost, so that reports count image builds as the work they are."""
+    data = {"format": "proofbatch-images/1", "run_id": job.run_id, "host": socket.gethostname(),
+            "builds": [{"key": b.key, "parent": b.parent, "secs": b.secs} for b in builds]}
+    path = job.out / "images" / f"{job.run_id}.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    shards.publish(path, lambda tmp: tmp.write_text(json.dumps(data, indent=1) + "\n"))

@@ -19,7 +19,7 @@ from runner.results import ResultRow
 from runner.shards import ShardWriter
 from runner.worker import CheckTask, work
 
-from .base import Executor, SweepJob
+from .base import Executor, SweepJob, record_image_builds
 
 
 class LocalExecutor(Executor):
@@ -37,10 +37,12 @@ class LocalExecutor(Executor):
         # Named pipes and scratch files want a local disk, not the shared one.
         workdir = Path(tempfile.mkdtemp(prefix="proofbatch-"))
         session = self.session or job.backend.start(workdir)
+        known = len(session.image_builds)
         try:
             session.prepare([t.problem for t in job.tasks])
             self._run_threads(session, job, on_row)
         finally:
+            record_image_builds(job, session.image_builds[known:])
             if own:
                 session.close()
             shutil.rmtree(workdir, ignore_errors=True)

@@ -31,7 +31,8 @@ from .errors import ProverError
 from .fork_server import ImageFailed, ImageProcess, PipePair
 from .guard import GuardLimits, Observation, watch
 from .hol_light_install import HolLightInstall
-from .prover import BackendInfo, CheckLimits, CheckResult, ProverBackend, ProverSession
+from .prover import (BackendInfo, CheckLimits, CheckResult, ImageBuild, ProverBackend,
+                     ProverSession)
 from .verdicts import Outcome, Verdict
 
 DRIVER = Path(__file__).with_name("hol_light_driver.ml")
@@ -85,7 +86,8 @@ class HolLightSession(ProverSession):
         self._counter = itertools.count()
         self._base_proc: subprocess.Popen | None = None
         self.base_key = contexts.image_key("", backend.salt)
-        self.image_build_secs: dict[str, float] = {}
+        self.image_build_secs: dict[str, float] = {}     # latest build of each key
+        self.image_builds: list[ImageBuild] = []
         self._boot()
 
     # -- images --------------------------------------------------------------
@@ -121,7 +123,7 @@ class HolLightSession(ProverSession):
             raise ProverError(f"HOL Light did not start ({failed.reason}): "
                               f"{_log_reason(log) or 'see ' + str(log)}") from None
         self._images[self.base_key] = image
-        self.image_build_secs[self.base_key] = time.monotonic() - started
+        self._built(self.base_key, None, time.monotonic() - started)
 
     def prepare(self, problems: Sequence[Problem]) -> None:
         setups = {p.problem_id: p.setup_path.read_text(encoding="utf-8", errors="replace")
@@ -196,8 +198,13 @@ class HolLightSession(ProverSession):
         except ImageFailed:
             image.close()
             raise ImageFailed(node.key, _log_reason(log) or "the context did not load") from None
-        self.image_build_secs[node.key] = time.monotonic() - started
+        self._built(node.key, node.parent, time.monotonic() - started)
         return image
+
+    def _built(self, key: str, parent: str | None, secs: float) -> None:
+        with self._lock:
+            self.image_build_secs[key] = secs
+            self.image_builds.append(ImageBuild(key, parent, secs))
 
     def _evict_if_full(self) -> None:
         """Quit the least recently used idle images beyond ``max_images``."""

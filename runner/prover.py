@@ -43,10 +43,24 @@ class BackendInfo:
     mode: str       # execution mode, e.g. "bytecode-fork"
 
 
+@dataclass(frozen=True)
+class ImageBuild:
+    """One image (loaded context) built by a session: real work a sweep pays."""
+
+    key: str
+    parent: str | None
+    secs: float
+
+
 class ProverSession(abc.ABC):
-    """A prover running on one host, with its images. Thread-safe."""
+    """A prover running on one host, with its images. Thread-safe.
+
+    ``image_builds`` lists every image built so far, rebuilds after an
+    eviction included, in the order they finished.
+    """
 
     info: BackendInfo
+    image_builds: list[ImageBuild]
 
     @abc.abstractmethod
     def prepare(self, problems: Sequence[Problem]) -> None:

@@ -61,6 +61,10 @@ class SweepConfig:
                                       "directory", default=None)
     grace: float = _help("seconds past the limit before the outside kill", default=2.0)
     max_images: int = _help("loaded contexts kept alive at once on a host", default=8)
+    only: tuple[str, ...] | None = _help("check only these problem ids (all when None)", default=None)
+    policy: str = _help("dispatch order: planned (longest first, context affinity), naive "
+                        "(corpus order) or shuffle (seeded random)", default="planned")
+    seed: int = _help("seed of the shuffle policy and of tie-breaking", default=0)
 
 
 @dataclass
@@ -90,6 +94,9 @@ def prepare(config: SweepConfig) -> PreparedSweep:
         raise InputError("--grace", f"{config.grace} is not a grace period in seconds",
                          "pass a number from 0 to 3600")
     problems = load_corpus(config.corpus, config.answers)
+    if config.only is not None:
+        wanted = set(config.only)
+        problems = [p for p in problems if p.problem_id in wanted]
     policy = TimeoutPolicy(
         by_problem=load_timeout_map(config.timeout_map) if config.timeout_map else {},
         by_category=load_category_timeouts(config.category_timeouts) if config.category_timeouts else None,

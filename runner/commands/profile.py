@@ -1,0 +1,79 @@
+"""proofbatch profile: time the ground-truth proofs, several runs, for timeout maps."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from rich.console import Console
+from rich.table import Table
+
+from .. import progress
+from ..profile import Profile, ProfileConfig, profile
+from . import size
+
+NAME = "profile"
+HELP = "check the ground-truth proofs several times and record what each costs"
+
+
+def add_arguments(p) -> None:
+    p.add_argument("corpus", type=Path, help="CORPUS/<problem-id>/{setup.ml,query.txt}")
+    p.add_argument("--answers", type=Path, help="ground truth: DIR/<id>/answer.txt or FILE.csv; "
+                   "default: answer.txt in each problem folder")
+    p.add_argument("--out", type=Path, required=True, help="profile directory, e.g. profiles/NAME")
+    p.add_argument("--runs", type=int, default=3, help="runs over the corpus (default 3)")
+    p.add_argument("--ceiling", type=float, default=10800.0,
+                   help="time limit of every profiled check, seconds (default: the cap, 10800)")
+    p.add_argument("--seed", type=int, default=0, help="seed of the runs' shuffled orders (default 0)")
+    p.add_argument("--workers", type=int, default=1,
+                   help="checks at once (default 1: parallel checks skew each other's times)")
+    p.add_argument("--mem-limit", type=size, help="per check, e.g. 8G (default as for `run`)")
+    p.add_argument("--hol-light", type=Path, help="HOL Light checkout built with make (has hol.sh)")
+    p.add_argument("--context-root", type=Path, help="where needs/loadt resolve (default: cwd)")
+    p.add_argument("--incremental", action="store_true",
+                   help="profile only new or changed problems (setup, query or ground truth)")
+    p.add_argument("--map", type=Path, help="then derive this timeout map from the profile "
+                   "(default policy; see `proofbatch timeout-map`)")
+
+
+def run(args) -> int:
+    from cluster.local import LocalExecutor
+
+    cfg = ProfileConfig(corpus=args.corpus, out=args.out, answers=args.answers, runs=args.runs,
+                        ceiling_s=args.ceiling, seed=args.seed, workers=args.workers,
+                        mem_limit=args.mem_limit, hol_light=args.hol_light,
+                        context_root=args.context_root, incremental=args.incremental,
+                        command=tuple(sys.argv))
+    bar = progress.SweepProgress()
+
+    def on_run(r: int, n: int, out: str) -> None:
+        progress.console.print(f"[bold]run {r} of {n}[/] -> {out}")
+
+    with bar:
+        result = profile(cfg, lambda config: LocalExecutor(workers=config.workers),
+                         on_run=on_run, on_row=bar.row, on_start=bar.start)
+    print_profile(result, Console())
+    if args.map:
+        from .timeout_map import derive_and_write
+        derive_and_write(result, args.map, Console())
+    return 0
+
+
+def print_profile(result: Profile, out: Console) -> None:
+    table = Table(title=f"profile {result.path}: {len(result.runs)} ground truths timed")
+    for name in ("problem", "runs", "min s", "median s", "max s", "spread", "peak MiB"):
+        table.add_column(name, justify="left" if name == "problem" else "right")
+    slowest = sorted(result.stats, key=lambda s: -s["max"])
+    for s in slowest[:15]:
+        table.add_row(s["problem_id"], str(s["runs"]), f"{s['min']:.3f}", f"{s['median']:.3f}",
+                      f"{s['max']:.3f}", "" if s["spread"] is None else f"{s['spread']:.2f}",
+                      f"{max(s['peak_rss_mb']):.0f}" if s["peak_rss_mb"] else "")
+    if len(slowest) > 15:
+        table.caption = f"the 15 slowest of {len(slowest)}; all in {result.path}/summary.csv"
+    out.print(table)
+    if result.defects:
+        # A ground truth that does not verify is a defect of the corpus: loud, every one.
+        out.print(f"[bold red]{len(result.defects)} ground truths did not verify; they are corpus "
+                  f"defects, listed here and in summary.json, and were not timed:")
+        for d in result.defects:
+            out.print(f"[red]  DEFECT {d.problem_id}: {d.verdict}: {d.reason} ({d.run})")

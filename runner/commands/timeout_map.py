@@ -1,0 +1,112 @@
+"""proofbatch timeout-map: derive per-problem time limits from a profile, and validate them."""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+from pathlib import Path
+
+from rich.console import Console
+from rich.table import Table
+
+from .. import progress
+from ..errors import InputError
+from ..profile import Profile, load_profile
+from ..timeout_map import MapPolicy, derive, write_map
+
+NAME = "timeout-map"
+HELP = "derive a per-problem timeout map from a profile (s2n-bignum-bench's format), or validate one"
+
+
+def add_arguments(p) -> None:
+    p.add_argument("profile", type=Path, help="a directory written by `proofbatch profile`")
+    p.add_argument("--out", type=Path, help="write the map here, e.g. timeout_maps/NAME.json "
+                   "(its sidecar goes next to it as NAME.meta.json)")
+    p.add_argument("--validate", action="store_true",
+                   help="rerun the ground truths once under the map (--out, or --map); "
+                   "passes with zero TIMEOUT")
+    p.add_argument("--map", type=Path, help="an existing map to validate instead of deriving one")
+    p.add_argument("--workers", type=int, default=1, help="checks at once while validating (default 1)")
+    policy = p.add_argument_group("policy", "how limits are derived (defaults in parentheses)")
+    # One option per MapPolicy field, so that the help text lives in one place.
+    for f in dataclasses.fields(MapPolicy):
+        policy.add_argument("--" + f.name.replace("_", "-"), dest=f"policy_{f.name}", type=float,
+                            default=None, help=f"{f.metadata.get('help', '')} ({f.default})")
+
+
+def _policy(args) -> MapPolicy:
+    chosen = {f.name: getattr(args, f"policy_{f.name}") for f in dataclasses.fields(MapPolicy)}
+    return MapPolicy(**{k: v for k, v in chosen.items() if v is not None})
+
+
+def run(args) -> int:
+    if not args.out and not (args.validate and args.map):
+        raise InputError("timeout-map", "nothing to do", "pass --out MAP to derive a map, "
+                         "or --validate --map MAP to validate an existing one")
+    if args.out and args.map:
+        raise InputError("timeout-map", "--out derives a new map and --map names an existing one",
+                         "pass one of them")
+    policy = _policy(args)
+    result = load_profile(args.profile)
+    out = Console()
+    map_path = args.map
+    if args.out:
+        derive_and_write(result, args.out, out, policy)
+        map_path = args.out
+    if args.validate:
+        return _validate(result, map_path, args.workers, out)
+    return 0
+
+
+def derive_and_write(result: Profile, map_path: Path, out: Console, policy: MapPolicy = MapPolicy()) -> None:
+    derived = derive(result.runs, policy)
+    prov = result.provenance
+    write_map(map_path, derived, {
+        "profile": str(result.path.resolve()), "corpus": prov.get("corpus"),
+        "prover": prov.get("prover"), "hol_build": prov.get("hol_build"), "mode": prov.get("mode"),
+        "generations": [g["id"] for g in prov.get("generations", [])],
+        "problems": {pid: p["content_sha256"] for pid, p in prov.get("problems", {}).items()},
+        "defects": [d.problem_id for d in result.defects],
+        "derived": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")})
+    classes = {c: sum(e.cls == c for e in derived.entries) for c in ("light", "heavy")}
+    at_floor = sum(e.rule == "floor" for e in derived.entries)
+    out.print(f"wrote {map_path}: {len(derived.entries)} problems, {classes['light']} light and "
+              f"{classes['heavy']} heavy, {at_floor} at the {policy.floor_s:g} s floor")
+    if derived.expected_false_timeouts is not None:
+        out.print(f"expected false timeouts over the corpus: {derived.expected_false_timeouts:.2g} "
+                  f"(target {policy.target_false_timeout:g} per problem)")
+    for e in derived.clipped:
+        # Never hidden: a correct proof of this problem may time out.
+        out.print(f"[bold red]CLIPPED at the {policy.cap_s:g} s cap: {e.problem_id} "
+                  f"(statistic {e.statistic:.1f} s x margin {e.margin:g}); a correct proof may time out")
+    if result.defects:
+        out.print(f"[yellow]{len(result.defects)} profile defects have no entry; they fall back to "
+                  "category or default limits")
+
+
+def _validate(result: Profile, map_path: Path, workers: int, out: Console) -> int:
+    from cluster.local import LocalExecutor
+
+    from ..validate import validate
+
+    with progress.SweepProgress() as bar:
+        v = validate(result, map_path, lambda c: LocalExecutor(workers=c.workers), workers=workers,
+                     on_row=bar.row, on_start=bar.start)
+    table = Table(title=f"headroom under {map_path}: max profiled prove_secs / timeout, tightest first")
+    for name in ("problem", "max prove s", "timeout s", "ratio"):
+        table.add_column(name, justify="left" if name == "problem" else "right")
+    for h in v.headroom[:20]:
+        table.add_row(h.problem_id, f"{h.max_prove_secs:.3f}",
+                      "no entry" if h.timeout_sec is None else f"{h.timeout_sec:g}",
+                      "" if h.ratio is None else f"{h.ratio:.4f}")
+    out.print(table)
+    missing = [h.problem_id for h in v.headroom if h.timeout_sec is None]
+    if missing:
+        out.print(f"[red]{len(missing)} profiled problems have no entry in the map, e.g. {missing[0]}")
+    if v.false_timeouts:
+        out.print(f"[bold red]validation FAILED: {len(v.false_timeouts)} ground truths timed out "
+                  f"under the map: {', '.join(v.false_timeouts)} (sweep in {v.out})")
+        return 1
+    out.print(f"[green]validation passed: {len(v.summary.table)} ground truths rerun, "
+              f"zero TIMEOUT (sweep in {v.out})")
+    return 0 if not missing else 1

@@ -1,0 +1,280 @@
+"""Profiling: run the ground-truth proofs several times and keep what they cost.
+
+A profile is the measured basis of a timeout map (s2n-bignum-bench, appendix
+A.6): each ground-truth proof is checked ``runs`` times through the same
+check path as a normal sweep, with time limits lifted to a ceiling, each run
+in its own seeded random order so that scheduling effects vary between runs.
+
+``PROFILE/`` describes itself:
+
+- ``profile.json``: provenance (corpus and per-problem content hashes, the
+  command, the machine, dates, HOL Light build and execution mode) and the
+  *generations*: the first profiles every problem; an ``--incremental`` one
+  profiles only problems that are new or changed.
+- ``runs/g<G>-r<R>/``: each run is an ordinary sweep directory, so an
+  interrupted profile resumes from its shards.
+- ``summary.json`` and ``summary.csv``: per problem min, median, max and
+  spread of prove_secs, and the *defects*: ground truths that did not
+  verify. A defect is listed, never timed: it drops out of later runs and
+  out of every statistic.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import json
+import os
+import platform
+import socket
+import statistics
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+import psutil
+
+from . import shards
+from .corpus import Problem, load_corpus
+from .errors import InputError
+from .profile_data import ProblemRuns
+from .sweep import SweepConfig, SweepSummary, prepare, run_sweep
+
+FORMAT = "proofbatch-profile/1"
+SUMMARY_FORMAT = "proofbatch-profile-summary/1"
+PROVENANCE, SUMMARY, SUMMARY_CSV = "profile.json", "summary.json", "summary.csv"
+
+
+def _help(text: str, **kw):
+    return field(metadata={"help": text}, **kw)
+
+
+@dataclass(frozen=True)
+class ProfileConfig:
+    corpus: Path = _help("CORPUS/<problem-id>/{setup.ml,query.txt}")
+    out: Path = _help("profile directory, e.g. profiles/NAME; rerun to resume")
+    answers: Path | None = _help("ground-truth answers, resolved as `proofbatch run` does", default=None)
+    runs: int = _help("times each ground truth is checked", default=3)
+    ceiling_s: float = _help("time limit of every profiled check: the map's cap, so that no "
+                             "correct proof is cut short below it", default=10800.0)
+    seed: int = _help("seed of run 1's order; run R uses seed + R - 1", default=0)
+    workers: int = _help("checks at once; parallel checks share cores and skew each other's "
+                         "times, so the default is 1", default=1)
+    mem_limit: int | None = _help("memory limit per check in bytes; default as for a sweep", default=None)
+    hol_light: Path | None = _help("a HOL Light checkout with hol.sh; default: Debian's", default=None)
+    context_root: Path | None = _help("where needs/loadt in setup.ml resolve; default: cwd", default=None)
+    incremental: bool = _help("profile only problems that are new or whose setup, query or ground "
+                              "truth changed since the last generation", default=False)
+    command: tuple[str, ...] = _help("the command line, recorded as provenance", default=())
+
+
+@dataclass(frozen=True)
+class Defect:
+    problem_id: str
+    verdict: str
+    reason: str
+    run: str
+
+
+@dataclass(frozen=True)
+class Profile:
+    path: Path
+    provenance: dict
+    runs: list[ProblemRuns]
+    defects: list[Defect]
+    stats: list[dict]
+
+
+def content_hash(problem: Problem) -> str:
+    """What a problem's profile depends on: its setup, query and ground truth."""
+    h = hashlib.sha256()
+    for part in (problem.setup_path.read_bytes(), problem.query_path.read_bytes(),
+                 problem.answer or b""):
+        h.update(len(part).to_bytes(8, "big") + part)
+    return h.hexdigest()
+
+
+def machine() -> dict:
+    return {"host": socket.gethostname(), "platform": platform.platform(),
+            "cpu": platform.processor() or platform.machine(), "cores": os.cpu_count(),
+            "memory_bytes": psutil.virtual_memory().total, "python": platform.python_version()}
+
+
+def _now() -> str:
+    return dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
+
+
+def _write_json(path: Path, data) -> None:
+    shards.publish(path, lambda tmp: tmp.write_text(json.dumps(data, indent=2) + "\n"))
+
+
+def _read_json(path: Path, what: str):
+    try:
+        return json.loads(path.read_text())
+    except (OSError, json.JSONDecodeError) as exc:
+        raise InputError(path, f"unreadable {what} ({exc})", "restore it, or profile into a new --out") from None
+
+
+def _sweep_config(cfg: ProfileConfig, out: Path, only, seed: int) -> SweepConfig:
+    return SweepConfig(corpus=cfg.corpus, out=out, answers=cfg.answers, workers=cfg.workers,
+                       default_timeout=cfg.ceiling_s, mem_limit=cfg.mem_limit, hol_light=cfg.hol_light,
+                       context_root=cfg.context_root, only=tuple(sorted(only)), policy="shuffle",
+                       seed=seed)
+
+
+def _plan_generation(cfg: ProfileConfig, provenance: dict | None, hashes: dict[str, str],
+                     summary: dict | None) -> tuple[dict, dict | None]:
+    """The provenance to work under and the generation to run (None: nothing to do).
+
+    A generation already recorded but not finished is resumed as it was
+    planned, seeds included.
+    """
+    if provenance is None:
+        provenance = {"format": FORMAT, "corpus": str(cfg.corpus.resolve()),
+                      "answers": str(cfg.answers.resolve()) if cfg.answers else None,
+                      "created": _now(), "generations": []}
+    generations = provenance["generations"]
+    if generations and not generations[-1].get("finished"):
+        return provenance, generations[-1]
+    if generations:
+        profiled = {p["problem_id"]: p["content_sha256"] for p in (summary or {}).get("problems", [])}
+        profiled.update({d["problem_id"]: d["content_sha256"] for d in (summary or {}).get("defects", [])})
+        todo = sorted(pid for pid, h in hashes.items() if profiled.get(pid) != h)
+        if not cfg.incremental:
+            if todo:
+                raise InputError(cfg.out, f"{len(todo)} problems are new or changed since this profile "
+                                 f"was taken (e.g. {todo[0]})",
+                                 "pass --incremental to profile just those, or use a new --out")
+            return provenance, None
+        if not todo:
+            return provenance, None
+    else:
+        todo = sorted(hashes)
+    g = len(generations) + 1
+    seed = cfg.seed + 1000 * (g - 1)
+    generation = {"id": f"g{g}", "started": _now(), "finished": None, "ceiling_s": cfg.ceiling_s,
+                  "problems": todo, "content_sha256": {pid: hashes[pid] for pid in todo},
+                  "command": list(cfg.command), "machine": machine(),
+                  "runs": [{"dir": f"runs/g{g}-r{r}", "seed": seed + r - 1} for r in range(1, cfg.runs + 1)]}
+    generations.append(generation)
+    return provenance, generation
+
+
+def profile(cfg: ProfileConfig, executor_for: Callable[[SweepConfig], object],
+            on_run: Callable[[int, int, str], None] = lambda r, n, d: None,
+            on_row=lambda row: None, on_start=lambda total, done: None) -> Profile:
+    """Run (or resume) the profile described by ``cfg`` and return it.
+
+    ``executor_for(config)`` makes the executor of each run. Raises
+    InputError on bad input before anything is written.
+    """
+    if cfg.runs < 1:
+        raise InputError("--runs", f"{cfg.runs} is not a number of runs", "pass 1 or more (3 is usual)")
+    if not 0 < cfg.ceiling_s <= 7 * 86400:
+        raise InputError("--ceiling", f"{cfg.ceiling_s} s is not a usable time limit",
+                         "pass seconds, from 1 up to a week")
+    problems = {p.problem_id: p for p in load_corpus(cfg.corpus, cfg.answers)}
+    hashes = {pid: content_hash(p) for pid, p in problems.items()}
+    prov_path, summary_path = cfg.out / PROVENANCE, cfg.out / SUMMARY
+    provenance = _read_json(prov_path, "profile provenance") if prov_path.exists() else None
+    summary = _read_json(summary_path, "profile summary") if summary_path.exists() else None
+    if provenance and provenance.get("corpus") != str(cfg.corpus.resolve()):
+        raise InputError(prov_path, f"this profile is of {provenance.get('corpus')}, not {cfg.corpus}",
+                         "use a new --out for another corpus")
+    provenance, generation = _plan_generation(cfg, provenance, hashes, summary)
+    if generation is not None:
+        # Validate everything (HOL Light, context root...) before writing anything.
+        first = prepare(_sweep_config(cfg, cfg.out / generation["runs"][0]["dir"],
+                                      generation["problems"], generation["runs"][0]["seed"]))
+        cfg.out.mkdir(parents=True, exist_ok=True)
+        provenance.update(hol_build=first.backend.info.build, mode=first.backend.info.mode,
+                          prover=first.backend.info.prover,
+                          context_root=str(first.backend.context_root),
+                          hol_light=str(cfg.hol_light.resolve()) if cfg.hol_light else None)
+        _write_json(prov_path, provenance)
+        _run_generation(cfg, generation, executor_for, on_run, on_row, on_start)
+        generation["finished"] = _now()
+        _write_json(prov_path, provenance)
+    provenance["problems"] = {pid: {"content_sha256": h, "category": problems[pid].category}
+                              for pid, h in sorted(hashes.items())}
+    _write_json(prov_path, provenance)
+    _write_summary(cfg.out, provenance, set(hashes))
+    return load_profile(cfg.out)
+
+
+def _run_generation(cfg, generation, executor_for, on_run, on_row, on_start) -> None:
+    defects: set[str] = set()
+    for r, run in enumerate(generation["runs"], start=1):
+        out = cfg.out / run["dir"]
+        only = [pid for pid in generation["problems"] if pid not in defects]
+        on_run(r, len(generation["runs"]), str(out))
+        config = _sweep_config(cfg, out, only, run["seed"])
+        summary: SweepSummary = run_sweep(prepare(config), executor_for(config),
+                                          on_row=on_row, on_start=on_start)
+        defects |= {row["problem_id"] for row in summary.table.to_pylist()
+                    if row["problem_id"] in set(only) and row["verdict"] != "OK"}
+
+
+def _write_summary(out: Path, provenance: dict, in_corpus: set[str]) -> None:
+    """Per-problem statistics from each problem's latest generation."""
+    latest: dict[str, dict] = {}
+    for generation in provenance["generations"]:
+        if generation.get("finished"):
+            for pid in generation["problems"]:
+                latest[pid] = generation
+    rows_of: dict[str, list[dict]] = {}
+    for generation in provenance["generations"]:
+        for run in generation["runs"] if generation.get("finished") else ():
+            for row in shards.read_results(out / run["dir"]).to_pylist():
+                if latest.get(row["problem_id"]) is generation:
+                    rows_of.setdefault(row["problem_id"], []).append(dict(row, run=run["dir"]))
+    problems, defects = [], []
+    for pid in sorted(latest):
+        if pid not in in_corpus:
+            continue                      # no longer in the corpus
+        generation, rows = latest[pid], rows_of.get(pid, [])
+        profiled_hash = generation["content_sha256"][pid]
+        bad = next((r for r in rows if r["verdict"] != "OK" or r["prove_secs"] is None), None)
+        if bad is not None or not rows:
+            defects.append({"problem_id": pid, "content_sha256": profiled_hash,
+                            "verdict": bad["verdict"] if bad else "ERROR",
+                            "reason": (bad["reason"] or "no prove time recorded") if bad else "never ran",
+                            "run": bad["run"] if bad else generation["id"]})
+            continue
+        times = [r["prove_secs"] for r in rows]
+        rss = [r["peak_rss_mb"] for r in rows if r["peak_rss_mb"] is not None]
+        problems.append({
+            "problem_id": pid, "category": rows[0]["category"], "content_sha256": profiled_hash,
+            "generation": generation["id"], "runs": len(times), "prove_secs": times,
+            "min": min(times), "median": statistics.median(times), "max": max(times),
+            "spread": max(times) / min(times) if min(times) > 0 else None,
+            "wall_secs": [r["wall_secs"] for r in rows], "peak_rss_mb": rss,
+            "image_key": rows[0]["image_key"], "hosts": sorted({r["host"] for r in rows}),
+            "mode": rows[0]["mode"], "hol_build": rows[0]["hol_build"]})
+    summary = {"format": SUMMARY_FORMAT, "written": _now(), "problems": problems, "defects": defects}
+    _write_json(out / SUMMARY, summary)
+    header = ["problem_id", "category", "runs", "min", "median", "max", "spread", "peak_rss_mb"]
+    lines = [[p["problem_id"], p["category"], p["runs"], f"{p['min']:.6f}", f"{p['median']:.6f}",
+              f"{p['max']:.6f}", "" if p["spread"] is None else f"{p['spread']:.3f}",
+              f"{max(p['peak_rss_mb']):.1f}" if p["peak_rss_mb"] else ""] for p in problems]
+    shards.publish(out / SUMMARY_CSV, lambda tmp: tmp.write_text(
+        "\n".join(",".join(str(c) for c in row) for row in [header, *lines]) + "\n"))
+
+
+def load_profile(path: Path) -> Profile:
+    """Read a profile directory written by ``profile``."""
+    path = Path(path)
+    prov_path, summary_path = path / PROVENANCE, path / SUMMARY
+    if not prov_path.is_file() or not summary_path.is_file():
+        raise InputError(path, "not a finished profile (no profile.json and summary.json)",
+                         "pass a directory written by `proofbatch profile`, or rerun that to finish it")
+    provenance = _read_json(prov_path, "profile provenance")
+    summary = _read_json(summary_path, "profile summary")
+    if provenance.get("format") != FORMAT or summary.get("format") != SUMMARY_FORMAT:
+        raise InputError(path, "unknown profile format", f"profile again with this proofbatch ({FORMAT})")
+    runs = [ProblemRuns(problem_id=p["problem_id"], category=p["category"],
+                        prove_secs=tuple(p["prove_secs"]), peak_rss_mb=tuple(p["peak_rss_mb"]),
+                        wall_secs=tuple(p["wall_secs"]), image_key=p["image_key"])
+            for p in summary["problems"]]
+    defects = [Defect(d["problem_id"], d["verdict"], d["reason"], d["run"]) for d in summary["defects"]]
+    return Profile(path=path, provenance=provenance, runs=runs, defects=defects, stats=summary["problems"])
