@@ -17,6 +17,7 @@ from typing import Callable
 from runner.prover import ProverSession
 from runner.results import ResultRow
 from runner.shards import ShardWriter
+from runner.status import RunningBoard
 from runner.worker import CheckTask, work
 
 from .base import Executor, SweepJob, record_image_builds
@@ -63,14 +64,17 @@ class LocalExecutor(Executor):
                 yield task
 
         def run(i: int) -> None:
-            name = f"{socket.gethostname()}/{os.getpid()}/w{i}"
+            name, writer_id = f"{socket.gethostname()}/{os.getpid()}/w{i}", f"{job.run_id}-w{i}"
+            board = RunningBoard(job.out, writer_id, name)
             try:
-                with ShardWriter(job.out, f"{job.run_id}-w{i}") as writer:
+                with ShardWriter(job.out, writer_id) as writer:
                     work(session, tasks(), writer, worker=name, run_id=job.run_id,
-                         on_row=on_row, stop=stop)
+                         on_row=on_row, stop=stop, board=board)
             except BaseException as exc:   # recorded, then re-raised by the driver
                 errors.append(exc)
                 stop.set()
+            finally:
+                board.clear()
 
         threads = [threading.Thread(target=run, args=(i,), name=f"worker-{i}", daemon=True)
                    for i in range(self.workers)]

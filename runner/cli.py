@@ -15,7 +15,7 @@ import sys
 from .errors import InputError, ProofbatchError
 
 # runner/commands/<module>.py, in the order `proofbatch --help` lists them.
-COMMANDS = ["run", "profile"]
+COMMANDS = ["run", "status", "profile"]
 
 
 def build_parser() -> argparse.ArgumentParser:

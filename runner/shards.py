@@ -71,9 +71,11 @@ class ShardWriter:
     Shards are ``OUT/shards/{writer_id}-{seq:06d}.parquet``. The sequence
     resumes after the highest one already on disk for ``writer_id`` (quarantined
     ones included), so a restarted worker never overwrites an earlier shard.
-    Flushing happens inside ``add``: there is no timer thread, so call
-    ``close`` (or use ``with``) when done. Thread-safe. Two live writers must
-    not share a ``writer_id``.
+    Rows are published when an expensive one arrives, when ``flush_rows``
+    are pending, and at the latest ``flush_secs`` after they were added (a
+    timer thread does that, so rows finished just before a long check are
+    not held back for its whole duration). Call ``close`` (or use ``with``)
+    when done. Thread-safe. Two live writers must not share a ``writer_id``.
     """
 
     def __init__(self, out_dir: Path, writer_id: str, *, flush_rows: int = 200,
@@ -90,6 +92,21 @@ class ShardWriter:
         self._closed = False
         self.published: list[Path] = []
         self._seq = self._highest_seq() + 1
+        self._wake = threading.Event()
+        self._timer = threading.Thread(target=self._flush_when_due, daemon=True,
+                                       name=f"shards-{writer_id}")
+        self._timer.start()
+
+    def _flush_when_due(self) -> None:
+        while not self._wake.wait(self.flush_secs / 2):
+            with self._lock:
+                if self._closed:
+                    return
+                if self._pending and time.monotonic() - self._last_flush >= self.flush_secs:
+                    try:
+                        self._flush_locked()
+                    except OSError:
+                        pass    # kept pending; the next add or close reports it
 
     def _highest_seq(self) -> int:
         pattern = re.compile(re.escape(self.writer_id) + r"-(\d+)\.parquet")
@@ -135,6 +152,7 @@ class ShardWriter:
         return path
 
     def close(self) -> None:
+        self._wake.set()
         with self._lock:
             if not self._closed:
                 self._flush_locked()
@@ -186,13 +204,15 @@ def _finished_key(row: dict):
     return (ts is None, ts or dt.datetime.min.replace(tzinfo=dt.timezone.utc))
 
 
-def scan(out_dir: Path) -> ShardScan:
+def scan(out_dir: Path, *, repair: bool = True) -> ShardScan:
     """Read all shards of ``out_dir`` and say which checks are done.
 
-    Run it when no writer is publishing into ``out_dir`` (at resume or merge):
-    it deletes temp files, which are then only leftovers of killed writers.
-    Unreadable shards (e.g. truncated by a crash without fsync, or by a full
-    disk) move to ``shards/quarantine/`` and their checks count as not done.
+    With ``repair``, run it only when no writer is publishing into
+    ``out_dir`` (at resume or merge): it deletes temp files, which are then
+    only leftovers of killed writers, and moves unreadable shards (e.g.
+    truncated by a crash without fsync, or by a full disk) to
+    ``shards/quarantine/``; their checks count as not done. Without
+    ``repair`` it only reads, and is safe while a sweep runs.
     A key in two shards keeps the row with the earliest ``finished_at``.
     """
     result = ShardScan()
@@ -203,14 +223,16 @@ def scan(out_dir: Path) -> ShardScan:
         if not path.is_file():
             continue
         if _is_temp(path.name):
-            path.unlink(missing_ok=True)
-            result.temps_removed.append(path)
+            if repair:
+                path.unlink(missing_ok=True)
+                result.temps_removed.append(path)
             continue
         if path.suffix != ".parquet":
             continue
         table = _read_shard(path)
         if table is None:
-            result.quarantined.append(_quarantine(path))
+            if repair:
+                result.quarantined.append(_quarantine(path))
             continue
         result.shards.append(path)
         for row in table.to_pylist():
@@ -221,9 +243,11 @@ def scan(out_dir: Path) -> ShardScan:
     return result
 
 
-def read_results(out_dir: Path) -> pa.Table:
-    """The deduplicated rows of all shards, in SCHEMA, sorted by (problem_id, attempt)."""
-    done = scan(out_dir).done
+def read_results(out_dir: Path, *, repair: bool = False) -> pa.Table:
+    """The deduplicated rows of all shards, in SCHEMA, sorted by (problem_id, attempt).
+
+    Read-only unless ``repair`` (see ``scan``): safe while a sweep runs."""
+    done = scan(out_dir, repair=repair).done
     rows = [done[k] for k in sorted(done)]
     return pa.Table.from_pylist(rows, schema=SCHEMA)
 
@@ -258,7 +282,7 @@ def merge(out_dir: Path) -> pa.Table:
     """
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
-    table = read_results(out_dir)
+    table = read_results(out_dir, repair=True)
     publish(out_dir / "results.parquet", lambda tmp: pq.write_table(table, tmp))
 
     rows = table.to_pylist()

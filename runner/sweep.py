@@ -135,7 +135,7 @@ def check_manifest(prepared: PreparedSweep) -> dict:
     manifest = {
         "prover": info.prover, "hol_build": info.build, "mode": info.mode,
         "corpus": str(cfg.corpus.resolve()), "corpus_fingerprint": corpus_fingerprint(prepared.problems),
-        "context_root": str(prepared.backend.context_root),
+        "context_root": str(prepared.backend.context_root), "checks": len(prepared.tasks),
         "created": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
         "host": socket.gethostname(), "python": platform.python_version(),
         "config": {k: (str(v) if isinstance(v, Path) else v) for k, v in asdict(cfg).items()},

@@ -17,6 +17,7 @@ from .corpus import Problem
 from .prover import BackendInfo, CheckLimits, CheckResult, ProverSession
 from .results import ResultRow, utcnow
 from .shards import ShardWriter
+from .status import RunningBoard
 from .verdicts import Outcome, Verdict
 
 
@@ -51,11 +52,12 @@ def unanswered(task: CheckTask) -> CheckResult:
 
 def work(session: ProverSession, tasks: Iterator[CheckTask], writer: ShardWriter, *,
          worker: str, run_id: str, on_row: Callable[[ResultRow], None] = lambda row: None,
-         stop: threading.Event | None = None) -> None:
+         stop: threading.Event | None = None, board: RunningBoard | None = None) -> None:
     """Check tasks until the iterator is exhausted or ``stop`` is set.
 
     A check cut short by ``stop`` is not recorded: it never reached a verdict
-    and a resumed sweep runs it again.
+    and a resumed sweep runs it again. ``board``, when given, shows the
+    running check to ``proofbatch status``.
     """
     stop = stop or threading.Event()
     for task in tasks:
@@ -65,6 +67,8 @@ def work(session: ProverSession, tasks: Iterator[CheckTask], writer: ShardWriter
         if task.problem.answer is None:
             result = unanswered(task)
         else:
+            if board:
+                board.start(task.problem.problem_id, task.attempt, task.limits.time_s)
             result = session.check(task.problem, task.limits)
         if stop.is_set():
             return
@@ -72,3 +76,5 @@ def work(session: ProverSession, tasks: Iterator[CheckTask], writer: ShardWriter
                          started_at=started_at, finished_at=utcnow())
         writer.add(row)
         on_row(row)
+    if board:
+        board.clear()

@@ -1,0 +1,46 @@
+"""proofbatch status: what a sweep has done, what it is running, and how long the rest should take."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from rich.console import Console
+from rich.table import Table
+
+from ..progress import STYLE
+from ..status import read_status
+from ..verdicts import Verdict
+
+NAME = "status"
+HELP = "show a sweep's progress while it runs, on any executor"
+
+
+def add_arguments(p) -> None:
+    p.add_argument("out", type=Path, help="the sweep directory (--out of `proofbatch run`)")
+
+
+def run(args) -> int:
+    s = read_status(args.out)
+    out = Console()
+    total = "?" if s.total is None else str(s.total)
+    counts = "  ".join(f"[{STYLE[v.value]}]{v.value}[/] {s.counts[v.value]}" for v in Verdict
+                       if s.counts[v.value])
+    out.print(f"[bold]{s.out}[/]: {s.done} of {total} checks done  {counts}")
+    if s.running:
+        table = Table(title=f"{len(s.running)} running")
+        for name in ("problem", "attempt", "worker", "elapsed s", "timeout s", ""):
+            table.add_column(name, justify="right" if name.endswith("s") else "left")
+        for r in sorted(s.running, key=lambda r: -r.elapsed_s):
+            note = {False: "[red]worker gone", None: "", True: ""}[r.alive]
+            if r.elapsed_s > r.timeout_s:
+                note = note or "[yellow]past its limit, being stopped"
+            table.add_row(r.problem_id, str(r.attempt), r.worker, f"{r.elapsed_s:.1f}",
+                          f"{r.timeout_s:g}", note)
+        out.print(table)
+    else:
+        out.print("nothing running")
+    if s.eta_s is not None:
+        out.print(f"ETA {s.eta_s:.0f} s ({s.eta_basis})")
+    else:
+        out.print(f"ETA unknown ({s.eta_basis})")
+    return 0
