@@ -15,14 +15,14 @@ import sys
 from .errors import InputError, ProofbatchError
 
 # runner/commands/<module>.py, in the order `proofbatch --help` lists them.
-COMMANDS = ["run", "status", "profile"]
+COMMANDS = ["run", "status", "profile", "timeout-map"]
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="proofbatch", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
     for name in COMMANDS:
-        module = importlib.import_module(f"runner.commands.{name}")
+        module = importlib.import_module(f"runner.commands.{name.replace('-', '_')}")
         command = sub.add_parser(module.NAME, help=module.HELP, description=module.HELP)
         module.add_arguments(command)
         command.set_defaults(handler=module.run)

@@ -76,14 +76,24 @@ def resolve_limits(problems: Iterable[Problem], policy: TimeoutPolicy) -> dict[s
     return {p.problem_id: policy.limit_for(p.problem_id, p.category) for p in problems}
 
 
-def load_timeout_map(path: Path) -> dict[str, float]:
-    """Read a timeout map: problem id -> seconds."""
+@dataclass(frozen=True)
+class MapEntry:
+    """One entry of a timeout map, in the bench's format."""
+
+    problem_id: str
+    prove_secs: float | None    # the measured proof time; optional in the bench's files
+    timeout_sec: float
+
+
+def read_map(path: Path) -> dict[str, MapEntry]:
+    """Read a timeout map: problem id -> entry. Raises InputError naming the
+    entry at fault. Extra keys in an entry are allowed, as other tools add them."""
     path = Path(path)
     data = _load_json(path)
     if not isinstance(data, list):
         raise InputError(path, f"top level is a JSON {_json_type(data)}, not a list",
                          'write a list of {"problem_id": ..., "timeout_sec": ...} objects')
-    out: dict[str, float] = {}
+    out: dict[str, MapEntry] = {}
     index_of: dict[str, int] = {}
     for i, entry in enumerate(data):
         if not isinstance(entry, dict):
@@ -97,15 +107,22 @@ def load_timeout_map(path: Path) -> dict[str, float]:
         if not isinstance(pid, str) or not pid:
             raise InputError(path, f"entry {i}: problem_id {pid!r} is not a non-empty string",
                              "write the problem's folder name")
-        out[pid] = _seconds(entry["timeout_sec"], path, f"entry {i} ({pid}): timeout_sec")
-        if "prove_secs" in entry and not _is_number(entry["prove_secs"]):
-            raise InputError(path, f"entry {i} ({pid}): prove_secs {entry['prove_secs']!r} is not a number",
+        timeout = _seconds(entry["timeout_sec"], path, f"entry {i} ({pid}): timeout_sec")
+        prove = entry.get("prove_secs")
+        if prove is not None and not _is_number(prove):
+            raise InputError(path, f"entry {i} ({pid}): prove_secs {prove!r} is not a number",
                              "write the measured proof time in seconds, or drop the key")
         if pid in index_of:
             raise InputError(path, f"problem id {pid} appears in entry {index_of[pid]} and entry {i}",
                              "keep one entry per problem")
         index_of[pid] = i
+        out[pid] = MapEntry(pid, None if prove is None else float(prove), timeout)
     return out
+
+
+def load_timeout_map(path: Path) -> dict[str, float]:
+    """Read a timeout map: problem id -> seconds."""
+    return {pid: e.timeout_sec for pid, e in read_map(path).items()}
 
 
 def load_category_timeouts(path: Path) -> dict[str, float]:

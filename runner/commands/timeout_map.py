@@ -4,15 +4,18 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
+import json
 from pathlib import Path
 
 from rich.console import Console
 from rich.table import Table
 
-from .. import progress
+from .. import progress, shards
 from ..errors import InputError
 from ..profile import Profile, load_profile
-from ..timeout_map import MapPolicy, derive, write_map
+from ..timeout_map import DerivedMap, MapPolicy, derive, write_map
+
+MAPS = "maps.json"   # PROFILE/maps.json: the map last derived from the profile
 
 NAME = "timeout-map"
 HELP = "derive a per-problem timeout map from a profile (s2n-bignum-bench's format), or validate one"
@@ -23,15 +26,15 @@ def add_arguments(p) -> None:
     p.add_argument("--out", type=Path, help="write the map here, e.g. timeout_maps/NAME.json "
                    "(its sidecar goes next to it as NAME.meta.json)")
     p.add_argument("--validate", action="store_true",
-                   help="rerun the ground truths once under the map (--out, or --map); "
-                   "passes with zero TIMEOUT")
+                   help="report headroom, then rerun the ground truths once under the map (--out, "
+                   "--map, or else the map last derived from this profile); passes with zero TIMEOUT")
     p.add_argument("--map", type=Path, help="an existing map to validate instead of deriving one")
     p.add_argument("--workers", type=int, default=1, help="checks at once while validating (default 1)")
     policy = p.add_argument_group("policy", "how limits are derived (defaults in parentheses)")
     # One option per MapPolicy field, so that the help text lives in one place.
     for f in dataclasses.fields(MapPolicy):
         policy.add_argument("--" + f.name.replace("_", "-"), dest=f"policy_{f.name}", type=float,
-                            default=None, help=f"{f.metadata.get('help', '')} ({f.default})")
+                            default=None, metavar="X", help=f"{f.metadata['help']} ({f.default:g})")
 
 
 def _policy(args) -> MapPolicy:
@@ -40,9 +43,9 @@ def _policy(args) -> MapPolicy:
 
 
 def run(args) -> int:
-    if not args.out and not (args.validate and args.map):
+    if not args.out and not args.validate:
         raise InputError("timeout-map", "nothing to do", "pass --out MAP to derive a map, "
-                         "or --validate --map MAP to validate an existing one")
+                         "or --validate to validate one")
     if args.out and args.map:
         raise InputError("timeout-map", "--out derives a new map and --map names an existing one",
                          "pass one of them")
@@ -53,9 +56,21 @@ def run(args) -> int:
     if args.out:
         derive_and_write(result, args.out, out, policy)
         map_path = args.out
+    if map_path is None:
+        map_path = latest_map(result)
     if args.validate:
         return _validate(result, map_path, args.workers, out)
     return 0
+
+
+def latest_map(result: Profile) -> Path:
+    """The map last derived from this profile, as recorded in PROFILE/maps.json."""
+    record = result.path / MAPS
+    try:
+        return Path(json.loads(record.read_text())["latest"])
+    except (OSError, ValueError, KeyError, TypeError):
+        raise InputError(result.path, "no timeout map has been derived from this profile",
+                         "pass --map MAP, or derive one with --out MAP") from None
 
 
 def derive_and_write(result: Profile, map_path: Path, out: Console, policy: MapPolicy = MapPolicy()) -> None:
@@ -68,13 +83,17 @@ def derive_and_write(result: Profile, map_path: Path, out: Console, policy: MapP
         "problems": {pid: p["content_sha256"] for pid, p in prov.get("problems", {}).items()},
         "defects": [d.problem_id for d in result.defects],
         "derived": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")})
+    shards.publish(result.path / MAPS, lambda tmp: tmp.write_text(
+        json.dumps({"latest": str(Path(map_path).resolve())}) + "\n"))
     classes = {c: sum(e.cls == c for e in derived.entries) for c in ("light", "heavy")}
     at_floor = sum(e.rule == "floor" for e in derived.entries)
     out.print(f"wrote {map_path}: {len(derived.entries)} problems, {classes['light']} light and "
               f"{classes['heavy']} heavy, {at_floor} at the {policy.floor_s:g} s floor")
-    if derived.expected_false_timeouts is not None:
+    if derived.model is not None:
+        print_spread(derived, out)
         out.print(f"expected false timeouts over the corpus: {derived.expected_false_timeouts:.2g} "
-                  f"(target {policy.target_false_timeout:g} per problem)")
+                  f"(target {policy.target_false_timeout:g} per problem; "
+                  f"{sum(e.rule == 'spread-target' for e in derived.entries)} margins raised to meet it)")
     for e in derived.clipped:
         # Never hidden: a correct proof of this problem may time out.
         out.print(f"[bold red]CLIPPED at the {policy.cap_s:g} s cap: {e.problem_id} "
@@ -82,6 +101,20 @@ def derive_and_write(result: Profile, map_path: Path, out: Console, policy: MapP
     if result.defects:
         out.print(f"[yellow]{len(result.defects)} profile defects have no entry; they fall back to "
                   "category or default limits")
+
+
+def print_spread(derived: DerivedMap, out: Console) -> None:
+    table = Table(title="run-to-run spread, pooled by runtime band (median prove time)")
+    for name in ("band", "problems", "df", "sigma of log time", "max/min p50", "p90", "max"):
+        table.add_column(name, justify="left" if name == "band" else "right")
+    for b in derived.model.bands.values():
+        if not b.problems:
+            continue
+        q = b.ratio_quantiles
+        sigma = "" if b.sigma is None else f"{b.sigma:.3f}" + ("" if b.sigma_from == b.name else " (all)")
+        table.add_row(b.name, str(b.problems), str(b.df), sigma,
+                      *(f"{q[k]:.2f}" if k in q else "" for k in ("p50", "p90", "max")))
+    out.print(table)
 
 
 def _validate(result: Profile, map_path: Path, workers: int, out: Console) -> int:
