@@ -184,3 +184,29 @@ def test_validating_needs_a_map(tmp_path, capsys):
 def test_timeouts_are_whole_seconds_rounded_up():
     m = derive([runs("a", 30.2, 30.1, 30.0)], MapPolicy(target_false_timeout=0, floor_s=10))
     assert entry(m, "a").timeout_sec == math.ceil(2 * 30.2) == 61
+
+
+# --- a sweep under a derived map ---------------------------------------------
+
+def test_a_sweep_takes_memory_needs_from_the_map_and_warns_of_another_mode(tmp_path):
+    from runner.sweep import prepare
+    from runner.timeout_map import MIN_GUARD_BYTES
+
+    from .conftest import demo_config
+
+    m = derive([runs("arith.add_comm", 0.01, 0.01, 0.01, rss=(900.0, 950.0, 1000.0)),
+                runs("lists.append_nil", 0.01, 0.01, 0.01, rss=(300.0, 300.0, 300.0))], MapPolicy())
+    native = tmp_path / "native.json"
+    write_map(native, m, {"prover": "hol-light", "mode": "native-fork"})
+    prepared = prepare(demo_config(tmp_path / "out", timeout_map=native, mem_limit=8 << 30))
+    limits = {t.problem.problem_id: t.limits for t in prepared.tasks}
+    assert limits["arith.add_comm"].expected_mem_bytes == 1000 << 20
+    assert limits["arith.add_comm"].mem_bytes == 2000 << 20           # the peak x mem_margin 2
+    assert limits["lists.append_nil"].mem_bytes == MIN_GUARD_BYTES   # never under 1 GiB
+    assert limits["logic.drinker"].mem_bytes == 8 << 30               # not in the map: --mem-limit
+    assert limits["arith.add_comm"].time_s == 120 and limits["arith.add_comm"].time_source == "map"
+    [warning] = prepared.warnings
+    assert "native-fork" in warning and "bytecode-fork" in warning and str(native) in warning
+
+    small = prepare(demo_config(tmp_path / "out2", timeout_map=native, mem_limit=1500 << 20))
+    assert {t.problem.problem_id: t.limits.mem_bytes for t in small.tasks}["arith.add_comm"] == 1500 << 20
