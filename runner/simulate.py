@@ -1,0 +1,101 @@
+"""The planner's dispatcher on a virtual clock: what a plan will cost before
+anyone pays for it.
+
+There is no separate model of the scheduler: ``simulate`` drives the very
+``runner.planner.Dispatcher`` that executors drive, and advances a clock by
+each check's expected duration instead of running it. Image builds are work
+done by the worker that first needs the image on its node; another worker of
+that node that needs the image while it is being built waits for it.
+"""
+
+from __future__ import annotations
+
+import heapq
+from dataclasses import dataclass
+
+from .planner import WAIT, Dispatcher, Plan
+
+
+@dataclass(frozen=True)
+class Prediction:
+    policy: str
+    workers: int
+    makespan_s: float               # boot to the last check's end
+    lower_bound_s: float            # runner.planner.Plan.lower_bound
+    busy_s: float                   # worker time spent on checks and image builds
+    build_s: float                  # of which image builds (the boots included)
+    boots_s: float                  # base-image boots, one per node, all nodes at once
+    checks: int
+    schedule: dict                  # (problem_id, attempt) -> (worker, start_s, end_s)
+
+    @property
+    def ratio(self) -> float:
+        return self.makespan_s / self.lower_bound_s if self.lower_bound_s > 0 else 1.0
+
+    @property
+    def core_hours(self) -> float:
+        """What the allocation costs: every worker, from boot to the end."""
+        return self.workers * self.makespan_s / 3600.0
+
+    @property
+    def utilization(self) -> float:
+        paid = self.workers * self.makespan_s
+        return self.busy_s / paid if paid > 0 else 0.0
+
+    def summary(self) -> dict:
+        return {"policy": self.policy, "workers": self.workers, "checks": self.checks,
+                "makespan_s": self.makespan_s, "lower_bound_s": self.lower_bound_s,
+                "ratio": self.ratio, "utilization": self.utilization,
+                "core_hours": self.core_hours, "busy_core_hours": self.busy_s / 3600.0,
+                "image_build_core_hours": self.build_s / 3600.0}
+
+
+def simulate(plan: Plan, *, keep_schedule: bool = True) -> Prediction:
+    """Run ``plan`` on a virtual clock with its expected durations."""
+    dispatcher = Dispatcher(plan)
+    workers, cores = plan.workers.count, plan.workers.cores_per_node
+    boot = plan.boot_s()
+    # Each node boots its base image first; every core of the node waits for it.
+    boots = boot * plan.workers.nodes
+    build = work = 0.0
+    ready: dict[tuple[int, str], float] = {}
+    events: list[tuple[float, int, int]] = []      # (end, worker, check index)
+    parked: list[list[int]] = [[] for _ in range(plan.workers.nodes)]
+    schedule: dict = {}
+    now, makespan = boot, boot
+    free = list(range(workers))
+    while True:
+        for w in free:
+            node = w // cores
+            take = dispatcher.take(w)
+            if take is None:
+                continue                                  # this worker is done
+            if take is WAIT:
+                parked[node].append(w)
+                continue
+            t = now
+            for key in take.new_images:                   # this worker builds them
+                secs = plan.build_s(key)
+                t += secs
+                build += secs
+                ready[(node, key)] = t
+            for key in dispatcher.chains[take.check.image_key]:
+                t = max(t, ready.get((node, key), 0.0))   # idle until another worker's build ends
+            cost = dispatcher.cost[take.index]
+            work += cost
+            if keep_schedule:
+                c = take.check
+                schedule[(c.problem_id, c.attempt)] = (w, t, t + cost)
+            heapq.heappush(events, (t + cost, w, take.index))
+        if not events:
+            break
+        now, w, index = heapq.heappop(events)
+        makespan = max(makespan, now)
+        dispatcher.finish(w, index)
+        node = w // cores
+        free = [w] + parked[node]
+        parked[node] = []
+    return Prediction(policy=plan.config.policy, workers=workers, makespan_s=makespan,
+                      lower_bound_s=plan.lower_bound(), busy_s=work + build + boots,
+                      build_s=build + boots, boots_s=boots, checks=len(plan.checks),
+                      schedule=schedule)
