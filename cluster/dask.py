@@ -1,0 +1,280 @@
+"""The Dask executors: ``dask`` (a running scheduler) and ``dask-slurm``
+(workers started as Slurm jobs by dask-jobqueue).
+
+Each check is one Dask task, so workers pull work dynamically:
+- heavy checks first: a task's Dask priority is its time limit;
+- context affinity: each image group is hinted to one worker (loose
+  restrictions, so an idle worker still steals it), and every worker keeps
+  its prover session and images in a worker plugin, across checks and across
+  sweeps on the same scheduler;
+- memory: a check's guard is at most the worker's Dask memory limit, and the
+  Dask nanny still enforces that limit on the worker process.
+
+Workers publish their rows as shards under OUT (shared filesystem). A task
+whose worker died is retried by Dask on another worker up to
+``distributed.scheduler.allowed-failures`` times; then the driver records the
+check as ERROR with the reason.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import shutil
+import sys
+import tempfile
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+from distributed import Client, WorkerPlugin, as_completed, get_worker
+from distributed.scheduler import KilledWorker
+
+from runner import contexts, shards
+from runner.errors import InputError, ProverError
+from runner.prover import CheckResult
+from runner.results import ResultRow, utcnow
+from runner.status import RunningBoard
+from runner.verdicts import Outcome, Verdict
+from runner.worker import CheckTask, result_row, unanswered
+
+from .base import Executor, SweepJob
+
+PLUGIN = "proofbatch-prover"
+
+
+class ProverPlugin(WorkerPlugin):
+    """Held by each Dask worker: its prover sessions (one per backend build),
+    and one shard writer per sweep. Registered idempotently, so a second
+    sweep on the same scheduler finds the images of the first still loaded."""
+
+    idempotent = True
+    name = PLUGIN
+
+    def setup(self, worker) -> None:
+        self.worker = worker
+        self.lock = threading.Lock()
+        self.sessions: dict[str, object] = {}
+        self.prepared: set[tuple[str, str]] = set()
+        self.writers: dict[tuple[str, str], shards.ShardWriter] = {}
+        # Named pipes and scratch files want a local disk.
+        self.workdir = Path(tempfile.mkdtemp(prefix="proofbatch-dask-"))
+
+    def teardown(self, worker) -> None:
+        with self.lock:
+            for writer in self.writers.values():
+                writer.close()
+            for session in self.sessions.values():
+                session.close()
+            self.writers.clear()
+            self.sessions.clear()
+        shutil.rmtree(self.workdir, ignore_errors=True)
+
+    def session(self, backend, run_id: str, problems):
+        with self.lock:
+            session = self.sessions.get(backend.salt)
+            if session is None:
+                session = backend.start(self.workdir / f"s{len(self.sessions)}")
+                self.sessions[backend.salt] = session
+            if (backend.salt, run_id) not in self.prepared:
+                # All the sweep's setups at once, so shared prefixes share images.
+                session.prepare(problems)
+                self.prepared.add((backend.salt, run_id))
+            return session
+
+    def writer(self, out: str, run_id: str) -> shards.ShardWriter:
+        with self.lock:
+            writer = self.writers.get((out, run_id))
+            if writer is None:
+                safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in str(self.worker.name))
+                writer = shards.ShardWriter(Path(out), f"{run_id}-dask-{safe}")
+                self.writers[(out, run_id)] = writer
+            return writer
+
+    def close_run(self, out: str, run_id: str) -> None:
+        with self.lock:
+            writer = self.writers.pop((out, run_id), None)
+        if writer is not None:
+            writer.close()
+
+
+def check_on_worker(task: CheckTask, context: tuple, out: str, run_id: str) -> dict:
+    """Run one check in this worker's session; publish and return its row."""
+    backend, problems = context
+    worker = get_worker()
+    plugin: ProverPlugin = worker.plugins[PLUGIN]
+    name = f"{worker.name}/{threading.get_ident()}"
+    limit = worker.memory_manager.memory_limit
+    if limit:
+        task = dataclasses.replace(task, limits=dataclasses.replace(
+            task.limits, mem_bytes=min(task.limits.mem_bytes, int(limit)),
+            expected_mem_bytes=min(task.limits.expected_mem_bytes, int(limit))))
+    started_at = utcnow()
+    if task.problem.answer is None:
+        result, info = unanswered(task), backend.info
+    else:
+        session = plugin.session(backend, run_id, problems)
+        board = RunningBoard(Path(out), f"{run_id}-dask-{threading.get_ident()}", name)
+        board.start(task.problem.problem_id, task.attempt, task.limits.time_s)
+        try:
+            result = session.check(task.problem, task.limits)
+        finally:
+            board.clear()
+        info = session.info
+    row = result_row(task, result, info=info, worker=name, run_id=run_id,
+                     started_at=started_at, finished_at=utcnow())
+    plugin.writer(out, run_id).add(row)
+    return row.as_dict()
+
+
+def _close_run(out: str, run_id: str, dask_worker=None) -> None:
+    plugin = dask_worker.plugins.get(PLUGIN)
+    if plugin is not None:
+        plugin.close_run(out, run_id)
+
+
+class DaskExecutor(Executor):
+    name = "dask"
+
+    def __init__(self, scheduler_address: str | None = None, *, client_factory=None):
+        """``scheduler_address`` of a running scheduler, or ``client_factory``:
+        a callable returning (client, closer) for a cluster started here."""
+        if not scheduler_address and client_factory is None:
+            raise InputError("--scheduler-address", "--cluster dask needs a scheduler address",
+                             "pass --scheduler-address tcp://HOST:PORT, or use --cluster dask-slurm")
+        self.scheduler_address, self.client_factory = scheduler_address, client_factory
+
+    def _connect(self):
+        if self.client_factory is not None:
+            return self.client_factory()
+        try:
+            client = Client(self.scheduler_address, timeout="30s")
+        except OSError as exc:
+            raise InputError("--scheduler-address", f"no Dask scheduler answers at "
+                             f"{self.scheduler_address} ({exc})", "start one or fix the address") from None
+        return client, client.close
+
+    def execute(self, job: SweepJob, on_row: Callable[[ResultRow], None]) -> None:
+        client, close = self._connect()
+        try:
+            self._run(client, job, on_row)
+        finally:
+            close()
+
+    def _run(self, client: Client, job: SweepJob, on_row: Callable[[ResultRow], None]) -> None:
+        client.register_plugin(ProverPlugin(), name=PLUGIN)
+        client.wait_for_workers(1, timeout=600)
+        out = str(job.out)
+        problems = sorted({t.problem.problem_id: t.problem for t in job.tasks}.values(),
+                          key=lambda p: p.problem_id)
+        [context] = client.scatter([(job.backend, problems)], broadcast=True)
+        workers = sorted(client.scheduler_info()["workers"])
+        salt = getattr(job.backend, "salt", "")
+        group_of: dict[str, int] = {}
+        futures = {}
+        for task in job.tasks:
+            setup = task.problem.setup_path.read_text(encoding="utf-8", errors="replace")
+            group = group_of.setdefault(contexts.image_key(setup, salt), len(group_of))
+            fut = client.submit(check_on_worker, task, context, out, job.run_id,
+                                key=f"check-{job.run_id}-{task.problem.problem_id}-{task.attempt}",
+                                priority=task.limits.time_s, pure=False,
+                                workers=[workers[group % len(workers)]], allow_other_workers=True)
+            futures[fut] = task
+        received: dict[tuple[str, int], dict] = {}
+        lost: list[tuple[CheckTask, str]] = []
+        try:
+            for fut in as_completed(futures):
+                task = futures[fut]
+                try:
+                    row = fut.result()
+                except KilledWorker as exc:
+                    lost.append((task, f"Dask workers died running this check ({exc})"))
+                    continue
+                except ProverError:
+                    raise
+                received[(row["problem_id"], row["attempt"])] = row
+                on_row(ResultRow(**row))
+        except BaseException:
+            client.cancel(list(futures))
+            raise
+        finally:
+            client.run(_close_run, out, job.run_id)
+        self._record_leftovers(job, received, lost, on_row)
+
+    def _record_leftovers(self, job: SweepJob, received: dict, lost: list, on_row) -> None:
+        """Rows a worker returned but did not publish (it died within its flush
+        interval), and ERROR rows for checks whose workers kept dying."""
+        done = shards.scan(job.out, repair=False).done
+        rows = [ResultRow(**r) for k, r in received.items() if k not in done]
+        now = utcnow()
+        for task, reason in lost:
+            row = result_row(task, CheckResult(Outcome(Verdict.ERROR, reason), None, 0.0, None, "",
+                                               "dask worker lost"),
+                             info=job.backend.info, worker="dask-driver", run_id=job.run_id,
+                             started_at=now, finished_at=now)
+            rows.append(row)
+            on_row(row)
+        if rows:
+            with shards.ShardWriter(job.out, f"{job.run_id}-dask-driver") as writer:
+                for row in rows:
+                    writer.add(row)
+
+
+@dataclass(frozen=True)
+class DaskSlurmOptions:
+    partition: str | None = field(default=None, metadata={"help": "Slurm partition of the workers"})
+    jobs: int = field(default=2, metadata={"help": "worker jobs, one Dask worker each"})
+    cores: int = field(default=1, metadata={"help": "threads (checks at once) per worker"})
+    memory: int | None = field(default=None, metadata={
+        "help": "bytes per worker job; default: 1 GiB for the images + cores x the check limit"})
+    interface: str | None = field(default=None, metadata={
+        "help": "network interface the workers listen on (lo on a one-node dev cluster)"})
+    extra: tuple[tuple[str, str], ...] = field(default=(), metadata={"help": "further sbatch options"})
+    walltime: str = field(default="24:00:00", metadata={"help": "walltime of each worker job"})
+
+
+def slurm_client_factory(options: DaskSlurmOptions, job_out: Path, mem_limit: int):
+    """A callable starting a dask-jobqueue SLURMCluster and a client on it."""
+    from dask_jobqueue import SLURMCluster
+
+    from .slurm import IMAGE_ALLOWANCE
+
+    def start():
+        memory = options.memory or IMAGE_ALLOWANCE + options.cores * mem_limit
+        cluster = SLURMCluster(
+            queue=options.partition, cores=options.cores, processes=1, memory=f"{memory // 2**20}MiB",
+            walltime=options.walltime, interface=options.interface, python=sys.executable,
+            job_name="proofbatch-dask", log_directory=str(job_out / "dask-slurm" / "logs"),
+            job_extra_directives=[f"--{k}={v}" for k, v in options.extra],
+            local_directory=tempfile.gettempdir())
+        cluster.scale(jobs=options.jobs)
+        client = Client(cluster)
+
+        def close():
+            client.close()
+            cluster.close()
+        return client, close
+    return start
+
+
+class DaskSlurmExecutor(DaskExecutor):
+    name = "dask-slurm"
+
+    def __init__(self, options: DaskSlurmOptions | None = None):
+        self.options = options or DaskSlurmOptions()
+        super().__init__(client_factory=lambda: None)
+
+    def execute(self, job: SweepJob, on_row: Callable[[ResultRow], None]) -> None:
+        mem_limit = max(t.limits.mem_bytes for t in job.tasks)
+        self.client_factory = slurm_client_factory(self.options, job.out, mem_limit)
+        super().execute(job, on_row)
+
+
+def from_args(args, workers: int) -> DaskExecutor:
+    return DaskExecutor(args.scheduler_address)
+
+
+def slurm_from_args(args, workers: int) -> DaskSlurmExecutor:
+    return DaskSlurmExecutor(DaskSlurmOptions(
+        partition=args.partition, jobs=args.nodes, cores=args.cpus_per_task,
+        memory=args.mem_per_node, interface=args.interface, extra=tuple(args.slurm_extra)))

@@ -1,0 +1,363 @@
+"""The Slurm executor: a sweep as submitit job arrays.
+
+Each array task is one worker on one node. It starts ONE prover session
+(HOL Light costs 70-90 s of CPU to load), builds the images its share needs
+once, and checks its share of the plan with the local executor's threads,
+publishing shards to OUT on the shared filesystem. Never one job per check.
+
+The driver only submits, watches and merges:
+- job ids go to ``OUT/slurm/jobs.json``, so a driver stopped and started
+  again on the same OUT reattaches to the jobs still queued or running
+  instead of submitting twice;
+- a preempted or timed-out task is requeued by submitit (``Checkpointable``)
+  and resumes from the shards: finished checks are never redone;
+- when a job ends for good with checks of its share unrecorded (cancelled,
+  killed for memory, node failure), those checks go to a new job, up to
+  ``retries`` times; after that each is recorded as ERROR with the reason.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import re
+import time
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+import pyarrow.parquet as pq
+import submitit
+from submitit.helpers import Checkpointable
+from submitit.slurm.slurm import SlurmJob
+
+from runner import shards, subproc
+from runner.errors import InputError, ProverError
+from runner.prover import CheckResult
+from runner.results import ResultRow, utcnow
+from runner.verdicts import Outcome, Verdict
+from runner.worker import CheckTask, result_row
+
+from .base import Executor, SweepJob
+from .local import LocalExecutor
+from .shares import split_shares
+
+LEDGER = "jobs.json"
+# A task holds the base image and its contexts besides the checks; forked
+# checks share the image's pages, but Slurm's jobacct_gather adds up the RSS
+# of every process, so the request counts them again.
+IMAGE_ALLOWANCE = 2**30
+# Loading HOL Light cold: 70-90 s of CPU, several times that on a busy node.
+BOOT_ALLOWANCE_S = 600.0
+MEMORY_KILL = re.compile(r"exceeded memory limit|oom-kill|out of memory|OUT_OF_MEMORY", re.I)
+
+
+def _help(text: str, **kw):
+    return field(metadata={"help": text}, **kw)
+
+
+@dataclass(frozen=True)
+class SlurmOptions:
+    partition: str | None = _help("Slurm partition; default: the cluster's default", default=None)
+    nodes: int = _help("array tasks the sweep is split into, one worker (node) each", default=2)
+    cpus_per_task: int = _help("checks each array task runs at once (threads sharing its session)",
+                               default=1)
+    mem_per_node: int | None = _help("bytes requested per array task; default: 1 GiB for the images "
+                                     "plus cpus_per_task x the per-check memory limit", default=None)
+    array_parallelism: int | None = _help("array tasks running at once; default: nodes", default=None)
+    extra: tuple[tuple[str, str], ...] = _help("further sbatch options as (name, value), e.g. "
+                                               "(('qos', 'high'),)", default=())
+    retries: int = _help("new jobs for the checks of a job that ended for good", default=2)
+    max_walltime_min: int = _help("walltime cap per job; a longer share is requeued from its "
+                                  "shards when it times out", default=24 * 60)
+    poll_s: float = _help("seconds between looks at the jobs and the shards", default=2.0)
+
+    def __post_init__(self):
+        for name in ("nodes", "cpus_per_task"):
+            if getattr(self, name) < 1:
+                raise InputError(f"--{name.replace('_', '-')}", f"{getattr(self, name)} is not a count",
+                                 "pass 1 or more")
+        if self.retries < 0:
+            raise InputError("--slurm-retries", f"{self.retries} is negative", "pass 0 or more")
+
+
+def task_key(task: CheckTask) -> tuple[str, int]:
+    return task.problem.problem_id, task.attempt
+
+
+class ShareWorker(Checkpointable):
+    """One array task: a prover session and a share of the plan.
+
+    submitit's ``Checkpointable``: on preemption or timeout the same share is
+    requeued, and rerunning it skips every check already in a shard.
+    """
+
+    def __init__(self, backend, tasks: list[CheckTask], out: Path, writer_prefix: str, threads: int):
+        self.backend, self.tasks, self.out = backend, tasks, Path(out)
+        self.writer_prefix, self.threads = writer_prefix, threads
+
+    def __call__(self) -> int:
+        done = shards.scan(self.out, repair=False).done
+        todo = [t for t in self.tasks if task_key(t) not in done]
+        if not todo:
+            return 0
+        # Slurm sets SLURM_RESTART_COUNT on a requeued job: a fresh writer id
+        # per incarnation keeps its image record apart from the earlier one's.
+        prefix = f"{self.writer_prefix}-r{os.environ.get('SLURM_RESTART_COUNT', '0')}"
+        # The local executor starts the session (its scratch under the node's
+        # TMPDIR, not the shared OUT) and publishes shards and boards to OUT.
+        LocalExecutor(workers=self.threads).execute(SweepJob(self.backend, todo, self.out, prefix),
+                                                    lambda row: None)
+        return len(todo)
+
+
+@dataclass
+class JobRecord:
+    job_id: str
+    name: str
+    folder: str
+    keys: list[tuple[str, int]]
+    round: int
+    mem: str
+    settled: str | None = None      # the final Slurm state once handled
+
+    def as_json(self) -> dict:
+        return {**self.__dict__, "keys": [list(k) for k in self.keys]}
+
+    @classmethod
+    def from_json(cls, data: dict) -> "JobRecord":
+        return cls(**{**data, "keys": [(k[0], int(k[1])) for k in data["keys"]]})
+
+
+class Ledger:
+    """OUT/slurm/jobs.json: every job this sweep submitted, and what became of it."""
+
+    def __init__(self, path: Path):
+        self.path = path
+        self.records: list[JobRecord] = []
+        if path.is_file():
+            try:
+                data = json.loads(path.read_text())
+                self.records = [JobRecord.from_json(r) for r in data["jobs"]]
+            except (OSError, ValueError, KeyError, TypeError) as exc:
+                raise InputError(path, f"unreadable Slurm job ledger ({exc})",
+                                 "cancel the sweep's jobs (squeue) and delete the file to resubmit"
+                                 ) from None
+
+    def save(self) -> None:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        data = {"format": "proofbatch-slurm-jobs/1", "jobs": [r.as_json() for r in self.records]}
+        shards.publish(self.path, lambda tmp: tmp.write_text(json.dumps(data, indent=1) + "\n"))
+
+
+def max_array_size() -> int:
+    """The site's MaxArraySize: an array holds indices 0 .. MaxArraySize-1."""
+    config = subproc.run(["scontrol", "show", "config"])
+    m = re.search(r"^MaxArraySize\s*=\s*(\d+)", config, re.M)
+    return int(m.group(1)) if m else 1001
+
+
+def queued_names(job_ids: list[str]) -> dict[str, str]:
+    """Job id -> job name of the given jobs still pending or running (squeue
+    asks the controller, which, unlike sacct, never lags)."""
+    if not job_ids:
+        return {}
+    masters = sorted({j.split("_")[0] for j in job_ids})
+    try:
+        text = subproc.run(["squeue", "-h", "-r", "-j", ",".join(masters), "-o", "%i|%j"])
+    except Exception:          # every id unknown: squeue exits 1 ("Invalid job id")
+        return {}
+    return dict(line.split("|", 1) for line in text.splitlines() if "|" in line)
+
+
+class SlurmExecutor(Executor):
+    name = "slurm"
+
+    def __init__(self, options: SlurmOptions | None = None):
+        self.options = options or SlurmOptions()
+        self._seen_shards: set[Path] = set()
+        self._reported: set[tuple[str, int]] = set()
+
+    # -- requests ------------------------------------------------------------
+
+    def _mem_request(self, tasks: list[CheckTask]) -> str:
+        o = self.options
+        if o.mem_per_node is not None:
+            return f"{max(1, o.mem_per_node // 2**20)}M"
+        per_check = max(t.limits.mem_bytes for t in tasks)
+        return f"{(IMAGE_ALLOWANCE + o.cpus_per_task * per_check) // 2**20}M"
+
+    def _walltime_min(self, tasks: list[CheckTask], grace_s: float) -> int:
+        work = sum(t.limits.time_s + grace_s for t in tasks) / self.options.cpus_per_task
+        return max(5, min(self.options.max_walltime_min, math.ceil((BOOT_ALLOWANCE_S + work) / 60)))
+
+    def _submit(self, job: SweepJob, ledger: Ledger, shares: list[list[CheckTask]], round_: int) -> None:
+        o = self.options
+        folder = job.out / "slurm" / "submitit" / f"{job.run_id}-{uuid.uuid4().hex[:6]}"
+        chunk = max(1, max_array_size())
+        grace = getattr(job.backend, "grace_s", 2.0)
+        by_request: dict[tuple[str, int], list[list[CheckTask]]] = {}
+        for share in shares:
+            by_request.setdefault((self._mem_request(share), self._walltime_min(share, grace)),
+                                  []).append(share)
+        for (mem, minutes), group in by_request.items():
+            # Sites cap array sizes (MaxArraySize); larger sets go in chunks.
+            for start in range(0, len(group), chunk):
+                part = group[start:start + chunk]
+                name = f"proofbatch-{uuid.uuid4().hex[:8]}"
+                ex = submitit.SlurmExecutor(folder=folder,
+                                            max_num_timeout=2 + math.ceil(
+                                                sum(t.limits.time_s for s in part for t in s)
+                                                / 60 / o.max_walltime_min))
+                params = dict(job_name=name, time=minutes, mem=mem, cpus_per_task=o.cpus_per_task,
+                              nodes=1, ntasks_per_node=1,
+                              array_parallelism=o.array_parallelism or o.nodes,
+                              signal_delay_s=min(90, minutes * 15), stderr_to_stdout=True)
+                if o.partition:
+                    params["partition"] = o.partition
+                if o.extra:
+                    params["additional_parameters"] = dict(o.extra)
+                ex.update_parameters(**params)
+                n = len(ledger.records)
+                workers = [ShareWorker(job.backend, share, job.out, f"{job.run_id}-s{n + i}",
+                                       o.cpus_per_task) for i, share in enumerate(part)]
+                try:
+                    jobs = ex.submit_array(workers) if len(workers) > 1 else [ex.submit(workers[0])]
+                except Exception as exc:
+                    raise ProverError(f"Slurm refused the sweep's jobs: {exc}") from exc
+                for j, share in zip(jobs, part):
+                    ledger.records.append(JobRecord(j.job_id, name, str(folder),
+                                                    [task_key(t) for t in share], round_, mem))
+                ledger.save()
+
+    # -- watching ------------------------------------------------------------
+
+    def _new_rows(self, out: Path, wanted: set[tuple[str, int]]) -> list[dict]:
+        rows = []
+        shards_dir = out / shards.SHARDS_DIR
+        for path in sorted(shards_dir.glob("*.parquet")) if shards_dir.is_dir() else ():
+            if path in self._seen_shards:
+                continue
+            try:
+                table = pq.read_table(path)
+            except Exception:
+                continue           # being published: read it next time
+            self._seen_shards.add(path)
+            for row in table.to_pylist():
+                key = (row["problem_id"], int(row["attempt"]))
+                if key in wanted and key not in self._reported:
+                    self._reported.add(key)
+                    rows.append(row)
+        return rows
+
+    def _end_reason(self, record: JobRecord, state: str) -> str:
+        log = ""
+        try:
+            log = SlurmJob(record.folder, record.job_id).paths.stdout.read_text(errors="replace")
+        except OSError:
+            pass
+        if MEMORY_KILL.search(log) or "OUT_OF_MEMORY" in state:
+            return f"Slurm job {record.job_id} exceeded its memory request (--mem={record.mem}) and was killed"
+        return f"Slurm job {record.job_id} ended {state} before checking it"
+
+    def execute(self, job: SweepJob, on_row: Callable[[ResultRow], None]) -> None:
+        o = self.options
+        ledger = Ledger(job.out / "slurm" / LEDGER)
+        by_key = {task_key(t): t for t in job.tasks}
+        wanted = set(by_key)
+        # Reattach: jobs of an earlier driver that Slurm still has, under the
+        # name we gave them (ids restart at 1 when Slurm's state is wiped).
+        open_records = [r for r in ledger.records if r.settled is None]
+        queued = queued_names([r.job_id for r in open_records])
+        handles: dict[str, SlurmJob] = {}
+        for r in open_records:
+            if queued.get(r.job_id) == r.name:
+                handles[r.job_id] = SlurmJob(r.folder, r.job_id)
+            else:
+                r.settled = "GONE"      # ended while no driver watched; its misses are retried below
+        tries: dict[tuple[str, int], int] = {}
+        for r in ledger.records:
+            if r.settled is not None:
+                for k in r.keys:
+                    tries[k] = tries.get(k, 0) + 1
+        covered = {k for r in ledger.records if r.job_id in handles for k in r.keys}
+        fresh = [t for t in job.tasks if task_key(t) not in covered]
+        if fresh:
+            salt = getattr(job.backend, "salt", "")
+            from runner import contexts
+            keyer = lambda t: contexts.image_key(
+                t.problem.setup_path.read_text(encoding="utf-8", errors="replace"), salt)
+            # Checks that earlier jobs failed to finish count their tries.
+            retry_round = max((tries.get(task_key(t), 0) for t in fresh), default=0)
+            self._submit(job, ledger, split_shares(fresh, o.nodes, keyer), retry_round)
+            for r in ledger.records:
+                if r.settled is None and r.job_id not in handles:
+                    handles[r.job_id] = SlurmJob(r.folder, r.job_id)
+        ledger.save()
+
+        failed_writer = None
+        try:
+            while True:
+                for row in self._new_rows(job.out, wanted):
+                    on_row(ResultRow(**row))
+                SlurmJob.watcher.update()
+                for r in ledger.records:
+                    if r.settled is not None or r.job_id not in handles:
+                        continue
+                    handle = handles[r.job_id]
+                    if not handle.done():
+                        continue
+                    state = handle.state
+                    # Rows the task published just before it ended.
+                    for row in self._new_rows(job.out, wanted):
+                        on_row(ResultRow(**row))
+                    missing = [k for k in r.keys if k in wanted and k not in self._reported]
+                    r.settled = state
+                    retry = []
+                    for k in missing:
+                        tries[k] = tries.get(k, 0) + 1
+                        if tries[k] <= o.retries:
+                            retry.append(by_key[k])
+                        else:
+                            failed_writer = failed_writer or shards.ShardWriter(
+                                job.out, f"{job.run_id}-slurm-driver")
+                            reason = (f"{self._end_reason(r, state)}; "
+                                      f"{tries[k]} Slurm jobs ran this check and none finished it")
+                            now = utcnow()
+                            row = result_row(
+                                by_key[k],
+                                CheckResult(Outcome(Verdict.ERROR, reason), None, 0.0, None, "",
+                                            f"slurm {state}"),
+                                info=job.backend.info, worker="slurm-driver", run_id=job.run_id,
+                                started_at=now, finished_at=now)
+                            failed_writer.add(row)
+                            self._reported.add(k)
+                            on_row(row)
+                    if retry:
+                        self._submit(job, ledger, [retry], r.round + 1)
+                        for nr in ledger.records:
+                            if nr.settled is None and nr.job_id not in handles:
+                                handles[nr.job_id] = SlurmJob(nr.folder, nr.job_id)
+                    ledger.save()
+                if all(r.settled is not None for r in ledger.records if r.job_id in handles):
+                    missing = wanted - self._reported
+                    if not missing:
+                        return
+                    for row in self._new_rows(job.out, wanted):
+                        on_row(ResultRow(**row))
+                    if wanted - self._reported:
+                        raise ProverError(f"Slurm jobs ended with {len(wanted - self._reported)} "
+                                          "checks unrecorded; run the sweep again to resume")
+                time.sleep(o.poll_s)
+        finally:
+            if failed_writer is not None:
+                failed_writer.close()
+
+
+def from_args(args, workers: int) -> SlurmExecutor:
+    return SlurmExecutor(SlurmOptions(
+        partition=args.partition, nodes=args.nodes, cpus_per_task=args.cpus_per_task,
+        mem_per_node=args.mem_per_node, array_parallelism=args.array_parallelism,
+        extra=tuple(args.slurm_extra), retries=args.slurm_retries))
