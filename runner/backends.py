@@ -1,0 +1,75 @@
+"""Backend selection, in one place: which prover a corpus is for, how its
+problems are read, and how its backend is built.
+
+The kind comes from ``--prover`` when given, else from the corpus layout: a
+corpus with ``isabelle.toml`` is an Isabelle corpus (isabelle_corpus), any
+other one is s2n-bignum-bench's HOL Light layout (corpus).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+from .corpus import Problem, load_corpus
+from .errors import InputError
+from .isabelle_corpus import is_isabelle_corpus, load_description, load_isabelle_corpus
+from .prover import ProverBackend
+
+PROVERS = ("hol-light", "isabelle")
+
+
+@dataclass(frozen=True)
+class Selected:
+    prover: str
+    load: Callable[[Path, Path | None], list[Problem]]
+    build: Callable[[object], ProverBackend]     # from the sweep's config
+
+
+def detect(corpus: Path, prover: str | None = None) -> str:
+    """The prover of ``corpus``: ``prover`` if given, else its layout's."""
+    if prover is not None:
+        if prover not in PROVERS:
+            raise InputError("--prover", f"{prover!r} is not a prover", f"pass one of {', '.join(PROVERS)}")
+        if prover == "isabelle" and not is_isabelle_corpus(corpus):
+            raise InputError(Path(corpus) / "isabelle.toml", "an Isabelle corpus needs this description",
+                             'write [isabelle] parent_session = "HOL" into it')
+        return prover
+    return "isabelle" if is_isabelle_corpus(corpus) else "hol-light"
+
+
+def select(config) -> Selected:
+    """Reader and backend builder for the sweep ``config`` (a SweepConfig)."""
+    kind = detect(config.corpus, getattr(config, "prover", None))
+    if kind == "isabelle":
+        if config.hol_light is not None:
+            raise InputError("--hol-light", "given for an Isabelle corpus", "drop it, or pass --isabelle DIR")
+        return Selected(kind, load_isabelle_corpus, _isabelle_backend)
+    if getattr(config, "isabelle", None) is not None:
+        raise InputError("--isabelle", "given for a HOL Light corpus",
+                         "drop it, or add isabelle.toml to the corpus")
+    return Selected(kind, load_corpus, _hol_light_backend)
+
+
+def _hol_light_backend(config) -> ProverBackend:
+    from .hol_light import HolLightBackend
+    from .hol_light_install import find_hol_light
+
+    install = find_hol_light(config.hol_light)
+    root = Path(config.context_root or Path.cwd())
+    if not root.is_dir():
+        raise InputError(root, "context root is not a directory", "pass --context-root an existing directory")
+    from .sandbox import for_sweep
+
+    # Checks are boxed (runner/sandbox.py); their own output is kept in OUT/logs.
+    return HolLightBackend(install, root, grace_s=config.grace, max_images=config.max_images,
+                           sandbox_config=for_sweep(config), log_dir=Path(config.out) / "logs")
+
+
+def _isabelle_backend(config) -> ProverBackend:
+    from .isabelle import IsabelleBackend
+    from .isabelle_heap import find_isabelle
+
+    return IsabelleBackend(find_isabelle(getattr(config, "isabelle", None)),
+                           load_description(config.corpus), grace_s=config.grace)

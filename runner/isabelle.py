@@ -1,0 +1,207 @@
+"""Isabelle backend: the second implementation of runner/prover.py.
+
+A session makes sure the parent session's heap is built (once per heap key,
+in a store every node shares; see isabelle_heap) and present on this host;
+each check is then a per-problem session that processes only the problem's
+theory against that heap (see isabelle_check). Limits are enforced from
+outside as well: Isabelle's own build timer runs in the JVM outside ML, and
+the runner kills the check's process group (the ``isabelle`` script, its JVM
+and the poly process) past the limit plus a grace period and a startup
+allowance, or when the tree's resident memory passes the limit.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import secrets
+import shutil
+import subprocess
+import threading
+import time
+from pathlib import Path
+from typing import Sequence
+
+import psutil
+
+from . import isabelle_check as ic
+from . import isabelle_output as io_
+from . import subproc
+from .corpus import Problem
+from .errors import CommandError, ProverError
+from .guard import TreeSampler, kill_tree
+from .isabelle_corpus import IsabelleCorpus, build_candidate, read_goal
+from .isabelle_heap import (HeapStore, IsabelleInstall, build_heap_argv, heap_key,
+                            session_sources)
+from .isabelle_text import GoalTheory
+from .prover import (BackendInfo, CheckLimits, CheckResult, ImageBuild, ProverBackend,
+                     ProverSession)
+from .verdicts import Outcome, Termination, Verdict
+
+DEFAULT_STORE = Path.home() / ".cache" / "proofbatch" / "isabelle-heaps"
+# The JVM and the heap load before Isabelle's own timer starts: seconds on a
+# quiet host, more under load. The outside kill allows for it.
+STARTUP_ALLOWANCE_S = 30.0
+HEAP_BUILD_TIMEOUT_S = 6 * 3600.0
+
+
+class IsabelleBackend(ProverBackend):
+    def __init__(self, install: IsabelleInstall, corpus: IsabelleCorpus, *, grace_s: float = 2.0,
+                 startup_s: float = STARTUP_ALLOWANCE_S, threads: int = 1,
+                 store: Path | None = None):
+        self.install, self.corpus = install, corpus
+        self.grace_s, self.startup_s, self.threads = grace_s, startup_s, threads
+        self.store = HeapStore(store or corpus.heap_store or DEFAULT_STORE)
+        self.key = heap_key(install.version, install.ml_identifier, corpus.parent_session,
+                            session_sources(corpus.session_dirs))
+        # Read by the sweep (order, manifest) as for HOL Light.
+        self.salt = self.key
+        self.context_root = corpus.root
+        self.info = BackendInfo(prover="isabelle",
+                                build=f"{install.version}/{corpus.parent_session}-{self.key[:12]}",
+                                mode=ic.MODE)
+
+    def start(self, workdir: Path) -> "IsabelleSession":
+        return IsabelleSession(self, Path(workdir))
+
+
+class IsabelleSession(ProverSession):
+    def __init__(self, backend: IsabelleBackend, workdir: Path):
+        self.backend, self.info = backend, backend.info
+        self.workdir = workdir
+        (workdir / "checks").mkdir(parents=True, exist_ok=True)
+        self._lock = threading.Lock()
+        self._goals: dict[str, GoalTheory] = {}
+        self._running: dict[int, subprocess.Popen] = {}
+        self._counter = itertools.count()
+        self._closed = False
+        self.image_builds: list[ImageBuild] = []
+        self._ensure_heap()
+
+    def _ensure_heap(self) -> None:
+        b = self.backend
+        corpus = b.corpus
+
+        def build() -> Path:
+            try:
+                subproc.run(build_heap_argv(b.install, corpus.parent_session, corpus.session_dirs),
+                            timeout=HEAP_BUILD_TIMEOUT_S)
+            except CommandError as exc:
+                raise ProverError(f"the parent session {corpus.parent_session} does not build: {exc}") from None
+            return b.install.heaps_dir
+
+        entry = b.store.ensure(b.key, corpus.parent_session, build)
+        HeapStore.install(entry, b.install.heaps_dir)
+        if entry.built_here:
+            self.image_builds.append(ImageBuild(b.key, None, entry.built_secs))
+
+    def prepare(self, problems: Sequence[Problem]) -> None:
+        goals = {p.problem_id: read_goal(p.setup_path) for p in problems}
+        with self._lock:
+            self._goals.update(goals)
+
+    def image_key(self, problem: Problem) -> str:
+        return self.backend.key
+
+    def _goal(self, problem: Problem) -> GoalTheory:
+        with self._lock:
+            goal = self._goals.get(problem.problem_id)
+        if goal is None:
+            goal = read_goal(problem.setup_path)
+            with self._lock:
+                self._goals[problem.problem_id] = goal
+        return goal
+
+    def check(self, problem: Problem, limits: CheckLimits) -> CheckResult:
+        started = time.monotonic()
+        goal = self._goal(problem)
+        candidate = build_candidate(problem.answer or b"", goal, self.backend.corpus)
+        if candidate.refusal is not None:
+            return CheckResult(candidate.refusal, None, time.monotonic() - started, None,
+                               self.backend.key, "not run")
+        n = next(self._counter)
+        session = f"Proofbatch_Check_{os.getpid()}_{n}"
+        files = ic.write_check(self.workdir / "checks" / str(n), session, self.backend.corpus, goal,
+                               candidate.text or "", limits.time_s, secrets.token_hex(8),
+                               threads=self.backend.threads)
+        try:
+            return self._run(files, limits, started)
+        finally:
+            shutil.rmtree(files.directory, ignore_errors=True)
+            log = self.backend.install.heaps_dir / "log"
+            for name in (f"{session}.db", session, f"{session}.gz"):
+                (log / name).unlink(missing_ok=True)
+
+    def _run(self, files: ic.CheckFiles, limits: CheckLimits, started: float) -> CheckResult:
+        b = self.backend
+        argv = ic.build_check_argv(b.install.argv(), b.corpus, files)
+        out_path = files.directory / "build.out"
+        with self._lock:
+            if self._closed:
+                raise ProverError("the Isabelle session is closed")
+            with open(out_path, "wb") as out:
+                # Its own process group: the guard kills the script, the JVM
+                # and poly together, and a Ctrl-C aimed at the runner is not
+                # delivered to them.
+                proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=out,
+                                        stderr=subprocess.STDOUT, cwd=files.directory,
+                                        start_new_session=True)
+            self._running[proc.pid] = proc
+        try:
+            term, peak = self._watch(proc, limits, started)
+        finally:
+            with self._lock:
+                self._running.pop(proc.pid, None)
+        wall = time.monotonic() - started
+        code = proc.returncode
+        status = f"exit {code}" if code is not None and code >= 0 else f"signal {-(code or 0)}"
+        if term.outcome is not None:
+            return CheckResult(term.outcome, None, wall, peak or None, b.key, status)
+        output = out_path.read_text(encoding="utf-8", errors="replace")
+        report = io_.parse_build(output, files.session)
+        outcome = io_.classify_build(report, nonce=files.nonce, original_file=f"{ic.ORIGINAL}.thy",
+                                     exit_code=code if code is not None else -1)
+        secs = report.elapsed_s if outcome.verdict is Verdict.OK else None
+        return CheckResult(outcome, secs, wall, peak or None, b.key, status)
+
+    def _watch(self, proc: subprocess.Popen, limits: CheckLimits,
+               started: float) -> tuple[Termination, int]:
+        """Wait for the check, killing its tree at the memory limit or past
+        the deadline. The JVM reserves far more address space than it uses,
+        so RLIMIT_AS (the HOL Light backstop) cannot be used here."""
+        term, peak = Termination(), 0
+        deadline = started + limits.time_s + self.backend.grace_s + self.backend.startup_s
+        try:
+            sampler = TreeSampler(psutil.Process(proc.pid))
+        except psutil.Error:
+            sampler = None
+        while proc.poll() is None:
+            if sampler is not None:
+                peak = max(peak, sampler.sample())
+            if peak > limits.mem_bytes:
+                term.set(Verdict.MEMOUT, f"memory guard: {peak >> 20} MiB passed the "
+                         f"{limits.mem_bytes >> 20} MiB limit (isabelle, java and poly); killed")
+                kill_tree(proc.pid, sampler.proc if sampler else psutil.Process(proc.pid))
+            elif time.monotonic() >= deadline:
+                term.set(Verdict.TIMEOUT, f"time limit {limits.time_s:g} s (+{self.backend.grace_s:g} s "
+                         f"grace, +{self.backend.startup_s:g} s startup) passed; killed from outside")
+                kill_tree(proc.pid, sampler.proc if sampler else psutil.Process(proc.pid))
+            elif self._closed:
+                term.set(Verdict.ERROR, "the session closed during the check")
+                kill_tree(proc.pid, sampler.proc if sampler else psutil.Process(proc.pid))
+            try:
+                proc.wait(timeout=0.05)
+            except subprocess.TimeoutExpired:
+                pass
+        proc.wait()
+        return term, peak
+
+    def close(self) -> None:
+        with self._lock:
+            self._closed = True
+            running = list(self._running.values())
+        for proc in running:
+            try:
+                kill_tree(proc.pid, psutil.Process(proc.pid))
+            except psutil.Error:
+                pass
