@@ -32,6 +32,7 @@ import heapq
 import json
 import math
 import random
+import threading
 from collections import deque
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
@@ -145,18 +146,25 @@ class Plan:
         """No schedule finishes sooner: the boot, then the largest of all work
         (each needed image built once) over the workers, the memory-time all
         checks hold over the memory of all nodes, and the longest single
-        check with its chain of images."""
+        problem (its attempts) with its chain of images."""
         chain_s: dict[str, float] = {}
         longest = total = mem_time = 0.0
         node_mem = self.workers.mem_per_node
-        for check in self.checks:
-            key = check.image_key
+        dispatch = self.config.dispatch_s
+        for a, b in units_of(self.checks):         # one worker drains a problem's attempts
+            first = self.checks[a]
+            key = first.image_key
             if key not in chain_s:
                 chain_s[key] = sum(self.build_s(k) for k in self.chain(key)[1:])
-            cost = self.cost(check)
+            if b == a + 1:
+                cost, mem = first.expected_s + dispatch, first.mem_bytes
+            else:
+                cost = sum(c.expected_s + dispatch for c in self.checks[a:b])
+                mem = max(c.mem_bytes for c in self.checks[a:b])
             total += cost
-            mem_time += cost * min(check.mem_bytes, node_mem)
-            longest = max(longest, chain_s[key] + cost)
+            mem_time += cost * min(mem, node_mem)
+            if chain_s[key] + cost > longest:
+                longest = chain_s[key] + cost
         needed = {k for key in chain_s for k in self.chain(key)[1:]}
         total += sum(self.build_s(k) for k in needed)
         if not self.checks:
@@ -169,6 +177,9 @@ class Plan:
         wanted = set(keys)
         return replace(self, checks=tuple(c for c in self.checks
                                           if (c.problem_id, c.attempt) in wanted))
+
+    def with_workers(self, workers: Workers) -> "Plan":
+        return replace(self, workers=workers)
 
     def with_policy(self, policy: str, seed: int | None = None) -> "Plan":
         """The same checks ordered by another policy."""
@@ -183,45 +194,74 @@ def make_plan(checks: Sequence[PlanCheck], images: Mapping[str, Image], base: st
               prebuilt: Iterable[str] = ()) -> Plan:
     """Order ``checks`` (given in submission order) by ``config.policy``.
 
-    Deterministic for a given seed: ties between checks with the same
-    expectation and limit are broken by a seeded permutation of their images
-    (so that equal checks of one image stay together), then by submission
-    order.
+    The unit of dispatch is a problem: all its attempts, in attempt order,
+    go to one worker, which drains them against one loaded context
+    (runner/attempts.py). Problems are ordered; a problem's expectation is
+    the sum of its attempts'. Deterministic for a given seed: ties between
+    problems with the same expectation and limit are broken by a seeded
+    permutation of their images (so that equal checks of one image stay
+    together), then by submission order.
     """
     for c in checks:
         if c.image_key not in images:
             raise ValueError(f"{c.problem_id}: image {c.image_key} is not in the plan's images")
+    runs: dict[str, list[PlanCheck]] = {}
+    for c in checks:
+        runs.setdefault(c.problem_id, []).append(c)
+    units = list(runs.values())
+    for u in units:
+        if len(u) > 1:
+            u.sort(key=lambda c: c.attempt)
     rng = random.Random(config.seed)
-    ordered = list(checks)
     if config.policy == "shuffle":
-        rng.shuffle(ordered)
+        rng.shuffle(units)
     elif config.policy == "planned":
         keys = sorted({c.image_key for c in checks})
         rng.shuffle(keys)
         rank = {k: i for i, k in enumerate(keys)}
-        ordered.sort(key=lambda c: (-c.expected_s, -c.limit_s, rank[c.image_key], c.index))
-    return Plan(config, workers, tuple(ordered), dict(images), base, frozenset(prebuilt))
+
+        def priority(u: list[PlanCheck]):
+            first = u[0]
+            if len(u) == 1:
+                return (-first.expected_s, -first.limit_s, rank[first.image_key], first.index)
+            return (-sum(c.expected_s for c in u), -max(c.limit_s for c in u),
+                    rank[first.image_key], first.index)
+        units.sort(key=priority)
+    ordered = tuple(c for u in units for c in u)
+    return Plan(config, workers, ordered, dict(images), base, frozenset(prebuilt))
+
+
+def units_of(checks: Sequence[PlanCheck]) -> list[tuple[int, int]]:
+    """(start, end) of each problem's consecutive run of attempts in ``checks``."""
+    out: list[tuple[int, int]] = []
+    for i, c in enumerate(checks):
+        if out and checks[out[-1][0]].problem_id == c.problem_id:
+            out[-1] = (out[-1][0], i + 1)
+        else:
+            out.append((i, i + 1))
+    return out
 
 
 # -- dispatch -----------------------------------------------------------------
 
-WAIT = "wait"
+WAIT = "wait"   # take(): nothing fits this node's free memory until a check ends
 _CLASS_UNIT, _CLASS_STEP = 2**26, 2**0.25     # memory classes: up to 64 MiB, then +19% each
 
 
 def _mem_class(mem: int) -> int:
-    return max(0, math.ceil(math.log(max(mem, 1) / _CLASS_UNIT, _CLASS_STEP)))   # take(): nothing fits this node's free memory until a check ends
+    return max(0, math.ceil(math.log(max(mem, 1) / _CLASS_UNIT, _CLASS_STEP)))
 
 
 @dataclass(frozen=True)
 class Take:
-    index: int                  # into plan.checks
-    check: PlanCheck
+    index: int                      # the problem's unit (Dispatcher.units)
+    checks: tuple[PlanCheck, ...]   # its attempts, drained in this order by one worker
     new_images: tuple[str, ...] # images this worker's node gains, base first: it builds them
 
 
 class Dispatcher:
-    """The scheduling policy: gives a free worker its next check.
+    """The scheduling policy: gives a free worker its next problem (all its
+    attempts; ``make_plan`` keeps them together).
 
     Not thread-safe; the local executor holds a lock around it. Workers are
     numbered 0 .. count-1; worker w runs on node w // cores_per_node. Each
@@ -232,15 +272,18 @@ class Dispatcher:
         self.plan = plan
         cfg, workers = plan.config, plan.workers
         checks = plan.checks
+        self.units = units_of(checks)
+        self.image = [checks[a].image_key for a, _ in self.units]
         self.affinity = cfg.policy == "planned"
         self.lookahead = cfg.lookahead if self.affinity else 1
         self.cores = workers.cores_per_node
         self.workers = workers.count
-        self.cost = [plan.cost(c) for c in checks]
+        self.cost = [sum(plan.cost(c) for c in checks[a:b]) for a, b in self.units]
         # A check larger than a whole node runs alone rather than never.
-        self.mem = [min(c.mem_bytes, workers.mem_per_node) for c in checks]
-        self.taken = bytearray(len(checks))
-        self.left = len(checks)
+        self.mem = [min(max(c.mem_bytes for c in checks[a:b]), workers.mem_per_node)
+                    for a, b in self.units]
+        self.taken = bytearray(len(self.units))
+        self.left = len(self.units)
         self.work_left = sum(self.cost)
         self.head = 0
         # Checks by memory class, each in priority order, to find the first one
@@ -251,10 +294,10 @@ class Dispatcher:
             self.classes.setdefault(_mem_class(m), deque()).append(i)
         self.class_bound = {k: max(self.mem[i] for i in q) for k, q in self.classes.items()}
         self.class_min = {k: min(self.mem[i] for i in q) for k, q in self.classes.items()}
-        self.chains = {c.image_key: plan.chain(c.image_key) for c in checks}
+        self.chains = {key: plan.chain(key) for key in set(self.image)}
         self.by_image: dict[str, deque[int]] = {}
-        for i, c in enumerate(checks):
-            self.by_image.setdefault(c.image_key, deque()).append(i)
+        for i, key in enumerate(self.image):
+            self.by_image.setdefault(key, deque()).append(i)
         for key in self.chains:    # an image holds the checks of the images below it too
             for ancestor in self.chains[key][:-1]:
                 self.by_image.setdefault(ancestor, deque())
@@ -346,11 +389,10 @@ class Dispatcher:
             free = self.free_mem[node]
             pick = self._first_fitting(free)
         if (self.affinity and pick is not None
-                and self.plan.checks[pick].image_key not in self.node_images[node]):
+                and self.image[pick] not in self.node_images[node]):
             cfg = self.plan.config
             have = self.node_images[node]
-            missing = sum(self.plan.build_s(k) for k in self.chains[self.plan.checks[pick].image_key]
-                          if k not in have)
+            missing = sum(self.plan.build_s(k) for k in self.chains[self.image[pick]] if k not in have)
             critical = cfg.critical_share * self.work_left / self.workers
             if self.cost[pick] < min(critical, cfg.affinity_factor * missing):
                 warm = self._best_warm(node, free)
@@ -368,24 +410,59 @@ class Dispatcher:
         self.work_left -= self.cost[i]
         self.free_mem[node] -= self.mem[i]
         self.running[node] += 1
-        check = self.plan.checks[i]
         have = self.node_images[node]
-        new = tuple(k for k in self.chains[check.image_key] if k not in have)
+        new = tuple(k for k in self.chains[self.image[i]] if k not in have)
         for key in new:
             have.add(key)
             self._push(node, key)
-        return Take(i, check, new)
+        a, b = self.units[i]
+        return Take(i, self.plan.checks[a:b], new)
 
     def finish(self, worker: int, index: int) -> None:
-        """``worker`` is done with check ``index``: its memory is free again."""
+        """``worker`` is done with unit ``index``: its memory is free again."""
         node = worker // self.cores
         self.free_mem[node] += self.mem[index]
         self.running[node] -= 1
 
 
+class LiveQueue:
+    """The dispatcher for an executor that runs real checks: thread-safe, and
+    a worker whose node has no memory free for any remaining problem blocks
+    until a check of that node ends. ``units`` maps each problem id of the
+    plan to what the executor runs for it (its pending attempts)."""
+
+    def __init__(self, plan: Plan, units: Mapping[str, object]):
+        self._dispatcher = Dispatcher(plan)
+        self._units = units
+        self._cond = threading.Condition()
+        self._held: dict[int, int] = {}
+
+    def next(self, worker: int, stop: threading.Event | None = None):
+        """The next unit for ``worker``, or None when none is left (or ``stop`` is set)."""
+        with self._cond:
+            while not (stop is not None and stop.is_set()):
+                take = self._dispatcher.take(worker)
+                if take is None:
+                    return None
+                if take is WAIT:
+                    self._cond.wait(timeout=0.5)
+                    continue
+                self._held[worker] = take.index
+                return self._units[take.checks[0].problem_id]
+            return None
+
+    def done(self, worker: int) -> None:
+        """``worker`` finished its unit: the memory it held is free."""
+        with self._cond:
+            index = self._held.pop(worker, None)
+            if index is not None:
+                self._dispatcher.finish(worker, index)
+                self._cond.notify_all()
+
+
 # -- the plan as a file ---------------------------------------------------------
 
-def plan_to_json(plan: Plan, prediction=None) -> dict:
+def plan_to_json(plan: Plan, prediction=None, run_id: str | None = None) -> dict:
     """The plan as one JSON object; ``prediction`` (runner.simulate.Prediction)
     adds the predicted schedule per check."""
     per_check = prediction.schedule if prediction is not None else {}
@@ -397,7 +474,7 @@ def plan_to_json(plan: Plan, prediction=None) -> dict:
             entry.update(worker=worker, start_s=round(start, 6), end_s=round(end, 6))
         checks.append(entry)
     return {
-        "format": FORMAT, "config": asdict(plan.config), "workers": asdict(plan.workers),
+        "format": FORMAT, "run_id": run_id, "config": asdict(plan.config), "workers": asdict(plan.workers),
         "base": plan.base, "prebuilt": sorted(plan.prebuilt),
         "lower_bound_s": plan.lower_bound(),
         "predicted": prediction.summary() if prediction is not None else None,
@@ -414,8 +491,8 @@ def _count(values: Iterable[str]) -> dict[str, int]:
     return out
 
 
-def write_plan(path: Path, plan: Plan, prediction=None) -> None:
-    data = plan_to_json(plan, prediction)
+def write_plan(path: Path, plan: Plan, prediction=None, run_id: str | None = None) -> None:
+    data = plan_to_json(plan, prediction, run_id)
     shards.publish(Path(path), lambda tmp: tmp.write_text(json.dumps(data, indent=1) + "\n"))
 
 

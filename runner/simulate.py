@@ -79,13 +79,16 @@ def simulate(plan: Plan, *, keep_schedule: bool = True) -> Prediction:
                 t += secs
                 build += secs
                 ready[(node, key)] = t
-            for key in dispatcher.chains[take.check.image_key]:
+            for key in dispatcher.chains[dispatcher.image[take.index]]:
                 t = max(t, ready.get((node, key), 0.0))   # idle until another worker's build ends
             cost = dispatcher.cost[take.index]
             work += cost
             if keep_schedule:
-                c = take.check
-                schedule[(c.problem_id, c.attempt)] = (w, t, t + cost)
+                start = t
+                for c in take.checks:
+                    end = start + plan.cost(c)
+                    schedule[(c.problem_id, c.attempt)] = (w, start, end)
+                    start = end
             heapq.heappush(events, (t + cost, w, take.index))
         if not events:
             break

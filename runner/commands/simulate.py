@@ -1,0 +1,116 @@
+"""proofbatch simulate: what a sweep will take and cost, before paying for it."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from rich.console import Console
+from rich.table import Table
+
+from ..errors import InputError
+from ..planner import POLICIES, PlanConfig, Workers
+from ..planner_inputs import plan_from_files
+from ..simulate import Prediction, simulate
+from ..sizes import format_size
+from . import size
+
+NAME = "simulate"
+HELP = "predict a sweep's makespan, utilization and cost from a timeout map or profile"
+# The bench advises running at most RAM_GB / 6 checks at once (about 5 GB per heavy proof).
+DEFAULT_MEM_PER_CORE = 6 * 2**30
+
+
+def add_arguments(p) -> None:
+    src = p.add_mutually_exclusive_group(required=True)
+    src.add_argument("--timeout-map", type=Path, help="a timeout map (the bench's timeout-map.json "
+                     "works): prove_secs are the expected durations")
+    src.add_argument("--profile", type=Path, help="a directory written by `proofbatch profile`")
+    p.add_argument("--workers", type=int, help="workers in all (default: nodes x cores per node)")
+    p.add_argument("--nodes", type=int, help="machines (default 1)")
+    p.add_argument("--cores-per-node", type=int, help="checks at once per machine "
+                   "(default: workers / nodes)")
+    p.add_argument("--mem-per-node", type=size, help="memory per machine, e.g. 192G "
+                   "(default: 6 GiB per core, the bench's advice)")
+    p.add_argument("--policy", choices=POLICIES, default="planned",
+                   help="our policy (default planned); naive is always shown beside it")
+    p.add_argument("--seed", type=int, default=0, help="seed of shuffle and tie-breaking (default 0)")
+    p.add_argument("--core-hour-price", type=float, help="price of one core-hour, for the cost")
+    p.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
+
+
+def workers_from(args) -> Workers:
+    nodes = args.nodes or 1
+    if args.cores_per_node is None and args.workers is None:
+        raise InputError("--workers", "no worker count given", "pass --workers N, or --nodes and "
+                         "--cores-per-node")
+    cores = args.cores_per_node
+    if cores is None:
+        if args.workers % nodes:
+            raise InputError("--workers", f"{args.workers} workers do not split evenly over "
+                             f"{nodes} nodes", "pass --cores-per-node, or a multiple of --nodes")
+        cores = args.workers // nodes
+    if args.workers is not None and args.workers != nodes * cores:
+        raise InputError("--workers", f"{args.workers} is not {nodes} nodes x {cores} cores",
+                         "drop --workers, or make it nodes x cores per node")
+    for name, value in (("--nodes", nodes), ("--cores-per-node", cores)):
+        if value < 1:
+            raise InputError(name, f"{value} is not a positive count", "pass 1 or more")
+    return Workers(nodes, cores, args.mem_per_node or cores * DEFAULT_MEM_PER_CORE)
+
+
+def run(args) -> int:
+    if args.core_hour_price is not None and args.core_hour_price < 0:
+        raise InputError("--core-hour-price", f"{args.core_hour_price} is negative", "pass a price >= 0")
+    workers = workers_from(args)
+    plan = plan_from_files(timeout_map=args.timeout_map, profile=args.profile, workers=workers,
+                           config=PlanConfig(policy=args.policy, seed=args.seed))
+    ours = simulate(plan, keep_schedule=False)
+    naive = simulate(plan.with_policy("naive"), keep_schedule=False)
+    price = args.core_hour_price
+    sources = {}
+    for c in plan.checks:
+        sources[c.source] = sources.get(c.source, 0) + 1
+    if args.json:
+        out = {"workers": workers.count, "nodes": workers.nodes,
+               "cores_per_node": workers.cores_per_node, "mem_per_node": workers.mem_per_node,
+               "checks": len(plan.checks), "policy": plan.config.policy, "durations_from": sources,
+               "lower_bound_s": ours.lower_bound_s, "makespan_s": ours.makespan_s,
+               "ratio": ours.ratio, "utilization": ours.utilization, "core_hours": ours.core_hours,
+               "image_build_core_hours": ours.build_s / 3600,
+               "cost": None if price is None else ours.core_hours * price,
+               "naive_makespan_s": naive.makespan_s, "naive_ratio": naive.ratio,
+               "naive_utilization": naive.utilization, "naive_core_hours": naive.core_hours,
+               "naive_cost": None if price is None else naive.core_hours * price}
+        print(json.dumps(out))
+        return 0
+    print_prediction(Console(), workers, sources, ours, naive, price)
+    return 0
+
+
+def print_prediction(out: Console, workers: Workers, sources: dict, ours: Prediction,
+                     naive: Prediction, price: float | None) -> None:
+    table = Table(title=f"{ours.checks} checks on {workers.nodes} x {workers.cores_per_node} workers, "
+                        f"{format_size(workers.mem_per_node)} per node")
+    table.add_column("")
+    for name in (ours.policy, "naive (submission order)"):
+        table.add_column(name, justify="right")
+    rows = [("makespan", lambda p: _duration(p.makespan_s)),
+            ("lower bound", lambda p: _duration(p.lower_bound_s)),
+            ("makespan / bound", lambda p: f"{p.ratio:.3f}"),
+            ("utilization", lambda p: f"{100 * p.utilization:.1f}%"),
+            ("core-hours", lambda p: f"{p.core_hours:,.1f}"),
+            ("of which image builds", lambda p: f"{p.build_s / 3600:,.2f}")]
+    if price is not None:
+        rows.append(("cost", lambda p: f"{p.core_hours * price:,.2f}"))
+    for label, fmt in rows:
+        table.add_row(label, fmt(ours), fmt(naive))
+    out.print(table)
+    out.print("expected durations from " + ", ".join(f"{k}: {v}" for k, v in sorted(sources.items())))
+
+
+def _duration(secs: float) -> str:
+    if secs < 120:
+        return f"{secs:.1f} s"
+    h, rest = divmod(int(round(secs)), 3600)
+    return f"{h}h{rest // 60:02d}m ({secs:,.0f} s)"

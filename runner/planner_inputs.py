@@ -1,0 +1,233 @@
+"""What the planner is told before a sweep: expected durations, memory and
+image build costs, from a profile, a timeout map, earlier runs and defaults.
+
+Durations, per problem, in this order: the profile's median ``prove_secs``;
+the timeout map's ``prove_secs`` (the bench's map carries the ground truth's
+measured time); the median of the known durations of the problem's
+category; the default. Image builds: the median of measured builds of the
+same image key (``images/*.json`` of a sweep, or of a profile's runs), else
+the defaults below.
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+from collections import defaultdict
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Iterable, Mapping, Sequence
+
+from .errors import InputError
+from .planner import Image, PlanCheck
+
+# ../shared/notes/hol-light.md: HOL Light starts cold in 75-90 s of CPU
+# (benchmarks/overhead.py measured 65.8 s here); `needs "Library/words.ml"`
+# takes about 25 s more.
+DEFAULT_BASE_BUILD_S = 70.0
+DEFAULT_CONTEXT_BUILD_S = 25.0
+# The bench's median proof takes 0.065 s and 63% take under a second
+# (../shared/notes/workload-and-anchors.md).
+DEFAULT_EXPECTED_S = 1.0
+BASE = "base"      # the base image's key when no measured build names it
+
+
+@dataclass(frozen=True)
+class Known:
+    """Measurements the planner may use; each mapping is by problem id."""
+
+    durations: Sequence[tuple[str, Mapping[str, float]]] = ()   # (source, expected s), first wins
+    mem_bytes: Mapping[str, int] = field(default_factory=dict)
+    builds: Mapping[str, tuple[str | None, float]] = field(default_factory=dict)  # key -> (parent, s)
+    categories: Mapping[str, str] = field(default_factory=dict)  # of problems outside the corpus
+
+
+@dataclass(frozen=True)
+class Item:
+    """A check to plan, as the caller knows it."""
+
+    problem_id: str
+    attempt: int
+    category: str
+    image_key: str
+    limit_s: float
+    mem_bytes: int
+
+
+def measured_builds(dirs: Iterable[Path]) -> dict[str, tuple[str | None, float]]:
+    """image key -> (parent, median build seconds) from ``DIR/images/*.json``
+    (cluster.base.record_image_builds) of each sweep directory given."""
+    secs: dict[str, list[float]] = defaultdict(list)
+    parent: dict[str, str | None] = {}
+    for d in dirs:
+        for path in sorted((Path(d) / "images").glob("*.json")):
+            try:
+                data = json.loads(path.read_text())
+                builds = data["builds"]
+            except (OSError, ValueError, KeyError, TypeError):
+                continue              # being written, or not ours: the defaults stand in
+            for b in builds:
+                secs[b["key"]].append(float(b["secs"]))
+                parent[b["key"]] = b.get("parent")
+    return {k: (parent[k], statistics.median(v)) for k, v in secs.items()}
+
+
+def from_profile(path: Path) -> Known:
+    """Durations (median prove_secs), memory (largest peak RSS) and image
+    builds measured by ``proofbatch profile``."""
+    from .profile import load_profile
+
+    profile = load_profile(path)
+    durations = {r.problem_id: statistics.median(r.prove_secs) for r in profile.runs}
+    mem = {r.problem_id: int(max(r.peak_rss_mb) * 2**20) for r in profile.runs if r.peak_rss_mb}
+    runs = [d for d in (Path(path) / "runs").glob("*") if d.is_dir()]
+    return Known([("profile", durations)], mem, measured_builds(runs),
+                 {r.problem_id: r.category for r in profile.runs})
+
+
+def from_map(path: Path) -> Known:
+    """Durations from a timeout map's ``prove_secs``; memory from its sidecar;
+    and, when the sidecar names a profile that is still there, that
+    profile's measurements first."""
+    from .timeout_map import read_map, read_sidecar
+
+    entries = read_map(path)
+    durations = {pid: e.prove_secs for pid, e in entries.items() if e.prove_secs is not None}
+    meta = read_sidecar(path) or {}
+    problems = meta.get("problems", {})
+    mem = {pid: int(p["expected_mem_mb"] * 2**20) for pid, p in problems.items()
+           if p.get("expected_mem_mb")}
+    categories = {pid: p["category"] for pid, p in problems.items() if p.get("category")}
+    known = Known([("map", durations)], mem, {}, categories)
+    profile = (meta.get("provenance") or {}).get("profile")
+    if profile and (Path(profile) / "summary.json").is_file():
+        try:
+            return combine(from_profile(Path(profile)), known)
+        except InputError:
+            pass                      # a profile moved on since; the map alone stands
+    return known
+
+
+def combine(*parts: Known) -> Known:
+    """Earlier parts win."""
+    durations = [d for p in parts for d in p.durations]
+    mem, builds, categories = {}, {}, {}
+    for p in reversed(parts):
+        mem.update(p.mem_bytes)
+        builds.update(p.builds)
+        categories.update(p.categories)
+    return Known(durations, mem, builds, categories)
+
+
+def expected_checks(items: Sequence[Item], known: Known,
+                    default_s: float = DEFAULT_EXPECTED_S) -> list[PlanCheck]:
+    """Each item with its expected duration and where it came from, in the
+    items' order (their submission order)."""
+    by_category: dict[str, list[float]] = defaultdict(list)
+    for _, durations in known.durations:
+        for pid, secs in durations.items():
+            category = known.categories.get(pid)
+            if category is not None:
+                by_category[category].append(secs)
+    category_s = {c: statistics.median(v) for c, v in by_category.items()}
+    out = []
+    for index, it in enumerate(items):
+        secs, source = None, "default"
+        for name, durations in known.durations:
+            if it.problem_id in durations:
+                secs, source = durations[it.problem_id], name
+                break
+        if secs is None and it.category in category_s:
+            secs, source = category_s[it.category], "category"
+        if secs is None:
+            secs = default_s
+        mem = known.mem_bytes.get(it.problem_id, it.mem_bytes)
+        out.append(PlanCheck(it.problem_id, it.attempt, it.category, float(secs), source, int(mem),
+                             it.image_key, float(it.limit_s), index))
+    return out
+
+
+def images_for(keys: Iterable[str], parents: Mapping[str, str | None], base: str,
+               measured: Mapping[str, tuple[str | None, float]],
+               base_s: float = DEFAULT_BASE_BUILD_S,
+               context_s: float = DEFAULT_CONTEXT_BUILD_S) -> dict[str, Image]:
+    """The images ``keys`` need with their ancestors, each with a measured
+    build time when one is known. ``parents`` gives the tree (a key missing
+    there hangs below ``base``)."""
+    images: dict[str, Image] = {}
+    todo = list(keys) + [base]
+    while todo:
+        key = todo.pop()
+        if key in images:
+            continue
+        parent = None if key == base else parents.get(key, base)
+        if key in measured:
+            secs, source = measured[key][1], "measured"
+        else:
+            secs, source = (base_s if key == base else context_s), "default"
+        images[key] = Image(key, parent, secs, source)
+        if parent is not None:
+            todo.append(parent)
+    return images
+
+
+def plan_sweep(tasks: Sequence, salt: str, *, workers, config, timeout_map: Path | None,
+               out: Path):
+    """The plan of a sweep's tasks (runner.worker.CheckTask, in corpus order).
+
+    Memory needs are the tasks' own (the sweep resolved them from the map's
+    sidecar and --mem-limit); image builds measured by earlier runs of the
+    same sweep come first, then those of the map's profile."""
+    from . import contexts
+    from .planner import make_plan
+
+    setups = {}
+    for t in tasks:
+        p = t.problem
+        if p.problem_id not in setups:
+            setups[p.problem_id] = p.setup_path.read_text(encoding="utf-8", errors="replace")
+    tree = contexts.build_context_tree(setups, salt)
+    known = combine(Known(builds=measured_builds([out])),
+                    from_map(timeout_map) if timeout_map else Known())
+    known = Known(known.durations, {}, known.builds, known.categories)
+    items = [Item(t.problem.problem_id, t.attempt, t.problem.category,
+                  tree.image_of[t.problem.problem_id], t.limits.time_s, t.limits.expected_mem_bytes)
+             for t in tasks]
+    checks = expected_checks(items, known)
+    parents = {k: n.parent for k, n in tree.nodes.items()}
+    images = images_for({c.image_key for c in checks}, parents, tree.base, known.builds)
+    return make_plan(checks, images, tree.base, workers, config)
+
+
+def plan_from_files(*, timeout_map: Path | None, profile: Path | None, workers, config,
+                    default_mem: int = 512 * 2**20):
+    """A plan of the problems of a profile and/or a timeout map, without a
+    corpus: the profile gives image keys and measured builds; a map alone
+    puts every check on the base image (its context is unknown)."""
+    from .planner import make_plan
+
+    if timeout_map is None and profile is None:
+        raise InputError("simulate", "nothing to plan", "pass --timeout-map FILE or --profile DIR")
+    parts, limits, image_of = [], {}, {}
+    if profile is not None:
+        from .profile import load_profile
+
+        parts.append(from_profile(profile))
+        image_of = {r.problem_id: r.image_key for r in load_profile(profile).runs if r.image_key}
+    if timeout_map is not None:
+        from .timeout_map import read_map
+
+        parts.append(from_map(timeout_map))
+        limits = {pid: e.timeout_sec for pid, e in read_map(timeout_map).items()}
+    known = combine(*parts)
+    ids = sorted(set().union(*(d.keys() for _, d in known.durations)) | set(limits))
+    if not ids:
+        raise InputError(timeout_map or profile, "no problems in it", "pass a map or profile with entries")
+    roots = [k for k, (parent, _) in known.builds.items() if parent is None]
+    base = roots[0] if len(roots) == 1 else BASE
+    items = [Item(pid, 0, known.categories.get(pid, "generic"), image_of.get(pid, base),
+                  limits.get(pid, 0.0), default_mem) for pid in ids]
+    checks = expected_checks(items, known)
+    parents = {k: (p if p is not None or k == base else base) for k, (p, _) in known.builds.items()}
+    images = images_for({c.image_key for c in checks}, parents, base, known.builds)
+    return make_plan(checks, images, base, workers, config)
