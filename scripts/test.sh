@@ -3,4 +3,10 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
-exec .venv/bin/pytest -q -ra "$@"
+# The Slurm and Dask tests run against a real single-node Slurm (slurm/);
+# it is stopped whatever happens to pytest.
+if [ "$(id -u)" = 0 ]; then
+    bash slurm/start-dev-cluster.sh
+    trap 'bash slurm/stop-dev-cluster.sh' EXIT
+fi
+.venv/bin/pytest -q -ra "$@"
