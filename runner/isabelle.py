@@ -172,28 +172,40 @@ class IsabelleSession(ProverSession):
         term, peak = Termination(), 0
         deadline = started + limits.time_s + self.backend.grace_s + self.backend.startup_s
         try:
-            sampler = TreeSampler(psutil.Process(proc.pid))
+            root = psutil.Process(proc.pid)
         except psutil.Error:
-            sampler = None
+            root = None
+        sampler = TreeSampler(root) if root is not None else None
+        killed: list[psutil.Process] = []
+
+        def kill(verdict: Verdict, reason: str) -> None:
+            term.set(verdict, reason)
+            if root is not None:
+                try:
+                    killed.extend([root] + root.children(recursive=True))
+                except psutil.Error:
+                    pass
+                kill_tree(proc.pid, root)
+
         while proc.poll() is None:
             if sampler is not None:
                 peak = max(peak, sampler.sample())
             if peak > limits.mem_bytes:
-                term.set(Verdict.MEMOUT, f"memory guard: {peak >> 20} MiB passed the "
-                         f"{limits.mem_bytes >> 20} MiB limit (isabelle, java and poly); killed")
-                kill_tree(proc.pid, sampler.proc if sampler else psutil.Process(proc.pid))
+                kill(Verdict.MEMOUT, f"memory guard: {peak >> 20} MiB passed the "
+                     f"{limits.mem_bytes >> 20} MiB limit (isabelle, java and poly); killed")
             elif time.monotonic() >= deadline:
-                term.set(Verdict.TIMEOUT, f"time limit {limits.time_s:g} s (+{self.backend.grace_s:g} s "
-                         f"grace, +{self.backend.startup_s:g} s startup) passed; killed from outside")
-                kill_tree(proc.pid, sampler.proc if sampler else psutil.Process(proc.pid))
+                kill(Verdict.TIMEOUT, f"time limit {limits.time_s:g} s (+{self.backend.grace_s:g} s "
+                     f"grace, +{self.backend.startup_s:g} s startup) passed; killed from outside")
             elif self._closed:
-                term.set(Verdict.ERROR, "the session closed during the check")
-                kill_tree(proc.pid, sampler.proc if sampler else psutil.Process(proc.pid))
+                kill(Verdict.ERROR, "the session closed during the check")
             try:
                 proc.wait(timeout=0.05)
             except subprocess.TimeoutExpired:
                 pass
         proc.wait()
+        # A killed process lives on until the kernel has torn it down (a big
+        # heap takes a moment): the check is over only when its tree is gone.
+        psutil.wait_procs(killed, timeout=10)
         return term, peak
 
     def close(self) -> None:

@@ -1,0 +1,217 @@
+"""The Isabelle backend inside sweeps: backend selection, a session's checks
+with their guards, and whole sweeps to shards and result rows.
+
+Two kinds of test. The LIVE tests need a real Isabelle (`isabelle` on PATH,
+or ISABELLE_HOME) and skip elsewhere: no package registry carries Isabelle.
+The others run the runner's machinery against a STAND-IN for bin/isabelle
+(tests/samples/isabelle/standin/bin/isabelle), which proves nothing: it
+prints the samples' formats and spawns a "poly" child for the guards to kill.
+"""
+
+from __future__ import annotations
+
+import csv
+import os
+import shutil
+import time
+from pathlib import Path
+
+import psutil
+import pytest
+
+from cluster.local import LocalExecutor
+from runner import backends
+from runner.cli import main
+from runner.errors import InputError
+from runner.isabelle import IsabelleBackend
+from runner.isabelle_corpus import load_description, load_isabelle_corpus
+from runner.isabelle_heap import find_isabelle
+from runner.prover import CheckLimits
+from runner.sweep import SweepConfig, prepare, run_sweep
+
+ROOT = Path(__file__).resolve().parents[1]
+DEMO = ROOT / "examples" / "isabelle_demo"
+HOL_DEMO = ROOT / "examples" / "hol_light_demo"
+STANDIN = ROOT / "tests" / "samples" / "isabelle" / "standin"
+LIVE = bool(shutil.which("isabelle") or os.environ.get("ISABELLE_HOME"))
+live = pytest.mark.skipif(not LIVE, reason="needs a real Isabelle (isabelle on PATH or ISABELLE_HOME); "
+                          "no package registry carries it, so CI checks only samples and the stand-in")
+
+
+@pytest.fixture
+def standin(tmp_path, monkeypatch):
+    """The stand-in Isabelle, with its heap dir and call log under tmp_path."""
+    monkeypatch.setenv("STANDIN_HEAPS", str(tmp_path / "heaps"))
+    monkeypatch.setenv("STANDIN_LOG", str(tmp_path / "calls.log"))
+    monkeypatch.delenv("ISABELLE_HOME", raising=False)
+    return tmp_path
+
+
+@pytest.fixture
+def corpus(tmp_path) -> Path:
+    shutil.copytree(DEMO, tmp_path / "demo")
+    toml = tmp_path / "demo" / "isabelle.toml"
+    toml.write_text(toml.read_text() + f'heap_store = "{tmp_path / "store"}"\n')
+    return tmp_path / "demo"
+
+
+def calls(tmp_path) -> list[str]:
+    log = tmp_path / "calls.log"
+    return log.read_text().splitlines() if log.exists() else []
+
+
+# -- selection ----------------------------------------------------------------
+
+
+def test_corpus_layout_selects_the_prover():
+    assert backends.detect(DEMO) == "isabelle"
+    assert backends.detect(HOL_DEMO) == "hol-light"
+    assert backends.detect(DEMO, "isabelle") == "isabelle"
+    with pytest.raises(InputError, match="an Isabelle corpus needs this description"):
+        backends.detect(HOL_DEMO, "isabelle")
+    with pytest.raises(InputError, match="'coq' is not a prover"):
+        backends.detect(DEMO, "coq")
+
+
+def test_without_isabelle_a_sweep_is_refused_before_anything_is_written(tmp_path, monkeypatch):
+    monkeypatch.delenv("ISABELLE_HOME", raising=False)
+    monkeypatch.setenv("PATH", "/usr/bin:/bin")
+    with pytest.raises(InputError, match="no package registry carries Isabelle"):
+        prepare(SweepConfig(corpus=DEMO, out=tmp_path / "out"))
+    assert not (tmp_path / "out").exists()
+
+
+def test_cli_bad_input_is_exit_2_with_one_line(tmp_path, capsys, monkeypatch):
+    monkeypatch.delenv("ISABELLE_HOME", raising=False)
+    assert main(["run", str(DEMO), "--out", str(tmp_path / "o"), "--isabelle", str(tmp_path)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "no bin/isabelle" in err[0] and "--isabelle" in err[0]
+    assert main(["run", str(DEMO), "--out", str(tmp_path / "o"), "--hol-light", str(tmp_path)]) == 2
+    assert "--hol-light: given for an Isabelle corpus" in capsys.readouterr().err
+    assert main(["run", str(HOL_DEMO), "--out", str(tmp_path / "o"), "--prover", "isabelle"]) == 2
+    assert "isabelle.toml" in capsys.readouterr().err
+    assert not (tmp_path / "o").exists()
+
+
+# -- a session, on the stand-in -------------------------------------------------
+
+
+def standin_backend(corpus: Path, **kw) -> IsabelleBackend:
+    return IsabelleBackend(find_isabelle(STANDIN), load_description(corpus), **kw)
+
+
+def limits(time_s=30.0, mem=2 * 2**30) -> CheckLimits:
+    return CheckLimits(time_s=time_s, time_source="default", mem_bytes=mem, expected_mem_bytes=0)
+
+
+def test_session_builds_the_parent_heap_once_per_key_across_sessions(standin, corpus):
+    backend = standin_backend(corpus)
+    assert backend.info.build.startswith("Isabelle2024-standin/Demo_Lib-")
+    assert backend.info.mode == "build-session"
+    with backend.start(standin / "w1") as s1:
+        assert [b.key for b in s1.image_builds] == [backend.key]
+    with backend.start(standin / "w2") as s2:      # another node sharing the store
+        assert s2.image_builds == []
+    assert sum(c.startswith("build -b") for c in calls(standin)) == 1
+    assert (standin / "store" / backend.key / "Demo_Lib").is_file()
+
+
+def test_changed_library_gets_a_new_key_and_a_rebuild(standin, corpus):
+    first = standin_backend(corpus)
+    with first.start(standin / "w1"):
+        pass
+    thy = corpus / "library" / "Demo_Defs.thy"
+    thy.write_text(thy.read_text().replace("n + n", "2 * n"))
+    second = standin_backend(corpus)
+    assert second.key != first.key and second.info.build != first.info.build
+    with second.start(standin / "w2") as s:
+        assert [b.key for b in s.image_builds] == [second.key]
+    assert sum(c.startswith("build -b") for c in calls(standin)) == 2
+
+
+def problem(corpus: Path, pid: str, answer: bytes):
+    p = next(p for p in load_isabelle_corpus(corpus) if p.problem_id == pid)
+    return p.__class__(**{**p.__dict__, "answer": answer})
+
+
+def test_checks_map_outputs_and_clean_up(standin, corpus):
+    backend = standin_backend(corpus)
+    with backend.start(standin / "w") as session:
+        ok = session.check(problem(corpus, "arith.add_comm", b"by simp"), limits())
+        fail = session.check(problem(corpus, "arith.add_comm", b"by (standin_fail)"), limits())
+        cheat = session.check(problem(corpus, "arith.add_comm", b"sorry"), limits())
+    assert (ok.outcome.verdict.value, ok.prove_secs, ok.image_key) == ("OK", 2.0, backend.key)
+    assert fail.outcome.verdict.value == "FAIL" and "Failed to finish proof" in fail.outcome.reason
+    assert cheat.outcome.verdict.value == "CHEATING" and cheat.exit_status == "not run"
+    assert sum(" Proofbatch_Check_" in c for c in calls(standin)) == 2   # the sorry never ran
+    log = standin / "heaps" / "polyml-standin_x86_64_32-linux" / "log"
+    assert sorted(p.name for p in log.iterdir()) == ["Demo_Lib.db"]     # check databases removed
+    assert list((standin / "w" / "checks").iterdir()) == []
+
+
+def poly_pid(tmp_path) -> int:
+    for _ in range(100):
+        found = [int(c.split()[1]) for c in calls(tmp_path) if c.startswith("poly ")]
+        if found:
+            return found[-1]
+        time.sleep(0.05)
+    raise AssertionError("the stand-in never started its poly child")
+
+
+def test_outside_time_limit_kills_the_whole_tree(standin, corpus):
+    backend = standin_backend(corpus, grace_s=0.5, startup_s=0.5)
+    with backend.start(standin / "w") as session:
+        started = time.monotonic()
+        r = session.check(problem(corpus, "loop.simp_loop", b"by (standin_loop)"), limits(time_s=1.0))
+        took = time.monotonic() - started
+    assert r.outcome.verdict.value == "TIMEOUT" and "killed from outside" in r.outcome.reason
+    assert 2.0 <= took < 6.0
+    assert not psutil.pid_exists(poly_pid(standin)) or \
+        psutil.Process(poly_pid(standin)).status() == psutil.STATUS_ZOMBIE
+
+
+def test_memory_guard_counts_the_poly_child(standin, corpus):
+    backend = standin_backend(corpus)
+    with backend.start(standin / "w") as session:
+        r = session.check(problem(corpus, "arith.add_comm", b"by (standin_alloc)"),
+                          limits(time_s=60.0, mem=300 * 2**20))
+    assert r.outcome.verdict.value == "MEMOUT", r.outcome
+    assert r.peak_rss_bytes > 300 * 2**20
+    assert not psutil.pid_exists(poly_pid(standin)) or \
+        psutil.Process(poly_pid(standin)).status() == psutil.STATUS_ZOMBIE
+
+
+def test_whole_sweep_on_the_standin_writes_rows_and_resumes(standin, corpus):
+    """Profiles, maps, planning and shards read result rows: an Isabelle sweep
+    writes the same rows, with the prover build and mode in their columns."""
+    out = standin / "out"
+    config = SweepConfig(corpus=corpus, out=out, workers=2, isabelle=STANDIN,
+                         category_timeouts=corpus / "timeouts.json",
+                         only=("arith.add_comm", "fault.sorry", "fault.ml_escape", "lists.rev_rev"))
+    prepared = prepare(config)
+    summary = run_sweep(prepared, LocalExecutor(workers=2))
+    rows = {r["problem_id"]: r for r in summary.table.to_pylist()}
+    assert {k: r["verdict"] for k, r in rows.items()} == {
+        "arith.add_comm": "OK", "lists.rev_rev": "OK", "fault.sorry": "CHEATING", "fault.ml_escape": "ERROR"}
+    assert {r["hol_build"] for r in rows.values()} == {prepared.backend.info.build}
+    assert {r["mode"] for r in rows.values()} == {"build-session"}
+    assert rows["arith.add_comm"]["timeout_s"] == 60 and rows["arith.add_comm"]["timeout_source"] == "category"
+    with open(out / "verdicts.csv", newline="") as f:
+        assert {r["Problem"]: r["Verdict"] for r in csv.DictReader(f)}["fault.sorry"] == "CHEATING"
+    again = run_sweep(prepare(config), LocalExecutor(workers=2))
+    assert again.ran_now == 0 and again.resumed == 4
+
+
+# -- live: a real Isabelle --------------------------------------------------------
+
+
+@live
+def test_live_demo_corpus_gets_its_expected_verdicts(tmp_path):
+    with open(DEMO / "expected_verdicts.csv", newline="") as f:
+        want = {r["Problem"]: r["Verdict"] for r in csv.DictReader(f)}
+    shutil.copytree(DEMO, tmp_path / "demo")
+    config = SweepConfig(corpus=tmp_path / "demo", out=tmp_path / "out", workers=2,
+                         category_timeouts=DEMO / "timeouts.json")
+    summary = run_sweep(prepare(config), LocalExecutor(workers=2))
+    got = {r["problem_id"]: r["verdict"] for r in summary.table.to_pylist()}
+    assert got == want
