@@ -28,7 +28,8 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from runner.profile import FORMAT, SUMMARY_FORMAT, load_profile  # noqa: E402
+from runner.profile import load_profile, write_profile  # noqa: E402
+from runner.profile_data import ProblemRuns  # noqa: E402
 from runner.timeout_map import MapPolicy, derive, write_map  # noqa: E402
 
 # (low, high) seconds and share of problems: the bench's 2,622 problems.
@@ -37,7 +38,7 @@ SHAPE = [((0.001, 1), 1647), ((1, 10), 377), ((10, 60), 246), ((60, 600), 272),
 TARGET_S = 5.0
 
 
-def write_profile(path: Path, problems: int, runs: int, seed: int) -> None:
+def synthetic_profile(path: Path, problems: int, runs: int, seed: int) -> None:
     rng = np.random.default_rng(seed)
     shares = np.array([n for _, n in SHAPE], float)
     band = rng.choice(len(SHAPE), size=problems, p=shares / shares.sum())
@@ -46,14 +47,9 @@ def write_profile(path: Path, problems: int, runs: int, seed: int) -> None:
     centre = np.exp(rng.uniform(lo, hi))
     times = centre[:, None] * np.exp(rng.normal(0, 0.1, (problems, runs)))
     rss = 400 + 4000 * rng.random((problems, runs))
-    path.mkdir(parents=True)
-    (path / "profile.json").write_text(json.dumps({
-        "format": FORMAT, "corpus": "/synthetic", "mode": "bytecode-fork", "hol_build": "synthetic",
-        "generations": [{"id": "g1"}], "problems": {}}))
-    (path / "summary.json").write_text(json.dumps({"format": SUMMARY_FORMAT, "defects": [], "problems": [
-        {"problem_id": f"synthetic.p{i:06d}", "category": "generic", "prove_secs": times[i].tolist(),
-         "peak_rss_mb": rss[i].tolist(), "wall_secs": times[i].tolist(), "image_key": f"k{i % 500}"}
-        for i in range(problems)]}))
+    write_profile(path, [ProblemRuns(f"synthetic.p{i:06d}", "generic", tuple(times[i].tolist()),
+                                     peak_rss_mb=tuple(rss[i].tolist()), image_key=f"k{i % 500}")
+                         for i in range(problems)], {"corpus": "synthetic"})
 
 
 def timed(profile_dir: Path, out: Path, policy: MapPolicy) -> dict:
@@ -76,7 +72,7 @@ def main() -> int:
     args = parser.parse_args()
     work = Path(tempfile.mkdtemp(prefix="pb-bench-map-"))
     try:
-        write_profile(work / "profile", args.problems, args.runs, seed=0)
+        synthetic_profile(work / "profile", args.problems, args.runs, seed=0)
         ours = timed(work / "profile", work / "ours.json", MapPolicy())
         bench = timed(work / "profile", work / "bench.json", MapPolicy(target_false_timeout=0))
     finally:

@@ -94,6 +94,21 @@ def content_hash(problem: Problem) -> str:
     return h.hexdigest()
 
 
+def record_path(path: Path | None, out: Path) -> str | None:
+    """A path as provenance records it: relative to the profile directory, so
+    that a profile shipped in a repository (profiles/NAME beside the corpus)
+    still finds its corpus from another clone."""
+    if path is None:
+        return None
+    return os.path.relpath(Path(path).resolve(), Path(out).resolve())
+
+
+def recorded_path(provenance: dict, key: str, profile_dir: Path) -> Path | None:
+    """A path recorded by ``record_path`` (or an absolute one), resolved."""
+    value = provenance.get(key)
+    return None if value is None else (Path(profile_dir) / value).resolve()
+
+
 def machine() -> dict:
     return {"host": socket.gethostname(), "platform": platform.platform(),
             "cpu": platform.processor() or platform.machine(), "cores": os.cpu_count(),
@@ -130,8 +145,8 @@ def _plan_generation(cfg: ProfileConfig, provenance: dict | None, hashes: dict[s
     planned, seeds included.
     """
     if provenance is None:
-        provenance = {"format": FORMAT, "corpus": str(cfg.corpus.resolve()),
-                      "answers": str(cfg.answers.resolve()) if cfg.answers else None,
+        provenance = {"format": FORMAT, "corpus": record_path(cfg.corpus, cfg.out),
+                      "answers": record_path(cfg.answers, cfg.out),
                       "created": _now(), "generations": []}
     generations = provenance["generations"]
     if generations and not generations[-1].get("finished"):
@@ -178,7 +193,7 @@ def profile(cfg: ProfileConfig, executor_for: Callable[[SweepConfig], object],
     prov_path, summary_path = cfg.out / PROVENANCE, cfg.out / SUMMARY
     provenance = _read_json(prov_path, "profile provenance") if prov_path.exists() else None
     summary = _read_json(summary_path, "profile summary") if summary_path.exists() else None
-    if provenance and provenance.get("corpus") != str(cfg.corpus.resolve()):
+    if provenance and recorded_path(provenance, "corpus", cfg.out) != cfg.corpus.resolve():
         raise InputError(prov_path, f"this profile is of {provenance.get('corpus')}, not {cfg.corpus}",
                          "use a new --out for another corpus")
     provenance, generation = _plan_generation(cfg, provenance, hashes, summary)
@@ -189,8 +204,8 @@ def profile(cfg: ProfileConfig, executor_for: Callable[[SweepConfig], object],
         cfg.out.mkdir(parents=True, exist_ok=True)
         provenance.update(hol_build=first.backend.info.build, mode=first.backend.info.mode,
                           prover=first.backend.info.prover,
-                          context_root=str(first.backend.context_root),
-                          hol_light=str(cfg.hol_light.resolve()) if cfg.hol_light else None)
+                          context_root=record_path(first.backend.context_root, cfg.out),
+                          hol_light=record_path(cfg.hol_light, cfg.out))
         _write_json(prov_path, provenance)
         _run_generation(cfg, generation, executor_for, on_run, on_row, on_start)
         generation["finished"] = _now()
@@ -278,3 +293,17 @@ def load_profile(path: Path) -> Profile:
             for p in summary["problems"]]
     defects = [Defect(d["problem_id"], d["verdict"], d["reason"], d["run"]) for d in summary["defects"]]
     return Profile(path=path, provenance=provenance, runs=runs, defects=defects, stats=summary["problems"])
+
+
+def write_profile(path: Path, runs: list[ProblemRuns], provenance: dict) -> Path:
+    """Write ``runs`` as a profile directory that ``load_profile`` reads: the
+    inverse of it, for profiles made elsewhere (a synthetic workload, another
+    tool's measurements). ``provenance`` says where they came from."""
+    path = Path(path)
+    path.mkdir(parents=True, exist_ok=True)
+    _write_json(path / PROVENANCE, {"format": FORMAT, "generations": [], "problems": {}, **provenance})
+    _write_json(path / SUMMARY, {"format": SUMMARY_FORMAT, "written": _now(), "defects": [], "problems": [
+        {"problem_id": r.problem_id, "category": r.category, "prove_secs": list(r.prove_secs),
+         "peak_rss_mb": list(r.peak_rss_mb), "wall_secs": list(r.wall_secs or r.prove_secs),
+         "image_key": r.image_key} for r in runs]})
+    return path

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
-from .profile import Profile
+from .profile import Profile, recorded_path
 from .sweep import SweepConfig, SweepSummary, prepare, run_sweep
 from .timeouts import load_timeout_map
 
@@ -61,10 +61,10 @@ def validate(profile: Profile, map_path: Path, executor_for: Callable[[SweepConf
     out = profile.path / "validations" / f"{Path(map_path).stem}-{digest}"
     prov = profile.provenance
     # Validate under the profile's own prover and contexts unless told otherwise.
-    hol_light = hol_light or (Path(prov["hol_light"]) if prov.get("hol_light") else None)
-    context_root = context_root or (Path(prov["context_root"]) if prov.get("context_root") else None)
-    config = SweepConfig(corpus=Path(prov["corpus"]), out=out,
-                         answers=Path(prov["answers"]) if prov.get("answers") else None,
+    hol_light = hol_light or recorded_path(prov, "hol_light", profile.path)
+    context_root = context_root or recorded_path(prov, "context_root", profile.path)
+    config = SweepConfig(corpus=recorded_path(prov, "corpus", profile.path), out=out,
+                         answers=recorded_path(prov, "answers", profile.path),
                          workers=workers, timeout_map=Path(map_path), mem_limit=mem_limit,
                          hol_light=hol_light, context_root=context_root,
                          only=tuple(sorted(r.problem_id for r in profile.runs)))

@@ -20,7 +20,7 @@ import pytest
 from cluster.local import LocalExecutor
 from runner import cli, shards
 from runner.errors import InputError
-from runner.profile import ProfileConfig, load_profile, profile
+from runner.profile import ProfileConfig, load_profile, profile, recorded_path
 from runner.timeouts import load_timeout_map
 
 from .conftest import DEMO, TEST_MEM_LIMIT, expected_verdicts
@@ -119,7 +119,8 @@ def test_wrong_or_missing_ground_truths_are_defects_and_never_timed(demo_profile
 def test_the_profile_describes_itself(demo_profile):
     cfg, result, _ = demo_profile
     prov = result.provenance
-    assert prov["corpus"] == str(DEMO.resolve()) and prov["mode"] == "bytecode-fork"
+    assert recorded_path(prov, "corpus", cfg.out) == DEMO.resolve() and prov["mode"] == "bytecode-fork"
+    assert not Path(prov["corpus"]).is_absolute()     # the profile moves with its corpus
     assert prov["hol_build"].startswith("debian-hol-light")
     assert set(prov["problems"]) == set(expected_verdicts())
     assert all(len(p["content_sha256"]) == 64 for p in prov["problems"].values())

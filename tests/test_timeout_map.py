@@ -11,9 +11,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from runner import cli
+from runner import cli, profile
 from runner.errors import InputError
-from runner.profile import FORMAT, SUMMARY_FORMAT
 from runner.profile_data import ProblemRuns
 from runner.timeout_map import MapPolicy, derive, read_sidecar, sidecar_path, write_map
 from runner.timeouts import load_timeout_map, read_map
@@ -145,16 +144,7 @@ def test_expected_false_timeouts_counts_clipped_problems():
 
 
 def write_profile(path: Path, problems: list[ProblemRuns]) -> Path:
-    """A profile directory as `proofbatch profile` leaves it, from synthetic runs."""
-    path.mkdir(parents=True)
-    (path / "profile.json").write_text(json.dumps({
-        "format": FORMAT, "corpus": "/synthetic", "mode": "bytecode-fork", "hol_build": "synthetic",
-        "generations": [{"id": "g1"}], "problems": {}}))
-    (path / "summary.json").write_text(json.dumps({"format": SUMMARY_FORMAT, "defects": [], "problems": [
-        {"problem_id": r.problem_id, "category": r.category, "prove_secs": list(r.prove_secs),
-         "peak_rss_mb": list(r.peak_rss_mb), "wall_secs": list(r.prove_secs), "image_key": "k"}
-        for r in problems]}))
-    return path
+    return profile.write_profile(path, problems, {"corpus": "/synthetic", "mode": "bytecode-fork"})
 
 
 def test_the_command_prints_every_clipped_problem(tmp_path, capsys):

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import sys
+import tempfile
 from pathlib import Path
 
 from rich.console import Console
@@ -10,6 +12,7 @@ from rich.table import Table
 
 from .. import progress
 from ..profile import Profile, ProfileConfig, profile
+from ..sweep import prepare
 from . import size
 
 NAME = "profile"
@@ -49,9 +52,19 @@ def run(args) -> int:
     def on_run(r: int, n: int, out: str) -> None:
         progress.console.print(f"[bold]run {r} of {n}[/] -> {out}")
 
-    with bar:
-        result = profile(cfg, lambda config: LocalExecutor(workers=config.workers),
-                         on_run=on_run, on_row=bar.row, on_start=bar.start)
+    with bar, contextlib.ExitStack() as stack:
+        session = None
+
+        def executor_for(config):
+            # One session for every run: its images are loaded once (HOL
+            # Light alone takes 70-90 s), and prove_secs never includes a load.
+            nonlocal session
+            if session is None:
+                workdir = stack.enter_context(tempfile.TemporaryDirectory(prefix="proofbatch-"))
+                session = stack.enter_context(prepare(config).backend.start(Path(workdir)))
+            return LocalExecutor(workers=config.workers, session=session)
+
+        result = profile(cfg, executor_for, on_run=on_run, on_row=bar.row, on_start=bar.start)
     print_profile(result, Console())
     if args.map:
         from .timeout_map import derive_and_write

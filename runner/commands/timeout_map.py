@@ -12,7 +12,7 @@ from rich.table import Table
 
 from .. import progress, shards
 from ..errors import InputError
-from ..profile import Profile, load_profile
+from ..profile import Profile, load_profile, recorded_path
 from ..timeout_map import DerivedMap, MapPolicy, derive, write_map
 
 MAPS = "maps.json"   # PROFILE/maps.json: the map last derived from the profile
@@ -77,7 +77,7 @@ def derive_and_write(result: Profile, map_path: Path, out: Console, policy: MapP
     derived = derive(result.runs, policy)
     prov = result.provenance
     write_map(map_path, derived, {
-        "profile": str(result.path.resolve()), "corpus": prov.get("corpus"),
+        "profile": str(result.path), "corpus": str(recorded_path(prov, "corpus", result.path)),
         "prover": prov.get("prover"), "hol_build": prov.get("hol_build"), "mode": prov.get("mode"),
         "generations": [g["id"] for g in prov.get("generations", [])],
         "problems": {pid: p["content_sha256"] for pid, p in prov.get("problems", {}).items()},
