@@ -14,6 +14,7 @@ import threading
 from pathlib import Path
 from typing import Callable
 
+from runner.attempts import problem_runs
 from runner.prover import ProverSession
 from runner.results import ResultRow
 from runner.shards import ShardWriter
@@ -50,7 +51,9 @@ class LocalExecutor(Executor):
 
     def _run_threads(self, session: ProverSession, job: SweepJob,
                      on_row: Callable[[ResultRow], None]) -> None:
-        queue = iter(list(job.tasks))
+        # A worker takes all attempts of a problem at once and drains them:
+        # early stop and reuse of duplicate answers are per worker.
+        queue = iter(problem_runs(job.tasks))
         take = threading.Lock()
         stop = threading.Event()
         errors: list[BaseException] = []
@@ -58,10 +61,10 @@ class LocalExecutor(Executor):
         def tasks():
             while True:
                 with take:
-                    task: CheckTask | None = next(queue, None)
-                if task is None:
+                    attempts: list[CheckTask] | None = next(queue, None)
+                if attempts is None:
                     return
-                yield task
+                yield from attempts
 
         def run(i: int) -> None:
             name, writer_id = f"{socket.gethostname()}/{os.getpid()}/w{i}", f"{job.run_id}-w{i}"

@@ -9,7 +9,8 @@
 
 Answers may instead come from a directory laid out like the corpus
 (``DIR/<problem-id>/answer.txt``) or from a CSV with ``problem_id`` and
-``answer`` columns, as the bench's challenger CSV has.
+``answer`` columns, as the bench's challenger CSV has. A problem may have
+several answers (attempts, for pass@k): see runner/attempts.py for the forms.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable
 
+from . import attempts as attempt_files
 from .errors import InputError
 
 PROBLEM_ID = re.compile(r"[A-Za-z0-9_.+-]+")
@@ -49,6 +51,9 @@ class Problem:
     category: str
     answer: bytes | None
     answer_source: str
+    # Every answer given, by attempt (runner/attempts.py); ``answer`` is the
+    # lowest attempt's. Empty when there is none, or for one attempt's copy.
+    attempts: tuple[attempt_files.Answer, ...] = ()
 
 
 def load_corpus(corpus: Path, answers: Path | None = None) -> list[Problem]:
@@ -77,7 +82,7 @@ def load_corpus(corpus: Path, answers: Path | None = None) -> list[Problem]:
     ids = [d.name for d in folders]
 
     if answers is None:
-        by_id = {pid: _answer_file(d / ANSWER_FILE) for pid, d in zip(ids, folders)}
+        by_id = {pid: attempt_files.from_folder(d) for pid, d in zip(ids, folders)}
         where_missing = "no answer.txt in the problem folder"
     else:
         answers = Path(answers)
@@ -96,9 +101,11 @@ def load_corpus(corpus: Path, answers: Path | None = None) -> list[Problem]:
 
     problems = []
     for pid, d, (setup, query, category) in zip(ids, folders, found):
-        answer, source = by_id.get(pid) or (None, where_missing)
+        given = by_id.get(pid) or []
+        answer, source = (given[0].text, given[0].source) if given else (None, where_missing)
         problems.append(Problem(problem_id=pid, directory=d, setup_path=setup, query_path=query,
-                                category=category, answer=answer, answer_source=source))
+                                category=category, answer=answer, answer_source=source,
+                                attempts=tuple(given)))
     return problems
 
 
@@ -147,23 +154,19 @@ def _read_category(path: Path) -> str:
     return text
 
 
-def _answer_file(path: Path) -> tuple[bytes, str] | None:
-    return (path.read_bytes(), str(path)) if path.is_file() else None
-
-
-def _answers_from_directory(directory: Path, ids: set[str]) -> dict[str, tuple[bytes, str] | None]:
-    out: dict[str, tuple[bytes, str] | None] = {}
+def _answers_from_directory(directory: Path, ids: set[str]) -> dict[str, list[attempt_files.Answer]]:
+    out: dict[str, list[attempt_files.Answer]] = {}
     for d in sorted(directory.iterdir()):
         if not d.is_dir() or d.name.startswith("."):
             continue
         if d.name not in ids:
             raise InputError(d, f"unknown problem id {d.name}",
                              "remove the folder, or check that the answers belong to this corpus")
-        out[d.name] = _answer_file(d / ANSWER_FILE)
+        out[d.name] = attempt_files.from_folder(d)
     return out
 
 
-def _answers_from_csv(path: Path, ids: set[str]) -> dict[str, tuple[bytes, str]]:
+def _answers_from_csv(path: Path, ids: set[str]) -> dict[str, list[attempt_files.Answer]]:
     records = _csv_records(path)
     if not records:
         raise InputError(path, "answers CSV is empty", "write a header line with problem_id and answer")
@@ -177,9 +180,11 @@ def _answers_from_csv(path: Path, ids: set[str]) -> dict[str, tuple[bytes, str]]
         if header.count(col) > 1:
             raise InputError(path, f"header on line {header_line} has column {col} twice",
                              "keep one of them")
+    if "attempt" in header:    # several answers per problem
+        return attempt_files.from_csv(path, header_line, header, rows, ids)
     id_col, answer_col = header.index("problem_id"), header.index("answer")
 
-    out: dict[str, tuple[bytes, str]] = {}
+    out: dict[str, list[attempt_files.Answer]] = {}
     first_line: dict[str, int] = {}
     for line, record in rows:
         if len(record) != len(header):
@@ -193,7 +198,7 @@ def _answers_from_csv(path: Path, ids: set[str]) -> dict[str, tuple[bytes, str]]
             raise InputError(path, f"problem id {pid} appears on line {first_line[pid]} and line {line}",
                              "keep one answer per problem")
         first_line[pid] = line
-        out[pid] = record[answer_col].encode("utf-8"), f"{path} line {line}"
+        out[pid] = [attempt_files.Answer(0, record[answer_col].encode("utf-8"), f"{path} line {line}")]
     if not out:
         raise InputError(path, "answers CSV has a header but no answers", "add one row per problem")
     return out

@@ -38,6 +38,9 @@ class ResultRow:
     exit_status: str = _help("how the check process ended, as its image reaped it")
     answer_sha256: str = _help("hash of the answer text that was checked")
     run_id: str = _help("the sweep invocation that produced the row")
+    dedup_of: int | None = _help("set when no check ran because an earlier attempt of the same problem "
+                                 "had the same answer text: that attempt, whose verdict is reused",
+                                 default=None)
 
     def __post_init__(self):
         Verdict(self.verdict)  # a closed set: anything else is a bug
@@ -49,6 +52,7 @@ class ResultRow:
 _TS = pa.timestamp("us", tz="UTC")
 _ARROW_TYPES = {
     "attempt": pa.int32(),
+    "dedup_of": pa.int32(),
     "prove_secs": pa.float64(),
     "wall_secs": pa.float64(),
     "peak_rss_mb": pa.float64(),
@@ -60,6 +64,9 @@ _ARROW_TYPES = {
 COLUMNS: tuple[str, ...] = tuple(f.name for f in dataclasses.fields(ResultRow))
 SCHEMA = pa.schema([pa.field(name, _ARROW_TYPES.get(name, pa.string())) for name in COLUMNS])
 KEY = ("problem_id", "attempt")
+# Columns added after shards were first written: older shards lack them, and
+# reading fills them with nulls.
+OPTIONAL_COLUMNS: tuple[str, ...] = ("dedup_of",)
 
 
 def rows_to_table(rows: list[ResultRow]) -> pa.Table:

@@ -23,7 +23,7 @@ from typing import Callable
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from .results import COLUMNS, SCHEMA, ResultRow, rows_to_table
+from .results import COLUMNS, OPTIONAL_COLUMNS, SCHEMA, ResultRow, rows_to_table
 
 SHARDS_DIR = "shards"
 QUARANTINE_DIR = "quarantine"
@@ -192,6 +192,9 @@ def _read_shard(path: Path) -> pa.Table | None:
     """The shard's rows in SCHEMA, or None if it is unreadable or incomplete."""
     try:
         table = pq.ParquetFile(path).read()
+        for name in OPTIONAL_COLUMNS:
+            if name not in table.column_names:
+                table = table.append_column(name, pa.nulls(len(table), SCHEMA.field(name).type))
         if any(c not in table.column_names for c in COLUMNS):
             return None
         return table.select(list(COLUMNS)).cast(SCHEMA)
@@ -277,8 +280,11 @@ def merge(out_dir: Path) -> pa.Table:
     """Write results.parquet, results.csv and verdicts.csv from the shards.
 
     ``verdicts.csv`` follows s2n-bignum-bench's collect-verdicts output:
-    ``Problem,Verdict``, one line per problem, using attempt 0 if present,
-    else the problem's lowest attempt.
+    ``Problem,Verdict``, one line per problem. With one attempt per problem
+    that is its verdict. With several (pass@k) it is the problem's outcome:
+    OK if any attempt is OK; else CHEATING if any attempt cheated (never
+    hidden behind a FAIL); else the verdict of attempt 0, or of the lowest
+    attempt. Per-attempt verdicts are in results.csv.
     """
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -289,11 +295,14 @@ def merge(out_dir: Path) -> pa.Table:
     _write_csv(out_dir / "results.csv", list(COLUMNS),
                [[_csv_cell(r[c]) for c in COLUMNS] for r in rows])
 
-    # One verdict per problem: attempt 0 if present, else the lowest attempt.
+    # One verdict per problem: any OK, then any CHEATING, then the lowest attempt.
+    def rank(r: dict) -> tuple:
+        return (r["verdict"] != "OK", r["verdict"] != "CHEATING", r["attempt"])
+
     chosen: dict[str, dict] = {}
     for r in rows:
         cur = chosen.get(r["problem_id"])
-        if cur is None or (r["attempt"] != 0, r["attempt"]) < (cur["attempt"] != 0, cur["attempt"]):
+        if cur is None or rank(r) < rank(cur):
             chosen[r["problem_id"]] = r
     verdicts = {p: r["verdict"] for p, r in chosen.items()}
     _write_csv(out_dir / "verdicts.csv", ["Problem", "Verdict"],

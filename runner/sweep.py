@@ -20,7 +20,7 @@ from typing import Callable
 import psutil
 import pyarrow as pa
 
-from . import contexts, shards
+from . import attempts, contexts, shards
 from .corpus import Problem, corpus_fingerprint, load_corpus
 from .errors import InputError
 from .hol_light import HolLightBackend
@@ -65,6 +65,9 @@ class SweepConfig:
     policy: str = _help("dispatch order: planned (longest first, context affinity), naive "
                         "(corpus order) or shuffle (seeded random)", default="planned")
     seed: int = _help("seed of the shuffle policy and of tie-breaking", default=0)
+    stop_on_first_ok: bool = _help("skip a problem's remaining attempts once one is OK; skipped "
+                                   "attempts get no result row and are listed in skipped.csv",
+                                   default=False)
 
 
 @dataclass
@@ -76,6 +79,7 @@ class SweepSummary:
     resumed: int
     quarantined: list[Path]
     table: pa.Table
+    skipped: int = 0        # attempts early stop skipped (no row; OUT/skipped.csv)
 
 
 @dataclass(frozen=True)
@@ -109,11 +113,17 @@ def prepare(config: SweepConfig) -> PreparedSweep:
     if not root.is_dir():
         raise InputError(root, "context root is not a directory", "pass --context-root an existing directory")
     backend = HolLightBackend(install, root, grace_s=config.grace, max_images=config.max_images)
-    tasks = [CheckTask(p, CheckLimits(time_s=limits[p.problem_id].seconds,
-                                      time_source=limits[p.problem_id].source,
-                                      mem_bytes=mem, expected_mem_bytes=min(config.expected_mem, mem)))
-             for p in problems]
-    return PreparedSweep(config, problems, order(tasks, backend.salt), backend)
+    # One task per attempt of each problem (runner/attempts.py).
+    tasks = [task for p in problems
+             for task in attempts.tasks_for(
+                 p, CheckLimits(time_s=limits[p.problem_id].seconds,
+                                time_source=limits[p.problem_id].source,
+                                mem_bytes=mem, expected_mem_bytes=min(config.expected_mem, mem)),
+                 stop_on_first_ok=config.stop_on_first_ok)]
+    # Whatever the order of problems, a problem's attempts must stay one
+    # contiguous run in attempt order: a worker drains the run against one
+    # loaded context, stopping early and reusing duplicates as it goes.
+    return PreparedSweep(config, problems, attempts.contiguous(order(tasks, backend.salt)), backend)
 
 
 def order(tasks: list[CheckTask], salt: str) -> list[CheckTask]:
@@ -165,15 +175,19 @@ def run_sweep(prepared: PreparedSweep, executor, on_row: Callable[[ResultRow], N
     cfg = prepared.config
     check_manifest(prepared)
     scan = shards.scan(cfg.out)
-    pending = [t for t in prepared.tasks if (t.problem.problem_id, t.attempt) not in scan.done]
+    # Not yet recorded, less the attempts early stop skips (runner/attempts.py).
+    pending, skipped_before = attempts.pending(prepared.tasks, scan.done)
     on_start(len(prepared.tasks), len(prepared.tasks) - len(pending))
     run_id = f"{socket.gethostname()}-{os.getpid()}-{dt.datetime.now():%Y%m%dT%H%M%S}"
     if pending:
         executor.execute(SweepJob(prepared.backend, pending, cfg.out, run_id), on_row)
     table = shards.merge(cfg.out)
+    skipped = attempts.record_skipped(cfg.out, prepared.tasks, table)
     wanted = {p.problem_id for p in prepared.problems}
     verdicts = [v for pid, v in zip(table.column("problem_id").to_pylist(),
                                     table.column("verdict").to_pylist()) if pid in wanted]
+    skipped_now = skipped - len(skipped_before)
     return SweepSummary(out=cfg.out, counts=Counter(verdicts), total=len(prepared.tasks),
-                        ran_now=len(pending), resumed=len(prepared.tasks) - len(pending),
-                        quarantined=scan.quarantined, table=table)
+                        ran_now=len(pending) - skipped_now,
+                        resumed=len(prepared.tasks) - len(pending) - len(skipped_before),
+                        quarantined=scan.quarantined, table=table, skipped=skipped)

@@ -13,6 +13,7 @@ import threading
 from dataclasses import dataclass
 from typing import Callable, Iterator
 
+from .attempts import Drain
 from .corpus import Problem
 from .prover import BackendInfo, CheckLimits, CheckResult, ProverSession
 from .results import ResultRow, utcnow
@@ -26,10 +27,18 @@ class CheckTask:
     problem: Problem
     limits: CheckLimits
     attempt: int = 0
+    # Attempts (runner/attempts.py): an earlier attempt of the problem with
+    # the same answer text, whose verdict this one reuses without a check;
+    # that attempt's result when an earlier run recorded it; and whether to
+    # skip this attempt once the worker saw the problem solved
+    # (--stop-on-first-ok).
+    dedup_of: int | None = None
+    reuse: CheckResult | None = None
+    skip_if_solved: bool = False
 
 
 def result_row(task: CheckTask, result: CheckResult, *, info: BackendInfo, worker: str,
-               run_id: str, started_at, finished_at) -> ResultRow:
+               run_id: str, started_at, finished_at, dedup_of: int | None = None) -> ResultRow:
     p = task.problem
     return ResultRow(
         problem_id=p.problem_id, attempt=task.attempt, category=p.category,
@@ -41,7 +50,7 @@ def result_row(task: CheckTask, result: CheckResult, *, info: BackendInfo, worke
         image_key=result.image_key, hol_build=info.build, mode=info.mode,
         exit_status=result.exit_status,
         answer_sha256=hashlib.sha256(p.answer or b"").hexdigest() if p.answer is not None else "",
-        run_id=run_id)
+        run_id=run_id, dedup_of=dedup_of)
 
 
 def unanswered(task: CheckTask) -> CheckResult:
@@ -60,11 +69,17 @@ def work(session: ProverSession, tasks: Iterator[CheckTask], writer: ShardWriter
     running check to ``proofbatch status``.
     """
     stop = stop or threading.Event()
+    drain = Drain()
     for task in tasks:
         if stop.is_set():
             return
+        if drain.skips(task):
+            continue        # not a check: no row (runner/attempts.py)
         started_at = utcnow()
-        if task.problem.answer is None:
+        reused = drain.reused(task)
+        if reused is not None:
+            result = reused
+        elif task.problem.answer is None:
             result = unanswered(task)
         else:
             if board:
@@ -73,8 +88,10 @@ def work(session: ProverSession, tasks: Iterator[CheckTask], writer: ShardWriter
         if stop.is_set():
             return
         row = result_row(task, result, info=session.info, worker=worker, run_id=run_id,
-                         started_at=started_at, finished_at=utcnow())
+                         started_at=started_at, finished_at=utcnow(),
+                         dedup_of=task.dedup_of if reused is not None else None)
         writer.add(row)
+        drain.remember(task, result)
         on_row(row)
     if board:
         board.clear()

@@ -15,7 +15,8 @@ HELP = "check every problem of a corpus and record one verdict each"
 def add_arguments(run) -> None:
     run.add_argument("corpus", type=Path, help="CORPUS/<problem-id>/{setup.ml,query.txt}")
     run.add_argument("--answers", type=Path, help="answers DIR/<id>/answer.txt or FILE.csv "
-                     "(problem_id,answer); default: answer.txt in each problem folder")
+                     "(problem_id,answer); default: answer.txt in each problem folder. Several "
+                     "attempts: DIR/<id>/answer_<k>.txt or answers.jsonl, or an attempt column")
     run.add_argument("--out", type=Path, required=True, help="sweep directory; rerun to resume")
     run.add_argument("--workers", type=int, default=1, help="checks at once (default 1)")
     run.add_argument("--timeout-map", type=Path, help="s2n-bignum-bench timeout-map.json")
@@ -29,6 +30,8 @@ def add_arguments(run) -> None:
                      help="directory that needs/loadt in setup.ml resolve against (default: cwd)")
     run.add_argument("--grace", type=float, default=2.0,
                      help="seconds past the limit before the outside kill (default 2)")
+    run.add_argument("--stop-on-first-ok", action="store_true",
+                     help="skip a problem's remaining attempts once one is OK (listed in skipped.csv)")
 
 
 def run(args) -> int:
@@ -36,7 +39,8 @@ def run(args) -> int:
         corpus=args.corpus, out=args.out, answers=args.answers, workers=args.workers,
         timeout_map=args.timeout_map, category_timeouts=args.category_timeouts,
         default_timeout=args.default_timeout, mem_limit=args.mem_limit,
-        hol_light=args.hol_light, context_root=args.context_root, grace=args.grace)
+        hol_light=args.hol_light, context_root=args.context_root, grace=args.grace,
+        stop_on_first_ok=args.stop_on_first_ok)
     prepared = prepare(config)
     from cluster.local import LocalExecutor
 
@@ -44,4 +48,7 @@ def run(args) -> int:
         summary = run_sweep(prepared, LocalExecutor(workers=config.workers),
                             on_row=bar.row, on_start=bar.start)
     progress.print_summary(summary)
+    if summary.skipped:
+        progress.console.print(f"skipped {summary.skipped} attempts after an OK attempt "
+                               f"(--stop-on-first-ok): {summary.out}/skipped.csv")
     return 0
