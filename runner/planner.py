@@ -33,7 +33,7 @@ import json
 import math
 import random
 import threading
-from collections import deque
+from collections import defaultdict, deque
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Iterable, Mapping, Sequence
@@ -303,6 +303,15 @@ class Dispatcher:
                 self.by_image.setdefault(ancestor, deque())
         start = {plan.base} | set(plan.prebuilt)
         self.node_images = [set(start) for _ in range(workers.nodes)]
+        # Images no node holds yet, by their next check: where a node with
+        # nothing warm left goes, rather than after the images others hold.
+        self.unheld = [(q[0], key) for key, q in self.by_image.items() if q and key not in start]
+        heapq.heapify(self.unheld)
+        self.held = set(start)
+        self.holders: dict[str, int] = {key: workers.nodes for key in start}
+        self.image_work: dict[str, float] = defaultdict(float)
+        for i, key in enumerate(self.image):
+            self.image_work[key] += self.cost[i]
         self.free_mem = [workers.mem_per_node] * workers.nodes
         self.running = [0] * workers.nodes
         # Per node, a lazy max-heap of (-expected, index, image) over its images' next checks.
@@ -341,6 +350,20 @@ class Dispatcher:
             heapq.heappush(heap, entry)
         return found
 
+    def _first_unheld(self, free: int) -> int | None:
+        """The next check of the first image no node holds, if it fits ``free``."""
+        heap = self.unheld
+        while heap:
+            i, key = heap[0]
+            actual = self._queue_head(key) if key not in self.held else None
+            if actual != i:
+                heapq.heappop(heap)
+                if actual is not None:
+                    heapq.heappush(heap, (actual, key))
+                continue
+            return i if self.mem[i] <= free else None
+        return None
+
     def _first_fitting(self, free: int) -> int | None:
         """The first check in priority order that fits ``free``; for the naive
         and shuffle policies only the very next one (submission order waits)."""
@@ -371,8 +394,9 @@ class Dispatcher:
         return smallest or 0
 
     def take(self, worker: int) -> Take | str | None:
-        """The next check for ``worker``; WAIT when none fits its node's free
-        memory yet; None when every check has been taken."""
+        """The next problem for ``worker``; WAIT when none fits its node's
+        free memory yet, or when only problems of images other nodes hold and
+        will soon finish are left; None when nothing is left for it."""
         if self.left == 0:
             return None
         node = worker // self.cores
@@ -390,30 +414,50 @@ class Dispatcher:
             pick = self._first_fitting(free)
         if (self.affinity and pick is not None
                 and self.image[pick] not in self.node_images[node]):
-            cfg = self.plan.config
-            have = self.node_images[node]
-            missing = sum(self.plan.build_s(k) for k in self.chains[self.image[pick]] if k not in have)
-            critical = cfg.critical_share * self.work_left / self.workers
-            if self.cost[pick] < min(critical, cfg.affinity_factor * missing):
-                warm = self._best_warm(node, free)
-                if warm is not None:
-                    pick = warm
+            pick = self._affine(pick, node, free)
+            if pick is None:
+                return WAIT if self.running[node] else None
         if pick is None:
             if self.running[node]:
                 return WAIT
             pick = self.head       # nothing runs here and nothing fits: it runs alone
         return self._assign(pick, node)
 
+    def _affine(self, pick: int, node: int, free: int) -> int | None:
+        """``pick`` needs an image this node lacks: keep it, or take a check
+        of an image the node holds (or one nobody holds yet); None when the
+        worker had better wait."""
+        cfg, key = self.plan.config, self.image[pick]
+        have = self.node_images[node]
+        missing = sum(self.plan.build_s(k) for k in self.chains[key] if k not in have)
+        if self.cost[pick] >= cfg.affinity_factor * missing:
+            return pick                 # long next to the load: longest first wins
+        critical = cfg.critical_share * self.work_left / self.workers
+        # Other nodes hold the image and finish its checks before this one could load it.
+        soon = bool(self.holders.get(key)) and \
+            self.image_work[key] / (self.holders[key] * self.cores) < missing
+        if self.cost[pick] >= critical and not soon:
+            return pick
+        other = self._best_warm(node, free)
+        if other is None:
+            other = self._first_unheld(free)
+        if other is not None:
+            return other
+        return None if soon else pick
+
     def _assign(self, i: int, node: int) -> Take:
         self.taken[i] = 1
         self.left -= 1
         self.work_left -= self.cost[i]
+        self.image_work[self.image[i]] -= self.cost[i]
         self.free_mem[node] -= self.mem[i]
         self.running[node] += 1
         have = self.node_images[node]
         new = tuple(k for k in self.chains[self.image[i]] if k not in have)
         for key in new:
             have.add(key)
+            self.held.add(key)
+            self.holders[key] = self.holders.get(key, 0) + 1
             self._push(node, key)
         a, b = self.units[i]
         return Take(i, self.plan.checks[a:b], new)

@@ -1,0 +1,178 @@
+"""The planner: heaviest first, memory never oversubscribed, a node keeps the
+images it has built, the same plan for the same seed, and a plan file that
+reads back as the same plan. No prover is needed: plans are data."""
+
+from __future__ import annotations
+
+import random
+import threading
+
+import pytest
+
+from runner.errors import InputError
+from runner.planner import (Image, LiveQueue, PlanCheck, PlanConfig, Workers, make_plan,
+                            plan_to_json, read_plan, write_plan)
+from runner.simulate import simulate
+
+GIB = 2**30
+
+
+def images(n: int, build_s: float = 25.0, boot_s: float = 70.0) -> dict[str, Image]:
+    out = {"base": Image("base", None, boot_s, "default")}
+    out.update({f"ctx{i}": Image(f"ctx{i}", "base", build_s, "default") for i in range(n)})
+    return out
+
+
+def check(i: int, secs: float, image: str = "base", mem: int = GIB, attempt: int = 0,
+          limit: float = 120.0) -> PlanCheck:
+    return PlanCheck(f"p{i:04d}", attempt, "cat", secs, "map", mem, image, limit, i)
+
+
+def heavy_tailed(n: int, seed: int, n_images: int = 6) -> list[PlanCheck]:
+    rng = random.Random(seed)
+    out = []
+    for i in range(n):
+        secs = rng.choice([0.05, 0.3, 2.0, 20.0]) if rng.random() > 0.05 else rng.uniform(300, 900)
+        mem = 5 * GIB if secs > 100 else rng.choice([GIB // 2, GIB, 2 * GIB])
+        out.append(check(i, secs, f"ctx{rng.randrange(n_images)}", mem))
+    return out
+
+
+def test_the_heaviest_problem_starts_first_and_the_rest_follow_longest_first():
+    checks = heavy_tailed(300, seed=1)
+    plan = make_plan(checks, images(6), "base", Workers(1, 4, 64 * GIB))
+    expected = [c.expected_s for c in plan.checks]
+    assert expected == sorted(expected, reverse=True)
+    prediction = simulate(plan)
+    heaviest = max(checks, key=lambda c: c.expected_s)
+    worker, start, _ = prediction.schedule[(heaviest.problem_id, 0)]
+    # It waits only for the boot and its own context, never behind other checks.
+    assert start == pytest.approx(70.0 + 25.0)
+    # The naive order (submission) leaves it for later.
+    naive = simulate(plan.with_policy("naive"))
+    assert naive.schedule[(heaviest.problem_id, 0)][1] > start
+
+
+def test_attempts_of_a_problem_stay_together_in_attempt_order():
+    checks = [check(0, 1.0, attempt=1), check(1, 50.0), check(0, 2.0, attempt=0)]
+    checks = [PlanCheck(**{**c.__dict__, "index": i}) for i, c in enumerate(checks)]
+    plan = make_plan(checks, images(0), "base", Workers(1, 2, 8 * GIB))
+    assert [(c.problem_id, c.attempt) for c in plan.checks] == [("p0001", 0), ("p0000", 0),
+                                                                 ("p0000", 1)]
+
+
+@pytest.mark.parametrize("policy", ["planned", "naive", "shuffle"])
+@pytest.mark.parametrize("layout", [(1, 4, 12), (3, 8, 20)])
+def test_memory_is_never_oversubscribed(policy, layout):
+    nodes, cores, gib = layout
+    checks = heavy_tailed(400, seed=nodes)
+    plan = make_plan(checks, images(6), "base", Workers(nodes, cores, gib * GIB),
+                     PlanConfig(policy=policy))
+    prediction = simulate(plan)
+    mem = {(c.problem_id, c.attempt): c.mem_bytes for c in checks}
+    events = []
+    for key, (worker, start, end) in prediction.schedule.items():
+        events += [(start, 1, worker // cores, mem[key]), (end, 0, worker // cores, -mem[key])]
+    in_use = [0] * nodes
+    peak = [0] * nodes
+    for _, _, node, delta in sorted(events):     # ends (0) before starts (1) at the same instant
+        in_use[node] += delta
+        peak[node] = max(peak[node], in_use[node])
+    assert max(peak) <= gib * GIB
+    # ...and the packing still used most of it: five 5 GiB checks never fit in 20 GiB.
+    assert max(peak) > (gib - 5) * GIB
+
+
+def test_a_node_keeps_its_images():
+    # Two nodes, four contexts, many light checks each: with affinity a node
+    # stays on the contexts it has loaded; shuffled dispatch loads every
+    # context on both nodes.
+    checks = [check(i, 1.0, f"ctx{i % 4}") for i in range(200)]
+    plan = make_plan(checks, images(4), "base", Workers(2, 2, 16 * GIB))
+    ours, shuffled = simulate(plan), simulate(plan.with_policy("shuffle", seed=3))
+    assert _contexts_per_node(plan, ours) <= 5        # each context once, plus at most one more
+    assert _contexts_per_node(plan, shuffled) == 8
+    assert (ours.build_s - ours.boots_s) / 25.0 == _contexts_per_node(plan, ours)
+    # Affinity pays: fewer builds, so a shorter sweep.
+    assert ours.makespan_s < shuffled.makespan_s
+
+
+def _contexts_per_node(plan, prediction) -> int:
+    image = {(c.problem_id, c.attempt): c.image_key for c in plan.checks}
+    per_node = {(worker // plan.workers.cores_per_node, image[key])
+                for key, (worker, _, _) in prediction.schedule.items()}
+    return len(per_node)
+
+
+def test_a_long_check_does_not_wait_for_affinity():
+    # The node holds ctx0, with light checks left; the longest check needs
+    # ctx1. It is shorter than 4 loads of ctx1 but long against the work left
+    # per worker (critical), so it starts at once, after the boot and ctx1.
+    checks = [check(0, 60.0, "ctx1")] + [check(i, 1.0, "ctx0") for i in range(1, 30)]
+    plan = make_plan(checks, images(2), "base", Workers(1, 2, 16 * GIB), prebuilt=["ctx0"])
+    prediction = simulate(plan)
+    assert prediction.schedule[("p0000", 0)][1] == pytest.approx(70.0 + 25.0)
+    # A light one in its place is passed over for light checks of ctx0 until
+    # the work left makes it critical.
+    checks[0] = check(0, 1.5, "ctx1")
+    plan = make_plan(checks, images(2), "base", Workers(1, 2, 16 * GIB), prebuilt=["ctx0"])
+    assert simulate(plan).schedule[("p0000", 0)][1] > 70.0 + 25.0 + 5
+
+
+def test_the_plan_is_deterministic_for_a_seed():
+    checks = [check(i, 1.0, f"ctx{i % 5}") for i in range(50)]   # all tied
+    a = plan_to_json(make_plan(checks, images(5), "base", Workers(2, 3, 8 * GIB), PlanConfig(seed=7)))
+    b = plan_to_json(make_plan(checks, images(5), "base", Workers(2, 3, 8 * GIB), PlanConfig(seed=7)))
+    c = plan_to_json(make_plan(checks, images(5), "base", Workers(2, 3, 8 * GIB), PlanConfig(seed=8)))
+    assert a == b
+    assert [x["problem_id"] for x in a["checks"]] != [x["problem_id"] for x in c["checks"]]
+    # Ties are broken by image, so equal checks of one context stay together.
+    keys = [x["image_key"] for x in a["checks"]]
+    assert sum(1 for u, v in zip(keys, keys[1:]) if u != v) == 4
+    s1 = make_plan(checks, images(5), "base", Workers(1, 1, GIB), PlanConfig(policy="shuffle", seed=1))
+    s2 = make_plan(checks, images(5), "base", Workers(1, 1, GIB), PlanConfig(policy="shuffle", seed=1))
+    assert s1.checks == s2.checks and s1.checks != tuple(checks)
+
+
+def test_a_plan_file_reads_back_as_the_same_plan(tmp_path):
+    plan = make_plan(heavy_tailed(40, seed=2), images(6), "base", Workers(2, 4, 32 * GIB),
+                     PlanConfig(seed=5), prebuilt=["ctx2"])
+    prediction = simulate(plan)
+    write_plan(tmp_path / "plan.json", plan, prediction, run_id="r1")
+    again, data = read_plan(tmp_path / "plan.json")
+    assert again == plan
+    assert data["predicted"]["makespan_s"] == prediction.makespan_s
+    assert data["run_id"] == "r1" and data["sources"] == {"map": 40}
+    assert all("start_s" in c and "worker" in c for c in data["checks"])
+    # Reused: the same plan simulates to the same schedule.
+    assert simulate(again).schedule == prediction.schedule
+
+
+def test_bad_plan_input_is_one_clear_error(tmp_path):
+    with pytest.raises(InputError, match="unknown policy 'fastest'"):
+        PlanConfig(policy="fastest")
+    with pytest.raises(InputError, match="--cores-per-node"):
+        Workers(1, 0, GIB)
+    bad = tmp_path / "plan.json"
+    bad.write_text("{}")
+    with pytest.raises(InputError, match="not a proofbatch plan"):
+        read_plan(bad)
+
+
+def test_live_queue_blocks_a_worker_until_memory_is_free():
+    # Two 3 GiB checks on a 4 GiB node of two cores: the second worker waits
+    # for the first check to end, as executors' threads do.
+    checks = [check(0, 5.0, mem=3 * GIB), check(1, 4.0, mem=3 * GIB)]
+    plan = make_plan(checks, images(0), "base", Workers(1, 2, 4 * GIB))
+    queue = LiveQueue(plan, {"p0000": "unit 0", "p0001": "unit 1"})
+    assert queue.next(0) == "unit 0"
+    got = []
+    waiter = threading.Thread(target=lambda: got.append(queue.next(1)))
+    waiter.start()
+    waiter.join(timeout=0.3)
+    assert waiter.is_alive() and got == []
+    queue.done(0)
+    waiter.join(timeout=5)
+    assert got == ["unit 1"]
+    queue.done(1)
+    assert queue.next(0) is None
