@@ -1,0 +1,127 @@
+"""The simulator drives the planner's own dispatcher on a virtual clock.
+Each case here is small enough to work out by hand; the figures in the
+comments are that working."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from runner import cli
+from runner.planner import Image, PlanCheck, PlanConfig, Workers, make_plan
+from runner.simulate import simulate
+
+GIB = 2**30
+
+
+def check(i: int, secs: float, image: str = "base", mem: int = GIB) -> PlanCheck:
+    return PlanCheck(f"p{i}", 0, "cat", secs, "map", mem, image, 120.0, i)
+
+
+def plan_of(durations, workers=Workers(1, 2, 8 * GIB), policy="planned", boot=0.0, images=None,
+            checks=None, prebuilt=()):
+    imgs = {"base": Image("base", None, boot, "default"), **(images or {})}
+    checks = checks or [check(i, d) for i, d in enumerate(durations)]
+    return make_plan(checks, imgs, "base", workers, PlanConfig(policy=policy, dispatch_s=0.0),
+                     prebuilt)
+
+
+def test_longest_first_against_submission_order():
+    # Two workers, 1+1+1+1+4 s. Submission order: w0 runs 1,1 then the 4 at
+    # t=2, ending at 6. Longest first: w0 runs the 4 (0-4), w1 the four 1s (0-4).
+    # Bound: max(8 / 2, 4) = 4.
+    ours = simulate(plan_of([1, 1, 1, 1, 4]))
+    naive = simulate(plan_of([1, 1, 1, 1, 4], policy="naive"))
+    assert ours.makespan_s == 4 and naive.makespan_s == 6
+    assert ours.lower_bound_s == naive.lower_bound_s == 4
+    assert ours.ratio == 1 and naive.ratio == 1.5
+    assert ours.schedule[("p4", 0)] == (0, 0.0, 4.0)
+    # Utilization: 8 s of work in 2 workers x 4 s; core-hours 2 x 4 s.
+    assert ours.utilization == 1.0 and naive.utilization == pytest.approx(8 / 12)
+    assert ours.core_hours == pytest.approx(8 / 3600)
+
+
+def test_image_builds_are_work_and_the_boot_delays_everything():
+    # One worker: the base boots in 10 s, the context loads in 5 s, then two
+    # 3 s checks: 10 + 5 + 3 + 3 = 21. Bound: 10 + max(5 + 6, 5 + 3) = 21.
+    plan = plan_of(None, Workers(1, 1, 8 * GIB), boot=10.0,
+                   images={"c": Image("c", "base", 5.0, "default")},
+                   checks=[check(0, 3.0, "c"), check(1, 3.0, "c")])
+    p = simulate(plan)
+    assert p.makespan_s == 21 and p.lower_bound_s == 21
+    assert p.build_s == 15 and p.busy_s == 21
+
+
+def test_a_worker_waits_for_the_image_another_is_building():
+    # Two workers of one node, both checks need context c (5 s): worker 0
+    # loads it (10-15) and checks (15-18); worker 1 waits for it, checks
+    # 15-18. Makespan 18; busy 10 (boot, one process) + 5 + 3 + 3 = 21 of
+    # 2 x 18 paid.
+    plan = plan_of(None, Workers(1, 2, 8 * GIB), boot=10.0,
+                   images={"c": Image("c", "base", 5.0, "default")},
+                   checks=[check(0, 3.0, "c"), check(1, 3.0, "c")])
+    p = simulate(plan)
+    assert p.makespan_s == 18
+    assert sorted(start for _, start, _ in p.schedule.values()) == [15.0, 15.0]
+    assert p.utilization == pytest.approx(21 / 36)
+    # Prebuilt images cost nothing: 3 s.
+    assert simulate(plan_of(None, Workers(1, 2, 8 * GIB), boot=10.0,
+                            images={"c": Image("c", "base", 5.0, "default")},
+                            checks=[check(0, 3.0, "c"), check(1, 3.0, "c")],
+                            prebuilt=["base", "c"])).makespan_s == 3
+
+
+def test_memory_serializes_checks_that_do_not_fit_together():
+    # 4 GiB node, two cores, two 3 GiB checks of 10 s: one after the other, 20 s.
+    # Bound: memory-time 2 x 10 s x 3 GiB over 4 GiB = 15 s.
+    plan = plan_of(None, Workers(1, 2, 4 * GIB),
+                   checks=[check(0, 10.0, mem=3 * GIB), check(1, 10.0, mem=3 * GIB)])
+    p = simulate(plan)
+    assert p.makespan_s == 20 and p.lower_bound_s == 15
+    # A check bigger than the node still runs, alone.
+    big = simulate(plan_of(None, Workers(1, 2, 4 * GIB), checks=[check(0, 7.0, mem=9 * GIB),
+                                                                   check(1, 1.0)]))
+    assert big.makespan_s == 8
+
+
+def test_nodes_boot_in_parallel():
+    # Two nodes of one core, 70 s boot each (at once), checks 30 + 20 s: 100 s.
+    p = simulate(plan_of([30, 20], Workers(2, 1, 8 * GIB), boot=70.0))
+    assert p.makespan_s == 100 and p.boots_s == 140
+    assert p.lower_bound_s == 70 + max(50 / 2, 30)
+
+
+def test_simulate_command_reads_the_bench_timeout_map(tmp_path, capsys):
+    # The bench's format. Defaults: 70 s boot, 0.02 s per check. 2 workers.
+    # Ours: c (100) on w0 from 70; a then b on w1: 70 + 2 x 50.02 = 170.04.
+    # Naive: a on w0, b on w1 (70-120.02), c on w0 from 120.02: 220.04.
+    path = tmp_path / "timeout-map.json"
+    path.write_text(json.dumps([{"problem_id": "a", "prove_secs": 50, "timeout_sec": 150},
+                                {"problem_id": "b", "prove_secs": 50, "timeout_sec": 150},
+                                {"problem_id": "c", "prove_secs": 100, "timeout_sec": 300}]))
+    assert cli.main(["simulate", "--timeout-map", str(path), "--workers", "2",
+                     "--core-hour-price", "0.5", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["workers"] == 2 and out["checks"] == 3
+    assert out["makespan_s"] == pytest.approx(170.04)
+    assert out["naive_makespan_s"] == pytest.approx(220.04)
+    assert out["lower_bound_s"] == pytest.approx(70 + max(200.06 / 2, 100.02))
+    assert out["core_hours"] == pytest.approx(2 * 170.04 / 3600)
+    assert out["cost"] == pytest.approx(0.5 * 2 * 170.04 / 3600)
+    assert out["durations_from"] == {"map": 3}
+    # The table names both policies.
+    assert cli.main(["simulate", "--timeout-map", str(path), "--nodes", "2",
+                     "--cores-per-node", "1"]) == 0
+    printed = capsys.readouterr().out
+    assert "planned" in printed and "naive" in printed and "makespan" in printed
+
+
+def test_simulate_command_refuses_bad_input_in_one_line(tmp_path, capsys):
+    path = tmp_path / "timeout-map.json"
+    path.write_text('[{"problem_id": "a", "prove_secs": "fast", "timeout_sec": 10}]')
+    assert cli.main(["simulate", "--timeout-map", str(path), "--workers", "2"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert str(path) in err and "prove_secs" in err and len(err.splitlines()) == 1
+    assert cli.main(["simulate", "--timeout-map", str(path), "--workers", "3", "--nodes", "2"]) == 2
+    assert "do not split evenly" in capsys.readouterr().err
