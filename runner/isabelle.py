@@ -28,7 +28,7 @@ from . import isabelle_check as ic
 from . import isabelle_output as io_
 from . import subproc
 from .corpus import Problem
-from .errors import CommandError, ProverError
+from .errors import CommandError, InputError, ProverError
 from .guard import TreeSampler, kill_tree
 from .isabelle_corpus import IsabelleCorpus, build_candidate, read_goal
 from .isabelle_heap import (HeapStore, IsabelleInstall, build_heap_argv, heap_key,
@@ -43,6 +43,9 @@ DEFAULT_STORE = Path.home() / ".cache" / "proofbatch" / "isabelle-heaps"
 # quiet host, more under load. The outside kill allows for it.
 STARTUP_ALLOWANCE_S = 30.0
 HEAP_BUILD_TIMEOUT_S = 6 * 3600.0
+# The JVM of `isabelle build` plus poly with a HOL heap loaded: about a GiB
+# resident before any proof runs.
+MIN_CHECK_BYTES = 1 << 30
 
 
 class IsabelleBackend(ProverBackend):
@@ -60,6 +63,15 @@ class IsabelleBackend(ProverBackend):
         self.info = BackendInfo(prover="isabelle",
                                 build=f"{install.version}/{corpus.parent_session}-{self.key[:12]}",
                                 mode=ic.MODE)
+
+    def check_mem_limit(self, mem_bytes: int, where: str = "--mem-limit") -> None:
+        """Refuse a per-check limit below what the JVM and a loaded HOL heap
+        occupy before any proof runs: every check would be MEMOUT."""
+        if mem_bytes < MIN_CHECK_BYTES:
+            raise InputError(where, f"{mem_bytes >> 20} MiB is below what an Isabelle check needs "
+                             f"before its proof starts (the JVM and the parent heap, about "
+                             f"{MIN_CHECK_BYTES >> 20} MiB), so every check would be MEMOUT",
+                             "give 2G or more (the default is 8G)")
 
     def start(self, workdir: Path) -> "IsabelleSession":
         return IsabelleSession(self, Path(workdir))

@@ -215,3 +215,8 @@ def test_live_demo_corpus_gets_its_expected_verdicts(tmp_path):
     summary = run_sweep(prepare(config), LocalExecutor(workers=2))
     got = {r["problem_id"]: r["verdict"] for r in summary.table.to_pylist()}
     assert got == want
+
+
+def test_mem_limit_below_an_isabelle_check_is_refused(standin, corpus):
+    with pytest.raises(InputError, match="below what an Isabelle check needs"):
+        prepare(SweepConfig(corpus=corpus, out=standin / "out", isabelle=STANDIN, mem_limit=256 * 2**20))
