@@ -31,8 +31,8 @@ from .corpus import Problem
 from .errors import CommandError, InputError, ProverError
 from .guard import TreeSampler, kill_tree
 from .isabelle_corpus import IsabelleCorpus, build_candidate, read_goal
-from .isabelle_heap import (HeapStore, IsabelleInstall, build_heap_argv, heap_key,
-                            session_sources)
+from .isabelle_heap import (HeapStore, IsabelleInstall, build_heap_argv, built_heap_dir,
+                            heap_key, session_sources)
 from .isabelle_text import GoalTheory
 from .prover import (BackendInfo, CheckLimits, CheckResult, ImageBuild, ProverBackend,
                      ProverSession)
@@ -100,7 +100,7 @@ class IsabelleSession(ProverSession):
                             timeout=HEAP_BUILD_TIMEOUT_S)
             except CommandError as exc:
                 raise ProverError(f"the parent session {corpus.parent_session} does not build: {exc}") from None
-            return b.install.heaps_dir
+            return built_heap_dir(b.install, corpus.parent_session)
 
         entry = b.store.ensure(b.key, corpus.parent_session, build)
         HeapStore.install(entry, b.install.heaps_dir)

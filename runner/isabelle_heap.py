@@ -44,6 +44,9 @@ class IsabelleInstall:
     version: str            # `isabelle version`, e.g. Isabelle2024
     ml_identifier: str      # e.g. polyml-5.9.1_x86_64_32-linux
     heaps_dir: Path         # $ISABELLE_HEAPS/$ML_IDENTIFIER: where builds write heaps
+    # $ISABELLE_HEAPS_SYSTEM/$ML_IDENTIFIER: the heaps a release ships (HOL among
+    # them), which `isabelle build -b HOL` finds current and leaves where they are.
+    system_heaps_dir: Path | None = None
 
     def argv(self, *args: str) -> list[str]:
         return [str(self.executable), *args]
@@ -70,13 +73,24 @@ def find_isabelle(home: Path | None = None) -> IsabelleInstall:
     exe = locate_isabelle(home)
     try:
         version = subproc.run([str(exe), "version"], timeout=120).strip()
-        env = subproc.run([str(exe), "getenv", "-b", "ML_IDENTIFIER", "ISABELLE_HEAPS"], timeout=120)
+        env = subproc.run([str(exe), "getenv", "-b", "ML_IDENTIFIER", "ISABELLE_HEAPS",
+                           "ISABELLE_HEAPS_SYSTEM"], timeout=120)
     except CommandError as exc:
         raise ProverError(f"Isabelle at {exe} does not run: {exc}") from None
-    ml_id, heaps = (env.splitlines() + ["", ""])[:2]
+    ml_id, heaps, system = (env.splitlines() + ["", "", ""])[:3]
     if not version or not ml_id or not heaps:
         raise ProverError(f"Isabelle at {exe} did not report its version and heap directory")
-    return IsabelleInstall(exe, version, ml_id, Path(heaps) / ml_id)
+    return IsabelleInstall(exe, version, ml_id, Path(heaps) / ml_id,
+                           Path(system) / ml_id if system else None)
+
+
+def built_heap_dir(install: IsabelleInstall, session: str) -> Path:
+    """Where `isabelle build -b SESSION` left (or found) the session's heap and
+    build database: the user's heap directory, else the system one."""
+    for d in (install.heaps_dir, install.system_heaps_dir):
+        if d is not None and (d / session).is_file() and (d / "log" / f"{session}.db").is_file():
+            return d
+    return install.heaps_dir
 
 
 def session_sources(dirs: Sequence[Path]) -> list[tuple[str, str]]:

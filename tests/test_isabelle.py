@@ -129,6 +129,26 @@ def test_changed_library_gets_a_new_key_and_a_rebuild(standin, corpus):
     assert sum(c.startswith("build -b") for c in calls(standin)) == 2
 
 
+def test_hol_parent_shipped_with_the_release_is_taken_from_the_system_heaps(standin, corpus,
+                                                                            monkeypatch):
+    """`isabelle build -b HOL` leaves a release's prebuilt HOL heap where it is,
+    in $ISABELLE_HEAPS_SYSTEM; the store takes it from there."""
+    system = standin / "system" / "polyml-standin_x86_64_32-linux"
+    (system / "log").mkdir(parents=True)
+    (system / "HOL").write_bytes(b"release heap")
+    (system / "log" / "HOL.db").write_bytes(b"release db")
+    monkeypatch.setenv("STANDIN_SYSTEM_HEAPS", str(standin / "system"))
+    toml = corpus / "isabelle.toml"
+    toml.write_text(toml.read_text().replace('parent_session = "Demo_Lib"', 'parent_session = "HOL"')
+                    .replace('session_dirs = ["library"]', "session_dirs = []"))
+    shutil.rmtree(corpus / "library")
+    backend = standin_backend(corpus)
+    with backend.start(standin / "w") as session:
+        assert (standin / "store" / backend.key / "HOL").read_bytes() == b"release heap"
+        r = session.check(problem(corpus, "arith.add_comm", b"by simp"), limits())
+    assert r.outcome.verdict.value == "OK"
+
+
 def problem(corpus: Path, pid: str, answer: bytes):
     p = next(p for p in load_isabelle_corpus(corpus) if p.problem_id == pid)
     return p.__class__(**{**p.__dict__, "answer": answer})
