@@ -36,7 +36,7 @@ from runner.prover import CheckResult
 from runner.results import ResultRow, utcnow
 from runner.status import RunningBoard
 from runner.verdicts import Outcome, Verdict
-from runner.worker import CheckTask, result_row, unanswered
+from runner.worker import CheckTask, result_row, work
 
 from .base import Executor, SweepJob
 
@@ -53,6 +53,7 @@ class ProverPlugin(WorkerPlugin):
 
     def setup(self, worker) -> None:
         self.worker = worker
+        self.safe_name = "".join(c if c.isalnum() or c in "-_." else "_" for c in str(worker.name))
         self.lock = threading.Lock()
         self.sessions: dict[str, object] = {}
         self.prepared: set[tuple[str, str]] = set()
@@ -86,8 +87,7 @@ class ProverPlugin(WorkerPlugin):
         with self.lock:
             writer = self.writers.get((out, run_id))
             if writer is None:
-                safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in str(self.worker.name))
-                writer = shards.ShardWriter(Path(out), f"{run_id}-dask-{safe}")
+                writer = shards.ShardWriter(Path(out), f"{run_id}-dask-{self.safe_name}")
                 self.writers[(out, run_id)] = writer
             return writer
 
@@ -98,33 +98,27 @@ class ProverPlugin(WorkerPlugin):
             writer.close()
 
 
-def check_on_worker(task: CheckTask, context: tuple, out: str, run_id: str) -> dict:
-    """Run one check in this worker's session; publish and return its row."""
+def check_on_worker(task: CheckTask, context: tuple, out: str, run_id: str) -> dict | None:
+    """Run one check in this worker's session through the worker loop every
+    executor runs; its row is published to this worker's shard stream and
+    returned (None when the loop skipped the task)."""
     backend, problems = context
     worker = get_worker()
     plugin: ProverPlugin = worker.plugins[PLUGIN]
-    name = f"{worker.name}/{threading.get_ident()}"
     limit = worker.memory_manager.memory_limit
     if limit:
         task = dataclasses.replace(task, limits=dataclasses.replace(
             task.limits, mem_bytes=min(task.limits.mem_bytes, int(limit)),
             expected_mem_bytes=min(task.limits.expected_mem_bytes, int(limit))))
-    started_at = utcnow()
-    if task.problem.answer is None:
-        result, info = unanswered(task), backend.info
-    else:
-        session = plugin.session(backend, run_id, problems)
-        board = RunningBoard(Path(out), f"{run_id}-dask-{threading.get_ident()}", name)
-        board.start(task.problem.problem_id, task.attempt, task.limits.time_s)
-        try:
-            result = session.check(task.problem, task.limits)
-        finally:
-            board.clear()
-        info = session.info
-    row = result_row(task, result, info=info, worker=name, run_id=run_id,
-                     started_at=started_at, finished_at=utcnow())
-    plugin.writer(out, run_id).add(row)
-    return row.as_dict()
+    session = plugin.session(backend, run_id, problems)
+    thread = threading.get_ident()
+    board = RunningBoard(Path(out), f"{run_id}-dask-{plugin.safe_name}-t{thread}",
+                         f"{worker.name}/t{thread}")
+    rows: list[ResultRow] = []
+    work(session, iter([task]), plugin.writer(out, run_id), worker=f"{worker.name}/t{thread}",
+         run_id=run_id, on_row=rows.append, board=board)
+    board.clear()
+    return rows[0].as_dict() if rows else None
 
 
 def _close_run(out: str, run_id: str, dask_worker=None) -> None:
@@ -192,6 +186,8 @@ class DaskExecutor(Executor):
                     continue
                 except ProverError:
                     raise
+                if row is None:
+                    continue
                 received[(row["problem_id"], row["attempt"])] = row
                 on_row(ResultRow(**row))
         except BaseException:

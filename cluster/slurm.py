@@ -42,7 +42,7 @@ from runner.worker import CheckTask, result_row
 
 from .base import Executor, SweepJob
 from .local import LocalExecutor
-from .shares import split_shares
+from .shares import planned_shares, split_shares
 
 LEDGER = "jobs.json"
 # A task holds the base image and its contexts besides the checks; forked
@@ -105,6 +105,8 @@ class ShareWorker(Checkpointable):
             return 0
         # Slurm sets SLURM_RESTART_COUNT on a requeued job: a fresh writer id
         # per incarnation keeps its image record apart from the earlier one's.
+        # For the log, and for benchmarks/slurm_overhead.py (start cost of a task).
+        print(f"proofbatch: share of {len(todo)} checks started at {time.time():.3f}", flush=True)
         prefix = f"{self.writer_prefix}-r{os.environ.get('SLURM_RESTART_COUNT', '0')}"
         # The local executor starts the session (its scratch under the node's
         # TMPDIR, not the shared OUT) and publishes shards and boards to OUT.
@@ -121,6 +123,7 @@ class JobRecord:
     keys: list[tuple[str, int]]
     round: int
     mem: str
+    submitted: float = 0.0          # time.time() when sbatch accepted it
     settled: str | None = None      # the final Slurm state once handled
 
     def as_json(self) -> dict:
@@ -172,6 +175,20 @@ def queued_names(job_ids: list[str]) -> dict[str, str]:
     return dict(line.split("|", 1) for line in text.splitlines() if "|" in line)
 
 
+def final_state(record: "JobRecord") -> str:
+    """The state accounting recorded for a job that left the queue, if the job
+    under that id is ours; GONE if Slurm no longer knows it (state wiped)."""
+    try:
+        text = subproc.run(["sacct", "-n", "-X", "-P", "-j", record.job_id, "-o", "JobID,JobName,State"])
+    except Exception:
+        return "GONE"
+    for line in text.splitlines():
+        parts = line.split("|")
+        if len(parts) == 3 and parts[0] == record.job_id and parts[1] == record.name:
+            return parts[2].split()[0]
+    return "GONE"
+
+
 class SlurmExecutor(Executor):
     name = "slurm"
 
@@ -192,6 +209,20 @@ class SlurmExecutor(Executor):
     def _walltime_min(self, tasks: list[CheckTask], grace_s: float) -> int:
         work = sum(t.limits.time_s + grace_s for t in tasks) / self.options.cpus_per_task
         return max(5, min(self.options.max_walltime_min, math.ceil((BOOT_ALLOWANCE_S + work) / 60)))
+
+    def _shares(self, job: SweepJob, tasks: list[CheckTask], keyer) -> list[list[CheckTask]]:
+        """The planner's split when the sweep has a plan; else image groups
+        dealt round-robin. The plan, with this executor's worker shape, goes
+        to OUT/plan.json for ``proofbatch status``."""
+        o = self.options
+        if getattr(job, "plan", None) is None:
+            return split_shares(tasks, o.nodes, keyer)
+        from runner.planner import PLAN_FILE, write_plan
+
+        mem = int(self._mem_request(tasks)[:-1]) * 2**20
+        plan, prediction, shares = planned_shares(tasks, job.plan, o.nodes, o.cpus_per_task, mem)
+        write_plan(job.out / PLAN_FILE, plan, prediction, run_id=job.run_id)
+        return shares
 
     def _submit(self, job: SweepJob, ledger: Ledger, shares: list[list[CheckTask]], round_: int) -> None:
         o = self.options
@@ -227,9 +258,11 @@ class SlurmExecutor(Executor):
                     jobs = ex.submit_array(workers) if len(workers) > 1 else [ex.submit(workers[0])]
                 except Exception as exc:
                     raise ProverError(f"Slurm refused the sweep's jobs: {exc}") from exc
+                submitted = time.time()
                 for j, share in zip(jobs, part):
                     ledger.records.append(JobRecord(j.job_id, name, str(folder),
-                                                    [task_key(t) for t in share], round_, mem))
+                                                    [task_key(t) for t in share], round_, mem,
+                                                    submitted))
                 ledger.save()
 
     # -- watching ------------------------------------------------------------
@@ -276,7 +309,8 @@ class SlurmExecutor(Executor):
             if queued.get(r.job_id) == r.name:
                 handles[r.job_id] = SlurmJob(r.folder, r.job_id)
             else:
-                r.settled = "GONE"      # ended while no driver watched; its misses are retried below
+                # It ended while no driver watched; its misses are retried below.
+                r.settled = final_state(r)
         tries: dict[tuple[str, int], int] = {}
         for r in ledger.records:
             if r.settled is not None:
@@ -291,7 +325,7 @@ class SlurmExecutor(Executor):
                 t.problem.setup_path.read_text(encoding="utf-8", errors="replace"), salt)
             # Checks that earlier jobs failed to finish count their tries.
             retry_round = max((tries.get(task_key(t), 0) for t in fresh), default=0)
-            self._submit(job, ledger, split_shares(fresh, o.nodes, keyer), retry_round)
+            self._submit(job, ledger, self._shares(job, fresh, keyer), retry_round)
             for r in ledger.records:
                 if r.settled is None and r.job_id not in handles:
                     handles[r.job_id] = SlurmJob(r.folder, r.job_id)
@@ -309,7 +343,7 @@ class SlurmExecutor(Executor):
                     handle = handles[r.job_id]
                     if not handle.done():
                         continue
-                    state = handle.state
+                    state = (handle.state or "UNKNOWN").split()[0]
                     # Rows the task published just before it ended.
                     for row in self._new_rows(job.out, wanted):
                         on_row(ResultRow(**row))

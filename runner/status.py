@@ -105,5 +105,10 @@ def _eta(out: Path, manifest: dict, done: dict, running: list[RunningCheck]) -> 
         key = (check["problem_id"], check["attempt"])
         if key not in done:
             left += max(0.0, check["expected_s"] - in_flight.get(key, 0.0))
-    workers = max(1, int(manifest.get("config", {}).get("workers") or 1))
+    # The plan's worker shape (nodes x cores: Slurm array tasks, Dask
+    # threads) when it has one; else the local worker count of the manifest.
+    shape = plan.get("workers") or {}
+    workers = int(shape.get("nodes", 0)) * int(shape.get("cores_per_node", 0)) or \
+        int(manifest.get("config", {}).get("workers") or 1)
+    workers = max(1, workers)
     return left / workers, f"expected work left / {workers} workers, from the plan"

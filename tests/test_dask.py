@@ -1,0 +1,113 @@
+"""Sweeps on real Dask: a running scheduler (`--cluster dask`) and workers
+started as Slurm jobs by dask-jobqueue (`--cluster dask-slurm`).
+
+Every Dask worker pays one cold HOL Light load (70-90 s of CPU) and keeps its
+session afterwards, so a second sweep on the same scheduler loads nothing.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+
+import pytest
+from distributed import Client
+
+from cluster.dask import PLUGIN, DaskExecutor, DaskSlurmExecutor, DaskSlurmOptions
+from runner.sweep import prepare, run_sweep
+
+from .conftest import demo_config, expected_verdicts
+from .slurm_cluster import slurm_cluster  # noqa: F401  (fixture)
+
+pytestmark = pytest.mark.hol
+
+DASK = [sys.executable, "-m", "distributed.cli.dask_scheduler"]
+
+
+@pytest.fixture(scope="module")
+def scheduler(tmp_path_factory):
+    """A Dask scheduler and one worker with two threads, as a user runs them."""
+    d = tmp_path_factory.mktemp("dask")
+    sched_file = d / "scheduler.json"
+    procs = [subprocess.Popen(
+        [sys.executable, "-m", "distributed.cli.dask_scheduler", "--host", "127.0.0.1",
+         "--port", "0", "--no-dashboard", "--scheduler-file", str(sched_file)],
+        stdout=open(d / "scheduler.log", "w"), stderr=subprocess.STDOUT)]
+    try:
+        deadline = time.monotonic() + 60
+        while not sched_file.exists() and time.monotonic() < deadline:
+            time.sleep(0.2)
+        procs.append(subprocess.Popen(
+            [sys.executable, "-m", "distributed.cli.dask_worker", "--scheduler-file", str(sched_file),
+             "--nthreads", "2", "--nworkers", "1", "--memory-limit", "8GiB", "--no-dashboard",
+             "--name", "w0"],
+            stdout=open(d / "worker.log", "w"), stderr=subprocess.STDOUT))
+        import json
+        address = json.loads(sched_file.read_text())["address"]
+        with Client(address, timeout="60s") as client:
+            client.wait_for_workers(1, timeout=120)
+        yield address
+    finally:
+        for p in reversed(procs):
+            p.terminate()
+        for p in reversed(procs):
+            try:
+                p.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                p.kill()
+
+
+@pytest.fixture(scope="module")
+def dask_demo(scheduler, tmp_path_factory):
+    return run_sweep(prepare(demo_config(tmp_path_factory.mktemp("dask-demo") / "out")),
+                     DaskExecutor(scheduler))
+
+
+def verdicts(summary) -> dict[str, str]:
+    return {r["problem_id"]: r["verdict"] for r in summary.table.to_pylist()}
+
+
+def test_the_example_corpus_gives_the_same_verdicts_on_dask_as_locally(dask_demo, demo_rows):
+    assert verdicts(dask_demo) == expected_verdicts()
+    assert verdicts(dask_demo) == {p: r["verdict"] for p, r in demo_rows.items()}
+    rows = dask_demo.table.to_pylist()
+    assert {r["worker"].split("/")[0] for r in rows if r["exit_status"] != "not run"} == {"w0"}
+
+
+def test_heavy_checks_start_first(dask_demo):
+    rows = sorted(dask_demo.table.to_pylist(), key=lambda r: r["started_at"])
+    heavy = {r["problem_id"] for r in rows if r["timeout_s"] == max(x["timeout_s"] for x in rows)}
+    assert len(heavy) == 3
+    assert {r["problem_id"] for r in rows[:len(heavy)]} == heavy
+
+
+def test_a_second_sweep_reuses_the_images_the_worker_holds(scheduler, dask_demo, tmp_path):
+    def builds(dask_worker):
+        plugin = dask_worker.plugins[PLUGIN]
+        return sum(len(s.image_builds) for s in plugin.sessions.values())
+
+    with Client(scheduler) as client:
+        before = client.run(builds)
+        started = time.monotonic()
+        again = run_sweep(prepare(demo_config(tmp_path / "out", only=("arith.add_comm", "logic.drinker"))),
+                          DaskExecutor(scheduler))
+        elapsed = time.monotonic() - started
+        after = client.run(builds)
+    assert again.counts == {"OK": 2}
+    assert after == before, "the worker built an image it already held"
+    assert elapsed < 30, f"{elapsed:.0f} s: as long as a HOL Light load"
+
+
+@pytest.mark.slurm
+def test_the_example_corpus_gives_the_same_verdicts_on_dask_slurm(slurm_cluster, tmp_path, demo_rows):
+    executor = DaskSlurmExecutor(DaskSlurmOptions(jobs=1, cores=2, interface="lo"))
+    summary = run_sweep(prepare(demo_config(tmp_path / "out")), executor)
+    assert verdicts(summary) == expected_verdicts()
+    assert verdicts(summary) == {p: r["verdict"] for p, r in demo_rows.items()}
+    # The worker ran as a Slurm job, and its job is gone after the sweep.
+    logs = list((tmp_path / "out" / "dask-slurm" / "logs").glob("*.err"))
+    assert logs, "dask-jobqueue wrote no Slurm job log"
+    squeue = subprocess.run(["squeue", "-h", "-n", "proofbatch-dask", "-o", "%i %T"],
+                            capture_output=True, text=True).stdout
+    assert "RUNNING" not in squeue

@@ -1,0 +1,228 @@
+"""Sweeps on a real Slurm (slurm/start-dev-cluster.sh), through submitit job
+arrays: each array task loads HOL Light once and checks its share.
+
+CPU is the budget here: every array task pays a cold HOL Light load (70-90 s
+of CPU). So one sweep of the whole example corpus carries a whole bad day on
+the cluster (the driver stopped, an array task scancelled, the driver started
+again), and several tests assert on it; preemption and memory use tiny
+corpora of light problems.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+from submitit.slurm.slurm import SlurmJob
+
+from cluster.slurm import Ledger, SlurmExecutor, SlurmOptions
+from runner import shards
+from runner.status import read_status
+from runner.sweep import prepare, run_sweep
+
+from .conftest import DEMO, ROOT, TEST_MEM_LIMIT, demo_config, expected_verdicts
+from .slurm_cluster import sacct, slurm_cluster  # noqa: F401  (fixture)
+from .test_resume import SPIN
+
+pytestmark = [pytest.mark.hol, pytest.mark.slurm, pytest.mark.usefixtures("slurm_cluster")]
+
+LIGHT = ["arith.add_comm", "lists.append_nil", "logic.drinker"]
+
+
+def wait_for(predicate, timeout: float, what: str, poll: float = 0.5):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(poll)
+    raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what}")
+
+
+def all_shard_keys(out: Path) -> list[tuple[str, int]]:
+    """Every row of every shard, duplicates included: a redone check shows twice."""
+    keys = []
+    for path in sorted((out / "shards").glob("*.parquet")):
+        keys += [(r["problem_id"], r["attempt"]) for r in
+                 shards.pq.read_table(path, columns=["problem_id", "attempt"]).to_pylist()]
+    return keys
+
+
+def done_keys(out: Path) -> set[tuple[str, int]]:
+    return set(shards.scan(out, repair=False).done)
+
+
+def tiny_corpus(root: Path, *, spin_limit: int) -> tuple[Path, Path]:
+    """Light problems (limit 30 s, so they run first) and one answer that spins
+    in a C primitive until the runner kills it at its limit."""
+    corpus = root / "corpus"
+    for pid in LIGHT:
+        shutil.copytree(DEMO / pid, corpus / pid)
+        (corpus / pid / "category.txt").write_text("light\n")
+    spin = corpus / "slow.spin"
+    spin.mkdir()
+    (spin / "setup.ml").write_text("")
+    (spin / "query.txt").write_text("`F`\n")
+    (spin / "answer.txt").write_text(SPIN + "\n")
+    (spin / "category.txt").write_text("slow\n")
+    timeouts = root / "timeouts.json"
+    timeouts.write_text(json.dumps({"light": 30, "slow": spin_limit}))
+    return corpus, timeouts
+
+
+def cli_driver(out: Path) -> subprocess.Popen:
+    return subprocess.Popen(
+        [sys.executable, "-m", "runner.cli", "run", str(DEMO), "--out", str(out),
+         "--cluster", "slurm", "--category-timeouts", str(DEMO / "timeouts.json"),
+         "--mem-limit", str(TEST_MEM_LIMIT), "--context-root", str(DEMO)],
+        cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        start_new_session=True, env={**os.environ, "COLUMNS": "120"})
+
+
+@pytest.fixture(scope="module")
+def bad_day(tmp_path_factory):
+    """The example corpus through `proofbatch run --cluster slurm` with the
+    defaults (2 array tasks). Once the first verdicts are in, the driver is
+    stopped (Ctrl-C), one array task is scancelled mid-share, and the driver
+    is started again on the same OUT."""
+    out = tmp_path_factory.mktemp("slurm-demo") / "out"
+    story: dict = {"out": out, "statuses": []}
+    first = cli_driver(out)
+    try:
+        def some_rows():
+            if (out / "sweep.json").exists():
+                status = read_status(out)
+                story["statuses"].append(status)
+                return status.done > 0
+            return False
+        wait_for(some_rows, 600, "the first verdict from a Slurm array task", poll=1)
+    finally:
+        os.killpg(first.pid, signal.SIGINT)
+        story["first_output"] = first.communicate(timeout=60)[0]
+        story["first_exit"] = first.returncode
+    ledger = Ledger(out / "slurm" / "jobs.json").records
+    story["ledger_before"] = ledger
+    done = done_keys(out)
+    # Cancel a task that has checks left; it may have some recorded already.
+    victim = next(r for r in ledger if any(k not in done for k in r.keys))
+    story["victim"], story["victim_done"] = victim, {k for k in victim.keys if k in done}
+    subprocess.run(["scancel", victim.job_id], check=True)
+    wait_for(lambda: victim.job_id not in subprocess.run(
+        ["squeue", "-h", "-r", "-o", "%i"], capture_output=True, text=True).stdout.split(),
+        60, f"Slurm to end the scancelled task {victim.job_id}")
+    story["victim_missing"] = {k for k in victim.keys if k not in done_keys(out)}
+    second = cli_driver(out)
+    story["second_output"] = second.communicate(timeout=900)[0]
+    story["second_exit"] = second.returncode
+    story["ledger_after"] = Ledger(out / "slurm" / "jobs.json").records
+    return story
+
+
+def test_the_example_corpus_gives_the_expected_verdicts_on_slurm(bad_day, demo_rows):
+    assert bad_day["first_exit"] == 130, bad_day["first_output"]
+    assert bad_day["second_exit"] == 0, bad_day["second_output"]
+    with open(bad_day["out"] / "verdicts.csv") as f:
+        got = dict(line.strip().split(",") for line in list(f)[1:])
+    assert got == expected_verdicts()
+    # Identical to the local executor's verdicts, reason for reason.
+    table = shards.read_results(bad_day["out"]).to_pylist()
+    assert {r["problem_id"]: r["verdict"] for r in table} == \
+        {p: r["verdict"] for p, r in demo_rows.items()}
+
+
+def test_a_restarted_driver_reattaches_instead_of_submitting_twice(bad_day):
+    before, after = bad_day["ledger_before"], bad_day["ledger_after"]
+    assert len(before) == 2, "the defaults split the corpus over two array tasks"
+    # The first two jobs are still the ones in the ledger; the only new job
+    # is the retry of the scancelled task's unfinished checks.
+    assert [r.job_id for r in after[:2]] == [r.job_id for r in before]
+    assert len(after) == 3
+    survivor = next(r for r in after[:2] if r.job_id != bad_day["victim"].job_id)
+    assert survivor.settled == "COMPLETED"
+    assert all(r.settled is not None for r in after)
+
+
+def test_a_scancelled_array_task_is_finished_elsewhere_with_one_verdict_per_check(bad_day):
+    after = bad_day["ledger_after"]
+    victim = next(r for r in after if r.job_id == bad_day["victim"].job_id)
+    assert victim.settled == "CANCELLED"      # from accounting: it ended while no driver watched
+    retry = after[2]
+    assert retry.round == 1
+    # Only what the cancelled task had not recorded ran again.
+    assert set(retry.keys) == bad_day["victim_missing"]
+    assert bad_day["victim_missing"], "the cancel landed after the task had finished its share"
+    keys = all_shard_keys(bad_day["out"])
+    assert len(keys) == len(set(keys)) == len(expected_verdicts())
+
+
+def test_status_shows_slurm_workers_while_the_sweep_runs(bad_day):
+    statuses = bad_day["statuses"]
+    assert statuses and statuses[-1].total == len(expected_verdicts())
+    running = [r for s in statuses for r in s.running]
+    assert running, "no array task showed a running check on the board"
+    assert all(r.elapsed_s <= r.timeout_s + 60 for r in running)
+    final = read_status(bad_day["out"])
+    assert final.done == final.total and final.running == []
+
+
+def test_a_preempted_task_is_requeued_and_resumes_from_its_shards(tmp_path):
+    corpus, timeouts = tiny_corpus(tmp_path, spin_limit=15)
+    out = tmp_path / "out"
+    prepared = prepare(demo_config(out, corpus=corpus, category_timeouts=timeouts, workers=1))
+    executor = SlurmExecutor(SlurmOptions(nodes=1, poll_s=1.0))
+    result: dict = {}
+    driver = threading.Thread(target=lambda: result.update(summary=run_sweep(prepared, executor)))
+    driver.start()
+    try:
+        def spinning():
+            if not (out / "sweep.json").exists():
+                return False
+            status = read_status(out)
+            return status.done == len(LIGHT) and any(r.problem_id == "slow.spin" for r in status.running)
+        wait_for(spinning, 600, "the light checks recorded and the spin running")
+        [record] = Ledger(out / "slurm" / "jobs.json").records
+        SlurmJob(record.folder, record.job_id)._interrupt()     # preemption, as Slurm signals it
+    finally:
+        driver.join(timeout=900)
+    assert not driver.is_alive()
+    summary = result["summary"]
+    assert summary.counts == {"OK": len(LIGHT), "TIMEOUT": 1}
+    rows = {r["problem_id"]: r for r in summary.table.to_pylist()}
+    # The light checks ran once, before the preemption; the spin ran in the
+    # requeued incarnation (SLURM_RESTART_COUNT=1) and nowhere else.
+    assert {rows[p]["run_id"].rsplit("-", 1)[1] for p in LIGHT} == {"r0"}
+    assert rows["slow.spin"]["run_id"].endswith("-r1")
+    keys = all_shard_keys(out)
+    assert len(keys) == len(set(keys)) == len(LIGHT) + 1
+    # submitit requeued the same job; the driver submitted nothing more.
+    [record] = Ledger(out / "slurm" / "jobs.json").records
+    assert record.settled == "COMPLETED"
+    states = [row[1] for row in sacct(record.job_id)]
+    assert "REQUEUED" in states or "PREEMPTED" in states, states
+
+
+def test_a_task_over_its_slurm_memory_is_reported_not_lost(tmp_path):
+    """HOL Light's base image alone needs about 350 MB: a 150 MB request is
+    killed by Slurm while the task loads it. The checks are retried in a new
+    job once, then recorded as ERROR with the reason."""
+    corpus, timeouts = tiny_corpus(tmp_path, spin_limit=15)
+    out = tmp_path / "out"
+    prepared = prepare(demo_config(out, corpus=corpus, category_timeouts=timeouts, workers=1))
+    executor = SlurmExecutor(SlurmOptions(nodes=1, mem_per_node=150 * 2**20, retries=1, poll_s=1.0))
+    summary = run_sweep(prepared, executor)
+    assert summary.counts == {"ERROR": len(LIGHT) + 1}
+    for row in summary.table.to_pylist():
+        assert "exceeded its memory request (--mem=150M)" in row["reason"], row["reason"]
+        assert "2 Slurm jobs ran this check" in row["reason"]
+        assert row["exit_status"].startswith("slurm ")
+    records = Ledger(out / "slurm" / "jobs.json").records
+    assert [r.round for r in records] == [0, 1]
+    assert all(r.settled not in (None, "COMPLETED") for r in records)
