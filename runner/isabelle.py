@@ -43,6 +43,9 @@ DEFAULT_STORE = Path.home() / ".cache" / "proofbatch" / "isabelle-heaps"
 # quiet host, more under load. The outside kill allows for it.
 STARTUP_ALLOWANCE_S = 30.0
 HEAP_BUILD_TIMEOUT_S = 6 * 3600.0
+# A lone check may not start until the host has the memory it is expected to
+# need; if nothing else runs to free some, waiting longer is pointless.
+MEMORY_WAIT_ALONE_S = 30.0
 # The JVM of `isabelle build` plus poly with a HOL heap loaded: about a GiB
 # resident before any proof runs.
 MIN_CHECK_BYTES = 1 << 30
@@ -131,6 +134,10 @@ class IsabelleSession(ProverSession):
         if candidate.refusal is not None:
             return CheckResult(candidate.refusal, None, time.monotonic() - started, None,
                                self.backend.key, "not run")
+        refusal = self._wait_for_memory(limits)
+        if refusal:
+            return CheckResult(Outcome(Verdict.ERROR, refusal), None, time.monotonic() - started,
+                               None, self.backend.key, "not run")
         n = next(self._counter)
         session = f"Proofbatch_Check_{os.getpid()}_{n}"
         files = ic.write_check(self.workdir / "checks" / str(n), session, self.backend.corpus, goal,
@@ -143,6 +150,21 @@ class IsabelleSession(ProverSession):
             log = self.backend.install.heaps_dir / "log"
             for name in (f"{session}.db", session, f"{session}.gz"):
                 (log / name).unlink(missing_ok=True)
+
+    def _wait_for_memory(self, limits: CheckLimits) -> str | None:
+        """A check starts once the host has the memory it is expected to need;
+        alone on the host, waiting longer than MEMORY_WAIT_ALONE_S frees nothing."""
+        waited_alone = 0.0
+        while (available := psutil.virtual_memory().available) < limits.expected_mem_bytes:
+            with self._lock:
+                alone = not self._running
+            if alone:
+                waited_alone += 0.2
+                if waited_alone >= MEMORY_WAIT_ALONE_S:
+                    return (f"not started: expected to need {limits.expected_mem_bytes >> 20} MiB, "
+                            f"the host has {available >> 20} MiB available")
+            time.sleep(0.2)
+        return None
 
     def _run(self, files: ic.CheckFiles, limits: CheckLimits, started: float) -> CheckResult:
         b = self.backend

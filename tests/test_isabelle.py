@@ -240,3 +240,14 @@ def test_live_demo_corpus_gets_its_expected_verdicts(tmp_path):
 def test_mem_limit_below_an_isabelle_check_is_refused(standin, corpus):
     with pytest.raises(InputError, match="below what an Isabelle check needs"):
         prepare(SweepConfig(corpus=corpus, out=standin / "out", isabelle=STANDIN, mem_limit=256 * 2**20))
+
+
+def test_a_check_waits_for_memory_and_gives_up_alone(standin, corpus, monkeypatch):
+    monkeypatch.setattr("runner.isabelle.MEMORY_WAIT_ALONE_S", 0.4)
+    backend = standin_backend(corpus)
+    with backend.start(standin / "w") as session:
+        r = session.check(problem(corpus, "arith.add_comm", b"by simp"),
+                          CheckLimits(time_s=30, time_source="default", mem_bytes=2**40,
+                                      expected_mem_bytes=2**50))
+    assert r.outcome.verdict.value == "ERROR" and "not started: expected to need" in r.outcome.reason
+    assert not any(" Proofbatch_Check_" in c for c in calls(standin))
