@@ -19,6 +19,7 @@ theory text (``answer = "theory"``). Answers may also come from
 from __future__ import annotations
 
 import tomllib
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -201,15 +202,27 @@ class Candidate:
     refusal: Outcome | None
 
 
-def _screen_words(toks: list[it.Token], allow_external: bool) -> Outcome | None:
+def _outer_words(toks: list[it.Token]) -> list[str]:
+    return [t.text for t in toks if t.kind in ("word", "symbol")]
+
+
+def _screen_words(toks: list[it.Token], allow_external: bool,
+                  original: Counter | None = None) -> Outcome | None:
     """The first refusal the answer's outer words earn: code first (it would
-    run with our rights), then cheating, then forbidden external provers."""
-    words = [t.text for t in toks if t.kind in ("word", "symbol")]
+    run with our rights), then cheating, then forbidden external provers.
+
+    ``original`` counts the words of the problem theory when the answer is a
+    whole theory: what the corpus itself holds (an axiomatization of its own)
+    is not the answer's cheating, but one more of it is. Its placeholder
+    ``sorry`` is not counted: the answer must replace it.
+    """
+    words = _outer_words(toks)
     for w in words:
         if w in it.RUNS_CODE:
             return Outcome(Verdict.ERROR, f"the answer uses {w}, which runs code; ML is not allowed in answers")
+    counts, allowed = Counter(words), original or Counter()
     for w in words:
-        if w in it.CHEATS:
+        if w in it.CHEATS and counts[w] > allowed[w]:
             return Outcome(Verdict.CHEATING, it.CHEATS[w])
     if not allow_external:
         for w in words:
@@ -231,7 +244,11 @@ def build_candidate(answer: bytes, goal: it.GoalTheory, desc: IsabelleCorpus) ->
         toks = it.code_tokens(it.lex(text))
     except it.LexError as exc:
         return Candidate(None, Outcome(Verdict.ERROR, f"syntax: {exc} in the answer"))
-    refusal = _screen_words(toks, desc.external_provers)
+    original = None
+    if desc.answer_form == "theory":
+        a, b = goal.placeholder
+        original = Counter(_outer_words(it.code_tokens(it.lex(goal.text[:a] + goal.text[b:]))))
+    refusal = _screen_words(toks, desc.external_provers, original)
     if refusal:
         return Candidate(None, refusal)
     if desc.answer_form == "proof":

@@ -167,3 +167,20 @@ def test_theory_file_star_takes_the_one_thy_of_each_folder(corpus):
     (corpus / "arith.add_comm" / "Extra.thy").write_text("theory Extra imports Main begin end")
     with pytest.raises(InputError, match="has 2 .thy files"):
         load_isabelle_corpus(corpus)
+
+
+def test_whole_theory_may_keep_the_corpus_own_axiomatization_but_not_add_one(corpus):
+    """NTP4VC's translation axiomatizes what Isabelle cannot prove terminating:
+    a problem theory may hold such an axiomatization, and an answer that keeps
+    it is not cheating; one that adds another is."""
+    desc = load_description(whole_theory_corpus(corpus))
+    path = corpus / "arith.add_comm" / "Goal.thy"
+    path.write_text(path.read_text().replace(
+        "begin\n", 'begin\n\naxiomatization f :: "nat \\<Rightarrow> nat" where f_def: "f n = n"\n', 1))
+    goal = read_goal(path)
+    kept = goal.text.replace("sorry", "by simp")
+    assert build_candidate(kept.encode(), goal, desc).refusal is None
+    added = kept.replace("by simp", 'by simp\naxiomatization where g: "(0::nat) = 1"')
+    assert build_candidate(added.encode(), goal, desc).refusal.verdict == Verdict.CHEATING
+    with_sorry = goal.text.replace("sorry", "sorry\nlemma x: True sorry")
+    assert build_candidate(with_sorry.encode(), goal, desc).refusal.verdict == Verdict.CHEATING
