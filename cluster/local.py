@@ -87,9 +87,10 @@ class LocalExecutor(Executor):
             for t in threads:
                 while t.is_alive():
                     t.join(timeout=0.5)
-        except KeyboardInterrupt:
+        except (KeyboardInterrupt, SystemExit):
             # Closing the session kills the running checks; their workers see
-            # stop and record nothing for them.
+            # stop and record nothing for them. SystemExit: submitit's handler
+            # of Slurm's preemption signal exits the main thread this way.
             stop.set()
             session.close()
             for t in threads:

@@ -32,6 +32,9 @@ def add_arguments(run) -> None:
                      help="seconds past the limit before the outside kill (default 2)")
     run.add_argument("--stop-on-first-ok", action="store_true",
                      help="skip a problem's remaining attempts once one is OK (listed in skipped.csv)")
+    import cluster
+
+    cluster.add_arguments(run)    # --cluster and each executor's options
 
 
 def run(args) -> int:
@@ -42,10 +45,11 @@ def run(args) -> int:
         hol_light=args.hol_light, context_root=args.context_root, grace=args.grace,
         stop_on_first_ok=args.stop_on_first_ok)
     prepared = prepare(config)
-    from cluster.local import LocalExecutor
+    import cluster
 
+    executor = cluster.make_executor(args, config.workers)
     with progress.SweepProgress() as bar:
-        summary = run_sweep(prepared, LocalExecutor(workers=config.workers),
+        summary = run_sweep(prepared, executor,
                             on_row=bar.row, on_start=bar.start)
     progress.print_summary(summary)
     if summary.skipped:
