@@ -51,6 +51,8 @@ LEDGER = "jobs.json"
 IMAGE_ALLOWANCE = 2**30
 # Loading HOL Light cold: 70-90 s of CPU, several times that on a busy node.
 BOOT_ALLOWANCE_S = 600.0
+UNFINISHED = {"PENDING", "RUNNING", "REQUEUED", "COMPLETING", "CONFIGURING", "RESIZING",
+              "SUSPENDED", "PREEMPTED", "UNKNOWN"}
 MEMORY_KILL = re.compile(r"exceeded memory limit|oom-kill|out of memory|OUT_OF_MEMORY", re.I)
 
 
@@ -178,14 +180,21 @@ def queued_names(job_ids: list[str]) -> dict[str, str]:
 def final_state(record: "JobRecord") -> str:
     """The state accounting recorded for a job that left the queue, if the job
     under that id is ours; GONE if Slurm no longer knows it (state wiped)."""
-    try:
-        text = subproc.run(["sacct", "-n", "-X", "-P", "-j", record.job_id, "-o", "JobID,JobName,State"])
-    except Exception:
-        return "GONE"
-    for line in text.splitlines():
-        parts = line.split("|")
-        if len(parts) == 3 and parts[0] == record.job_id and parts[1] == record.name:
-            return parts[2].split()[0]
+    # sacct lags the controller by a few seconds: a job just gone from the
+    # queue may still show as running there.
+    for _ in range(15):
+        try:
+            text = subproc.run(["sacct", "-n", "-X", "-P", "-j", record.job_id,
+                                "-o", "JobID,JobName,State"])
+        except Exception:
+            return "GONE"
+        states = [p[2].split()[0] for p in (line.split("|") for line in text.splitlines())
+                  if len(p) == 3 and p[0] == record.job_id and p[1] == record.name]
+        if not states:
+            return "GONE"
+        if states[-1] not in UNFINISHED:
+            return states[-1]
+        time.sleep(1)
     return "GONE"
 
 
@@ -332,6 +341,7 @@ class SlurmExecutor(Executor):
         ledger.save()
 
         failed_writer = None
+        ended: dict[str, float] = {}
         try:
             while True:
                 for row in self._new_rows(job.out, wanted):
@@ -344,6 +354,11 @@ class SlurmExecutor(Executor):
                     if not handle.done():
                         continue
                     state = (handle.state or "UNKNOWN").split()[0]
+                    # Its result file can appear before accounting has the final
+                    # state (sacct lags): give accounting a moment.
+                    first = ended.setdefault(r.job_id, time.monotonic())
+                    if state in UNFINISHED and time.monotonic() - first < 30:
+                        continue
                     # Rows the task published just before it ended.
                     for row in self._new_rows(job.out, wanted):
                         on_row(ResultRow(**row))

@@ -120,7 +120,11 @@ def bad_day(tmp_path_factory):
         60, f"Slurm to end the scancelled task {victim.job_id}")
     story["victim_missing"] = {k for k in victim.keys if k not in done_keys(out)}
     second = cli_driver(out)
-    story["second_output"] = second.communicate(timeout=900)[0]
+    deadline = time.monotonic() + 900
+    while second.poll() is None and time.monotonic() < deadline:
+        story["statuses"].append(read_status(out))
+        time.sleep(0.5)
+    story["second_output"] = second.communicate(timeout=60)[0]
     story["second_exit"] = second.returncode
     story["ledger_after"] = Ledger(out / "slurm" / "jobs.json").records
     return story
@@ -141,10 +145,10 @@ def test_the_example_corpus_gives_the_expected_verdicts_on_slurm(bad_day, demo_r
 def test_a_restarted_driver_reattaches_instead_of_submitting_twice(bad_day):
     before, after = bad_day["ledger_before"], bad_day["ledger_after"]
     assert len(before) == 2, "the defaults split the corpus over two array tasks"
-    # The first two jobs are still the ones in the ledger; the only new job
-    # is the retry of the scancelled task's unfinished checks.
+    # The first two jobs are still the ones in the ledger; the only new jobs
+    # hold the scancelled task's unfinished checks.
     assert [r.job_id for r in after[:2]] == [r.job_id for r in before]
-    assert len(after) == 3
+    assert {k for r in after[2:] for k in r.keys} == bad_day["victim_missing"]
     survivor = next(r for r in after[:2] if r.job_id != bad_day["victim"].job_id)
     assert survivor.settled == "COMPLETED"
     assert all(r.settled is not None for r in after)
@@ -154,10 +158,11 @@ def test_a_scancelled_array_task_is_finished_elsewhere_with_one_verdict_per_chec
     after = bad_day["ledger_after"]
     victim = next(r for r in after if r.job_id == bad_day["victim"].job_id)
     assert victim.settled == "CANCELLED"      # from accounting: it ended while no driver watched
-    retry = after[2]
-    assert retry.round == 1
-    # Only what the cancelled task had not recorded ran again.
-    assert set(retry.keys) == bad_day["victim_missing"]
+    retries = after[2:]
+    assert retries and all(r.round == 1 for r in retries)
+    # Only what the cancelled task had not recorded ran again, once.
+    retried = [k for r in retries for k in r.keys]
+    assert sorted(retried) == sorted(bad_day["victim_missing"])
     assert bad_day["victim_missing"], "the cancel landed after the task had finished its share"
     keys = all_shard_keys(bad_day["out"])
     assert len(keys) == len(set(keys)) == len(expected_verdicts())
