@@ -18,7 +18,6 @@ The driver only submits, watches and merges:
 
 from __future__ import annotations
 
-import json
 import math
 import os
 import re
@@ -33,7 +32,7 @@ import submitit
 from submitit.helpers import Checkpointable
 from submitit.slurm.slurm import SlurmJob
 
-from runner import shards, subproc
+from runner import shards
 from runner.errors import InputError, ProverError
 from runner.prover import CheckResult
 from runner.results import ResultRow, utcnow
@@ -43,16 +42,15 @@ from runner.worker import CheckTask, result_row
 from .base import Executor, SweepJob
 from .local import LocalExecutor
 from .shares import planned_shares, split_shares
+from .slurm_jobs import (LEDGER, UNFINISHED, JobRecord, Ledger, final_state,  # noqa: F401
+                         max_array_size, queued_names)
 
-LEDGER = "jobs.json"
 # A task holds the base image and its contexts besides the checks; forked
 # checks share the image's pages, but Slurm's jobacct_gather adds up the RSS
 # of every process, so the request counts them again.
 IMAGE_ALLOWANCE = 2**30
 # Loading HOL Light cold: 70-90 s of CPU, several times that on a busy node.
 BOOT_ALLOWANCE_S = 600.0
-UNFINISHED = {"PENDING", "RUNNING", "REQUEUED", "COMPLETING", "CONFIGURING", "RESIZING",
-              "SUSPENDED", "PREEMPTED", "UNKNOWN"}
 MEMORY_KILL = re.compile(r"exceeded memory limit|oom-kill|out of memory|OUT_OF_MEMORY", re.I)
 
 
@@ -115,87 +113,6 @@ class ShareWorker(Checkpointable):
         LocalExecutor(workers=self.threads).execute(SweepJob(self.backend, todo, self.out, prefix),
                                                     lambda row: None)
         return len(todo)
-
-
-@dataclass
-class JobRecord:
-    job_id: str
-    name: str
-    folder: str
-    keys: list[tuple[str, int]]
-    round: int
-    mem: str
-    submitted: float = 0.0          # time.time() when sbatch accepted it
-    settled: str | None = None      # the final Slurm state once handled
-
-    def as_json(self) -> dict:
-        return {**self.__dict__, "keys": [list(k) for k in self.keys]}
-
-    @classmethod
-    def from_json(cls, data: dict) -> "JobRecord":
-        return cls(**{**data, "keys": [(k[0], int(k[1])) for k in data["keys"]]})
-
-
-class Ledger:
-    """OUT/slurm/jobs.json: every job this sweep submitted, and what became of it."""
-
-    def __init__(self, path: Path):
-        self.path = path
-        self.records: list[JobRecord] = []
-        if path.is_file():
-            try:
-                data = json.loads(path.read_text())
-                self.records = [JobRecord.from_json(r) for r in data["jobs"]]
-            except (OSError, ValueError, KeyError, TypeError) as exc:
-                raise InputError(path, f"unreadable Slurm job ledger ({exc})",
-                                 "cancel the sweep's jobs (squeue) and delete the file to resubmit"
-                                 ) from None
-
-    def save(self) -> None:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        data = {"format": "proofbatch-slurm-jobs/1", "jobs": [r.as_json() for r in self.records]}
-        shards.publish(self.path, lambda tmp: tmp.write_text(json.dumps(data, indent=1) + "\n"))
-
-
-def max_array_size() -> int:
-    """The site's MaxArraySize: an array holds indices 0 .. MaxArraySize-1."""
-    config = subproc.run(["scontrol", "show", "config"])
-    m = re.search(r"^MaxArraySize\s*=\s*(\d+)", config, re.M)
-    return int(m.group(1)) if m else 1001
-
-
-def queued_names(job_ids: list[str]) -> dict[str, str]:
-    """Job id -> job name of the given jobs still pending or running (squeue
-    asks the controller, which, unlike sacct, never lags)."""
-    if not job_ids:
-        return {}
-    masters = sorted({j.split("_")[0] for j in job_ids})
-    try:
-        text = subproc.run(["squeue", "-h", "-r", "-j", ",".join(masters), "-o", "%i|%j"])
-    except Exception:          # every id unknown: squeue exits 1 ("Invalid job id")
-        return {}
-    return dict(line.split("|", 1) for line in text.splitlines() if "|" in line)
-
-
-def final_state(record: "JobRecord") -> str:
-    """The state accounting recorded for a job that left the queue, if the job
-    under that id is ours; GONE if Slurm no longer knows it (state wiped)."""
-    # sacct lags the controller by a few seconds: a job just gone from the
-    # queue may still show as running there.
-    for _ in range(15):
-        try:
-            text = subproc.run(["sacct", "-n", "-X", "-P", "-j", record.job_id,
-                                "-o", "JobID,JobName,State"])
-        except Exception:
-            return "GONE"
-        states = [p[2].split()[0] for p in (line.split("|") for line in text.splitlines())
-                  if len(p) == 3 and p[0] == record.job_id and p[1] == record.name]
-        if not states:
-            return "GONE"
-        if states[-1] not in UNFINISHED:
-            return states[-1]
-        time.sleep(1)
-    return "GONE"
 
 
 class SlurmExecutor(Executor):
