@@ -39,6 +39,12 @@ def detect(corpus: Path, prover: str | None = None) -> str:
     return "isabelle" if is_isabelle_corpus(corpus) else "hol-light"
 
 
+def load_problems(corpus: Path, answers: Path | None = None, prover: str | None = None) -> list[Problem]:
+    """The problems of ``corpus`` with their answers, read by its prover's reader."""
+    kind = detect(corpus, prover)
+    return (load_isabelle_corpus if kind == "isabelle" else load_corpus)(corpus, answers)
+
+
 def select(config) -> Selected:
     """Reader and backend builder for the sweep ``config`` (a SweepConfig)."""
     kind = detect(config.corpus, getattr(config, "prover", None))
@@ -60,6 +66,10 @@ def _hol_light_backend(config) -> ProverBackend:
     root = Path(config.context_root or Path.cwd())
     if not root.is_dir():
         raise InputError(root, "context root is not a directory", "pass --context-root an existing directory")
+    if getattr(config, "mode", "bytecode") != "bytecode":
+        from .hol_native_auto import native_backend
+
+        return native_backend(config, install, root)      # --mode native|auto
     from .sandbox import for_sweep
 
     # Checks are boxed (runner/sandbox.py); their own output is kept in OUT/logs.

@@ -35,7 +35,8 @@ from typing import Callable
 import psutil
 
 from . import shards
-from .corpus import Problem, load_corpus
+from . import backends
+from .corpus import Problem
 from .errors import InputError
 from .profile_data import ProblemRuns
 from .sweep import SweepConfig, SweepSummary, prepare, run_sweep
@@ -188,7 +189,7 @@ def profile(cfg: ProfileConfig, executor_for: Callable[[SweepConfig], object],
     if not 0 < cfg.ceiling_s <= 7 * 86400:
         raise InputError("--ceiling", f"{cfg.ceiling_s} s is not a usable time limit",
                          "pass seconds, from 1 up to a week")
-    problems = {p.problem_id: p for p in load_corpus(cfg.corpus, cfg.answers)}
+    problems = {p.problem_id: p for p in backends.load_problems(cfg.corpus, cfg.answers)}
     hashes = {pid: content_hash(p) for pid, p in problems.items()}
     prov_path, summary_path = cfg.out / PROVENANCE, cfg.out / SUMMARY
     provenance = _read_json(prov_path, "profile provenance") if prov_path.exists() else None

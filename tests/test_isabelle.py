@@ -251,3 +251,23 @@ def test_a_check_waits_for_memory_and_gives_up_alone(standin, corpus, monkeypatc
                                       expected_mem_bytes=2**50))
     assert r.outcome.verdict.value == "ERROR" and "not started: expected to need" in r.outcome.reason
     assert not any(" Proofbatch_Check_" in c for c in calls(standin))
+
+
+def test_profile_map_and_run_work_unchanged_on_an_isabelle_corpus(standin, corpus, monkeypatch, capsys):
+    """proofbatch profile -> timeout-map -> run --timeout-map, on the stand-in:
+    the limits of the run come from the map derived from the profile."""
+    keep = {"arith.add_comm", "lists.rev_rev", "fault.sorry"}
+    for d in corpus.iterdir():
+        if d.is_dir() and d.name != "library" and d.name not in keep:
+            shutil.rmtree(d)
+    monkeypatch.setenv("ISABELLE_HOME", str(STANDIN))
+    prof, tmap, out = standin / "prof", standin / "map.json", standin / "out"
+    assert main(["profile", str(corpus), "--out", str(prof), "--runs", "1", "--workers", "2"]) == 0
+    assert main(["timeout-map", str(prof), "--out", str(tmap)]) == 0
+    assert main(["run", str(corpus), "--out", str(out), "--timeout-map", str(tmap), "--workers", "2"]) == 0
+    with open(out / "results.csv", newline="") as f:
+        rows = {r["problem_id"]: r for r in csv.DictReader(f)}
+    assert {k: r["verdict"] for k, r in rows.items()} == {
+        "arith.add_comm": "OK", "lists.rev_rev": "OK", "fault.sorry": "CHEATING"}
+    assert rows["arith.add_comm"]["timeout_source"] == "map"
+    assert rows["fault.sorry"]["timeout_source"] != "map"     # a profile defect has no entry
