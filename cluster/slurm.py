@@ -73,6 +73,8 @@ class SlurmOptions:
     max_walltime_min: int = _help("walltime cap per job; a longer share is requeued from its "
                                   "shards when it times out", default=24 * 60)
     poll_s: float = _help("seconds between looks at the jobs and the shards", default=2.0)
+    max_array_size: int | None = _help("largest array to submit; default: the site's "
+                                       "MaxArraySize (scontrol show config)", default=None)
 
     def __post_init__(self):
         for name in ("nodes", "cpus_per_task"):
@@ -153,7 +155,7 @@ class SlurmExecutor(Executor):
     def _submit(self, job: SweepJob, ledger: Ledger, shares: list[list[CheckTask]], round_: int) -> None:
         o = self.options
         folder = job.out / "slurm" / "submitit" / f"{job.run_id}-{uuid.uuid4().hex[:6]}"
-        chunk = max(1, max_array_size())
+        chunk = max(1, o.max_array_size or max_array_size())
         grace = getattr(job.backend, "grace_s", 2.0)
         by_request: dict[tuple[str, int], list[list[CheckTask]]] = {}
         for share in shares:

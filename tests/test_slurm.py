@@ -23,10 +23,15 @@ from pathlib import Path
 import pytest
 from submitit.slurm.slurm import SlurmJob
 
+from cluster.base import SweepJob
 from cluster.slurm import Ledger, SlurmExecutor, SlurmOptions
 from runner import shards
+from runner.prover import CheckResult
+from runner.results import utcnow
 from runner.status import read_status
 from runner.sweep import prepare, run_sweep
+from runner.verdicts import Outcome, Verdict
+from runner.worker import result_row
 
 from .conftest import DEMO, ROOT, TEST_MEM_LIMIT, demo_config, expected_verdicts
 from .slurm_cluster import sacct, slurm_cluster  # noqa: F401  (fixture)
@@ -231,3 +236,31 @@ def test_a_task_over_its_slurm_memory_is_reported_not_lost(tmp_path):
     records = Ledger(out / "slurm" / "jobs.json").records
     assert [r.round for r in records] == [0, 1]
     assert all(r.settled not in (None, "COMPLETED") for r in records)
+
+
+def test_arrays_larger_than_the_site_allows_are_submitted_in_chunks(tmp_path):
+    """Three shares with arrays capped at two: two arrays. Every check is
+    already recorded, so each task only rescans the shards and exits: no
+    HOL Light load."""
+    corpus, timeouts = tiny_corpus(tmp_path, spin_limit=15)
+    for i, problem in enumerate(sorted(corpus.iterdir())):    # four contexts: four image groups
+        (problem / "setup.ml").write_text(f"let pb_chunk_{i} = {i};;\n")
+    out = tmp_path / "out"
+    prepared = prepare(demo_config(out, corpus=corpus, category_timeouts=timeouts, workers=1))
+    now = utcnow()
+    with shards.ShardWriter(out, "earlier-run") as writer:
+        for task in prepared.tasks:
+            writer.add(result_row(task, CheckResult(Outcome(Verdict.OK, "recorded earlier"), 0.0, 0.0,
+                                                    None, "", "exited 0"),
+                                  info=prepared.backend.info, worker="earlier", run_id="earlier",
+                                  started_at=now, finished_at=now))
+    executor = SlurmExecutor(SlurmOptions(nodes=3, max_array_size=2, poll_s=1.0))
+    executor.execute(SweepJob(prepared.backend, prepared.tasks, out, "chunks"), lambda row: None)
+    records = Ledger(out / "slurm" / "jobs.json").records
+    arrays = {r.job_id.split("_")[0]: [] for r in records}
+    for r in records:
+        arrays[r.job_id.split("_")[0]].append(r)
+    assert sorted(len(a) for a in arrays.values()) == [1, 2]
+    assert all(r.settled == "COMPLETED" for r in records)
+    assert sorted(k for r in records for k in r.keys) == sorted(
+        (t.problem.problem_id, t.attempt) for t in prepared.tasks)
