@@ -271,3 +271,27 @@ def test_profile_map_and_run_work_unchanged_on_an_isabelle_corpus(standin, corpu
         "arith.add_comm": "OK", "lists.rev_rev": "OK", "fault.sorry": "CHEATING"}
     assert rows["arith.add_comm"]["timeout_source"] == "map"
     assert rows["fault.sorry"]["timeout_source"] != "map"     # a profile defect has no entry
+
+
+@live
+@pytest.mark.parametrize("edit, reason", [
+    # Past the screen on purpose: these reach the check theory's Isabelle/ML.
+    (lambda t: t.replace("sorry", "using [[quick_and_dirty]] sorry"), "depends on the oracle"),
+    (lambda t: t.replace("(a::nat) + b = b + a", "(a::nat) = a").replace("sorry", "by simp"),
+     "differs from the original"),
+    (lambda t: t.replace("add_comm_demo", "renamed").replace("sorry", "by simp"),
+     "does not prove add_comm_demo"),
+])
+def test_live_check_theory_catches_what_the_screen_would(tmp_path, edit, reason):
+    from runner import isabelle_check as ic
+    from runner.isabelle_corpus import read_goal
+
+    shutil.copytree(DEMO, tmp_path / "demo")
+    corpus = tmp_path / "demo"
+    backend = IsabelleBackend(find_isabelle(), load_description(corpus))
+    goal = read_goal(corpus / "arith.add_comm" / "Goal.thy")
+    with backend.start(tmp_path / "w") as session:
+        files = ic.write_check(tmp_path / "c", f"Proofbatch_Check_{os.getpid()}_live", backend.corpus,
+                               goal, edit(goal.text), 300, "00ff00ff00ff00ff")
+        r = session._run(files, limits(time_s=300, mem=8 * 2**30), time.monotonic())
+    assert r.outcome.verdict.value == "CHEATING" and reason in r.outcome.reason, r.outcome
