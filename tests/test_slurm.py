@@ -87,7 +87,7 @@ def cli_driver(out: Path) -> subprocess.Popen:
     return subprocess.Popen(
         [sys.executable, "-m", "runner.cli", "run", str(DEMO), "--out", str(out),
          "--cluster", "slurm", "--category-timeouts", str(DEMO / "timeouts.json"),
-         "--mem-limit", str(TEST_MEM_LIMIT), "--context-root", str(DEMO)],
+         "--mem-limit", f"{TEST_MEM_LIMIT // 2**20}M", "--context-root", str(DEMO)],
         cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
         start_new_session=True, env={**os.environ, "COLUMNS": "120"})
 
