@@ -40,6 +40,7 @@ class BuildReport:
     failed: bool = False
     timeout: bool = False
     interrupt: bool = False
+    out_of_store: bool = False     # Poly/ML's own report that the ML heap is exhausted
     elapsed_s: float | None = None
     errors: list[str] = field(default_factory=list)   # messages, continuation lines joined
     # Where each error arose, from its "At command" line: (command, line, file), or None.
@@ -78,6 +79,8 @@ def parse_build(output: str, session: str) -> BuildReport:
         if block:
             report._add(block, None)
             block = []
+        if line.startswith("Run out of store"):
+            report.out_of_store = True
         if (m := _FINISHED.match(line)) and m["session"] == session:
             report.finished, report.elapsed_s = True, hms_seconds(m["elapsed"])
         elif (m := _FAILED.match(line)) and m["session"] == session:
@@ -102,11 +105,11 @@ _PROOF = ("Failed to finish proof", "Failed to apply initial proof method",
           "Failed to refine any pending goal", "Undefined fact", "Unknown fact",
           "Result contains obtained variables", "Local statement fails to refine",
           "No matching", "Failed to solve", "Proof failed", "Unsolved goals")
-_MEMORY = ("Run out of store", "Out of memory", "Interrupt_Breakdown")
+_MEMORY = ("Run out of store", "Out of memory", "exception Interrupt_Breakdown")
 
 
 def _starts(message: str, prefixes: tuple[str, ...]) -> bool:
-    return any(message.startswith(p) or f": {p}" in message[:80] for p in prefixes)
+    return message.startswith(prefixes)
 
 
 def classify_build(report: BuildReport, *, nonce: str, original_file: str, exit_code: int) -> Outcome:
@@ -131,8 +134,8 @@ def classify_build(report: BuildReport, *, nonce: str, original_file: str, exit_
     if (where and where[2].endswith(original_file)) or original_file in first:
         return Outcome(Verdict.ERROR, f"setup: the problem theory itself fails: {first}")
     at = f" (at {where[0]!r}, line {where[1]})" if where else ""
-    if _starts(first, _MEMORY):
-        return Outcome(Verdict.MEMOUT, f"Isabelle ran out of memory: {first}")
+    if report.out_of_store or _starts(first, _MEMORY):
+        return Outcome(Verdict.MEMOUT, f"Isabelle ran out of memory: {first or 'Run out of store'}")
     if _starts(first, _CHEAT):
         return Outcome(Verdict.CHEATING, f"{first}{at}")
     if _starts(first, _SYNTAX):

@@ -36,6 +36,7 @@ def session_of(text: str) -> str:
     ("build_cheating.txt", 1, Verdict.CHEATING, "Cheating requires quick_and_dirty mode!"),
     ("build_check_cheating.txt", 1, Verdict.CHEATING, "the proved statement of goal differs"),
     ("build_original_broken.txt", 1, Verdict.ERROR, "setup: the problem theory itself fails"),
+    ("build_out_of_store.txt", 1, Verdict.MEMOUT, "Isabelle ran out of memory"),
 ])
 def test_build_samples_map_to_verdicts(name, code, verdict, reason):
     text = sample(name)
