@@ -129,6 +129,7 @@ def _close_run(out: str, run_id: str, dask_worker=None) -> None:
 
 class DaskExecutor(Executor):
     name = "dask"
+    expect_workers = 1
 
     def __init__(self, scheduler_address: str | None = None, *, client_factory=None):
         """``scheduler_address`` of a running scheduler, or ``client_factory``:
@@ -157,7 +158,12 @@ class DaskExecutor(Executor):
 
     def _run(self, client: Client, job: SweepJob, on_row: Callable[[ResultRow], None]) -> None:
         client.register_plugin(ProverPlugin(), name=PLUGIN)
-        client.wait_for_workers(1, timeout=600)
+        try:
+            # Workers started for this sweep (dask-slurm) come up one by one:
+            # wait a while for all of them, so affinity hints spread over them.
+            client.wait_for_workers(self.expect_workers, timeout=120)
+        except TimeoutError:
+            client.wait_for_workers(1, timeout=600)
         out = str(job.out)
         problems = sorted({t.problem.problem_id: t.problem for t in job.tasks}.values(),
                           key=lambda p: p.problem_id)
@@ -258,6 +264,7 @@ class DaskSlurmExecutor(DaskExecutor):
 
     def __init__(self, options: DaskSlurmOptions | None = None):
         self.options = options or DaskSlurmOptions()
+        self.expect_workers = self.options.jobs
         super().__init__(client_factory=lambda: None)
 
     def execute(self, job: SweepJob, on_row: Callable[[ResultRow], None]) -> None:
