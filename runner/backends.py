@@ -81,5 +81,13 @@ def _isabelle_backend(config) -> ProverBackend:
     from .isabelle import IsabelleBackend
     from .isabelle_heap import find_isabelle
 
+    kind = getattr(config, "sandbox", "auto")
+    hidden: tuple[Path, ...] = ()
+    if kind == "bwrap":        # only on request: see README, Isabelle
+        from .sandbox import for_sweep, resolve_kind
+
+        resolve_kind(kind)
+        hidden = for_sweep(config).hidden
     return IsabelleBackend(find_isabelle(getattr(config, "isabelle", None)),
-                           load_description(config.corpus), grace_s=config.grace)
+                           load_description(config.corpus), grace_s=config.grace,
+                           sandbox_kind=kind, hidden=hidden)

@@ -54,7 +54,16 @@ MIN_CHECK_BYTES = 1 << 30
 class IsabelleBackend(ProverBackend):
     def __init__(self, install: IsabelleInstall, corpus: IsabelleCorpus, *, grace_s: float = 2.0,
                  startup_s: float = STARTUP_ALLOWANCE_S, threads: int = 1,
-                 store: Path | None = None):
+                 store: Path | None = None, sandbox_kind: str = "none",
+                 hidden: tuple[Path, ...] = ()):
+        """``sandbox_kind`` "bwrap" runs every check inside bubblewrap
+        (runner/sandbox.py): no network, the host read-only, only
+        $ISABELLE_HOME_USER writable, ``hidden`` (results, answers, ground
+        truth) out of sight. Anything else runs checks unboxed."""
+        if sandbox_kind == "bwrap" and install.home_user is None:
+            raise InputError("--sandbox bwrap", "Isabelle did not report ISABELLE_HOME_USER, the "
+                             "one directory its checks must write", "pass --sandbox none")
+        self.sandbox_kind, self.hidden = ("bwrap" if sandbox_kind == "bwrap" else "none"), hidden
         self.install, self.corpus = install, corpus
         self.grace_s, self.startup_s, self.threads = grace_s, startup_s, threads
         self.store = HeapStore(store or corpus.heap_store or DEFAULT_STORE)
@@ -65,7 +74,7 @@ class IsabelleBackend(ProverBackend):
         self.context_root = corpus.root
         self.info = BackendInfo(prover="isabelle",
                                 build=f"{install.version}/{corpus.parent_session}-{self.key[:12]}",
-                                mode=ic.MODE)
+                                mode=ic.MODE, sandbox=self.sandbox_kind)
 
     def check_mem_limit(self, mem_bytes: int, where: str = "--mem-limit") -> None:
         """Refuse a per-check limit below what the JVM and a loaded HOL heap
@@ -169,6 +178,12 @@ class IsabelleSession(ProverSession):
     def _run(self, files: ic.CheckFiles, limits: CheckLimits, started: float) -> CheckResult:
         b = self.backend
         argv = ic.build_check_argv(b.install.argv(), b.corpus, files)
+        if b.sandbox_kind == "bwrap":
+            from . import sandbox
+
+            readable = [files.directory, *b.corpus.session_dirs, b.install.executable.parent.parent]
+            argv = sandbox.wrap(argv, "bwrap", writable=b.install.home_user, readable=readable,
+                                hidden=b.hidden, chdir=files.directory)
         out_path = files.directory / "build.out"
         with self._lock:
             if self._closed:
@@ -190,13 +205,13 @@ class IsabelleSession(ProverSession):
         code = proc.returncode
         status = f"exit {code}" if code is not None and code >= 0 else f"signal {-(code or 0)}"
         if term.outcome is not None:
-            return CheckResult(term.outcome, None, wall, peak or None, b.key, status)
+            return CheckResult(term.outcome, None, wall, peak or None, b.key, status, b.sandbox_kind)
         output = out_path.read_text(encoding="utf-8", errors="replace")
         report = io_.parse_build(output, files.session)
         outcome = io_.classify_build(report, nonce=files.nonce, original_file=f"{ic.ORIGINAL}.thy",
                                      exit_code=code if code is not None else -1)
         secs = report.elapsed_s if outcome.verdict is Verdict.OK else None
-        return CheckResult(outcome, secs, wall, peak or None, b.key, status)
+        return CheckResult(outcome, secs, wall, peak or None, b.key, status, b.sandbox_kind)
 
     def _watch(self, proc: subprocess.Popen, limits: CheckLimits,
                started: float) -> tuple[Termination, int]:

@@ -47,6 +47,9 @@ class IsabelleInstall:
     # $ISABELLE_HEAPS_SYSTEM/$ML_IDENTIFIER: the heaps a release ships (HOL among
     # them), which `isabelle build -b HOL` finds current and leaves where they are.
     system_heaps_dir: Path | None = None
+    # $ISABELLE_HOME_USER: everything a build writes (heaps, databases, its
+    # own state) lives under it, so it is the one writable path of a sandbox.
+    home_user: Path | None = None
 
     def argv(self, *args: str) -> list[str]:
         return [str(self.executable), *args]
@@ -74,14 +77,15 @@ def find_isabelle(home: Path | None = None) -> IsabelleInstall:
     try:
         version = subproc.run([str(exe), "version"], timeout=120).strip()
         env = subproc.run([str(exe), "getenv", "-b", "ML_IDENTIFIER", "ISABELLE_HEAPS",
-                           "ISABELLE_HEAPS_SYSTEM"], timeout=120)
+                           "ISABELLE_HEAPS_SYSTEM", "ISABELLE_HOME_USER"], timeout=120)
     except CommandError as exc:
         raise ProverError(f"Isabelle at {exe} does not run: {exc}") from None
-    ml_id, heaps, system = (env.splitlines() + ["", "", ""])[:3]
+    ml_id, heaps, system, home_user = (env.splitlines() + ["", "", "", ""])[:4]
     if not version or not ml_id or not heaps:
         raise ProverError(f"Isabelle at {exe} did not report its version and heap directory")
     return IsabelleInstall(exe, version, ml_id, Path(heaps) / ml_id,
-                           Path(system) / ml_id if system else None)
+                           Path(system) / ml_id if system else None,
+                           Path(home_user) if home_user else None)
 
 
 def built_heap_dir(install: IsabelleInstall, session: str) -> Path:

@@ -295,3 +295,31 @@ def test_live_check_theory_catches_what_the_screen_would(tmp_path, edit, reason)
                                goal, edit(goal.text), 300, "00ff00ff00ff00ff")
         r = session._run(files, limits(time_s=300, mem=8 * 2**30), time.monotonic())
     assert r.outcome.verdict.value == "CHEATING" and reason in r.outcome.reason, r.outcome
+
+
+@pytest.mark.skipif(not shutil.which("bwrap") or os.geteuid() != 0, reason="needs bubblewrap and root")
+def test_sandboxed_check_cannot_write_read_ground_truth_or_reach_the_network(standin, corpus,
+                                                                            monkeypatch):
+    """--sandbox bwrap, on the stand-in: the same probe that escapes without
+    the box finds nothing to escape to inside it."""
+    from runner.sandbox import for_sweep
+
+    secret = corpus / "lists.rev_rev" / "answer.txt"            # another problem's ground truth
+    # Off /tmp, which the box replaces by its own: the host's disk, read-only inside.
+    outside = Path("/var/tmp") / f"proofbatch-probe-{os.getpid()}"
+    outside.unlink(missing_ok=True)
+    monkeypatch.setenv("STANDIN_PROBE_WRITE", str(outside))
+    monkeypatch.setenv("STANDIN_PROBE_READ", str(secret))
+    config = SweepConfig(corpus=corpus, out=standin / "out", sandbox="bwrap")
+    hidden = for_sweep(config).hidden
+    probe = b"by (standin_probe)"
+    with standin_backend(corpus).start(standin / "w0") as open_session:
+        r = open_session.check(problem(corpus, "arith.add_comm", probe), limits())
+    assert r.outcome.verdict.value == "ERROR" and "escaped" in r.outcome.reason and r.sandbox == "none"
+    outside.unlink()
+    boxed = standin_backend(corpus, sandbox_kind="bwrap", hidden=hidden)
+    assert boxed.info.sandbox == "bwrap"
+    with boxed.start(standin / "w1") as session:
+        r = session.check(problem(corpus, "arith.add_comm", probe), limits())
+    assert (r.outcome.verdict.value, r.sandbox) == ("OK", "bwrap"), r.outcome
+    assert not outside.exists()
