@@ -1,0 +1,142 @@
+"""proofbatch report: where a sweep's time and money went; or two sweeps side by side."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from rich.console import Console
+from rich.table import Table
+
+from .. import report_html
+from ..errors import InputError
+from ..progress import STYLE
+from ..report import PARTS, Comparison, SweepReport, compare, load
+from ..verdicts import Verdict
+
+NAME = "report"
+HELP = "report a sweep's cost, throughput and verdicts (two sweeps: compare them)"
+
+
+def add_arguments(p) -> None:
+    p.add_argument("out", type=Path, nargs="+", metavar="OUT",
+                   help="a sweep directory; give two to compare sweeps of the same corpus")
+    p.add_argument("--html", type=Path, help="also write a self-contained HTML page with plots")
+    p.add_argument("--core-hour-price", type=float, help="price of one core-hour, for the cost")
+
+
+def run(args) -> int:
+    if len(args.out) > 2:
+        raise InputError(" ".join(map(str, args.out)), "more than two sweeps given",
+                         "pass one sweep to report on, or two to compare")
+    price = args.core_hour_price
+    if price is not None and price < 0:
+        raise InputError("--core-hour-price", f"{price} is negative", "pass a price >= 0")
+    out = Console()
+    reports = [load(d) for d in args.out]
+    if len(reports) == 2:
+        comparison = compare(*reports)
+        print_comparison(out, comparison, price)
+        page = report_html.render_comparison(comparison, price)
+    else:
+        for section in TERMINAL:
+            section(out, reports[0], price)
+        page = report_html.render(reports[0], price)
+    if args.html:
+        report_html.write(args.html, page)
+        out.print(f"wrote {args.html}")
+    return 0
+
+
+def _hours(seconds: float) -> str:
+    return report_html.hours(seconds)
+
+
+def term_summary(out: Console, r: SweepReport, price: float | None) -> None:
+    counts = r.verdicts()
+    verdicts = "  ".join(f"[{STYLE[v.value]}]{v.value}[/] {counts[v.value]}" for v in Verdict
+                         if counts[v.value])
+    cost = f", cost {r.core_hours * price:,.2f}" if price is not None else ""
+    out.print(f"[bold]{r.out}[/]: {len(r.rows)} checks in {len(r.runs)} run(s), makespan "
+              f"{r.makespan_s:,.1f} s, {_hours(r.core_hours * 3600)} core-hours{cost}  {verdicts}")
+
+
+def term_cost(out: Console, r: SweepReport, price: float | None) -> None:
+    table = Table(title="where the core-hours went")
+    for name in ("", "core-hours", "share") + (("cost",) if price is not None else ()):
+        table.add_column(name, justify="left" if not name else "right")
+    total = sum(r.seconds.values()) or 1.0
+    for part in PARTS:
+        s = r.seconds[part]
+        table.add_row(part, _hours(s), f"{100 * s / total:.1f}%",
+                      *([f"{s / 3600 * price:,.2f}"] if price is not None else []))
+    out.print(table)
+
+
+def term_throughput(out: Console, r: SweepReport, price: float | None) -> None:
+    points = r.throughput()
+    if points:
+        end = points[-1][0] or 1e-9
+        out.print(f"throughput: {len(points)} verdicts in {end:,.1f} s, {len(points) / end:,.2f}/s")
+    util = r.utilization()
+    if util:
+        out.print("utilization per worker: " + ", ".join(
+            f"{w.split('/')[-1]} {100 * u:.0f}%" for w, u in util.items()))
+
+
+def term_categories(out: Console, r: SweepReport, price: float | None) -> None:
+    table = Table(title="verdicts per category")
+    table.add_column("category")
+    verdicts = [v.value for v in Verdict]
+    for v in verdicts:
+        table.add_column(f"[{STYLE[v]}]{v}[/]", justify="right")
+    for category, counts in r.by_category().items():
+        table.add_row(category, *[str(counts[v] or "") for v in verdicts])
+    out.print(table)
+
+
+def term_slowest(out: Console, r: SweepReport, price: float | None) -> None:
+    table = Table(title="slowest checks")
+    for name in ("problem", "verdict", "prove s", "wall s", "limit s"):
+        table.add_column(name, justify="left" if name in ("problem", "verdict") else "right")
+    for x in r.slowest():
+        table.add_row(x["problem_id"] + (f" #{x['attempt']}" if x["attempt"] else ""),
+                      f"[{STYLE[x['verdict']]}]{x['verdict']}[/]",
+                      "" if x["prove_secs"] is None else f"{x['prove_secs']:.3f}",
+                      f"{x['wall_secs']:.3f}", f"{x['timeout_s']:g}")
+    out.print(table)
+
+
+def term_prediction(out: Console, r: SweepReport, price: float | None) -> None:
+    p = r.prediction()
+    if p is None:
+        out.print("predicted against actual: no plan.json for this sweep's last run")
+        return
+    sources = ", ".join(f"{k} {v}" for k, v in sorted(p["sources"].items()))
+    out.print(f"predicted makespan {p['predicted_makespan_s']:,.2f} s, actual "
+              f"{p['actual_makespan_s']:,.2f} s (expected durations from {sources})")
+
+
+# One function per part of the terminal summary, in order; add one to add a part.
+TERMINAL = [term_summary, term_cost, term_throughput, term_categories, term_slowest, term_prediction]
+
+
+def print_comparison(out: Console, c: Comparison, price: float | None) -> None:
+    table = Table(title="two sweeps of one corpus")
+    table.add_column("")
+    table.add_column(f"A {c.a.out}", justify="right")
+    table.add_column(f"B {c.b.out}", justify="right")
+    table.add_row("checks", str(len(c.a.rows)), str(len(c.b.rows)))
+    table.add_row("makespan s", f"{c.a.makespan_s:,.1f}", f"{c.b.makespan_s:,.1f}")
+    table.add_row("core-hours", _hours(c.a.core_hours * 3600), _hours(c.b.core_hours * 3600))
+    if price is not None:
+        table.add_row("cost", f"{c.a.core_hours * price:,.2f}", f"{c.b.core_hours * price:,.2f}")
+    for v in Verdict:
+        table.add_row(f"[{STYLE[v.value]}]{v.value}[/]", str(c.a.verdicts()[v.value]),
+                      str(c.b.verdicts()[v.value]))
+    out.print(table)
+    out.print(f"solved by A only ({len(c.solved_only_a)}): {', '.join(c.solved_only_a) or '-'}")
+    out.print(f"solved by B only ({len(c.solved_only_b)}): {', '.join(c.solved_only_b) or '-'}")
+    out.print(f"verdict changes: {len(c.changes)}" + "".join(
+        f"\n  {p}{f' #{k}' if k else ''}: {x} -> {y}" for p, k, x, y in c.changes))
+    if c.only_in_a or c.only_in_b:
+        out.print(f"checks only A has: {c.only_in_a}; only B has: {c.only_in_b}")

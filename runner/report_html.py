@@ -1,0 +1,198 @@
+"""A sweep report as one self-contained HTML page: tables, and matplotlib
+plots embedded as base64 PNGs, so the file can be mailed or archived alone.
+
+Each section is a small function of the report returning an HTML fragment;
+``SECTIONS`` lists them in page order, so one more section is one more
+function.
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+import io
+from pathlib import Path
+from typing import Callable
+
+import matplotlib
+
+matplotlib.use("Agg")      # no display on cluster nodes and in CI
+import matplotlib.pyplot as plt  # noqa: E402
+
+from . import shards  # noqa: E402
+from .report import PARTS, Comparison, SweepReport  # noqa: E402
+from .verdicts import Verdict  # noqa: E402
+
+COLORS = {"OK": "#2e7d32", "FAIL": "#f9a825", "CHEATING": "#8e24aa", "TIMEOUT": "#c62828",
+          "MEMOUT": "#ef6c00", "ERROR": "#424242"}
+PART_COLORS = ["#2e7d32", "#1565c0", "#90a4ae", "#c62828", "#ef6c00", "#e0e0e0"]
+STYLE = """body{font-family:sans-serif;max-width:1100px;margin:2em auto;color:#222}
+table{border-collapse:collapse;margin:.5em 0 1.5em}td,th{border:1px solid #ccc;padding:3px 8px}
+td.n{text-align:right}th{background:#f3f3f3}h2{border-bottom:2px solid #ddd;padding-bottom:3px}
+img{max-width:100%}.note{color:#666;font-size:90%}"""
+
+
+def _esc(value) -> str:
+    return html.escape(str(value))
+
+
+def _png(fig) -> str:
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=90, bbox_inches="tight")
+    plt.close(fig)
+    return f'<img alt="plot" src="data:image/png;base64,{base64.b64encode(buf.getvalue()).decode()}">'
+
+
+def _table(header: list[str], rows: list[list], numeric_from: int = 1, numeric_to: int = 99) -> str:
+    head = "".join(f"<th>{_esc(h)}</th>" for h in header)
+    body = "".join("<tr>" + "".join(
+        f'<td class="n">{_esc(c)}</td>' if numeric_from <= i < numeric_to else f"<td>{_esc(c)}</td>"
+        for i, c in enumerate(row)) + "</tr>" for row in rows)
+    return f"<table><tr>{head}</tr>{body}</table>"
+
+
+def hours(seconds: float) -> str:
+    return f"{seconds / 3600:.4f}" if seconds < 36 else f"{seconds / 3600:,.2f}"
+
+
+# -- sections of one sweep -----------------------------------------------------------
+
+def section_summary(r: SweepReport, price: float | None) -> str:
+    counts = r.verdicts()
+    rows = [["checks", len(r.rows)], ["runs", len(r.runs)],
+            ["workers", ", ".join(str(x.workers) for x in r.runs) or "-"],
+            ["makespan (s)", f"{r.makespan_s:,.1f}"], ["core-hours", hours(r.core_hours * 3600)]]
+    if price is not None:
+        rows.append(["cost", f"{r.core_hours * price:,.2f}"])
+    rows += [[v.value, counts[v.value]] for v in Verdict if counts[v.value]]
+    return f"<h2>Summary</h2>{_table(['', ''], rows)}"
+
+
+def section_cost(r: SweepReport, price: float | None) -> str:
+    fig, ax = plt.subplots(figsize=(8, 1.6))
+    left = 0.0
+    for part, color in zip(PARTS, PART_COLORS):
+        ax.barh([0], [r.seconds[part] / 3600], left=[left], color=color, label=part)
+        left += r.seconds[part] / 3600
+    ax.set_yticks([])
+    ax.set_xlabel("core-hours")
+    ax.legend(ncol=6, fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.45))
+    total = sum(r.seconds.values()) or 1.0
+    rows = [[p, hours(r.seconds[p]), f"{100 * r.seconds[p] / total:.1f}%"]
+            + ([f"{r.seconds[p] / 3600 * price:,.2f}"] if price is not None else []) for p in PARTS]
+    header = ["where the core-hours went", "core-hours", "share"] + (["cost"] if price is not None else [])
+    return f"<h2>Cost</h2>{_png(fig)}{_table(header, rows)}"
+
+
+def section_throughput(r: SweepReport, price: float | None) -> str:
+    points = r.throughput()
+    if not points:
+        return "<h2>Throughput</h2><p>No checks recorded.</p>"
+    fig, ax = plt.subplots(figsize=(8, 3))
+    ax.step([t for t, _ in points], [n for _, n in points], where="post", color="#1565c0")
+    ax.set_xlabel("seconds since the first dispatch")
+    ax.set_ylabel("verdicts recorded")
+    end = points[-1][0] or 1e-9
+    return (f"<h2>Throughput</h2>{_png(fig)}<p>{len(points)} verdicts in {end:,.1f} s of checking: "
+            f"{len(points) / end:,.2f} per second on average.</p>")
+
+
+def section_utilization(r: SweepReport, price: float | None) -> str:
+    util = r.utilization()
+    if not util:
+        return ""
+    fig, ax = plt.subplots(figsize=(8, 0.4 * len(util) + 1))
+    names = list(util)
+    ax.barh(range(len(names)), [100 * util[n] for n in names], color="#1565c0")
+    ax.set_yticks(range(len(names)), [n.split("/")[-1] if len(names) < 40 else "" for n in names])
+    ax.set_xlim(0, 100)
+    ax.set_xlabel("% of the run's span spent on checks")
+    return (f"<h2>Utilization per worker</h2>{_png(fig)}"
+            + _table(["worker", "busy"], [[n, f"{100 * u:.1f}%"] for n, u in util.items()]))
+
+
+def section_verdicts(r: SweepReport, price: float | None) -> str:
+    cats = r.by_category()
+    verdicts = [v.value for v in Verdict]
+    rows = [[c] + [counts[v] for v in verdicts] + [sum(counts.values())] for c, counts in cats.items()]
+    totals = r.verdicts()
+    rows.append(["all"] + [totals[v] for v in verdicts] + [len(r.rows)])
+    return f"<h2>Verdicts per category</h2>{_table(['category', *verdicts, 'total'], rows)}"
+
+
+def section_slowest(r: SweepReport, price: float | None) -> str:
+    rows = [[x["problem_id"], x["attempt"], x["verdict"],
+             "" if x["prove_secs"] is None else f"{x['prove_secs']:.3f}", f"{x['wall_secs']:.3f}",
+             f"{x['timeout_s']:g}", x["reason"][:80]] for x in r.slowest()]
+    header = ["problem", "attempt", "verdict", "prove s", "wall s", "limit s", "reason"]
+    return f"<h2>Slowest checks</h2>{_table(header, rows, numeric_from=3, numeric_to=6)}"
+
+
+def section_prediction(r: SweepReport, price: float | None) -> str:
+    p = r.prediction()
+    if p is None:
+        return ("<h2>Predicted against actual</h2><p class=note>No prediction: the sweep has no "
+                "plan.json from this proofbatch, or its plan was made for another run.</p>")
+    ratio = p["actual_makespan_s"] / p["predicted_makespan_s"] if p["predicted_makespan_s"] else 0
+    rows = [["makespan (s)", f"{p['predicted_makespan_s']:,.2f}", f"{p['actual_makespan_s']:,.2f}"],
+            ["core-hours", hours(p["predicted_core_hours"] * 3600), hours(p["actual_core_hours"] * 3600)]]
+    sources = ", ".join(f"{k}: {v}" for k, v in sorted(p["sources"].items()))
+    out = (f"<h2>Predicted against actual</h2>{_table(['', 'predicted', 'actual'], rows)}"
+           f"<p>actual / predicted makespan: {ratio:.2f}. Expected durations from {_esc(sources)}.</p>")
+    pairs = [(e, a, v) for e, a, _, v in p["checks"] if e > 0 and a and a > 0]
+    if pairs:
+        fig, ax = plt.subplots(figsize=(4.5, 4.5))
+        for v in {v for _, _, v in pairs}:
+            ax.scatter([e for e, _, w in pairs if w == v], [a for _, a, w in pairs if w == v],
+                       s=12, color=COLORS.get(v, "#000"), label=v)
+        lo = min(min(e, a) for e, a, _ in pairs)
+        hi = max(max(e, a) for e, a, _ in pairs)
+        ax.plot([lo, hi], [lo, hi], color="#999", linewidth=1)
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.set_xlabel("expected s")
+        ax.set_ylabel("measured prove s")
+        ax.legend(fontsize=7)
+        out += _png(fig)
+    return out
+
+
+Section = Callable[[SweepReport, "float | None"], str]
+SECTIONS: list[Section] = [section_summary, section_cost, section_throughput, section_utilization,
+                           section_verdicts, section_slowest, section_prediction]
+
+
+def page(title: str, body: str) -> str:
+    return (f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>{_esc(title)}</title>"
+            f"<style>{STYLE}</style></head><body><h1>{_esc(title)}</h1>{body}</body></html>\n")
+
+
+def render(report: SweepReport, price: float | None = None) -> str:
+    return page(f"proofbatch report: {report.out}", "".join(s(report, price) for s in SECTIONS))
+
+
+# -- two sweeps -------------------------------------------------------------------
+
+def render_comparison(c: Comparison, price: float | None = None) -> str:
+    a, b = c.a, c.b
+    cost = [["checks", len(a.rows), len(b.rows)],
+            ["makespan (s)", f"{a.makespan_s:,.1f}", f"{b.makespan_s:,.1f}"],
+            ["core-hours", hours(a.core_hours * 3600), hours(b.core_hours * 3600)]]
+    if price is not None:
+        cost.append(["cost", f"{a.core_hours * price:,.2f}", f"{b.core_hours * price:,.2f}"])
+    for v in Verdict:
+        cost.append([v.value, a.verdicts()[v.value], b.verdicts()[v.value]])
+    body = f"<h2>Side by side</h2>{_table(['', 'A: ' + str(a.out), 'B: ' + str(b.out)], cost)}"
+    body += (f"<h2>Solved by one only</h2><p>A only ({len(c.solved_only_a)}): "
+             f"{_esc(', '.join(c.solved_only_a) or '-')}</p><p>B only ({len(c.solved_only_b)}): "
+             f"{_esc(', '.join(c.solved_only_b) or '-')}</p>")
+    trans = [[f"{x} -> {y}", n] for (x, y), n in c.transitions.most_common()]
+    body += f"<h2>Verdict changes</h2>{_table(['A -> B', 'checks'], trans)}"
+    body += _table(["problem", "attempt", "A", "B"], [list(ch) for ch in c.changes], numeric_from=9)
+    return page(f"proofbatch comparison: {a.out} vs {b.out}", body)
+
+
+def write(path: Path, text: str) -> None:
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    shards.publish(path, lambda tmp: tmp.write_text(text, encoding="utf-8"))
