@@ -28,6 +28,7 @@ class SweepJob:
     tasks: Sequence[CheckTask]     # pending checks, in the planned order
     out: Path                      # the sweep directory; shards go to out/shards
     run_id: str                    # names this invocation's shards
+    plan: object = None            # runner.planner.Plan of the tasks: dispatch by it (LiveQueue)
 
 
 class Executor(abc.ABC):

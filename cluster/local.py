@@ -39,7 +39,8 @@ class LocalExecutor(Executor):
         # Named pipes and scratch files want a local disk, not the shared one.
         workdir = Path(tempfile.mkdtemp(prefix="proofbatch-"))
         session = self.session or job.backend.start(workdir)
-        known = len(session.image_builds)
+        # A session started here booted its base image for this run: record it too.
+        known = 0 if own else len(session.image_builds)
         try:
             session.prepare([t.problem for t in job.tasks])
             self._run_threads(session, job, on_row)
@@ -53,25 +54,32 @@ class LocalExecutor(Executor):
                      on_row: Callable[[ResultRow], None]) -> None:
         # A worker takes all attempts of a problem at once and drains them:
         # early stop and reuse of duplicate answers are per worker.
-        queue = iter(problem_runs(job.tasks))
+        runs = problem_runs(job.tasks)
+        queue = iter(runs)
         take = threading.Lock()
         stop = threading.Event()
         errors: list[BaseException] = []
+        planned = _planned_queue(job, runs, self.workers)
 
-        def tasks():
+        def tasks(i: int):
             while True:
-                with take:
-                    attempts: list[CheckTask] | None = next(queue, None)
+                if planned is not None:
+                    attempts = planned.next(i, stop)
+                else:
+                    with take:
+                        attempts: list[CheckTask] | None = next(queue, None)
                 if attempts is None:
                     return
                 yield from attempts
+                if planned is not None:
+                    planned.done(i)
 
         def run(i: int) -> None:
             name, writer_id = f"{socket.gethostname()}/{os.getpid()}/w{i}", f"{job.run_id}-w{i}"
             board = RunningBoard(job.out, writer_id, name)
             try:
                 with ShardWriter(job.out, writer_id) as writer:
-                    work(session, tasks(), writer, worker=name, run_id=job.run_id,
+                    work(session, tasks(i), writer, worker=name, run_id=job.run_id,
                          on_row=on_row, stop=stop, board=board)
             except BaseException as exc:   # recorded, then re-raised by the driver
                 errors.append(exc)
@@ -98,3 +106,19 @@ class LocalExecutor(Executor):
             raise
         if errors:
             raise errors[0]
+
+
+def _planned_queue(job: SweepJob, runs: list[list[CheckTask]], workers: int):
+    """The plan's dispatcher (runner/planner.py) over the job's problem runs,
+    on one node of ``workers`` cores; None when the job has no plan."""
+    if job.plan is None:
+        return None
+    from runner.planner import LiveQueue, Workers
+
+    plan = job.plan
+    if plan.workers.nodes != 1 or plan.workers.count != workers:
+        plan = plan.with_workers(Workers(1, workers, plan.workers.mem_per_node))
+    units = {run[0].problem.problem_id: run for run in runs}
+    if {c.problem_id for c in plan.checks} != set(units):
+        return None               # not this job's plan: dispatch in task order
+    return LiveQueue(plan, units)

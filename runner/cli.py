@@ -15,7 +15,7 @@ import sys
 from .errors import InputError, ProofbatchError
 
 # runner/commands/<module>.py, in the order `proofbatch --help` lists them.
-COMMANDS = ["run", "status", "profile", "timeout-map"]
+COMMANDS = ["run", "status", "profile", "timeout-map", "simulate", "report"]
 
 
 def build_parser() -> argparse.ArgumentParser:

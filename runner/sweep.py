@@ -20,7 +20,7 @@ from typing import Callable
 import psutil
 import pyarrow as pa
 
-from . import attempts, contexts, shards
+from . import attempts, shards
 from .corpus import Problem, corpus_fingerprint, load_corpus
 from .errors import InputError
 from .hol_light import HolLightBackend
@@ -88,6 +88,7 @@ class PreparedSweep:
     problems: list[Problem]
     tasks: list[CheckTask]          # every problem, planned order
     backend: HolLightBackend
+    plan: object = None             # runner.planner.Plan of the tasks; None: dispatch in task order
 
 
 def prepare(config: SweepConfig) -> PreparedSweep:
@@ -123,19 +124,23 @@ def prepare(config: SweepConfig) -> PreparedSweep:
     # Whatever the order of problems, a problem's attempts must stay one
     # contiguous run in attempt order: a worker drains the run against one
     # loaded context, stopping early and reusing duplicates as it goes.
-    return PreparedSweep(config, problems, attempts.contiguous(order(tasks, backend.salt)), backend)
+    ordered, plan = order(tasks, backend.salt, config)
+    return PreparedSweep(config, problems, attempts.contiguous(ordered), backend, plan=plan)
 
 
-def order(tasks: list[CheckTask], salt: str) -> list[CheckTask]:
-    """Checks grouped by the image they fork from, so a worker keeps reusing
-    a loaded context; groups with the longest limits go first."""
-    groups: dict[str, list[CheckTask]] = {}
-    for task in tasks:
-        setup = task.problem.setup_path.read_text(encoding="utf-8", errors="replace")
-        groups.setdefault(contexts.image_key(setup, salt), []).append(task)
-    ranked = sorted(groups.values(), key=lambda g: (-max(t.limits.time_s for t in g),
-                                                    g[0].problem.problem_id))
-    return [t for g in ranked for t in sorted(g, key=lambda t: (-t.limits.time_s, t.problem.problem_id))]
+def order(tasks: list[CheckTask], salt: str, config: SweepConfig):
+    """The planner's order of the tasks and the plan (runner/planner.py):
+    longest expected first with context affinity and memory packing
+    (``planned``), corpus order (``naive``) or seeded random (``shuffle``),
+    for one node of ``config.workers`` cores and 80% of this machine's memory."""
+    from .planner import PlanConfig, Workers
+    from .planner_inputs import plan_sweep
+
+    workers = Workers(1, config.workers, int(0.8 * psutil.virtual_memory().total))
+    plan = plan_sweep(tasks, salt, workers=workers, config=PlanConfig(policy=config.policy, seed=config.seed),
+                      timeout_map=config.timeout_map, out=config.out)
+    by_key = {(t.problem.problem_id, t.attempt): t for t in tasks}
+    return [by_key[(c.problem_id, c.attempt)] for c in plan.checks], plan
 
 
 def check_manifest(prepared: PreparedSweep) -> dict:
@@ -180,7 +185,14 @@ def run_sweep(prepared: PreparedSweep, executor, on_row: Callable[[ResultRow], N
     on_start(len(prepared.tasks), len(prepared.tasks) - len(pending))
     run_id = f"{socket.gethostname()}-{os.getpid()}-{dt.datetime.now():%Y%m%dT%H%M%S}"
     if pending:
-        executor.execute(SweepJob(prepared.backend, pending, cfg.out, run_id), on_row)
+        plan = None
+        if prepared.plan is not None:
+            from .planner import PLAN_FILE, write_plan
+            from .simulate import simulate
+
+            plan = prepared.plan.only((t.problem.problem_id, t.attempt) for t in pending)
+            write_plan(cfg.out / PLAN_FILE, plan, simulate(plan), run_id=run_id)
+        executor.execute(SweepJob(prepared.backend, pending, cfg.out, run_id, plan=plan), on_row)
     table = shards.merge(cfg.out)
     skipped = attempts.record_skipped(cfg.out, prepared.tasks, table)
     wanted = {p.problem_id for p in prepared.problems}
