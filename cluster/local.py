@@ -113,7 +113,8 @@ def _planned_queue(job: SweepJob, runs: list[list[CheckTask]], workers: int):
     on one node of ``workers`` cores; None when the job has no plan."""
     if job.plan is None:
         return None
-    from runner.planner import LiveQueue, Workers
+    from runner.planner import Workers
+    from runner.planner_dispatch import LiveQueue
 
     plan = job.plan
     if plan.workers.nodes != 1 or plan.workers.count != workers:

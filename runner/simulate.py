@@ -13,7 +13,8 @@ from __future__ import annotations
 import heapq
 from dataclasses import dataclass
 
-from .planner import WAIT, Dispatcher, Plan
+from .planner import Plan
+from .planner_dispatch import WAIT, Dispatcher
 
 
 @dataclass(frozen=True)
@@ -91,6 +92,8 @@ def simulate(plan: Plan, *, keep_schedule: bool = True) -> Prediction:
                     start = end
             heapq.heappush(events, (t + cost, w, take.index))
         if not events:
+            # Every node finished; the dispatcher never leaves work behind.
+            assert dispatcher.left == 0, f"{dispatcher.left} problems were never dispatched"
             break
         now, w, index = heapq.heappop(events)
         makespan = max(makespan, now)

@@ -1,0 +1,283 @@
+"""The planner's dispatcher: the scheduling policy every executor drives
+(through ``LiveQueue``) and the simulator drives on a virtual clock
+(``runner.simulate``). See ``runner.planner`` for the policies.
+
+Per node it tracks free memory, running checks and the images the node
+holds; per image, its remaining problems in priority order. A free worker
+gets, in this order of preference: the first problem in priority order
+that fits its node's memory (packed so no idle core is stranded); if that
+one needs an image the node lacks and is not long, the longest problem of
+an image the node holds, else of an image no node holds yet; or nothing,
+when other nodes hold that image and will finish its problems sooner than
+this node could load it.
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+import threading
+from collections import defaultdict, deque
+from dataclasses import dataclass
+from typing import Mapping
+
+from .planner import Plan, PlanCheck, units_of
+
+WAIT = "wait"   # take(): nothing fits this node's free memory until a check ends
+_CLASS_UNIT, _CLASS_STEP = 2**26, 2**0.25     # memory classes: up to 64 MiB, then +19% each
+
+
+def _mem_class(mem: int) -> int:
+    return max(0, math.ceil(math.log(max(mem, 1) / _CLASS_UNIT, _CLASS_STEP)))
+
+
+@dataclass(frozen=True)
+class Take:
+    index: int                      # the problem's unit (Dispatcher.units)
+    checks: tuple[PlanCheck, ...]   # its attempts, drained in this order by one worker
+    new_images: tuple[str, ...] # images this worker's node gains, base first: it builds them
+
+
+class Dispatcher:
+    """The scheduling policy: gives a free worker its next problem (all its
+    attempts; ``make_plan`` keeps them together).
+
+    Not thread-safe; the local executor holds a lock around it. Workers are
+    numbered 0 .. count-1; worker w runs on node w // cores_per_node. Each
+    node starts with its base image and the plan's prebuilt images.
+    """
+
+    def __init__(self, plan: Plan):
+        self.plan = plan
+        cfg, workers = plan.config, plan.workers
+        checks = plan.checks
+        self.units = units_of(checks)
+        self.image = [checks[a].image_key for a, _ in self.units]
+        self.affinity = cfg.policy == "planned"
+        self.lookahead = cfg.lookahead if self.affinity else 1
+        self.cores = workers.cores_per_node
+        self.workers = workers.count
+        self.cost = [sum(plan.cost(c) for c in checks[a:b]) for a, b in self.units]
+        # A check larger than a whole node runs alone rather than never.
+        self.mem = [min(max(c.mem_bytes for c in checks[a:b]), workers.mem_per_node)
+                    for a, b in self.units]
+        self.taken = bytearray(len(self.units))
+        self.left = len(self.units)
+        self.work_left = sum(self.cost)
+        self.head = 0
+        # Checks by memory class, each in priority order, to find the first one
+        # that fits when the head does not. A class fits when its largest
+        # member does, so a fit is never optimistic.
+        self.classes: dict[int, deque[int]] = {}
+        for i, m in enumerate(self.mem):
+            self.classes.setdefault(_mem_class(m), deque()).append(i)
+        self.class_bound = {k: max(self.mem[i] for i in q) for k, q in self.classes.items()}
+        self.class_min = {k: min(self.mem[i] for i in q) for k, q in self.classes.items()}
+        self.chains = {key: plan.chain(key) for key in set(self.image)}
+        self.by_image: dict[str, deque[int]] = {}
+        for i, key in enumerate(self.image):
+            self.by_image.setdefault(key, deque()).append(i)
+        for key in self.chains:    # an image holds the checks of the images below it too
+            for ancestor in self.chains[key][:-1]:
+                self.by_image.setdefault(ancestor, deque())
+        start = {plan.base} | set(plan.prebuilt)
+        self.node_images = [set(start) for _ in range(workers.nodes)]
+        # Images no node holds yet, by their next check: where a node with
+        # nothing warm left goes, rather than after the images others hold.
+        self.unheld = [(q[0], key) for key, q in self.by_image.items() if q and key not in start]
+        heapq.heapify(self.unheld)
+        self.held = set(start)
+        self.holders: dict[str, int] = {key: workers.nodes for key in start}
+        self.image_work: dict[str, float] = defaultdict(float)
+        for i, key in enumerate(self.image):
+            self.image_work[key] += self.cost[i]
+        self.free_mem = [workers.mem_per_node] * workers.nodes
+        self.running = [0] * workers.nodes
+        # Per node, a lazy max-heap of (-expected, index, image) over its images' next checks.
+        self.heaps: list[list] = [[] for _ in range(workers.nodes)]
+        for node in range(workers.nodes):
+            for key in start:
+                self._push(node, key)
+
+    def _queue_head(self, key: str) -> int | None:
+        q = self.by_image.get(key)
+        while q and self.taken[q[0]]:
+            q.popleft()
+        return q[0] if q else None
+
+    def _push(self, node: int, key: str) -> None:
+        i = self._queue_head(key)
+        if i is not None:
+            heapq.heappush(self.heaps[node], (-self.cost[i], i, key))
+
+    def _best_warm(self, node: int, free: int) -> int | None:
+        """The longest check whose image this node holds and that fits ``free``."""
+        heap, skipped, found = self.heaps[node], [], None
+        while heap and len(skipped) < self.lookahead:
+            _, i, key = heap[0]
+            actual = self._queue_head(key)
+            if actual != i:                # its check was taken: refresh the entry
+                heapq.heappop(heap)
+                if actual is not None:
+                    heapq.heappush(heap, (-self.cost[actual], actual, key))
+                continue
+            if self.mem[i] <= free:
+                found = i
+                break
+            skipped.append(heapq.heappop(heap))
+        for entry in skipped:
+            heapq.heappush(heap, entry)
+        return found
+
+    def _first_unheld(self, free: int) -> int | None:
+        """The next check of the first image no node holds, if it fits ``free``."""
+        heap = self.unheld
+        while heap:
+            i, key = heap[0]
+            actual = self._queue_head(key) if key not in self.held else None
+            if actual != i:
+                heapq.heappop(heap)
+                if actual is not None:
+                    heapq.heappush(heap, (actual, key))
+                continue
+            return i if self.mem[i] <= free else None
+        return None
+
+    def _first_fitting(self, free: int) -> int | None:
+        """The first check in priority order that fits ``free``; for the naive
+        and shuffle policies only the very next one (submission order waits)."""
+        taken = self.taken
+        while self.head < len(taken) and taken[self.head]:
+            self.head += 1
+        if self.head == len(taken) or self.mem[self.head] <= free:
+            return self.head if self.head < len(taken) else None
+        if not self.affinity:
+            return None
+        best = None
+        for k, q in self.classes.items():
+            if self.class_bound[k] > free:
+                continue
+            while q and taken[q[0]]:
+                q.popleft()
+            if q and (best is None or q[0] < best):
+                best = q[0]
+        return best
+
+    def _smallest_mem(self) -> int:
+        smallest = None
+        for k, q in self.classes.items():
+            while q and self.taken[q[0]]:
+                q.popleft()
+            if q and (smallest is None or self.class_min[k] < smallest):
+                smallest = self.class_min[k]
+        return smallest or 0
+
+    def take(self, worker: int) -> Take | str | None:
+        """The next problem for ``worker``; WAIT when none fits its node's
+        free memory yet, or when only problems of images other nodes hold and
+        will soon finish are left; None when nothing is left for it."""
+        if self.left == 0:
+            return None
+        node = worker // self.cores
+        free = self.free_mem[node]
+        if self.affinity:
+            # Pack memory so that no core is stranded: leave room for the
+            # smallest remaining check on each other idle core of the node.
+            smallest = self._smallest_mem()
+            packed = free - (self.cores - self.running[node] - 1) * smallest
+            if packed >= smallest:
+                free = packed
+        pick = self._first_fitting(free)
+        if pick is None and free < self.free_mem[node]:
+            free = self.free_mem[node]
+            pick = self._first_fitting(free)
+        if (self.affinity and pick is not None
+                and self.image[pick] not in self.node_images[node]):
+            pick = self._affine(pick, node, free)
+            if pick is None:
+                return WAIT if self.running[node] else None
+        if pick is None:
+            if self.running[node]:
+                return WAIT
+            pick = self.head       # nothing runs here and nothing fits: it runs alone
+        return self._assign(pick, node)
+
+    def _affine(self, pick: int, node: int, free: int) -> int | None:
+        """``pick`` needs an image this node lacks: keep it, or take a check
+        of an image the node holds (or one nobody holds yet); None when the
+        worker had better wait."""
+        cfg, key = self.plan.config, self.image[pick]
+        have = self.node_images[node]
+        missing = sum(self.plan.build_s(k) for k in self.chains[key] if k not in have)
+        if self.cost[pick] >= cfg.affinity_factor * missing:
+            return pick                 # long next to the load: longest first wins
+        critical = cfg.critical_share * self.work_left / self.workers
+        # Other nodes hold the image and finish its checks before this one could load it.
+        soon = bool(self.holders.get(key)) and \
+            self.image_work[key] / (self.holders[key] * self.cores) < missing
+        if self.cost[pick] >= critical and not soon:
+            return pick
+        other = self._best_warm(node, free)
+        if other is None:
+            other = self._first_unheld(free)
+        if other is not None:
+            return other
+        return None if soon else pick
+
+    def _assign(self, i: int, node: int) -> Take:
+        self.taken[i] = 1
+        self.left -= 1
+        self.work_left -= self.cost[i]
+        self.image_work[self.image[i]] -= self.cost[i]
+        self.free_mem[node] -= self.mem[i]
+        self.running[node] += 1
+        have = self.node_images[node]
+        new = tuple(k for k in self.chains[self.image[i]] if k not in have)
+        for key in new:
+            have.add(key)
+            self.held.add(key)
+            self.holders[key] = self.holders.get(key, 0) + 1
+            self._push(node, key)
+        a, b = self.units[i]
+        return Take(i, self.plan.checks[a:b], new)
+
+    def finish(self, worker: int, index: int) -> None:
+        """``worker`` is done with unit ``index``: its memory is free again."""
+        node = worker // self.cores
+        self.free_mem[node] += self.mem[index]
+        self.running[node] -= 1
+
+
+class LiveQueue:
+    """The dispatcher for an executor that runs real checks: thread-safe, and
+    a worker whose node has no memory free for any remaining problem blocks
+    until a check of that node ends. ``units`` maps each problem id of the
+    plan to what the executor runs for it (its pending attempts)."""
+
+    def __init__(self, plan: Plan, units: Mapping[str, object]):
+        self._dispatcher = Dispatcher(plan)
+        self._units = units
+        self._cond = threading.Condition()
+        self._held: dict[int, int] = {}
+
+    def next(self, worker: int, stop: threading.Event | None = None):
+        """The next unit for ``worker``, or None when none is left (or ``stop`` is set)."""
+        with self._cond:
+            while not (stop is not None and stop.is_set()):
+                take = self._dispatcher.take(worker)
+                if take is None:
+                    return None
+                if take is WAIT:
+                    self._cond.wait(timeout=0.5)
+                    continue
+                self._held[worker] = take.index
+                return self._units[take.checks[0].problem_id]
+            return None
+
+    def done(self, worker: int) -> None:
+        """``worker`` finished its unit: the memory it held is free."""
+        with self._cond:
+            index = self._held.pop(worker, None)
+            if index is not None:
+                self._dispatcher.finish(worker, index)
+                self._cond.notify_all()
