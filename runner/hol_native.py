@@ -23,7 +23,7 @@ import subprocess
 import threading
 import time
 from pathlib import Path
-from typing import Sequence
+from typing import Callable, Sequence
 
 from . import contexts
 from .corpus import Problem
@@ -68,8 +68,12 @@ class NativeHolLightBackend(ProverBackend):
 
 
 class NativeSession(ProverSession):
-    def __init__(self, backend: NativeHolLightBackend, workdir: Path):
+    def __init__(self, backend: NativeHolLightBackend, workdir: Path,
+                 bytecode: Callable[[], ProverSession] | None = None):
+        """``bytecode``: gives the bytecode session that fallbacks share with
+        the caller (auto mode); by default the session starts its own."""
         self.backend, self.info = backend, backend.info
+        self._shared_bytecode = bytecode
         self.workdir = workdir
         for sub in ("fifo", "images", "checks"):
             (workdir / sub).mkdir(parents=True, exist_ok=True)
@@ -297,6 +301,8 @@ class NativeSession(ProverSession):
             self._release(key)
 
     def _bytecode_session(self) -> ProverSession:
+        if self._shared_bytecode is not None:
+            return self._shared_bytecode()
         with self._bytecode_lock:
             if self._bytecode is None:
                 self._bytecode = self.backend.fallback.start(self.workdir / "bytecode")

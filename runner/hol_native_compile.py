@@ -18,6 +18,7 @@ and libraries, each into a plugin (.cmxs) that the server Dynlink-loads.
 from __future__ import annotations
 
 import hashlib
+import itertools
 import os
 import re
 import time
@@ -94,7 +95,7 @@ class NativeCompiler:
         for d in (workdir, self.libdir):
             d.mkdir(parents=True, exist_ok=True)
         self.core_files = self._core_files()
-        self._counter = 0
+        self._counter = itertools.count(1)     # atomic: worker threads compile at once
         self._library_names: dict[Path, str] = {}
 
     def _core_files(self) -> frozenset[Path]:
@@ -108,8 +109,7 @@ class NativeCompiler:
         return [*self.build.include_dirs, self.libdir, self.workdir]
 
     def _name(self, prefix: str) -> str:
-        self._counter += 1
-        return f"{prefix}{self._counter}_{os.getpid()}"
+        return f"{prefix}{next(self._counter)}_{os.getpid()}"
 
     # -- answers -------------------------------------------------------------
 

@@ -1,0 +1,202 @@
+"""Choosing native or bytecode per check, and time limits per mode.
+
+``--mode native`` runs every check natively (contexts that cannot be
+compiled fall back to bytecode, see hol_native). ``--mode auto`` runs a
+check natively when its expected bytecode time is above ``THRESHOLD_S`` and
+in the bytecode fork server otherwise; a check with no expected time runs
+natively, batched, where compiling it costs milliseconds.
+
+A timeout map is valid for the mode it was measured in (its sidecar's
+provenance says which). A check that runs in the other mode gets the map's
+limit converted with the bytecode/native ratios measured on this project's
+machine (benchmarks/native.py), conservatively: a bytecode limit becomes a
+native one divided by the *smallest* ratio, a native limit a bytecode one
+multiplied by the *largest*, so a correct proof is not cut short. Every
+conversion is announced before the sweep starts.
+"""
+
+from __future__ import annotations
+
+import json
+import tempfile
+import threading
+from dataclasses import replace
+from pathlib import Path
+from typing import Iterable, Sequence
+
+from .corpus import Problem
+from .errors import InputError
+from .hol_light import MODE as BYTECODE_MODE
+from .hol_light import HolLightBackend
+from .hol_light_install import HolLightInstall
+from .hol_native import MODE as NATIVE_MODE
+from .hol_native import NativeHolLightBackend, NativeSession
+from .hol_native_compile import NativeCompiler, NotNative, Scope
+from .native_build import NativeBuild, build_native, resolve
+from .prover import BackendInfo, CheckLimits, CheckResult, ImageBuild, ProverBackend, ProverSession
+
+MODES = ("bytecode", "native", "auto")
+# Below this expected bytecode time a check is cheaper in the bytecode fork
+# server than compiled on its own (../shared/notes/hol-light.md: "native wins
+# once a proof takes more than about 0.35 s in bytecode").
+THRESHOLD_S = 0.35
+# Bytecode time / native time of the example corpus's heavy proofs, measured
+# by benchmarks/native.py on this project's 2-core machine (README).
+RATIO_MIN, RATIO_MAX = 1.7, 2.7
+
+
+def precompile_libraries(build: NativeBuild, install: HolLightInstall, names: Iterable[Path],
+                         context_root: Path) -> list[tuple[str, Path]]:
+    """Compile library files into the build's cache, as a context's
+    ``needs`` would; returns (name, plugin) pairs."""
+    out = []
+    with tempfile.TemporaryDirectory(prefix="proofbatch-libs-") as tmp:
+        compiler = NativeCompiler(build, install, Path(context_root).resolve(), Path(tmp))
+        for name in names:
+            if resolve(str(name), [Path(context_root), install.hol_dir]) is None:
+                raise InputError(name, "no such library file here or under "
+                                 f"{install.hol_dir}", "give a path such as Library/words.ml")
+            try:
+                scope = compiler.compile_context(f'needs "{name}";;\n', f"Pb_pre_{len(out)}",
+                                                 Scope((build.core_module,)))
+            except NotNative as exc:
+                raise InputError(name, f"cannot be compiled natively: {exc}",
+                                 "load it in bytecode mode instead (--mode bytecode)") from None
+            out += [(str(name), plugin) for plugin in scope.plugins if plugin.parent == build.dir / "libs"]
+    return out
+
+
+class MapModes:
+    """The timeout map's expected times and mode, for routing and limits."""
+
+    def __init__(self, map_path: Path | None):
+        self.path, self.mode, self.expected = map_path, None, {}
+        if map_path is None:
+            return
+        try:
+            entries = json.loads(Path(map_path).read_text())
+            self.expected = {e["problem_id"]: float(e["prove_secs"]) for e in entries
+                             if isinstance(e, dict) and isinstance(e.get("prove_secs"), (int, float))}
+        except (OSError, ValueError, TypeError, KeyError):
+            self.expected = {}      # the sweep's own map loader reports a broken map
+        sidecar = Path(map_path).with_name(Path(map_path).stem + ".meta.json")
+        try:
+            self.mode = json.loads(sidecar.read_text()).get("provenance", {}).get("mode")
+        except (OSError, ValueError, AttributeError):
+            self.mode = None
+
+    def bytecode_secs(self, problem_id: str) -> float | None:
+        secs = self.expected.get(problem_id)
+        if secs is None:
+            return None
+        return secs * RATIO_MAX if self.mode == NATIVE_MODE else secs
+
+    def convert(self, limits: CheckLimits, run_mode: str) -> CheckLimits:
+        if limits.time_source != "map" or self.mode not in (NATIVE_MODE, BYTECODE_MODE) \
+                or self.mode == run_mode:
+            return limits
+        factor = 1 / RATIO_MIN if run_mode == NATIVE_MODE else RATIO_MAX
+        return replace(limits, time_s=max(1.0, round(limits.time_s * factor, 1)),
+                       time_source=f"map ({self.mode} x{factor:.2f})")
+
+
+class ModeBackend(ProverBackend):
+    """``--mode native`` or ``--mode auto``: native and bytecode sessions
+    behind one, each started only when a check needs it."""
+
+    def __init__(self, mode: str, native: NativeHolLightBackend, map_path: Path | None,
+                 threshold_s: float = THRESHOLD_S):
+        if mode not in ("native", "auto"):
+            raise ValueError(mode)
+        self.mode, self.native, self.threshold_s = mode, native, threshold_s
+        self.bytecode: HolLightBackend = native.fallback
+        self.maps = MapModes(map_path)
+        self.salt, self.context_root = native.salt, native.context_root
+        self.install, self.grace_s = native.install, native.grace_s
+        self.info = BackendInfo(prover="hol-light", build=native.info.build,
+                                mode=NATIVE_MODE if mode == "native" else "auto")
+        self.converted: list[str] = []
+
+    def route(self, problem: Problem) -> str:
+        if self.mode == "native":
+            return NATIVE_MODE
+        secs = self.maps.bytecode_secs(problem.problem_id)
+        return BYTECODE_MODE if secs is not None and secs <= self.threshold_s else NATIVE_MODE
+
+    def limits_for(self, problem: Problem, limits: CheckLimits) -> CheckLimits:
+        """``limits`` in the mode the check will run in (see module doc)."""
+        adjusted = self.maps.convert(limits, self.route(problem))
+        if adjusted is not limits:
+            self.converted.append(problem.problem_id)
+        return adjusted
+
+    def warnings(self) -> tuple[str, ...]:
+        if not self.converted:
+            return ()
+        return (f"{self.maps.path}: measured in {self.maps.mode} mode, but {len(self.converted)} "
+                f"checks run in the other mode; their limits were CONVERTED with the measured "
+                f"bytecode/native ratio ({RATIO_MIN}-{RATIO_MAX}x), not measured. Profile in this "
+                f"mode for limits you can trust.",)
+
+    def start(self, workdir: Path) -> "ModeSession":
+        return ModeSession(self, Path(workdir))
+
+
+class ModeSession(ProverSession):
+    def __init__(self, backend: ModeBackend, workdir: Path):
+        self.backend, self.info, self.workdir = backend, backend.info, workdir
+        self._lock = threading.Lock()
+        self._native: NativeSession | None = None
+        self._bytecode: ProverSession | None = None
+        self._route: dict[str, str] = {}
+
+    @property
+    def image_builds(self) -> list[ImageBuild]:
+        return [b for s in (self._native, self._bytecode) if s is not None for b in s.image_builds]
+
+    def _session(self, mode: str) -> ProverSession:
+        with self._lock:
+            if mode == BYTECODE_MODE:
+                if self._bytecode is None:
+                    self._bytecode = self.backend.bytecode.start(self.workdir / "bytecode")
+                return self._bytecode
+            if self._native is None:
+                self._native = NativeSession(self.backend.native, self.workdir / "native",
+                                             bytecode=lambda: self._session(BYTECODE_MODE))
+            return self._native
+
+    def prepare(self, problems: Sequence[Problem]) -> None:
+        groups: dict[str, list[Problem]] = {}
+        for p in problems:
+            self._route[p.problem_id] = self.backend.route(p)
+            groups.setdefault(self._route[p.problem_id], []).append(p)
+        for mode, group in sorted(groups.items()):
+            self._session(mode).prepare(group)
+
+    def image_key(self, problem: Problem) -> str:
+        return self._session(self._route[problem.problem_id]).image_key(problem)
+
+    def check(self, problem: Problem, limits: CheckLimits) -> CheckResult:
+        mode = self._route.get(problem.problem_id) or self.backend.route(problem)
+        result = self._session(mode).check(problem, limits)
+        return result if result.mode else replace(result, mode=mode)
+
+    def close(self) -> None:
+        with self._lock:
+            sessions, self._native, self._bytecode = [self._native, self._bytecode], None, None
+        for s in sessions:
+            if s is not None:
+                s.close()
+
+
+def native_backend(config, install: HolLightInstall, context_root: Path) -> ProverBackend:
+    """The backend of ``--mode native|auto`` for a sweep config; builds the
+    native HOL Light into the cache first if it is not there."""
+    from . import progress
+
+    if config.mode not in MODES:
+        raise InputError("--mode", f"{config.mode!r} is not an execution mode", "pass bytecode, native or auto")
+    build = build_native(install, log=lambda line: progress.console.print(f"  native build: {line}"))
+    native = NativeHolLightBackend(install, build, context_root, grace_s=config.grace,
+                                   max_images=config.max_images)
+    return ModeBackend(config.mode, native, config.timeout_map)

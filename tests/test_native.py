@@ -1,0 +1,206 @@
+"""Native HOL Light, on the real Debian HOL Light: built from scratch into a
+cache once per session, then the example corpus checked natively must give
+exactly the bytecode verdicts; a broken answer never sinks its batch; what
+cannot be compiled runs in bytecode and says so; limits and modes per check.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from runner.corpus import load_corpus
+from runner.hol_light_install import find_hol_light
+from runner.hol_native import MODE, NativeHolLightBackend, NativeSession
+from runner.hol_native_auto import RATIO_MIN, MapModes, ModeBackend
+from runner.native_build import build_native, load_build
+from runner.prover import CheckLimits
+from runner.sweep import prepare, run_sweep
+
+from .conftest import DEMO, ROOT, TEST_MEM_LIMIT, demo_config, expected_verdicts
+
+pytestmark = pytest.mark.hol
+LIMITS = CheckLimits(time_s=30.0, time_source="test", mem_bytes=TEST_MEM_LIMIT, expected_mem_bytes=0)
+
+
+@pytest.fixture(scope="module")
+def native_sweep(native_build, tmp_path_factory):
+    """The example corpus through `--mode native`, two workers, as `proofbatch
+    run` prepares it; the session stays up for the other tests."""
+    from cluster.local import LocalExecutor
+
+    prepared = prepare(demo_config(tmp_path_factory.mktemp("native") / "out", mode="native"))
+    session = prepared.backend.start(tmp_path_factory.mktemp("native-session"))
+    started = time.monotonic()
+    summary = run_sweep(prepared, LocalExecutor(workers=2, session=session))
+    yield prepared, session, summary, time.monotonic() - started
+    session.close()
+
+
+def make_corpus(root: Path, problems: dict[str, tuple[str, str, str]]) -> Path:
+    """problem id -> (setup.ml, query, answer)."""
+    for pid, (setup, query, answer) in problems.items():
+        d = root / pid
+        d.mkdir(parents=True)
+        (d / "setup.ml").write_text(setup)
+        (d / "query.txt").write_text(query)
+        (d / "answer.txt").write_text(answer)
+    return root
+
+
+# -- the build ---------------------------------------------------------------
+
+def test_build_from_scratch_is_complete_and_then_cached(native_build):
+    assert not native_build.cached and native_build.build_secs > 1
+    for name in ("hol-native-server", "hol-native-front", "hol_core.cmx", "hol_core.cmi",
+                 "hol_native_slot.cmi", "build.json"):
+        assert (native_build.dir / name).is_file(), name
+    manifest = json.loads((native_build.dir / "build.json").read_text())
+    assert manifest["hol_build"] == find_hol_light().build and manifest["ocaml"] == native_build.ocaml
+    # The key names the HOL Light build and OCaml version: another version
+    # gets another directory instead of a stale build.
+    assert native_build.ocaml in native_build.key
+
+    started = time.monotonic()
+    again = build_native(find_hol_light(), native_build.dir.parent)
+    assert again.cached and again.dir == native_build.dir
+    assert time.monotonic() - started < 10
+
+
+def test_a_damaged_cache_is_not_used(native_build, tmp_path):
+    copy = tmp_path / native_build.key
+    shutil.copytree(native_build.dir, copy, ignore=shutil.ignore_patterns("libs", "src"))
+    assert load_build(copy) is not None
+    with open(copy / "hol-native-front", "r+b") as f:     # a half-written file
+        f.truncate(1000)
+    assert load_build(copy) is None                        # so build_native rebuilds it
+
+
+def test_missing_compiler_is_one_line_and_exit_2(tmp_path):
+    env = dict(os.environ, PATH=str(tmp_path), PROOFBATCH_CACHE=str(tmp_path / "cache"))
+    proc = subprocess.run([sys.executable, "-m", "runner.cli", "build-native"], cwd=ROOT, env=env,
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 2
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and "ocamlfind" in lines[0] and "apt-get install" in lines[0]
+
+
+# -- the example corpus ---------------------------------------------------------
+
+def test_example_corpus_gives_the_bytecode_verdicts(native_sweep, demo_sweep):
+    _, _, summary, _ = native_sweep
+    rows = {r["problem_id"]: r for r in summary.table.to_pylist()}
+    native = {pid: r["verdict"] for pid, r in rows.items()}
+    assert native == expected_verdicts()
+    bytecode = {r["problem_id"]: r["verdict"] for r in demo_sweep.table.to_pylist()}
+    assert native == bytecode
+    assert {r["mode"] for r in rows.values()} == {MODE}
+
+
+def test_nonallocating_loop_is_killed_from_outside(native_sweep):
+    rows = {r["problem_id"]: r for r in native_sweep[2].table.to_pylist()}
+    loop = rows["fault.loop_nonalloc"]
+    # Native code never polls for signals in this loop: only the runner's kill ends it.
+    assert loop["verdict"] == "TIMEOUT" and "killed from outside" in loop["reason"]
+    assert loop["wall_secs"] < loop["timeout_s"] + 8
+
+
+def test_memory_bomb_is_memout(native_sweep):
+    rows = {r["problem_id"]: r for r in native_sweep[2].table.to_pylist()}
+    assert rows["fault.memout"]["verdict"] == "MEMOUT"
+    assert rows["fault.memout"]["wall_secs"] < 60
+
+
+def test_heavy_proofs_are_faster_natively(native_sweep, demo_rows):
+    rows = {r["problem_id"]: r for r in native_sweep[2].table.to_pylist()}
+    heavy = [p for p in rows if p.startswith("heavy.")]
+    native = sum(rows[p]["prove_secs"] for p in heavy)
+    bytecode = sum(demo_rows[p]["prove_secs"] for p in heavy)
+    assert native * 1.3 < bytecode, (native, bytecode)
+
+
+# -- batches -------------------------------------------------------------------
+
+def test_one_broken_answer_does_not_sink_its_batch(native_sweep, tmp_path):
+    _, mode_session, _, _ = native_sweep
+    native: NativeSession = mode_session._session(MODE)
+    answers = {
+        "good1": b"ARITH_TAC", "good2": b"REWRITE_TAC[ADD_SYM]", "good3": b"MESON_TAC[ADD_SYM]",
+        "syntax": b"REWRITE_TAC[ADD_SYM", "type": b"ARITH_RULE `1 = 1`",
+        "forbidden": b"(ignore (Unix.getpid ()); ALL_TAC)", "two": b"let x = 1 let y = 2",
+        "injection": b"ALL_TAC;; let _ = 1",
+    }
+    done = native.compiler.compile_answers(answers, (native.backend.build.core_module,))
+    refused = {k: c.refusal for k, c in done.items() if c.refusal}
+    assert set(refused) == {"syntax", "type", "forbidden", "two", "injection"}
+    assert refused["syntax"].startswith("syntax:") and refused["type"].startswith("type:")
+    assert refused["forbidden"].startswith("forbidden: module Unix")
+    assert "exactly one" in refused["two"] and "';;'" in refused["injection"]
+    plugins = {done[k].plugin for k in ("good1", "good2", "good3")}
+    assert len(plugins) == 1 and None not in plugins       # one compile for the batch
+
+    corpus = make_corpus(tmp_path / "c", {
+        "b.good": ("", "`!m n. m + n = n + m`", "ARITH_TAC"),
+        "b.type": ("", "`!m n. m + n = n + m`", "ARITH_RULE `1 = 1`"),
+    })
+    problems = load_corpus(corpus, None)
+    native.prepare(problems)
+    verdicts = {p.problem_id: native.check(p, LIMITS) for p in problems}
+    assert verdicts["b.good"].outcome.verdict.value == "OK"
+    assert verdicts["b.type"].outcome.verdict.value == "ERROR"
+    assert verdicts["b.type"].outcome.reason.startswith("type:")
+
+
+# -- fallback ------------------------------------------------------------------
+
+def test_what_cannot_compile_runs_in_bytecode_and_says_why(native_build, hol_session, tmp_path):
+    corpus = make_corpus(tmp_path / "c", {
+        "fb.directive": ('#load "str.cma";;\nlet w = Str.regexp "a";;\n', "`T`", "ACCEPT_TAC TRUTH"),
+        "fb.weak": ("let cache = ref [];;\n", "`T`", "ACCEPT_TAC TRUTH"),
+        "fb.native": ("let two = 2;;\n", "`1 + 1 = 2`", "ARITH_TAC"),
+    })
+    problems = load_corpus(corpus, None)
+    backend = NativeHolLightBackend(find_hol_light(), native_build, DEMO)
+    session = NativeSession(backend, tmp_path / "w", bytecode=lambda: hol_session)
+    try:
+        session.prepare(problems)
+        results = {p.problem_id: session.check(p, LIMITS) for p in problems}
+    finally:
+        session.close()
+    assert all(r.outcome.verdict.value == "OK" for r in results.values()), results
+    assert results["fb.directive"].mode == "bytecode-fork"
+    assert "ran in bytecode" in results["fb.directive"].outcome.reason
+    assert "#load" in results["fb.directive"].outcome.reason
+    assert results["fb.weak"].mode == "bytecode-fork"
+    assert "does not compile natively" in results["fb.weak"].outcome.reason
+    assert results["fb.native"].mode == MODE
+
+
+# -- modes and limits ----------------------------------------------------------
+
+def test_auto_routes_by_expected_time_and_converts_limits_loudly(native_build, tmp_path):
+    tmap = tmp_path / "map.json"
+    tmap.write_text(json.dumps([
+        {"problem_id": "heavy.big_mod", "prove_secs": 8.5, "timeout_sec": 60},
+        {"problem_id": "arith.add_comm", "prove_secs": 0.01, "timeout_sec": 10}]))
+    (tmp_path / "map.meta.json").write_text(json.dumps({"provenance": {"mode": "bytecode-fork"}}))
+    assert MapModes(tmap).mode == "bytecode-fork"
+    native = NativeHolLightBackend(find_hol_light(), native_build, DEMO)
+    auto = ModeBackend("auto", native, tmap)
+    problems = {p.problem_id: p for p in load_corpus(DEMO, None)}
+    assert auto.route(problems["heavy.big_mod"]) == MODE
+    assert auto.route(problems["arith.add_comm"]) == "bytecode-fork"
+    assert auto.route(problems["logic.drinker"]) == MODE          # no expected time: batched native
+    limits = CheckLimits(time_s=60.0, time_source="map", mem_bytes=1 << 30, expected_mem_bytes=0)
+    heavy = auto.limits_for(problems["heavy.big_mod"], limits)
+    assert heavy.time_s == pytest.approx(60 / RATIO_MIN, abs=0.1) and "x" in heavy.time_source
+    light = CheckLimits(10.0, "map", 1 << 30, 0)
+    assert auto.limits_for(problems["arith.add_comm"], light) is light   # ran in its map's mode
+    assert "CONVERTED" in auto.warnings()[0]
