@@ -248,7 +248,9 @@ def slurm_client_factory(options: DaskSlurmOptions, job_out: Path, mem_limit: in
             walltime=options.walltime, interface=options.interface, python=sys.executable,
             job_name="proofbatch-dask", log_directory=str(job_out / "dask-slurm" / "logs"),
             job_extra_directives=[f"--{k}={v}" for k, v in options.extra],
-            local_directory=tempfile.gettempdir())
+            local_directory=tempfile.gettempdir(),
+            # Any free port: a fixed one clashes with other sweeps on the host.
+            scheduler_options={"dashboard_address": ":0"})
         cluster.scale(jobs=options.jobs)
         client = Client(cluster)
 

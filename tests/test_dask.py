@@ -7,8 +7,10 @@ session afterwards, so a second sweep on the same scheduler loads nothing.
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
+import threading
 import time
 
 import pytest
@@ -18,11 +20,9 @@ from cluster.dask import PLUGIN, DaskExecutor, DaskSlurmExecutor, DaskSlurmOptio
 from runner.sweep import prepare, run_sweep
 
 from .conftest import demo_config, expected_verdicts
-from .slurm_cluster import slurm_cluster  # noqa: F401  (fixture)
+from .slurm_cluster import slurm_cluster  # noqa: F401  (fixture, by name)
 
 pytestmark = pytest.mark.hol
-
-DASK = [sys.executable, "-m", "distributed.cli.dask_scheduler"]
 
 
 @pytest.fixture(scope="module")
@@ -33,7 +33,7 @@ def scheduler(tmp_path_factory):
     procs = [subprocess.Popen(
         [sys.executable, "-m", "distributed.cli.dask_scheduler", "--host", "127.0.0.1",
          "--port", "0", "--no-dashboard", "--scheduler-file", str(sched_file)],
-        stdout=open(d / "scheduler.log", "w"), stderr=subprocess.STDOUT)]
+        stdout=(d / "scheduler.log").open("w"), stderr=subprocess.STDOUT)]
     try:
         deadline = time.monotonic() + 60
         while not sched_file.exists() and time.monotonic() < deadline:
@@ -42,8 +42,7 @@ def scheduler(tmp_path_factory):
             [sys.executable, "-m", "distributed.cli.dask_worker", "--scheduler-file", str(sched_file),
              "--nthreads", "2", "--nworkers", "1", "--memory-limit", "8GiB", "--no-dashboard",
              "--name", "w0"],
-            stdout=open(d / "worker.log", "w"), stderr=subprocess.STDOUT))
-        import json
+            stdout=(d / "worker.log").open("w"), stderr=subprocess.STDOUT))
         address = json.loads(sched_file.read_text())["address"]
         with Client(address, timeout="60s") as client:
             client.wait_for_workers(1, timeout=120)
@@ -59,9 +58,45 @@ def scheduler(tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def dask_demo(scheduler, tmp_path_factory):
-    return run_sweep(prepare(demo_config(tmp_path_factory.mktemp("dask-demo") / "out")),
-                     DaskExecutor(scheduler))
+def dask_sweeps(request, scheduler, tmp_path_factory) -> dict:
+    """The example corpus on `dask` (the running scheduler above) and on
+    `dask-slurm` (a worker started as a Slurm job) at the same time: each pays
+    one HOL Light load, and the two loads share the machine's two cores."""
+    runs = {"dask": DaskExecutor(scheduler)}
+    try:
+        request.getfixturevalue("slurm_cluster")
+        runs["dask-slurm"] = DaskSlurmExecutor(DaskSlurmOptions(jobs=1, cores=2, interface="lo"))
+    except pytest.skip.Exception as exc:
+        runs["dask-slurm"] = exc           # its test skips with the same reason
+    results: dict = {}
+
+    def sweep(name, executor):
+        try:
+            out = tmp_path_factory.mktemp(name) / "out"
+            results[name] = run_sweep(prepare(demo_config(out)), executor)
+        except BaseException as exc:       # re-raised by the test that reads it
+            results[name] = exc
+
+    threads = [threading.Thread(target=sweep, args=item) for item in runs.items()
+               if not isinstance(item[1], BaseException)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return {name: results.get(name, runs[name]) for name in runs}
+
+
+@pytest.fixture(scope="module")
+def dask_demo(dask_sweeps):
+    return outcome(dask_sweeps["dask"])
+
+
+def outcome(result):
+    if isinstance(result, pytest.skip.Exception):
+        pytest.skip(str(result))
+    if isinstance(result, BaseException):
+        raise result
+    return result
 
 
 def verdicts(summary) -> dict[str, str]:
@@ -100,13 +135,12 @@ def test_a_second_sweep_reuses_the_images_the_worker_holds(scheduler, dask_demo,
 
 
 @pytest.mark.slurm
-def test_the_example_corpus_gives_the_same_verdicts_on_dask_slurm(slurm_cluster, tmp_path, demo_rows):
-    executor = DaskSlurmExecutor(DaskSlurmOptions(jobs=1, cores=2, interface="lo"))
-    summary = run_sweep(prepare(demo_config(tmp_path / "out")), executor)
+def test_the_example_corpus_gives_the_same_verdicts_on_dask_slurm(dask_sweeps, demo_rows):
+    summary = outcome(dask_sweeps["dask-slurm"])
     assert verdicts(summary) == expected_verdicts()
     assert verdicts(summary) == {p: r["verdict"] for p, r in demo_rows.items()}
     # The worker ran as a Slurm job, and its job is gone after the sweep.
-    logs = list((tmp_path / "out" / "dask-slurm" / "logs").glob("*.err"))
+    logs = list((summary.out / "dask-slurm" / "logs").glob("*.err"))
     assert logs, "dask-jobqueue wrote no Slurm job log"
     squeue = subprocess.run(["squeue", "-h", "-n", "proofbatch-dask", "-o", "%i %T"],
                             capture_output=True, text=True).stdout
