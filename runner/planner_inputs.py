@@ -40,6 +40,7 @@ class Known:
     mem_bytes: Mapping[str, int] = field(default_factory=dict)
     builds: Mapping[str, tuple[str | None, float]] = field(default_factory=dict)  # key -> (parent, s)
     categories: Mapping[str, str] = field(default_factory=dict)  # of problems outside the corpus
+    images: Mapping[str, str] = field(default_factory=dict)      # problem id -> image key profiled
 
 
 @dataclass(frozen=True)
@@ -82,7 +83,8 @@ def from_profile(path: Path) -> Known:
     mem = {r.problem_id: int(max(r.peak_rss_mb) * 2**20) for r in profile.runs if r.peak_rss_mb}
     runs = [d for d in (Path(path) / "runs").glob("*") if d.is_dir()]
     return Known([("profile", durations)], mem, measured_builds(runs),
-                 {r.problem_id: r.category for r in profile.runs})
+                 {r.problem_id: r.category for r in profile.runs},
+                 {r.problem_id: r.image_key for r in profile.runs if r.image_key})
 
 
 def from_map(path: Path) -> Known:
@@ -111,12 +113,13 @@ def from_map(path: Path) -> Known:
 def combine(*parts: Known) -> Known:
     """Earlier parts win."""
     durations = [d for p in parts for d in p.durations]
-    mem, builds, categories = {}, {}, {}
+    mem, builds, categories, images = {}, {}, {}, {}
     for p in reversed(parts):
         mem.update(p.mem_bytes)
         builds.update(p.builds)
         categories.update(p.categories)
-    return Known(durations, mem, builds, categories)
+        images.update(p.images)
+    return Known(durations, mem, builds, categories, images)
 
 
 def expected_checks(items: Sequence[Item], known: Known,
@@ -189,7 +192,7 @@ def plan_sweep(tasks: Sequence, salt: str, *, workers, config, timeout_map: Path
     tree = contexts.build_context_tree(setups, salt)
     known = combine(Known(builds=measured_builds([out])),
                     from_map(timeout_map) if timeout_map else Known())
-    known = Known(known.durations, {}, known.builds, known.categories)
+    known = Known(known.durations, {}, known.builds, known.categories, known.images)
     items = [Item(t.problem.problem_id, t.attempt, t.problem.category,
                   tree.image_of[t.problem.problem_id], t.limits.time_s, t.limits.expected_mem_bytes)
              for t in tasks]
@@ -202,24 +205,23 @@ def plan_sweep(tasks: Sequence, salt: str, *, workers, config, timeout_map: Path
 def plan_from_files(*, timeout_map: Path | None, profile: Path | None, workers, config,
                     default_mem: int = 512 * 2**20):
     """A plan of the problems of a profile and/or a timeout map, without a
-    corpus: the profile gives image keys and measured builds; a map alone
-    puts every check on the base image (its context is unknown)."""
+    corpus: a profile (given, or named by the map's sidecar) gives image keys
+    and measured builds; a map alone puts every check on the base image (its
+    contexts are unknown)."""
     from .planner import make_plan
 
     if timeout_map is None and profile is None:
         raise InputError("simulate", "nothing to plan", "pass --timeout-map FILE or --profile DIR")
-    parts, limits, image_of = [], {}, {}
+    parts, limits = [], {}
     if profile is not None:
-        from .profile import load_profile
-
         parts.append(from_profile(profile))
-        image_of = {r.problem_id: r.image_key for r in load_profile(profile).runs if r.image_key}
     if timeout_map is not None:
         from .timeout_map import read_map
 
         parts.append(from_map(timeout_map))
         limits = {pid: e.timeout_sec for pid, e in read_map(timeout_map).items()}
     known = combine(*parts)
+    image_of = known.images
     ids = sorted(set().union(*(d.keys() for _, d in known.durations)) | set(limits))
     if not ids:
         raise InputError(timeout_map or profile, "no problems in it", "pass a map or profile with entries")
