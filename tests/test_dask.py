@@ -19,7 +19,7 @@ from distributed import Client
 from cluster.dask import PLUGIN, DaskExecutor, DaskSlurmExecutor, DaskSlurmOptions
 from runner.sweep import prepare, run_sweep
 
-from .conftest import demo_config, expected_verdicts
+from .conftest import DEMO, demo_config, expected_verdicts
 from .slurm_cluster import slurm_cluster  # noqa: F401  (fixture, by name)
 
 pytestmark = pytest.mark.hol
@@ -145,3 +145,13 @@ def test_the_example_corpus_gives_the_same_verdicts_on_dask_slurm(dask_sweeps, d
     squeue = subprocess.run(["squeue", "-h", "-n", "proofbatch-dask", "-o", "%i %T"],
                             capture_output=True, text=True).stdout
     assert "RUNNING" not in squeue
+
+
+def test_dask_without_a_scheduler_address_is_bad_input(tmp_path, capsys):
+    from runner import cli
+
+    code = cli.main(["run", str(DEMO), "--out", str(tmp_path / "out"), "--cluster", "dask"])
+    assert code == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "--scheduler-address" in err[0] and "tcp://" in err[0]
+    assert not (tmp_path / "out").exists(), "bad input must write nothing"
