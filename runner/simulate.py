@@ -11,6 +11,7 @@ that node that needs the image while it is being built waits for it.
 from __future__ import annotations
 
 import heapq
+import time
 from dataclasses import dataclass
 
 from .planner import Plan
@@ -51,8 +52,25 @@ class Prediction:
                 "image_build_core_hours": self.build_s / 3600.0}
 
 
-def simulate(plan: Plan, *, keep_schedule: bool = True) -> Prediction:
-    """Run ``plan`` on a virtual clock with its expected durations."""
+class OutOfTime(Exception):
+    """The simulation ran past its time budget."""
+
+
+def predict(plan: Plan, budget_s: float = 30.0) -> Prediction | None:
+    """The prediction a sweep records in its plan, or None when simulating
+    would take longer than ``budget_s``: the sweep then starts without one
+    rather than late (dispatch does not depend on it)."""
+    try:
+        return simulate(plan, budget_s=budget_s)
+    except OutOfTime:
+        return None
+
+
+def simulate(plan: Plan, *, keep_schedule: bool = True, budget_s: float | None = None) -> Prediction:
+    """Run ``plan`` on a virtual clock with its expected durations; raise
+    OutOfTime past ``budget_s`` seconds of real time."""
+    deadline = None if budget_s is None else time.monotonic() + budget_s
+    steps = 0
     dispatcher = Dispatcher(plan)
     workers, cores = plan.workers.count, plan.workers.cores_per_node
     boot = plan.boot_s()
@@ -95,6 +113,9 @@ def simulate(plan: Plan, *, keep_schedule: bool = True) -> Prediction:
             # Every node finished; the dispatcher never leaves work behind.
             assert dispatcher.left == 0, f"{dispatcher.left} problems were never dispatched"
             break
+        steps += 1
+        if deadline is not None and steps % 2048 == 0 and time.monotonic() > deadline:
+            raise OutOfTime(f"simulating {len(plan.checks)} checks took over {budget_s} s")
         now, w, index = heapq.heappop(events)
         makespan = max(makespan, now)
         dispatcher.finish(w, index)

@@ -188,10 +188,10 @@ def run_sweep(prepared: PreparedSweep, executor, on_row: Callable[[ResultRow], N
         plan = None
         if prepared.plan is not None:
             from .planner import PLAN_FILE, write_plan
-            from .simulate import simulate
+            from .simulate import predict
 
             plan = prepared.plan.only((t.problem.problem_id, t.attempt) for t in pending)
-            write_plan(cfg.out / PLAN_FILE, plan, simulate(plan), run_id=run_id)
+            write_plan(cfg.out / PLAN_FILE, plan, predict(plan), run_id=run_id)
         executor.execute(SweepJob(prepared.backend, pending, cfg.out, run_id, plan=plan), on_row)
     table = shards.merge(cfg.out)
     skipped = attempts.record_skipped(cfg.out, prepared.tasks, table)

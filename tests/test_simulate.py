@@ -125,3 +125,13 @@ def test_simulate_command_refuses_bad_input_in_one_line(tmp_path, capsys):
     assert str(path) in err and "prove_secs" in err and len(err.splitlines()) == 1
     assert cli.main(["simulate", "--timeout-map", str(path), "--workers", "3", "--nodes", "2"]) == 2
     assert "do not split evenly" in capsys.readouterr().err
+
+
+def test_a_prediction_over_its_time_budget_is_dropped_not_waited_for():
+    from runner.simulate import OutOfTime, predict
+
+    plan = plan_of([1.0] * 20_000, Workers(4, 8, 64 * GIB))
+    with pytest.raises(OutOfTime):
+        simulate(plan, budget_s=0.0)
+    assert predict(plan, budget_s=0.0) is None
+    assert predict(plan).makespan_s == pytest.approx(20_000 / 32, rel=0.01)
