@@ -17,6 +17,7 @@ import pytest
 from distributed import Client
 
 from cluster.dask import PLUGIN, DaskExecutor, DaskSlurmExecutor, DaskSlurmOptions
+from runner.status import read_status
 from runner.sweep import prepare, run_sweep
 
 from .conftest import DEMO, demo_config, expected_verdicts
@@ -69,11 +70,11 @@ def dask_sweeps(request, scheduler, tmp_path_factory) -> dict:
     except pytest.skip.Exception as exc:
         runs["dask-slurm"] = exc           # its test skips with the same reason
     results: dict = {}
+    outs = {name: tmp_path_factory.mktemp(name) / "out" for name in runs}
 
     def sweep(name, executor):
         try:
-            out = tmp_path_factory.mktemp(name) / "out"
-            results[name] = run_sweep(prepare(demo_config(out)), executor)
+            results[name] = run_sweep(prepare(demo_config(outs[name])), executor)
         except BaseException as exc:       # re-raised by the test that reads it
             results[name] = exc
 
@@ -81,9 +82,16 @@ def dask_sweeps(request, scheduler, tmp_path_factory) -> dict:
                if not isinstance(item[1], BaseException)]
     for t in threads:
         t.start()
+    # Meanwhile, what `proofbatch status` shows of each sweep.
+    statuses: dict = {name: [] for name in runs}
+    while any(t.is_alive() for t in threads):
+        for name, out in outs.items():
+            if (out / "sweep.json").exists():
+                statuses[name].append(read_status(out))
+        time.sleep(1)
     for t in threads:
         t.join()
-    return {name: results.get(name, runs[name]) for name in runs}
+    return {name: results.get(name, runs[name]) for name in runs} | {"statuses": statuses}
 
 
 @pytest.fixture(scope="module")
@@ -108,6 +116,16 @@ def test_the_example_corpus_gives_the_same_verdicts_on_dask_as_locally(dask_demo
     assert verdicts(dask_demo) == {p: r["verdict"] for p, r in demo_rows.items()}
     rows = dask_demo.table.to_pylist()
     assert {r["worker"].split("/")[0] for r in rows if r["exit_status"] != "not run"} == {"w0"}
+
+
+def test_status_shows_dask_workers_while_the_sweeps_run(dask_sweeps):
+    for name in ("dask", "dask-slurm"):
+        outcome(dask_sweeps[name])
+        seen = dask_sweeps["statuses"][name]
+        running = [r for s in seen for r in s.running]
+        assert running, f"{name}: no worker showed a running check on the board"
+        assert {s.total for s in seen} == {len(expected_verdicts())}
+        assert max(s.done for s in seen) > min(s.done for s in seen)
 
 
 def test_heavy_checks_start_first(dask_demo):
