@@ -9,13 +9,14 @@ same command to resume).
 from __future__ import annotations
 
 import argparse
+import errno
 import importlib
 import sys
 
 from .errors import InputError, ProofbatchError
 
 # runner/commands/<module>.py, in the order `proofbatch --help` lists them.
-COMMANDS = ["run", "status", "profile", "timeout-map", "simulate", "report"]
+COMMANDS = ["run", "status", "profile", "timeout-map", "simulate", "report", "serve"]
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -41,6 +42,16 @@ def main(argv: list[str] | None = None) -> int:
         return 130
     except ProofbatchError as exc:
         print(f"proofbatch: {exc}", file=sys.stderr)
+        return 1
+    except OSError as exc:
+        # A full disk: every file proofbatch publishes appears whole or not
+        # at all (shards.publish), so nothing written before is lost.
+        if exc.errno not in (errno.ENOSPC, errno.EDQUOT, errno.EFBIG):
+            raise
+        where = exc.filename or getattr(args, "out", None) or "output"
+        print(f"proofbatch: {where}: {exc.strerror} while writing results; "
+              "everything published before is kept: free space and run the same command again "
+              "to resume", file=sys.stderr)
         return 1
 
 

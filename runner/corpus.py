@@ -218,7 +218,9 @@ def _csv_records(path: Path) -> list[tuple[int, list[str]]]:
     records = []
     # newline="" keeps line ends inside quoted answers as they are, which
     # the csv module requires.
-    reader = csv.reader(io.StringIO(text, newline=""))
+    # strict: Python's reader otherwise takes an unclosed quote as a field
+    # that runs to the end of the file, swallowing every later row.
+    reader = csv.reader(io.StringIO(text, newline=""), strict=True)
     old_limit = csv.field_size_limit(max(_CSV_FIELD_LIMIT, csv.field_size_limit()))
     try:
         before = 0

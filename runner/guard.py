@@ -142,6 +142,12 @@ def watch(pid: int, verdict_fd: int, limits: GuardLimits, started: float) -> Obs
     _wait_exit(proc, limits.grace_s)
     if _running(proc):
         kill_tree(pid, proc)
+    # Whatever the check started in its process group (it is the group's
+    # leader, and stays a zombie until REAP, so the id is still its own).
+    try:
+        os.killpg(pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
     while select.select([verdict_fd], [], [], 0)[0]:
         chunk = os.read(verdict_fd, 65536)
         if not chunk:

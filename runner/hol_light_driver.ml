@@ -8,7 +8,7 @@
 (*   FORK <cmd> <rep> <log> <segment.ml>  fork a child image that loads the  *)
 (*                                        segment and serves on <cmd>/<rep>  *)
 (*   CHECK <verdict> <query> <answer> <timeout> <log> <scratch> <nonce>      *)
-(*                                        fork one check; reply its pid      *)
+(*         [<jail-uid>]                   fork one check; reply its pid      *)
 (*   REAP <pid>                           wait for a finished child          *)
 (*   QUIT                                                                    *)
 (*                                                                           *)
@@ -173,6 +173,10 @@ module Proofbatch_driver = struct
       | Parser.EOF -> ()
       | Parser.UIDENT m when is_denied_module m -> deny ("module " ^ m)
       | Parser.LIDENT v when List.mem v denied_values -> deny v
+      (* Array.unsafe_get, Bytes.unsafe_to_string and kin read and write out
+         of bounds or break immutability: with them a value of any type,
+         a theorem included, can be forged without Obj. *)
+      | Parser.LIDENT v when contains v "unsafe" -> deny v
       | Parser.EXTERNAL -> deny "external declarations"
       | _ -> scan () in
     try scan () with
@@ -228,16 +232,18 @@ module Proofbatch_driver = struct
   (* One check, inside the forked child.                                     *)
   (* ----------------------------------------------------------------------- *)
 
-  let peak_rss_kb () =
+  (* Opened before the jail, which has no /proc; procfs files reread from
+     the start give current values. *)
+  let peak_rss_kb status =
     try
-      let ic = open_in "/proc/self/status" in
+      let ic = match status with Some ic -> ic | None -> raise Not_found in
+      seek_in ic 0;
       let rec find () =
         match input_line ic with
         | line when String.length line > 6 && String.sub line 0 6 = "VmHWM:" ->
             Scanf.sscanf line "VmHWM: %d kB" (fun kb -> kb)
         | _ -> find () in
-      let kb = (try find () with End_of_file -> 0) in
-      close_in ic; kb
+      (try find () with End_of_file -> 0)
     with _ -> 0
 
   let set_timer seconds =
@@ -251,7 +257,24 @@ module Proofbatch_driver = struct
     Sys.set_signal Sys.sigalrm (Sys.Signal_handle (fun _ -> raise Time_limit));
     set_timer seconds
 
-  let judge ~query_file ~answer_file ~timeout =
+  (* The jail (see runner/sandbox.py): once the answer is parsed, screened
+     and typed, and the goal read, nothing of it has run yet. The check then
+     chroots into its empty scratch directory and becomes a uid of its own,
+     so the answer sees no file, no /proc and no other process. Typing must
+     come first: it reads the compiler's .cmi files. *)
+  let enter_jail scratch uid =
+    try
+      Unix.chroot scratch;
+      Sys.chdir "/";
+      Unix.setgroups [||];
+      Unix.setgid uid;
+      Unix.setuid uid;
+      if Unix.getuid () <> uid || Unix.geteuid () <> uid then failwith "uid not dropped"
+    with exn ->
+      raise (Verdict ("ERROR", "sandbox: could not enter the jail: "
+                               ^ Printexc.to_string exn))
+
+  let judge ~query_file ~answer_file ~timeout ~jail =
     let prove_secs = ref 0.0 in
     let ax0 = List.length (kernel_axioms ()) in
     let outcome =
@@ -261,6 +284,7 @@ module Proofbatch_driver = struct
         screen expr;
         install_answer expr;
         let goal = read_query query_file in
+        jail ();
         let t0 = Unix.gettimeofday () in
         let finish () = prove_secs := Unix.gettimeofday () -. t0 in
         let th =
@@ -288,18 +312,28 @@ module Proofbatch_driver = struct
       else outcome in
     (verdict, !prove_secs, one_line reason)
 
-  let run_check ~verdict_path ~query_file ~answer_file ~timeout ~nonce =
+  let run_check ~verdict_path ~query_file ~answer_file ~timeout ~nonce ~scratch ~jail_uid =
+    let status = try Some (open_in "/proc/self/status") with _ -> None in
+    (* Inside the jail the scratch directory is "/", and the verdict pipe the
+       runner made there is "/verdict". *)
+    let verdict_path = ref verdict_path in
+    let jail () =
+      match jail_uid with
+      | None -> ()
+      | Some uid ->
+          enter_jail scratch uid;
+          verdict_path := "/" ^ Filename.basename !verdict_path in
     let verdict, secs, reason =
-      try judge ~query_file ~answer_file ~timeout with
+      try judge ~query_file ~answer_file ~timeout ~jail with
       | Time_limit ->
           ("TIMEOUT", timeout, Printf.sprintf "time limit %g s reached inside the prover" timeout)
       | exn -> ("ERROR", 0.0, "driver: " ^ one_line (Printexc.to_string exn)) in
     (try Format.print_flush (); flush stdout; flush stderr with _ -> ());
     let record = Printf.sprintf "PBV1\t%s\t%s\t%.6f\t%d\t%s\n"
-                   nonce verdict secs (peak_rss_kb ()) reason in
+                   nonce verdict secs (peak_rss_kb status) reason in
     (* The verdict pipe is opened only now, after the answer has stopped
        running: while it ran, there was no channel it could write to. *)
-    let fd = Unix.openfile verdict_path [Unix.O_WRONLY] 0 in
+    let fd = Unix.openfile !verdict_path [Unix.O_WRONLY] 0 in
     ignore (Unix.write_substring fd record 0 (String.length record));
     Unix.close fd
 
@@ -371,7 +405,11 @@ module Proofbatch_driver = struct
                 | pid ->
                     live_images := pid :: !live_images;
                     reply (Printf.sprintf "FORKED %d" pid))
-           | ["CHECK"; verdict; query; answer; timeout; log; scratch; nonce] ->
+           | "CHECK" :: verdict :: query :: answer :: timeout :: log :: scratch :: nonce
+             :: ([] | [_] as jail) ->
+               let jail_uid = match jail with
+                 | [uid] when uid <> "-" -> Some (int_of_string uid)
+                 | _ -> None in
                (match fork_child () with
                 | 0 ->
                     (* Its own process group, so that the runner can kill
@@ -381,7 +419,8 @@ module Proofbatch_driver = struct
                        redirect_output log;
                        Sys.chdir scratch;
                        run_check ~verdict_path:verdict ~query_file:query
-                         ~answer_file:answer ~timeout:(float_of_string timeout) ~nonce;
+                         ~answer_file:answer ~timeout:(float_of_string timeout) ~nonce
+                         ~scratch ~jail_uid;
                        hard_exit 0
                      with _ -> hard_exit 4)
                 | pid ->

@@ -34,6 +34,7 @@ class CheckResult:
     peak_rss_bytes: int | None
     image_key: str
     exit_status: str
+    sandbox: str = ""               # the box the check ran in (runner/sandbox.py); "" if none ran
 
 
 @dataclass(frozen=True)
@@ -41,6 +42,7 @@ class BackendInfo:
     prover: str     # "hol-light"
     build: str      # identifies the prover build
     mode: str       # execution mode, e.g. "bytecode-fork"
+    sandbox: str = "none"   # the box checks run in: bwrap, rlimits or none (runner/sandbox.py)
 
 
 @dataclass(frozen=True)

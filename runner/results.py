@@ -41,6 +41,9 @@ class ResultRow:
     dedup_of: int | None = _help("set when no check ran because an earlier attempt of the same problem "
                                  "had the same answer text: that attempt, whose verdict is reused",
                                  default=None)
+    sandbox: str = _help("the box the check ran in: bwrap (namespaces, read-only files, a chroot "
+                         "jail and a uid of its own), rlimits (limits only) or none; empty when "
+                         "no check ran (runner/sandbox.py)", default="")
 
     def __post_init__(self):
         Verdict(self.verdict)  # a closed set: anything else is a bug
@@ -66,7 +69,7 @@ SCHEMA = pa.schema([pa.field(name, _ARROW_TYPES.get(name, pa.string())) for name
 KEY = ("problem_id", "attempt")
 # Columns added after shards were first written: older shards lack them, and
 # reading fills them with nulls.
-OPTIONAL_COLUMNS: tuple[str, ...] = ("dedup_of",)
+OPTIONAL_COLUMNS: tuple[str, ...] = ("dedup_of", "sandbox")
 
 
 def rows_to_table(rows: list[ResultRow]) -> pa.Table:

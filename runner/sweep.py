@@ -65,6 +65,8 @@ class SweepConfig:
     policy: str = _help("dispatch order: planned (longest first, context affinity), naive "
                         "(corpus order) or shuffle (seeded random)", default="planned")
     seed: int = _help("seed of the shuffle policy and of tie-breaking", default=0)
+    sandbox: str = _help("the box checks run in: auto (bwrap when installed and root, else "
+                         "rlimits), bwrap, rlimits or none; see runner/sandbox.py", default="auto")
     stop_on_first_ok: bool = _help("skip a problem's remaining attempts once one is OK; skipped "
                                    "attempts get no result row and are listed in skipped.csv",
                                    default=False)
@@ -98,6 +100,7 @@ def prepare(config: SweepConfig) -> PreparedSweep:
     if not 0 <= config.grace < 3600:
         raise InputError("--grace", f"{config.grace} is not a grace period in seconds",
                          "pass a number from 0 to 3600")
+    check_out_dir(config)
     problems = load_corpus(config.corpus, config.answers)
     if config.only is not None:
         wanted = set(config.only)
@@ -113,7 +116,11 @@ def prepare(config: SweepConfig) -> PreparedSweep:
     root = Path(config.context_root or Path.cwd())
     if not root.is_dir():
         raise InputError(root, "context root is not a directory", "pass --context-root an existing directory")
-    backend = HolLightBackend(install, root, grace_s=config.grace, max_images=config.max_images)
+    from .sandbox import for_sweep
+
+    backend = HolLightBackend(install, root, grace_s=config.grace, max_images=config.max_images,
+                              sandbox_config=for_sweep(config), log_dir=Path(config.out) / "logs")
+    backend.check_mem_limit(mem)
     # One task per attempt of each problem (runner/attempts.py).
     tasks = [task for p in problems
              for task in attempts.tasks_for(
@@ -126,6 +133,25 @@ def prepare(config: SweepConfig) -> PreparedSweep:
     # loaded context, stopping early and reusing duplicates as it goes.
     ordered, plan = order(tasks, backend.salt, config)
     return PreparedSweep(config, problems, attempts.contiguous(ordered), backend, plan=plan)
+
+
+def check_out_dir(config: SweepConfig) -> None:
+    """--out must be a directory we can write, holding no other corpus's results."""
+    out = Path(config.out)
+    existing = next(p for p in [out, *out.parents] if p.exists())
+    if not existing.is_dir():
+        raise InputError(existing, "is not a directory, so --out cannot be made there",
+                         "pass a directory path for --out")
+    if not os.access(existing, os.W_OK | os.X_OK):
+        raise InputError(existing, "is not writable (read-only file system or permissions)",
+                         "pass an --out on a writable disk")
+    try:
+        old = json.loads((out / MANIFEST).read_text()).get("corpus")
+    except (OSError, ValueError, AttributeError):
+        return      # no manifest: check_manifest reports an unreadable one
+    if old is not None and old != str(Path(config.corpus).resolve()):
+        raise InputError(out, f"holds the results of another corpus ({old})",
+                         "use a new --out for this corpus, or pass the corpus it was run on")
 
 
 def order(tasks: list[CheckTask], salt: str, config: SweepConfig):
@@ -149,6 +175,7 @@ def check_manifest(prepared: PreparedSweep) -> dict:
     path = cfg.out / MANIFEST
     manifest = {
         "prover": info.prover, "hol_build": info.build, "mode": info.mode,
+        "sandbox": getattr(info, "sandbox", "none"),
         "corpus": str(cfg.corpus.resolve()), "corpus_fingerprint": corpus_fingerprint(prepared.problems),
         "context_root": str(prepared.backend.context_root), "checks": len(prepared.tasks),
         "created": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),

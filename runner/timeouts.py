@@ -21,6 +21,10 @@ from typing import Any, Iterable, Mapping
 from .corpus import Problem
 from .errors import InputError
 
+# A check runs for hours at most (the bench's cap is 3 h); a limit beyond a
+# week is a unit mistake (milliseconds), not a plan.
+MAX_TIMEOUT_S = 7 * 24 * 3600.0
+
 
 @dataclass(frozen=True)
 class TimeLimit:
@@ -45,6 +49,9 @@ class TimeoutPolicy:
         if not math.isfinite(self.default) or self.default <= 0:
             raise InputError(where, f"{self.default!r} seconds is not a positive finite time",
                              "give a positive number of seconds, e.g. 600")
+        if self.default > MAX_TIMEOUT_S:
+            raise InputError(where, f"{self.default:g} seconds is more than a week",
+                             "give seconds, not milliseconds, e.g. 600")
         object.__setattr__(self, "by_problem", MappingProxyType(dict(self.by_problem)))
         if self.by_category is not None:
             object.__setattr__(self, "by_category", MappingProxyType(dict(self.by_category)))
@@ -176,6 +183,9 @@ def _seconds(value: Any, path: Path, what: str) -> float:
     if not math.isfinite(seconds) or seconds <= 0:
         raise InputError(path, f"{what} {value!r} is not a positive finite number of seconds",
                          "write a number of seconds greater than zero")
+    if seconds > MAX_TIMEOUT_S:
+        raise InputError(path, f"{what} {value!r} is more than a week",
+                         "write seconds, not milliseconds")
     return seconds
 
 

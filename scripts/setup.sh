@@ -5,7 +5,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 export DEBIAN_FRONTEND=noninteractive
-packages=(hol-light libnum-ocaml-dev)   # hol-light's package forgets libnum-ocaml-dev
+# hol-light's package forgets libnum-ocaml-dev; bubblewrap boxes every check
+# (runner/sandbox.py).
+packages=(hol-light libnum-ocaml-dev bubblewrap)
 packages+=(slurm-wlm munge slurmdbd mariadb-server)   # the dev Slurm cluster (slurm/)
 packages+=(chromium)   # tests/test_report.py renders the HTML report headless
 python3 -c 'import ensurepip' 2>/dev/null || packages+=(python3-venv)

@@ -42,6 +42,10 @@ PROOFBATCH = Path(sys.executable).with_name("proofbatch")
 FAST_S = 2.0  # validation reads a few small files; HOL Light takes minutes to load
 
 WORD = "x86.sha3_keccak_f1600.WORD_NEG_EL_DEMORGAN"
+# The tripwire HOL Light records being started in a file under the test's
+# temp dir; inside the sandbox (runner/sandbox.py) that write would fail, and
+# the tripwire could never fire. These tests are about validation, not the box.
+NO_BOX = ("--sandbox", "none")
 ADD = "arm.bignum_add.BIGNUM_ADD_CORRECT"
 
 
@@ -156,7 +160,7 @@ def run(capsys, no_processes, tripwire, out):
     nothing and left --out alone."""
 
     def run_cli(corpus: Path, *args) -> tuple[int, str, list[str]]:
-        argv = ["run", str(corpus), "--out", str(out.path), *map(str, args)]
+        argv = ["run", str(corpus), "--out", str(out.path), *NO_BOX, *map(str, args)]
         started = time.monotonic()
         try:
             code = cli.main(argv)
@@ -223,7 +227,7 @@ def test_valid_input_gets_past_validation_and_trips_the_wire(corpus, hol, tmp_pa
     """Proof that the checks in `run` can fail: with good input the CLI writes
     --out/sweep.json and starts "HOL Light", which trips the wire and exits 1."""
     out = tmp_path / "out"
-    code = cli.main(["run", str(corpus), "--out", str(out), "--hol-light", str(hol),
+    code = cli.main(["run", str(corpus), "--out", str(out), *NO_BOX, "--hol-light", str(hol),
                      "--context-root", str(tmp_path)])
     assert code == 1, capsys.readouterr().err
     assert tripwire.exists()
@@ -368,7 +372,7 @@ def test_console_script_exits_2_without_touching_out(case, corpus, hol, tmp_path
     out = tmp_path / "out"
     previous_sweep(out)
     before = snapshot(out)
-    args = ["run", str(corpus), "--out", str(out), "--hol-light", str(hol)]
+    args = ["run", str(corpus), "--out", str(out), *NO_BOX, "--hol-light", str(hol)]
     if case == "missing-query":
         (corpus / WORD / "query.txt").unlink()
         expected = f"proofbatch: error: {corpus / WORD / 'query.txt'}: problem {WORD} is missing query.txt; "

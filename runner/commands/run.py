@@ -30,6 +30,12 @@ def add_arguments(run) -> None:
                      help="directory that needs/loadt in setup.ml resolve against (default: cwd)")
     run.add_argument("--grace", type=float, default=2.0,
                      help="seconds past the limit before the outside kill (default 2)")
+    run.add_argument("--sandbox", choices=("auto", "bwrap", "rlimits", "none"), default="auto",
+                     help="the box checks run in (default auto: bwrap when installed and root, "
+                     "else rlimits; see README, Sandbox)")
+    run.add_argument("--server", type=Path, metavar="DIR",
+                     help="check in the images of `proofbatch serve DIR` instead of loading HOL "
+                     "Light here (local threads)")
     run.add_argument("--stop-on-first-ok", action="store_true",
                      help="skip a problem's remaining attempts once one is OK (listed in skipped.csv)")
     import cluster
@@ -43,11 +49,16 @@ def run(args) -> int:
         timeout_map=args.timeout_map, category_timeouts=args.category_timeouts,
         default_timeout=args.default_timeout, mem_limit=args.mem_limit,
         hol_light=args.hol_light, context_root=args.context_root, grace=args.grace,
-        stop_on_first_ok=args.stop_on_first_ok)
+        sandbox=args.sandbox, stop_on_first_ok=args.stop_on_first_ok)
     prepared = prepare(config)
     import cluster
 
     executor = cluster.make_executor(args, config.workers)
+    if args.server is not None:
+        from cluster.local import LocalExecutor
+
+        from ..image_server import RemoteSession
+        executor = LocalExecutor(workers=config.workers, session=RemoteSession(args.server))
     with progress.SweepProgress() as bar:
         summary = run_sweep(prepared, executor,
                             on_row=bar.row, on_start=bar.start)

@@ -1,0 +1,146 @@
+"""The catalogue of bad input: each case is refused with one line naming the
+file, the problem and the fix, exit code 2, before HOL Light starts and
+without touching --out.
+
+The contract and its machinery (a tripwire HOL Light that records being
+started, a check that --out is byte-for-byte untouched, a refusal to start
+any process) live in tests/test_cli.py, which also holds these cases of the
+catalogue:
+
+- a missing corpus: test_corpus_path_that_does_not_exist
+- a problem without a query: test_problem_folder_missing_query_txt
+- answers for unknown problems: test_unknown_problem_id_in_answers_{directory,csv}
+- duplicate ids in an answers CSV: test_duplicate_problem_ids_in_answers_csv
+- malformed JSON and timeout maps: test_timeout_map_that_is_not_json,
+  test_timeout_map_of_the_wrong_shape, test_category_timeouts_of_the_wrong_shape
+- a timeout of zero: test_timeout_map_of_the_wrong_shape[timeout-zero]
+
+This file adds the rest: an empty corpus, malformed CSV, duplicate ids in a
+timeout map, negative and absurd timeouts, a memory limit below the size of
+a loaded image, an unwritable output directory, and an --out that holds
+another corpus's results.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from runner import cli
+
+from .test_cli import (ADD, FAST_S, WORD, assert_one_line_error, corpus, hol, no_processes,  # noqa: F401
+                       out, previous_sweep, run, snapshot, tripwire)
+
+
+def test_an_empty_corpus(run, hol, tmp_path):
+    empty = tmp_path / "empty-corpus"
+    empty.mkdir()
+    (empty / ".git").mkdir()          # hidden folders are not problems
+    result = run(empty, "--hol-light", hol)
+    assert_one_line_error(result, empty, "corpus has no problems", "; pass the folder that holds")
+
+
+def test_an_answers_csv_with_a_row_of_the_wrong_width(run, corpus, hol, tmp_path):
+    answers = tmp_path / "answers.csv"
+    answers.write_text(f"problem_id,answer\n{ADD},ARITH_TAC,REFL_TAC\n")
+    result = run(corpus, "--answers", answers, "--hol-light", hol)
+    assert_one_line_error(result, answers, "line 2 has 3 fields but the header has 2",
+                          "; quote answers that contain commas")
+
+
+def test_an_answers_csv_with_an_unclosed_quote(run, corpus, hol, tmp_path):
+    """Read leniently, the quote would swallow the next row into this answer."""
+    answers = tmp_path / "answers.csv"
+    answers.write_text(f'problem_id,answer\n{ADD},"ARITH_TAC\n{WORD},WORD_BLAST_TAC\n')
+    result = run(corpus, "--answers", answers, "--hol-light", hol)
+    assert_one_line_error(result, answers, "line 2: malformed CSV (unexpected end of data)",
+                          "; write the file with a CSV library")
+
+
+def test_a_timeout_map_with_a_problem_twice(run, corpus, hol, tmp_path):
+    timeout_map = tmp_path / "timeout-map.json"
+    timeout_map.write_text(json.dumps([{"problem_id": ADD, "timeout_sec": 30},
+                                       {"problem_id": ADD, "timeout_sec": 60}]))
+    result = run(corpus, "--timeout-map", timeout_map, "--hol-light", hol)
+    assert_one_line_error(result, timeout_map, f"problem id {ADD} appears in entry 0 and entry 1",
+                          "; keep one entry per problem")
+
+
+@pytest.mark.parametrize("seconds, complaint", [
+    ("-5", "-5.0 seconds is not a positive finite time"),
+    ("1e12", "1e+12 seconds is more than a week"),
+])
+def test_a_negative_or_absurd_default_timeout(run, corpus, hol, seconds, complaint):
+    result = run(corpus, f"--default-timeout={seconds}", "--hol-light", hol)
+    assert_one_line_error(result, "default timeout", complaint)
+
+
+def test_an_absurd_timeout_in_a_map(run, corpus, hol, tmp_path):
+    timeout_map = tmp_path / "timeout-map.json"
+    timeout_map.write_text(json.dumps([{"problem_id": ADD, "timeout_sec": 3.2e9}]))
+    result = run(corpus, "--timeout-map", timeout_map, "--hol-light", hol)
+    assert_one_line_error(result, timeout_map, f"entry 0 ({ADD}): timeout_sec", "more than a week")
+
+
+def test_a_memory_limit_below_the_image_size(run, corpus, hol):
+    """Every check counts its image's pages, so 100 MiB would make every check MEMOUT."""
+    result = run(corpus, "--mem-limit", "100M", "--hol-light", hol)
+    assert_one_line_error(result, "--mem-limit", "100 MiB is below the size of a loaded HOL Light image",
+                          "; give 1G or more")
+
+
+# -- where the results go --------------------------------------------------------
+
+def run_with_out(capsys, corpus: Path, out_dir: Path, *args) -> tuple[int, str, list[str]]:
+    started = time.monotonic()
+    code = cli.main(["run", str(corpus), "--out", str(out_dir), *map(str, args)])
+    assert time.monotonic() - started < FAST_S
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err.splitlines()
+
+
+@pytest.fixture
+def read_only_dir(tmp_path):
+    """A directory on a read-only file system (root ignores permission bits,
+    not a read-only mount)."""
+    mount = tmp_path / "ro"
+    mount.mkdir()
+    try:
+        subprocess.run(["mount", "-t", "tmpfs", "-o", "ro,size=1m", "tmpfs", str(mount)],
+                       check=True, capture_output=True)
+    except (subprocess.CalledProcessError, FileNotFoundError) as exc:
+        pytest.skip(f"cannot mount a read-only tmpfs here: {exc}")
+    yield mount
+    subprocess.run(["umount", str(mount)], check=True)
+
+
+def test_an_unwritable_output_directory(capsys, corpus, hol, read_only_dir, tripwire, no_processes):
+    result = run_with_out(capsys, corpus, read_only_dir / "out", "--hol-light", hol)
+    assert_one_line_error(result, read_only_dir, "is not writable", "; pass an --out on a writable disk")
+    assert not tripwire.exists()
+
+
+def test_an_output_path_below_a_file(capsys, corpus, hol, tmp_path, tripwire, no_processes):
+    a_file = tmp_path / "results.csv"
+    a_file.write_text("not a directory\n")
+    result = run_with_out(capsys, corpus, a_file / "out", "--hol-light", hol)
+    assert_one_line_error(result, a_file, "is not a directory", "; pass a directory path for --out")
+    assert not tripwire.exists()
+
+
+def test_out_holding_another_corpuss_results(capsys, corpus, hol, tmp_path, tripwire, no_processes):
+    out_dir = tmp_path / "out-of-another-corpus"
+    previous_sweep(out_dir)
+    manifest = json.loads((out_dir / "sweep.json").read_text())
+    manifest["corpus"] = "/data/s2n-bignum-bench/other-corpus"
+    (out_dir / "sweep.json").write_text(json.dumps(manifest))
+    before = snapshot(out_dir)
+    result = run_with_out(capsys, corpus, out_dir, "--hol-light", hol)
+    assert_one_line_error(result, out_dir, "holds the results of another corpus "
+                          "(/data/s2n-bignum-bench/other-corpus)", "; use a new --out for this corpus")
+    assert snapshot(out_dir) == before
+    assert not tripwire.exists()
