@@ -311,6 +311,12 @@ def html_fragment(r: PassAtK) -> str:
     return "\n".join(parts + ["</section>"])
 
 
+def add_to_page(page: str, fragment: str) -> str:
+    """``fragment`` at the end of an HTML page's body (runner/report_html.page)."""
+    head, sep, tail = page.rpartition("</body>")
+    return head + fragment + sep + tail if sep else page + fragment
+
+
 def comparison_html(cmp: Comparison, name_a: str = "A", name_b: str = "B") -> str:
     rows = [[f"pass@{k}", _pct(cmp.a.overall[k]), _pct(cmp.b.overall[k]),
              f"{100 * (cmp.b.overall[k] - cmp.a.overall[k]):+.2f} pts"] for k in cmp.a.ks]

@@ -24,7 +24,7 @@ from fractions import Fraction
 import pytest
 from rich.console import Console
 
-from runner import passk
+from runner import cli, passk
 from runner.errors import InputError
 from runner.passk import ProblemTally, compute, pass_at_k
 
@@ -160,3 +160,26 @@ def test_two_runs_compared_and_rendered(sweeps):
     assert fragment.startswith('<section class="passk">') and fragment.endswith("</section>")
     assert "<th>pass@1</th>" in fragment and "lower bound" in fragment
     assert "<td>14.29%</td>" in fragment
+
+
+@pytest.mark.hol
+def test_proofbatch_report_k_prints_and_writes_pass_at_k(sweeps, tmp_path, capsys):
+    page = tmp_path / "report.html"
+    assert cli.main(["report", str(sweeps[0]), "--k", "1,5", "--html", str(page)]) == 0
+    text = capsys.readouterr().out
+    assert "pass@1" in text and "45.71%" in text and "71.43%" in text
+    html = page.read_text()
+    assert '<section class="passk">' in html and html.index("passk") < html.index("</body>")
+
+    assert cli.main(["report", str(sweeps[0]), str(sweeps[1]), "--k", "1,5"]) == 0
+    assert "-31.43 pts" in capsys.readouterr().out
+
+
+@pytest.mark.hol
+@pytest.mark.parametrize("k, message", [("1,6", "fewer than k=6"), ("0", "--k")])
+def test_proofbatch_report_refuses_a_bad_k_in_one_line(sweeps, k, message, capsys):
+    assert cli.main(["report", str(sweeps[0]), "--k", k]) == 2
+    captured = capsys.readouterr()
+    err = captured.err.strip().splitlines()
+    assert len(err) == 1 and message in err[0], err
+    assert captured.out == ""       # refused before anything was printed

@@ -7,7 +7,7 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
-from .. import report_html
+from .. import passk, report_html
 from ..errors import InputError
 from ..progress import STYLE
 from ..report import PARTS, Comparison, SweepReport, compare, load
@@ -22,6 +22,8 @@ def add_arguments(p) -> None:
                    help="a sweep directory; give two to compare sweeps of the same corpus")
     p.add_argument("--html", type=Path, help="also write a self-contained HTML page with plots")
     p.add_argument("--core-hour-price", type=float, help="price of one core-hour, for the cost")
+    p.add_argument("--k", help="also pass@k for these k, e.g. 1,4,8 (every problem needs at "
+                   "least k attempts; runner/passk.py)")
 
 
 def run(args) -> int:
@@ -33,6 +35,14 @@ def run(args) -> int:
         raise InputError("--core-hour-price", f"{price} is negative", "pass a price >= 0")
     out = Console()
     reports = [load(d) for d in args.out]
+    # pass@k is computed before anything is printed: a k it refuses is bad input.
+    ks = passk.parse_ks(args.k) if args.k is not None else None
+    if ks and len(reports) == 2:
+        pk = passk.compare(args.out[0], args.out[1], ks)
+        pk_tables, pk_html = [passk.comparison_table(pk)], passk.comparison_html(pk)
+    elif ks:
+        pk = passk.report_sweep(args.out[0], ks)
+        pk_tables, pk_html = passk.tables(pk), passk.html_fragment(pk)
     if len(reports) == 2:
         comparison = compare(*reports)
         print_comparison(out, comparison, price)
@@ -41,6 +51,10 @@ def run(args) -> int:
         for section in TERMINAL:
             section(out, reports[0], price)
         page = report_html.render(reports[0], price)
+    if ks:
+        for renderable in pk_tables:
+            out.print(renderable)
+        page = passk.add_to_page(page, pk_html)
     if args.html:
         report_html.write(args.html, page)
         out.print(f"wrote {args.html}")
