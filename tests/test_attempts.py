@@ -315,3 +315,33 @@ def test_an_interrupted_early_stop_sweep_does_not_rerun_a_solved_problem(hol_ses
     assert not [c for c in checked if c[0] == "logic.drinker"]
     assert {("logic.drinker", k) for k in (2, 3, 4)} <= set(attempts.read_skipped(out))
     assert not [k for k in rows_by_key(summary.table) if k[0] == "logic.drinker" and k[1] > 1]
+
+
+def test_run_takes_stop_on_first_ok_off_by_default():
+    parser = cli.build_parser()
+    base = ["run", str(DEMO), "--out", "/nonexistent/out", "--answers", str(ATTEMPTS)]
+    assert parser.parse_args(base).stop_on_first_ok is False
+    assert parser.parse_args(base + ["--stop-on-first-ok"]).stop_on_first_ok is True
+
+
+def test_shards_written_before_the_dedup_column_still_resume(tmp_path):
+    """A sweep recorded before attempts existed has shards without dedup_of:
+    they are read (the column is null), not quarantined and redone."""
+    import datetime as dt
+
+    import pyarrow.parquet as pq
+
+    from runner.results import ResultRow, rows_to_table
+
+    now = dt.datetime.now(dt.timezone.utc)
+    row = ResultRow(problem_id="arith.add_comm", attempt=0, category="arith", verdict="OK",
+                    reason="proved", prove_secs=0.01, wall_secs=0.02, peak_rss_mb=None,
+                    timeout_s=10.0, timeout_source="category", worker="w", host="h",
+                    started_at=now, finished_at=now, image_key="k", hol_build="b", mode="m",
+                    exit_status="exited 0", answer_sha256="0" * 64, run_id="old")
+    table = rows_to_table([row]).drop(["dedup_of"])
+    (tmp_path / "shards").mkdir()
+    pq.write_table(table, tmp_path / "shards" / "old-w0-000001.parquet")
+    scan = shards.scan(tmp_path)
+    assert not scan.quarantined
+    assert scan.done["arith.add_comm", 0]["dedup_of"] is None
