@@ -105,16 +105,35 @@ class ShareWorker(Checkpointable):
         todo = [t for t in self.tasks if task_key(t) not in done]
         if not todo:
             return 0
-        # Slurm sets SLURM_RESTART_COUNT on a requeued job: a fresh writer id
-        # per incarnation keeps its image record apart from the earlier one's.
         # For the log, and for benchmarks/slurm_overhead.py (start cost of a task).
         print(f"proofbatch: share of {len(todo)} checks started at {time.time():.3f}", flush=True)
+        # Slurm sets SLURM_RESTART_COUNT on a requeued job: a fresh writer id
+        # per incarnation keeps its image record apart from the earlier one's.
         prefix = f"{self.writer_prefix}-r{os.environ.get('SLURM_RESTART_COUNT', '0')}"
+        self._prefix, self._finished = prefix, []
         # The local executor starts the session (its scratch under the node's
         # TMPDIR, not the shared OUT) and publishes shards and boards to OUT.
-        LocalExecutor(workers=self.threads).execute(SweepJob(self.backend, todo, self.out, prefix),
-                                                    lambda row: None)
+        try:
+            LocalExecutor(workers=self.threads).execute(
+                SweepJob(self.backend, todo, self.out, prefix), self._finished.append)
+        finally:
+            self._finished = []
         return len(todo)
+
+    def checkpoint(self, *args, **kwargs):
+        """submitit calls this on preemption or timeout, right before it
+        requeues the job, and the requeue kills the task at once: rows still
+        buffered in the shard writers would be lost and their checks redone.
+        Publish every finished row not yet in a shard first."""
+        finished, self._finished = list(getattr(self, "_finished", [])), []
+        if finished:
+            on_disk = shards.scan(self.out, repair=False).done
+            rows = [r for r in finished if (r.problem_id, r.attempt) not in on_disk]
+            if rows:
+                with shards.ShardWriter(self.out, f"{self._prefix}-checkpoint") as writer:
+                    for row in rows:
+                        writer.add(row)
+        return super().checkpoint(*args, **kwargs)
 
 
 class SlurmExecutor(Executor):

@@ -52,12 +52,15 @@ def wait_for(predicate, timeout: float, what: str, poll: float = 0.5):
 
 
 def all_shard_keys(out: Path) -> list[tuple[str, int]]:
-    """Every row of every shard, duplicates included: a redone check shows twice."""
-    keys = []
+    """One key per check that ran, from every row of every shard: a redone
+    check shows twice. (The same run published twice, by a preempted task's
+    checkpoint and its writer, is one run: same worker, same start.)"""
+    runs = set()
     for path in sorted((out / "shards").glob("*.parquet")):
-        keys += [(r["problem_id"], r["attempt"]) for r in
-                 shards.pq.read_table(path, columns=["problem_id", "attempt"]).to_pylist()]
-    return keys
+        runs |= {(r["problem_id"], r["attempt"], r["worker"], r["started_at"]) for r in
+                 shards.pq.read_table(path, columns=["problem_id", "attempt", "worker",
+                                                     "started_at"]).to_pylist()}
+    return [(p, a) for p, a, _w, _s in runs]
 
 
 def done_keys(out: Path) -> set[tuple[str, int]]:
