@@ -224,6 +224,27 @@ def make_plan(checks: Sequence[PlanCheck], images: Mapping[str, Image], base: st
             return (-sum(c.expected_s for c in u), -max(c.limit_s for c in u),
                     rank[first.image_key], first.index)
         units.sort(key=priority)
+        # Loading a context is work the first problem of its image waits for:
+        # that problem ranks by its load plus its own time, so an image that
+        # is slow to load starts early instead of ending the sweep.
+        skip = set(prebuilt) | {base}
+        load: dict[str, float] = {}
+        for key in keys:
+            chain, k = 0.0, key
+            while k is not None and k not in skip:
+                chain += images[k].build_s
+                k = images[k].parent
+            load[key] = chain
+        seen: set[str] = set()
+        lead = []
+        for u in units:
+            key = u[0].image_key
+            lead.append(load[key] if key not in seen else 0.0)
+            seen.add(key)
+        if any(lead):
+            order = sorted(range(len(units)), key=lambda i: (
+                -(sum(c.expected_s for c in units[i]) + lead[i]), i))
+            units = [units[i] for i in order]
     ordered = tuple(c for u in units for c in u)
     return Plan(config, workers, ordered, dict(images), base, frozenset(prebuilt))
 

@@ -215,7 +215,10 @@ class Dispatcher:
         # Other nodes hold the image and finish its checks before this one could load it.
         soon = bool(self.holders.get(key)) and \
             self.image_work[key] / (self.holders[key] * self.cores) < missing
-        if self.cost[pick] >= critical and not soon:
+        # An image no node holds must be loaded somewhere: its load is part
+        # of the problem's length.
+        length = self.cost[pick] + (0.0 if self.holders.get(key) else missing)
+        if length >= critical and not soon:
             return pick
         other = self._best_warm(node, free)
         if other is None:

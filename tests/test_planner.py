@@ -42,8 +42,13 @@ def heavy_tailed(n: int, seed: int, n_images: int = 6) -> list[PlanCheck]:
 def test_the_heaviest_problem_starts_first_and_the_rest_follow_longest_first():
     checks = heavy_tailed(300, seed=1)
     plan = make_plan(checks, images(6), "base", Workers(1, 4, 64 * GIB))
-    expected = [c.expected_s for c in plan.checks]
-    assert expected == sorted(expected, reverse=True)
+    # Longest first, where the first problem of each context also counts
+    # the 25 s load of its context.
+    seen, ranks = set(), []
+    for c in plan.checks:
+        ranks.append(c.expected_s + (25.0 if c.image_key not in seen else 0.0))
+        seen.add(c.image_key)
+    assert ranks == sorted(ranks, reverse=True)
     prediction = simulate(plan)
     heaviest = max(checks, key=lambda c: c.expected_s)
     worker, start, _ = prediction.schedule[(heaviest.problem_id, 0)]
@@ -113,11 +118,15 @@ def test_a_long_check_does_not_wait_for_affinity():
     plan = make_plan(checks, images(2), "base", Workers(1, 2, 16 * GIB), prebuilt=["ctx0"])
     prediction = simulate(plan)
     assert prediction.schedule[("p0000", 0)][1] == pytest.approx(70.0 + 25.0)
-    # A light one in its place is passed over for light checks of ctx0 until
-    # the work left makes it critical.
+    # A light one in its place starts at once too: its context must be
+    # loaded somewhere, and that load is long next to the work left.
     checks[0] = check(0, 1.5, "ctx1")
     plan = make_plan(checks, images(2), "base", Workers(1, 2, 16 * GIB), prebuilt=["ctx0"])
-    assert simulate(plan).schedule[("p0000", 0)][1] > 70.0 + 25.0 + 5
+    assert simulate(plan).schedule[("p0000", 0)][1] == pytest.approx(70.0 + 25.0)
+    # With ctx1 loaded too, nothing is long any more: ctx0's light checks go
+    # on, the node keeps its images.
+    plan = make_plan(checks, images(2), "base", Workers(1, 2, 16 * GIB), prebuilt=["ctx0", "ctx1"])
+    assert simulate(plan).build_s == 70.0
 
 
 def test_the_plan_is_deterministic_for_a_seed():
@@ -127,9 +136,11 @@ def test_the_plan_is_deterministic_for_a_seed():
     c = plan_to_json(make_plan(checks, images(5), "base", Workers(2, 3, 8 * GIB), PlanConfig(seed=8)))
     assert a == b
     assert [x["problem_id"] for x in a["checks"]] != [x["problem_id"] for x in c["checks"]]
-    # Ties are broken by image, so equal checks of one context stay together.
+    # The first problem of each context leads (its load counts); after them,
+    # ties are broken by image, so equal checks of one context stay together.
     keys = [x["image_key"] for x in a["checks"]]
-    assert sum(1 for u, v in zip(keys, keys[1:]) if u != v) == 4
+    assert len(set(keys[:5])) == 5
+    assert sum(1 for u, v in zip(keys[5:], keys[6:]) if u != v) == 4
     s1 = make_plan(checks, images(5), "base", Workers(1, 1, GIB), PlanConfig(policy="shuffle", seed=1))
     s2 = make_plan(checks, images(5), "base", Workers(1, 1, GIB), PlanConfig(policy="shuffle", seed=1))
     assert s1.checks == s2.checks and s1.checks != tuple(checks)
@@ -177,3 +188,16 @@ def test_live_queue_blocks_a_worker_until_memory_is_free():
     assert got == ["unit 1"]
     queue.done(1)
     assert queue.next(0) is None
+
+
+def test_a_context_slow_to_load_starts_early():
+    # Four 50 s problems on the base and a 1 s problem whose context takes
+    # 100 s to load, on two workers. Ranked by its load plus its time, the
+    # context starts at once: 151 s (bound 150.51). By its time alone it would
+    # start when a worker is free at 100 s, ending at 201 s.
+    checks = [check(i, 50.0) for i in range(4)] + [check(4, 1.0, "ctx0")]
+    plan = make_plan(checks, images(1, build_s=100.0), "base", Workers(1, 2, 16 * GIB),
+                     PlanConfig(dispatch_s=0.0), prebuilt=["base"])
+    assert plan.checks[0].problem_id == "p0004"
+    assert simulate(plan).makespan_s == pytest.approx(151.0)
+    assert plan.lower_bound() == pytest.approx(150.5)
