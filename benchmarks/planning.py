@@ -112,18 +112,25 @@ def main() -> int:
     wall, cpu = time.perf_counter(), time.process_time()
     prediction = simulate(plan)
     sim_s, sim_wall = time.process_time() - cpu, time.perf_counter() - wall
-    passed &= plan_s < PLAN_TARGET_S and sim_s < SIM_TARGET_S
+    passed &= plan_s < PLAN_TARGET_S and sim_s < SIM_TARGET_S and prediction.ratio <= TARGET_RATIO
+    # At this scale the work, not the longest proof, sets the bound at 64 workers too.
+    at64 = simulate(plan.with_workers(workers_for(64)), keep_schedule=False)
+    passed &= at64.ratio <= TARGET_RATIO
     figures.update(plan_cpu_secs=round(plan_s, 3), plan_wall_secs=round(plan_wall, 3),
                    simulate_cpu_secs=round(sim_s, 3), simulate_wall_secs=round(sim_wall, 3),
                    scale=args.scale, scale_ratio=round(prediction.makespan_s / bound, 4),
+                   scale_ratio_64=round(at64.ratio, 4),
                    loadavg=[load_before, loadavg()])
     lines.append(f"planning {args.scale:,} problems: {plan_s:.2f} s CPU, {plan_wall:.2f} s wall "
                  f"(target < {PLAN_TARGET_S:g} s)")
     lines.append(f"simulating {args.scale:,} problems on 512 workers: {sim_s:.2f} s CPU, "
                  f"{sim_wall:.2f} s wall (target < {SIM_TARGET_S:g} s); makespan "
                  f"{prediction.makespan_s:.0f} s, {prediction.ratio:.3f}x the bound")
+    lines.append(f"the same {args.scale:,} problems on 64 workers: makespan {at64.makespan_s:.0f} s, "
+                 f"{at64.ratio:.3f}x the bound {at64.lower_bound_s:.0f} s")
     lines.append(f"load average {load_before} before, {loadavg()} after")
-    target = (f"planned makespan <= {TARGET_RATIO} x lower bound at 8, 64, 512 workers; planning "
+    target = (f"planned makespan <= {TARGET_RATIO} x lower bound at 8, 64, 512 workers (and for "
+              f"{args.scale:,} problems on 64 and 512); planning "
               f"{args.scale:,} < {PLAN_TARGET_S:g} s; simulating them on 512 workers < {SIM_TARGET_S:g} s")
     return emit(args, "planning", figures, lines, target, passed)
 
