@@ -135,3 +135,17 @@ def test_a_prediction_over_its_time_budget_is_dropped_not_waited_for():
         simulate(plan, budget_s=0.0)
     assert predict(plan, budget_s=0.0) is None
     assert predict(plan).makespan_s == pytest.approx(20_000 / 32, rel=0.01)
+
+
+def test_a_recorded_plan_is_simulated_again_on_other_workers(tmp_path, capsys):
+    from runner.planner import write_plan
+
+    plan = plan_of([1, 1, 1, 1, 4])
+    write_plan(tmp_path / "plan.json", plan, simulate(plan))
+    # On its own two workers: 4 s (see the first case); on one worker, 8 s.
+    assert cli.main(["simulate", "--plan", str(tmp_path / "plan.json"), "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["workers"] == 2 and out["makespan_s"] == 4 and out["naive_makespan_s"] == 6
+    assert cli.main(["simulate", "--plan", str(tmp_path / "plan.json"), "--workers", "1",
+                     "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["makespan_s"] == 8

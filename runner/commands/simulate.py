@@ -9,7 +9,7 @@ from rich.console import Console
 from rich.table import Table
 
 from ..errors import InputError
-from ..planner import POLICIES, PlanConfig, Workers
+from ..planner import POLICIES, PlanConfig, Workers, read_plan
 from ..planner_inputs import plan_from_files
 from ..simulate import Prediction, simulate
 from ..sizes import format_size
@@ -26,20 +26,27 @@ def add_arguments(p) -> None:
     src.add_argument("--timeout-map", type=Path, help="a timeout map (the bench's timeout-map.json "
                      "works): prove_secs are the expected durations")
     src.add_argument("--profile", type=Path, help="a directory written by `proofbatch profile`")
+    src.add_argument("--plan", type=Path, help="a sweep's OUT/plan.json, simulated again (by "
+                     "default on its own workers)")
     p.add_argument("--workers", type=int, help="workers in all (default: nodes x cores per node)")
     p.add_argument("--nodes", type=int, help="machines (default 1)")
     p.add_argument("--cores-per-node", type=int, help="checks at once per machine "
                    "(default: workers / nodes)")
     p.add_argument("--mem-per-node", type=size, help="memory per machine, e.g. 192G "
                    "(default: 6 GiB per core, the bench's advice)")
-    p.add_argument("--policy", choices=POLICIES, default="planned",
-                   help="our policy (default planned); naive is always shown beside it")
-    p.add_argument("--seed", type=int, default=0, help="seed of shuffle and tie-breaking (default 0)")
+    p.add_argument("--policy", choices=POLICIES, default=None,
+                   help="our policy (default planned, or the plan's); naive is always shown beside it")
+    p.add_argument("--seed", type=int, default=None,
+                   help="seed of shuffle and tie-breaking (default 0, or the plan's)")
     p.add_argument("--core-hour-price", type=float, help="price of one core-hour, for the cost")
     p.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
 
 
-def workers_from(args) -> Workers:
+def workers_from(args, default: Workers | None = None) -> Workers:
+    if default is not None and args.workers is None and args.nodes is None \
+            and args.cores_per_node is None:
+        return Workers(default.nodes, default.cores_per_node,
+                       args.mem_per_node or default.mem_per_node)
     nodes = args.nodes or 1
     if args.cores_per_node is None and args.workers is None:
         raise InputError("--workers", "no worker count given", "pass --workers N, or --nodes and "
@@ -62,9 +69,16 @@ def workers_from(args) -> Workers:
 def run(args) -> int:
     if args.core_hour_price is not None and args.core_hour_price < 0:
         raise InputError("--core-hour-price", f"{args.core_hour_price} is negative", "pass a price >= 0")
-    workers = workers_from(args)
-    plan = plan_from_files(timeout_map=args.timeout_map, profile=args.profile, workers=workers,
-                           config=PlanConfig(policy=args.policy, seed=args.seed))
+    if args.plan is not None:
+        recorded, _ = read_plan(args.plan)
+        workers = workers_from(args, recorded.workers)
+        plan = recorded.with_workers(workers)
+        if args.policy is not None or args.seed is not None:
+            plan = plan.with_policy(args.policy or plan.config.policy, args.seed)
+    else:
+        workers = workers_from(args)
+        plan = plan_from_files(timeout_map=args.timeout_map, profile=args.profile, workers=workers,
+                               config=PlanConfig(policy=args.policy or "planned", seed=args.seed or 0))
     ours = simulate(plan, keep_schedule=False)
     naive = simulate(plan.with_policy("naive"), keep_schedule=False)
     price = args.core_hour_price
