@@ -30,6 +30,10 @@ def add_arguments(run) -> None:
                      help="directory that needs/loadt in setup.ml resolve against (default: cwd)")
     run.add_argument("--grace", type=float, default=2.0,
                      help="seconds past the limit before the outside kill (default 2)")
+    run.add_argument("--policy", choices=("planned", "naive", "shuffle"), default="planned",
+                     help="dispatch order (default planned: longest first, context affinity, "
+                     "memory packing; runner/planner.py); naive: corpus order; shuffle: seeded")
+    run.add_argument("--seed", type=int, default=0, help="seed of shuffle and tie-breaking (default 0)")
     run.add_argument("--sandbox", choices=("auto", "bwrap", "rlimits", "none"), default="auto",
                      help="the box checks run in (default auto: bwrap when installed and root, "
                      "else rlimits; see README, Sandbox)")
@@ -49,6 +53,7 @@ def run(args) -> int:
         timeout_map=args.timeout_map, category_timeouts=args.category_timeouts,
         default_timeout=args.default_timeout, mem_limit=args.mem_limit,
         hol_light=args.hol_light, context_root=args.context_root, grace=args.grace,
+        policy=args.policy, seed=args.seed,
         sandbox=args.sandbox, stop_on_first_ok=args.stop_on_first_ok)
     prepared = prepare(config)
     import cluster
