@@ -13,7 +13,8 @@ So we pool it:
   10-60 s, 1-10 min, 10-60 min, over an hour).
 - sigma is the pooled within-problem estimate: the sum of squared deviations
   from each problem's mean, over the sum of (runs - 1). A band with too few
-  degrees of freedom borrows the pooled sigma of all problems ("all").
+  degrees of freedom borrows the pooled sigma of all problems of a second or
+  more ("all").
 - The next run of a problem then lies below ``mean + t(df, 1-p) * sigma *
   sqrt(1 + 1/n)`` with probability 1 - p: the Student t prediction bound.
 
@@ -114,9 +115,10 @@ class SpreadModel:
 def fit(runs: Sequence[ProblemRuns], *, resolution_s: float, min_df: int,
         meaningful_s: float) -> SpreadModel:
     """Pool the spread of ``runs`` by band; bands under ``min_df`` borrow the
-    pooled spread of all problems whose median reaches ``meaningful_s`` (if
-    those have ``min_df``; else of all problems): a proof of 2 ms that once
-    took 4 ms shows the clock's resolution, not a proof's spread."""
+    pooled spread of all problems whose median reaches ``meaningful_s``, with
+    its own (few) degrees of freedom, so the t quantile widens as it should:
+    a proof of 2 ms that once took 4 ms shows the clock's resolution, not a
+    proof's spread. Only when no such problem has two runs do all lend."""
     st = RunStats.of(runs, resolution_s)
     band = band_index(st.median)
 
@@ -133,7 +135,7 @@ def fit(runs: Sequence[ProblemRuns], *, resolution_s: float, min_df: int,
 
     lenders = st.median >= meaningful_s
     all_df, all_sigma = pooled(lenders)
-    if all_df < min_df:
+    if all_df == 0:
         lenders = np.ones(len(st.n), bool)
         all_df, all_sigma = pooled(lenders)
     bands = {"all": Band("all", int(lenders.sum()), all_df, all_sigma, "all", ratios(lenders))}

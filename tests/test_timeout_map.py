@@ -153,7 +153,7 @@ def test_the_command_prints_every_clipped_problem(tmp_path, capsys):
     assert cli.main(["timeout-map", str(prof), "--out", str(tmp_path / "m.json")]) == 0
     printed = capsys.readouterr().out
     assert "CLIPPED" in printed and "huge" in printed and "small" not in printed.split("CLIPPED")[1]
-    assert json.loads((prof / "maps.json").read_text())["latest"] == str((tmp_path / "m.json").resolve())
+    assert json.loads((prof / "maps.json").read_text())["latest"] == "../m.json"
 
 
 def test_a_bad_policy_is_one_line_and_exit_2(tmp_path, capsys):

@@ -12,7 +12,7 @@ from rich.table import Table
 
 from .. import progress, shards
 from ..errors import InputError
-from ..profile import Profile, load_profile, recorded_path
+from ..profile import Profile, load_profile, record_path, recorded_path
 from ..timeout_map import DerivedMap, MapPolicy, derive, write_map
 
 MAPS = "maps.json"   # PROFILE/maps.json: the map last derived from the profile
@@ -67,7 +67,7 @@ def latest_map(result: Profile) -> Path:
     """The map last derived from this profile, as recorded in PROFILE/maps.json."""
     record = result.path / MAPS
     try:
-        return Path(json.loads(record.read_text())["latest"])
+        return (result.path / json.loads(record.read_text())["latest"]).resolve()
     except (OSError, ValueError, KeyError, TypeError):
         raise InputError(result.path, "no timeout map has been derived from this profile",
                          "pass --map MAP, or derive one with --out MAP") from None
@@ -84,7 +84,7 @@ def derive_and_write(result: Profile, map_path: Path, out: Console, policy: MapP
         "defects": [d.problem_id for d in result.defects],
         "derived": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")})
     shards.publish(result.path / MAPS, lambda tmp: tmp.write_text(
-        json.dumps({"latest": str(Path(map_path).resolve())}) + "\n"))
+        json.dumps({"latest": record_path(Path(map_path), result.path)}) + "\n"))
     classes = {c: sum(e.cls == c for e in derived.entries) for c in ("light", "heavy")}
     at_floor = sum(e.rule == "floor" for e in derived.entries)
     out.print(f"wrote {map_path}: {len(derived.entries)} problems, {classes['light']} light and "
