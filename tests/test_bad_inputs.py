@@ -35,6 +35,10 @@ from runner import cli
 from .test_cli import (ADD, FAST_S, WORD, assert_one_line_error, corpus, hol, no_processes,  # noqa: F401
                        out, previous_sweep, run, snapshot, tripwire)
 
+# Import every subcommand's module now: the time limit on a refusal is about
+# validation, not about Python importing scipy on a busy host.
+cli.build_parser()
+
 
 def test_an_empty_corpus(run, hol, tmp_path):
     empty = tmp_path / "empty-corpus"
