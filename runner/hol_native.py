@@ -25,7 +25,9 @@ import time
 from pathlib import Path
 from typing import Callable, Sequence
 
-from . import contexts
+import psutil
+
+from . import contexts, sandbox
 from .corpus import Problem
 from .errors import ProverError
 from .fork_server import ImageFailed, ImageProcess, PipePair
@@ -36,6 +38,7 @@ from .hol_native_compile import Compiled, NativeCompiler, NotNative, Scope
 from .native_build import NativeBuild
 from .prover import (BackendInfo, CheckLimits, CheckResult, ImageBuild, ProverBackend,
                      ProverSession)
+from .sandbox import SandboxConfig
 from .verdicts import Outcome, Verdict
 
 MODE = "native-fork"
@@ -50,18 +53,25 @@ STACK_BYTES = 1 << 30
 class NativeHolLightBackend(ProverBackend):
     def __init__(self, install: HolLightInstall, build: NativeBuild, context_root: Path, *,
                  batch_size: int = 64, preload: Sequence[Path] = (), boot_timeout_s: float = 600.0,
-                 image_timeout_s: float = 10800.0, max_images: int = 8, grace_s: float = 2.0):
+                 image_timeout_s: float = 10800.0, max_images: int = 8, grace_s: float = 2.0,
+                 sandbox_config: SandboxConfig = SandboxConfig(), log_dir: Path | None = None):
         """``batch_size``: answers compiled into one plugin (1 = unbatched).
         ``preload``: library files (e.g. Library/words.ml) the server loads at
-        start, so that images needing them only open them."""
+        start, so that images needing them only open them. ``sandbox_config``
+        and ``log_dir``: as for the bytecode backend (runner/sandbox.py); the
+        server tree runs in the same box and each check in the same jail."""
         self.install, self.build = install, build
         self.context_root = Path(context_root).resolve()
         self.batch_size, self.preload = max(1, batch_size), tuple(Path(p) for p in preload)
         self.boot_timeout_s, self.image_timeout_s = boot_timeout_s, image_timeout_s
         self.max_images, self.grace_s = max_images, grace_s
+        self.sandbox_config = sandbox_config
+        self.sandbox_kind = sandbox.resolve_kind(sandbox_config.kind)
         self.salt = f"{install.build}|{self.context_root}|native-{build.key}"
-        self.info = BackendInfo(prover="hol-light", build=install.build, mode=MODE)
-        self.fallback = HolLightBackend(install, context_root, grace_s=grace_s, max_images=max_images)
+        self.info = BackendInfo(prover="hol-light", build=install.build, mode=MODE,
+                                sandbox=self.sandbox_kind)
+        self.fallback = HolLightBackend(install, context_root, grace_s=grace_s, max_images=max_images,
+                                        sandbox_config=sandbox_config, log_dir=log_dir)
 
     def start(self, workdir: Path) -> "NativeSession":
         return NativeSession(self, Path(workdir))
@@ -118,8 +128,13 @@ class NativeSession(ProverSession):
         self._scopes[self.base_key] = scope
         pipes = PipePair.create(self.workdir / "fifo", "base")
         log = self.workdir / "images" / "base.log"
-        argv = ["prlimit", f"--stack={STACK_BYTES}", "--", str(backend.build.server),
-                str(pipes.cmd_path), str(pipes.rep_path), *map(str, preload)]
+        argv = sandbox.wrap(
+            ["prlimit", f"--stack={STACK_BYTES}", "--", str(backend.build.server),
+             str(pipes.cmd_path), str(pipes.rep_path), *map(str, preload)],
+            backend.sandbox_kind, writable=self.workdir,
+            readable=[backend.build.dir, *backend.build.include_dirs, backend.install.hol_dir,
+                      backend.context_root],
+            hidden=backend.sandbox_config.hidden, chdir=backend.context_root)
         started = time.monotonic()
         with open(log, "wb") as log_file:
             # Its own session, so that a Ctrl-C aimed at the runner does not
@@ -130,6 +145,7 @@ class NativeSession(ProverSession):
         image = ImageProcess(self.base_key, self._base_proc.pid, pipes, log)
         try:
             image.attach(backend.boot_timeout_s)
+            sandbox.limit_tree(image.pid, backend.sandbox_config)
         except ImageFailed as failed:
             self.close()
             raise ProverError(f"the native HOL Light server did not start ({failed.reason}): "
@@ -318,31 +334,52 @@ class NativeSession(ProverSession):
 
     def _run_check(self, image: ImageProcess, problem: Problem, limits: CheckLimits,
                    compiled: Compiled) -> CheckResult:
+        """One check in ``image``, jailed as in bytecode mode (hol_light.py):
+        its scratch directory is its jail, the query and log live beside it."""
         n = next(self._counter)
-        scratch = self.workdir / "checks" / str(n)
-        scratch.mkdir()
-        log = scratch / "log.txt"
-        verdict_fifo = self.workdir / "fifo" / f"v{n}"
+        backend = self.backend
+        kind, cfg = backend.sandbox_kind, backend.sandbox_config
+        checks = self.workdir / "checks"
+        scratch = checks / str(n)
+        query, log = checks / f"{n}.query", checks / f"{n}.log"
+        # 0711: the server keeps no capability to read other uids' files, but
+        # must enter the directory it jails the check in.
+        scratch.mkdir(mode=0o711)
+        shutil.copyfile(problem.query_path, query)
+        verdict_fifo = scratch / "verdict"
         os.mkfifo(verdict_fifo, 0o600)
+        uid = "-"
+        if sandbox.jails(kind):
+            jail = sandbox.jail_uid()
+            for path in (scratch, verdict_fifo):
+                os.chown(path, jail, jail)
+            os.chmod(verdict_fifo, 0o622)
+            uid = str(jail)
         verdict_fd = os.open(verdict_fifo, os.O_RDONLY | os.O_NONBLOCK)
         nonce = secrets.token_hex(8)
-        guard = GuardLimits(time_s=limits.time_s, mem_bytes=limits.mem_bytes,
-                            grace_s=self.backend.grace_s)
+        guard = GuardLimits(time_s=limits.time_s, mem_bytes=limits.mem_bytes, grace_s=backend.grace_s)
         try:
             started = time.monotonic()
-            reply = image.request("CHECK", str(verdict_fifo), str(problem.query_path.resolve()),
-                                  str(compiled.plugin), str(compiled.entry),
-                                  repr(float(limits.time_s)), str(log), str(scratch), nonce)
+            reply = image.request("CHECK", str(verdict_fifo), str(query), str(compiled.plugin),
+                                  str(compiled.entry), repr(float(limits.time_s)), str(log),
+                                  str(scratch), nonce, uid)
             pid = int(reply.split()[1])
+            if kind != "none":
+                try:
+                    sandbox.limit_check(psutil.Process(pid), cfg, limits.time_s + guard.grace_s)
+                except psutil.NoSuchProcess:
+                    pass      # already done; watch() reads its verdict
             obs = watch(pid, verdict_fd, guard, started)
             status = image.request("REAP", str(pid)).split(maxsplit=2)[2]
         finally:
             os.close(verdict_fd)
-            verdict_fifo.unlink(missing_ok=True)
+            for path in (query, log):
+                path.unlink(missing_ok=True)
             shutil.rmtree(scratch, ignore_errors=True)
         result = _interpret(obs, status, nonce, image.key)
         return CheckResult(result.outcome, result.prove_secs, result.wall_secs,
-                           result.peak_rss_bytes, result.image_key, result.exit_status, mode=MODE)
+                           result.peak_rss_bytes, result.image_key, result.exit_status,
+                           sandbox=kind, mode=MODE)
 
     def close(self) -> None:
         with self._lock:

@@ -114,7 +114,8 @@ class ModeBackend(ProverBackend):
         self.salt, self.context_root = native.salt, native.context_root
         self.install, self.grace_s = native.install, native.grace_s
         self.info = BackendInfo(prover="hol-light", build=native.info.build,
-                                mode=NATIVE_MODE if mode == "native" else "auto")
+                                mode=NATIVE_MODE if mode == "native" else "auto",
+                                sandbox=native.info.sandbox)
         self.converted: list[str] = []
 
     def route(self, problem: Problem) -> str:
@@ -197,6 +198,10 @@ def native_backend(config, install: HolLightInstall, context_root: Path) -> Prov
     if config.mode not in MODES:
         raise InputError("--mode", f"{config.mode!r} is not an execution mode", "pass bytecode, native or auto")
     build = build_native(install, log=lambda line: progress.console.print(f"  native build: {line}"))
+    from .sandbox import for_sweep
+
+    # The same box and jail as bytecode checks (runner/sandbox.py).
     native = NativeHolLightBackend(install, build, context_root, grace_s=config.grace,
-                                   max_images=config.max_images)
+                                   max_images=config.max_images, sandbox_config=for_sweep(config),
+                                   log_dir=Path(config.out) / "logs")
     return ModeBackend(config.mode, native, config.timeout_map)

@@ -8,7 +8,7 @@
 (*   FORK <cmd> <rep> <log> <plugin.cmxs>...  fork a child image that       *)
 (*                                        Dynlink-loads the plugins in order *)
 (*   CHECK <verdict> <query> <plugin> <entry> <timeout> <log> <scratch>     *)
-(*         <nonce>                        fork one check; reply its pid     *)
+(*         <nonce> <jail-uid or ->        fork one check; reply its pid     *)
 (*   REAP <pid>  |  QUIT                                                     *)
 (*                                                                           *)
 (* Usage: hol-native-server <cmd> <rep> [<plugin.cmxs> ...], the plugins    *)
@@ -54,17 +54,34 @@ let load_plugin path =
 (* One check, inside the forked child: the bytecode driver's judge.         *)
 (* ------------------------------------------------------------------------- *)
 
-let peak_rss_kb () =
+(* Opened before the jail, which has no /proc; reread from the start, a
+   procfs file gives current values. *)
+let peak_rss_kb status =
   try
-    let ic = open_in "/proc/self/status" in
+    let ic = match status with Some ic -> ic | None -> raise Not_found in
+    seek_in ic 0;
     let rec find () =
       match input_line ic with
       | line when String.length line > 6 && String.sub line 0 6 = "VmHWM:" ->
           Scanf.sscanf line "VmHWM: %d kB" (fun kb -> kb)
       | _ -> find () in
-    let kb = (try find () with End_of_file -> 0) in
-    close_in ic; kb
+    (try find () with End_of_file -> 0)
   with _ -> 0
+
+(* The jail, as in the bytecode driver (runner/sandbox.py): once the plugin
+   is loaded and the goal read, nothing of the answer has run yet. The check
+   then chroots into its empty scratch directory and becomes a uid of its
+   own, so the answer sees no file, no /proc and no other process. *)
+let enter_jail scratch uid =
+  try
+    Unix.chroot scratch;
+    Sys.chdir "/";
+    Unix.setgroups [||];
+    Unix.setgid uid;
+    Unix.setuid uid;
+    if Unix.getuid () <> uid || Unix.geteuid () <> uid then failwith "uid not dropped"
+  with exn ->
+    raise (Verdict ("ERROR", "sandbox: could not enter the jail: " ^ Printexc.to_string exn))
 
 let set_timer seconds =
   ignore (Unix.setitimer Unix.ITIMER_REAL {Unix.it_interval = 0.0; Unix.it_value = seconds})
@@ -84,7 +101,7 @@ let read_query path =
   try S.kernel_parse_term body
   with exn -> raise (Verdict ("ERROR", "query: " ^ one_line (Printexc.to_string exn)))
 
-let judge ~query_file ~plugin ~entry ~timeout =
+let judge ~query_file ~plugin ~entry ~timeout ~jail =
   let prove_secs = ref 0.0 in
   let ax0 = List.length (S.kernel_axioms ()) in
   let outcome =
@@ -95,6 +112,7 @@ let judge ~query_file ~plugin ~entry ~timeout =
         try Hashtbl.find S.answers entry
         with Not_found -> raise (Verdict ("ERROR", "driver: no compiled answer " ^ entry)) in
       let goal = read_query query_file in
+      jail ();
       let t0 = Unix.gettimeofday () in
       let finish () = prove_secs := Unix.gettimeofday () -. t0 in
       let th =
@@ -120,18 +138,28 @@ let judge ~query_file ~plugin ~entry ~timeout =
     else outcome in
   (verdict, !prove_secs, one_line reason)
 
-let run_check ~verdict_path ~query_file ~plugin ~entry ~timeout ~nonce =
+let run_check ~verdict_path ~query_file ~plugin ~entry ~timeout ~nonce ~scratch ~jail_uid =
+  let status = try Some (open_in "/proc/self/status") with _ -> None in
+  (* Inside the jail the scratch directory is "/", and the verdict pipe the
+     runner made there is "/verdict". *)
+  let verdict_path = ref verdict_path in
+  let jail () =
+    match jail_uid with
+    | None -> ()
+    | Some uid ->
+        enter_jail scratch uid;
+        verdict_path := "/" ^ Filename.basename !verdict_path in
   let verdict, secs, reason =
-    try judge ~query_file ~plugin ~entry ~timeout with
+    try judge ~query_file ~plugin ~entry ~timeout ~jail with
     | Time_limit ->
         ("TIMEOUT", timeout, Printf.sprintf "time limit %g s reached inside the prover" timeout)
     | exn -> ("ERROR", 0.0, "driver: " ^ one_line (Printexc.to_string exn)) in
   (* HOL Light includes Format, so what the answer printed is still buffered. *)
   flush_all ();
-  let record = Printf.sprintf "PBV1\t%s\t%s\t%.6f\t%d\t%s\n" nonce verdict secs (peak_rss_kb ()) reason in
+  let record = Printf.sprintf "PBV1\t%s\t%s\t%.6f\t%d\t%s\n" nonce verdict secs (peak_rss_kb status) reason in
   (* The verdict pipe is opened only now, after the answer has stopped
      running: while it ran, there was no channel it could write to. *)
-  let fd = Unix.openfile verdict_path [Unix.O_WRONLY] 0 in
+  let fd = Unix.openfile !verdict_path [Unix.O_WRONLY] 0 in
   ignore (Unix.write_substring fd record 0 (String.length record));
   Unix.close fd
 
@@ -189,7 +217,8 @@ let rec serve cmd_path rep_path =
               | pid ->
                   live_images := pid :: !live_images;
                   reply (Printf.sprintf "FORKED %d" pid))
-         | ["CHECK"; verdict; query; plugin; entry; timeout; log; scratch; nonce] ->
+         | ["CHECK"; verdict; query; plugin; entry; timeout; log; scratch; nonce; jail] ->
+             let jail_uid = if jail = "-" then None else Some (int_of_string jail) in
              (match fork_child () with
               | 0 ->
                   (try
@@ -197,7 +226,7 @@ let rec serve cmd_path rep_path =
                      redirect_output log;
                      Sys.chdir scratch;
                      run_check ~verdict_path:verdict ~query_file:query ~plugin ~entry
-                       ~timeout:(float_of_string timeout) ~nonce;
+                       ~timeout:(float_of_string timeout) ~nonce ~scratch ~jail_uid;
                      hard_exit 0
                    with _ -> hard_exit 4)
               | pid ->

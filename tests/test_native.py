@@ -204,3 +204,47 @@ def test_auto_routes_by_expected_time_and_converts_limits_loudly(native_build, t
     light = CheckLimits(10.0, "map", 1 << 30, 0)
     assert auto.limits_for(problems["arith.add_comm"], light) is light   # ran in its map's mode
     assert "CONVERTED" in auto.warnings()[0]
+
+
+def test_native_checks_run_jailed_under_their_own_uid(native_sweep, tmp_path):
+    """Where bubblewrap is available, a native check runs as the bytecode
+    ones do: chrooted into its scratch directory under a uid of its own."""
+    import threading
+
+    import psutil
+
+    from runner import sandbox
+
+    _, mode_session, _, _ = native_sweep
+    native: NativeSession = mode_session._session(MODE)
+    if not sandbox.jails(native.backend.sandbox_kind):
+        pytest.skip(f"sandbox kind {native.backend.sandbox_kind}: no jail here")
+    corpus = make_corpus(tmp_path / "c", {"j.spin": (
+        "", "`T`", "(fun g -> let rec a = 0 :: a in let rec b = 0 :: b in "
+        "if a = b then ALL_TAC g else NO_TAC g)")})
+    problem = load_corpus(corpus, None)[0]
+    native.prepare([problem])
+    seen: list[tuple[int, str]] = []
+    done = threading.Event()
+
+    def spy():
+        server = psutil.Process(native._images[native.base_key].pid)
+        while not done.is_set():
+            for child in server.children(recursive=True):
+                try:
+                    if child.uids().real >= sandbox.JAIL_UID_BASE:
+                        seen.append((child.uids().real, os.readlink(f"/proc/{child.pid}/root")))
+                except psutil.Error:
+                    pass
+            time.sleep(0.05)
+
+    thread = threading.Thread(target=spy)
+    thread.start()
+    try:
+        result = native.check(problem, CheckLimits(2.0, "test", TEST_MEM_LIMIT, 0))
+    finally:
+        done.set()
+        thread.join()
+    assert result.outcome.verdict.value == "TIMEOUT" and result.sandbox == "bwrap"
+    # Its root directory is its own scratch directory (checks/<n>), not the host's.
+    assert seen and all(Path(root).parent.name == "checks" for _, root in seen), seen
