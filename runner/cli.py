@@ -16,7 +16,8 @@ import sys
 from .errors import InputError, ProofbatchError
 
 # runner/commands/<module>.py, in the order `proofbatch --help` lists them.
-COMMANDS = ["run", "status", "profile", "timeout-map", "simulate", "report", "serve"]
+COMMANDS = ["run", "status", "profile", "timeout-map", "simulate", "report", "serve",
+            "build-native"]
 
 
 def build_parser() -> argparse.ArgumentParser:

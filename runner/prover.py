@@ -35,6 +35,8 @@ class CheckResult:
     image_key: str
     exit_status: str
     sandbox: str = ""               # the box the check ran in (runner/sandbox.py); "" if none ran
+    mode: str = ""                  # the mode this check ran in, when a session mixes modes
+                                    # (native with bytecode fallback); "" means the session's
 
 
 @dataclass(frozen=True)

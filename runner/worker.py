@@ -47,7 +47,7 @@ def result_row(task: CheckTask, result: CheckResult, *, info: BackendInfo, worke
         peak_rss_mb=None if result.peak_rss_bytes is None else result.peak_rss_bytes / 2**20,
         timeout_s=task.limits.time_s, timeout_source=task.limits.time_source,
         worker=worker, host=socket.gethostname(), started_at=started_at, finished_at=finished_at,
-        image_key=result.image_key, hol_build=info.build, mode=info.mode,
+        image_key=result.image_key, hol_build=info.build, mode=result.mode or info.mode,
         exit_status=result.exit_status,
         answer_sha256=hashlib.sha256(p.answer or b"").hexdigest() if p.answer is not None else "",
         run_id=run_id, dedup_of=dedup_of, sandbox=result.sandbox)

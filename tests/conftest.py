@@ -58,3 +58,17 @@ def demo_sweep(hol_session, tmp_path_factory):
 @pytest.fixture(scope="session")
 def demo_rows(demo_sweep) -> dict[str, dict]:
     return {row["problem_id"]: row for row in demo_sweep.table.to_pylist()}
+
+
+@pytest.fixture(scope="session")
+def native_build(tmp_path_factory):
+    """HOL Light compiled natively (runner/native_build.py), from scratch,
+    once per test session, into a cache under the session's tmp directory.
+    PROOFBATCH_CACHE points there, so sweeps run with mode native find it."""
+    import os
+
+    from runner.native_build import build_native
+
+    cache = tmp_path_factory.mktemp("proofbatch-cache")
+    os.environ["PROOFBATCH_CACHE"] = str(cache)
+    return build_native(find_hol_light(), cache / "native")
