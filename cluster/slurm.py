@@ -176,41 +176,39 @@ class SlurmExecutor(Executor):
         folder = job.out / "slurm" / "submitit" / f"{job.run_id}-{uuid.uuid4().hex[:6]}"
         chunk = max(1, o.max_array_size or max_array_size())
         grace = getattr(job.backend, "grace_s", 2.0)
-        by_request: dict[tuple[str, int], list[list[CheckTask]]] = {}
-        for share in shares:
-            by_request.setdefault((self._mem_request(share), self._walltime_min(share, grace)),
-                                  []).append(share)
-        for (mem, minutes), group in by_request.items():
-            # Sites cap array sizes (MaxArraySize); larger sets go in chunks.
-            for start in range(0, len(group), chunk):
-                part = group[start:start + chunk]
-                name = f"proofbatch-{uuid.uuid4().hex[:8]}"
-                ex = submitit.SlurmExecutor(folder=folder,
-                                            max_num_timeout=2 + math.ceil(
-                                                sum(t.limits.time_s for s in part for t in s)
-                                                / 60 / o.max_walltime_min))
-                params = dict(job_name=name, time=minutes, mem=mem, cpus_per_task=o.cpus_per_task,
-                              nodes=1, ntasks_per_node=1,
-                              array_parallelism=o.array_parallelism or o.nodes,
-                              signal_delay_s=min(90, minutes * 15), stderr_to_stdout=True)
-                if o.partition:
-                    params["partition"] = o.partition
-                if o.extra:
-                    params["additional_parameters"] = dict(o.extra)
-                ex.update_parameters(**params)
-                n = len(ledger.records)
-                workers = [ShareWorker(job.backend, share, job.out, f"{job.run_id}-s{n + i}",
-                                       o.cpus_per_task) for i, share in enumerate(part)]
-                try:
-                    jobs = ex.submit_array(workers) if len(workers) > 1 else [ex.submit(workers[0])]
-                except Exception as exc:
-                    raise ProverError(f"Slurm refused the sweep's jobs: {exc}") from exc
-                submitted = time.time()
-                for j, share in zip(jobs, part):
-                    ledger.records.append(JobRecord(j.job_id, name, str(folder),
-                                                    [task_key(t) for t in share], round_, mem,
-                                                    submitted))
-                ledger.save()
+        # One array per chunk: every task asks for what its largest share needs.
+        # Sites cap array sizes (MaxArraySize); larger sets go in chunks.
+        for start in range(0, len(shares), chunk):
+            part = shares[start:start + chunk]
+            mem = max((self._mem_request(s) for s in part), key=lambda m: int(m[:-1]))
+            minutes = max(self._walltime_min(s, grace) for s in part)
+            name = f"proofbatch-{uuid.uuid4().hex[:8]}"
+            ex = submitit.SlurmExecutor(folder=folder,
+                                        max_num_timeout=2 + math.ceil(
+                                            sum(t.limits.time_s for s in part for t in s)
+                                            / 60 / o.max_walltime_min))
+            params = dict(job_name=name, time=minutes, mem=mem, cpus_per_task=o.cpus_per_task,
+                          nodes=1, ntasks_per_node=1,
+                          array_parallelism=o.array_parallelism or o.nodes,
+                          signal_delay_s=min(90, minutes * 15), stderr_to_stdout=True)
+            if o.partition:
+                params["partition"] = o.partition
+            if o.extra:
+                params["additional_parameters"] = dict(o.extra)
+            ex.update_parameters(**params)
+            n = len(ledger.records)
+            workers = [ShareWorker(job.backend, share, job.out, f"{job.run_id}-s{n + i}",
+                                   o.cpus_per_task) for i, share in enumerate(part)]
+            try:
+                jobs = ex.submit_array(workers) if len(workers) > 1 else [ex.submit(workers[0])]
+            except Exception as exc:
+                raise ProverError(f"Slurm refused the sweep's jobs: {exc}") from exc
+            submitted = time.time()
+            for j, share in zip(jobs, part):
+                ledger.records.append(JobRecord(j.job_id, name, str(folder),
+                                                [task_key(t) for t in share], round_, mem,
+                                                submitted))
+            ledger.save()
 
     # -- watching ------------------------------------------------------------
 
