@@ -35,7 +35,7 @@ def _mem_class(mem: int) -> int:
 class Take:
     index: int                      # the problem's unit (Dispatcher.units)
     checks: tuple[PlanCheck, ...]   # its attempts, drained in this order by one worker
-    new_images: tuple[str, ...] # images this worker's node gains, base first: it builds them
+    new_images: tuple[str, ...]     # images its node gains, base first: this worker loads them
 
 
 class Dispatcher:

@@ -96,9 +96,9 @@ def _planned_sweep(hol_session, out: Path, ids, timeout_map: Path, answers: Path
     config = demo_config(out, only=tuple(ids), timeout_map=timeout_map, answers=answers)
     prepared = prepare(config)
     # The shared session has every context of the corpus loaded already: the
-    # plan must not count their builds, nor the boot.
+    # plan must not count their loads, nor the boot; planned again with that known.
     plan = dataclasses.replace(prepared.plan, prebuilt=frozenset(hol_session.image_build_secs))
-    prepared = dataclasses.replace(prepared, plan=plan)
+    prepared = dataclasses.replace(prepared, plan=plan.with_policy(plan.config.policy))
     from cluster.local import LocalExecutor
 
     return run_sweep(prepared, LocalExecutor(workers=config.workers, session=hol_session))
