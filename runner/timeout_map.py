@@ -18,7 +18,9 @@ Beyond the bench: three runs are too few to know one problem's spread, so
 runner.spread pools the run-to-run spread of all problems by runtime band.
 A margin is raised until the pooled model predicts that a correct proof
 exceeds its limit with probability at most ``target_false_timeout``, and the
-expected number of false timeouts over the corpus is reported.
+expected number of false timeouts over the corpus is reported. Proofs under
+``spread_min_s`` keep their class margin: a 20 ms proof that once took 40 ms
+shows the clock, and no relative model of it says anything about 120 s.
 
 The map is a list of ``{problem_id, prove_secs, timeout_sec}``, exactly the
 bench's format; ``prove_secs`` is the median profiled time (the expected
@@ -64,7 +66,8 @@ class MapPolicy:
     heavy_s: float = _help("a problem whose statistic reaches this many seconds is heavy", 60.0)
     heavy_spread: float = _help("a problem whose runs spread this much (max/min) is heavy", 1.5)
     spread_min_s: float = _help("spread is read from problems of this many seconds up: it makes "
-                                "them heavy, and sparse runtime bands borrow it", 1.0)
+                                "them heavy, it raises their margins, and sparse runtime bands "
+                                "borrow it", 1.0)
     light_margin: float = _help("margin of light problems", 2.0)
     heavy_margin: float = _help("margin of heavy problems", 3.0)
     target_false_timeout: float = _help(
@@ -157,7 +160,10 @@ def derive(runs: Sequence[ProblemRuns], policy: MapPolicy = MapPolicy()) -> Deri
                                            and spread_ratio >= policy.heavy_spread)
         margin = policy.heavy_margin if heavy else policy.light_margin
         raw, rule = margin * stat, "class-margin"
-        if not math.isnan(need) and need > raw:
+        # Below spread_min_s the run-to-run spread is the clock's and the
+        # dispatcher's, not the proof's: the relative model does not apply.
+        modelled = statistics.median(r.prove_secs) >= policy.spread_min_s
+        if modelled and not math.isnan(need) and need > raw:
             raw, rule = float(need), "spread-target"
         if raw > policy.cap_s:
             timeout, rule = policy.cap_s, "cap"

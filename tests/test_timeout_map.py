@@ -200,3 +200,13 @@ def test_a_sweep_takes_memory_needs_from_the_map_and_warns_of_another_mode(tmp_p
 
     small = prepare(demo_config(tmp_path / "out2", timeout_map=native, mem_limit=1500 << 20))
     assert {t.problem.problem_id: t.limits.mem_bytes for t in small.tasks}["arith.add_comm"] == 1500 << 20
+
+
+def test_sub_second_proofs_keep_their_class_margin_whatever_the_clock_noise():
+    """Three proofs of a few ms with 10x jitter (the clock's, not theirs):
+    the pooled model, on 6 degrees of freedom, would put them past the floor;
+    they must stay on it."""
+    tiny = [runs(f"t{i}", 0.005, 0.05, 0.02) for i in range(3)]
+    m = derive(tiny, MapPolicy())
+    assert (m.model.predict(1e-4) > 120).all()
+    assert all(e.timeout_sec == 120 and e.rule == "floor" for e in m.entries)
