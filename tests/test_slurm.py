@@ -99,42 +99,47 @@ def recorded_by_share(out: Path, ledger) -> dict[str, set]:
     return {r.job_id: {k for k in r.keys if k in done} for r in ledger}
 
 
-@pytest.fixture(scope="module")
-def bad_day(tmp_path_factory):
+def run_bad_day(tmp_path_factory, holder: dict) -> dict:
     """The example corpus through `proofbatch run --cluster slurm` with the
-    defaults (2 array tasks). Once both tasks have recorded verdicts, the
-    driver is stopped (Ctrl-C), one array task is scancelled mid-share, the
-    other is preempted (submitit's ``_interrupt``, the signals Slurm sends),
-    and the driver is started again on the same OUT."""
-    out = tmp_path_factory.mktemp("slurm-demo") / "out"
+    defaults (2 array tasks). As soon as one task has recorded verdicts while
+    both have checks left, that task is preempted (submitit's ``_interrupt``:
+    the signals Slurm sends), the driver is stopped (Ctrl-C), the other task
+    is scancelled mid-share, and the driver is started again on the same OUT."""
+    out = holder["out"] = tmp_path_factory.mktemp("slurm-demo") / "out"
     story: dict = {"out": out, "statuses": []}
-    first = cli_driver(out)
+    first = holder["first"] = cli_driver(out)
     try:
-        def both_tasks_recorded():
+        def roles():
+            """(victim, preempted): both with checks left, the one to be
+            preempted with some recorded, so that it has something to resume
+            from."""
             if not (out / "slurm" / "jobs.json").exists():
-                return False
+                return None
             story["statuses"].append(read_status(out))
             ledger = Ledger(out / "slurm" / "jobs.json").records
-            return len(ledger) == 2 and all(recorded_by_share(out, ledger).values())
-        wait_for(both_tasks_recorded, 900, "a verdict from each Slurm array task", poll=1)
+            if len(ledger) != 2:
+                return None
+            recorded = recorded_by_share(out, ledger)
+            unfinished = [r for r in ledger if recorded[r.job_id] != set(r.keys)]
+            assert len(unfinished) == 2, "a task finished its share before the test could disturb it"
+            started = [r for r in unfinished if recorded[r.job_id]]
+            if not started:
+                return None
+            return next(r for r in unfinished if r is not started[0]), started[0]
+        victim, preempted = wait_for(roles, 900, "a verdict from a Slurm array task", poll=0.5)
+        SlurmJob(preempted.folder, preempted.job_id)._interrupt()     # preemption, as Slurm signals it
     finally:
         os.killpg(first.pid, signal.SIGINT)
         story["first_output"] = first.communicate(timeout=60)[0]
         story["first_exit"] = first.returncode
-    ledger = Ledger(out / "slurm" / "jobs.json").records
-    story["ledger_before"] = ledger
-    recorded = recorded_by_share(out, ledger)
-    unfinished = [r for r in ledger if recorded[r.job_id] != set(r.keys)]
-    assert len(unfinished) == 2, "a task finished its share before the test could disturb it"
-    victim, preempted = unfinished
+    story["ledger_before"] = Ledger(out / "slurm" / "jobs.json").records
     story["victim"], story["preempted"] = victim, preempted
     subprocess.run(["scancel", victim.job_id], check=True)
-    SlurmJob(preempted.folder, preempted.job_id)._interrupt()     # preemption, as Slurm signals it
     wait_for(lambda: victim.job_id not in subprocess.run(
         ["squeue", "-h", "-r", "-o", "%i"], capture_output=True, text=True).stdout.split(),
         60, f"Slurm to end the scancelled task {victim.job_id}")
     story["victim_missing"] = set(victim.keys) - done_keys(out)
-    second = cli_driver(out)
+    second = holder["second"] = cli_driver(out)
     deadline = time.monotonic() + 900
     while second.poll() is None and time.monotonic() < deadline:
         story["statuses"].append(read_status(out))
@@ -145,13 +150,30 @@ def bad_day(tmp_path_factory):
     return story
 
 
+@pytest.fixture(scope="module")
+def bad_day(tmp_path_factory):
+    """The story above; whatever happens, no job of it outlives the tests."""
+    holder: dict = {}
+    try:
+        yield run_bad_day(tmp_path_factory, holder)
+    finally:
+        for driver in (holder.get("first"), holder.get("second")):
+            if driver is not None and driver.poll() is None:
+                os.killpg(driver.pid, signal.SIGKILL)
+                driver.wait()
+        ledger = holder.get("out") and holder["out"] / "slurm" / "jobs.json"
+        if ledger and ledger.exists():
+            ids = [r.job_id for r in Ledger(ledger).records]
+            subprocess.run(["scancel", *ids], capture_output=True)
+
+
 def test_the_example_corpus_gives_the_expected_verdicts_on_slurm(bad_day, demo_rows):
     assert bad_day["first_exit"] == 130, bad_day["first_output"]
     assert bad_day["second_exit"] == 0, bad_day["second_output"]
     with open(bad_day["out"] / "verdicts.csv") as f:
         got = dict(line.strip().split(",") for line in list(f)[1:])
     assert got == expected_verdicts()
-    # Identical to the local executor's verdicts, reason for reason.
+    # Identical to the local executor's verdicts.
     table = shards.read_results(bad_day["out"]).to_pylist()
     assert {r["problem_id"]: r["verdict"] for r in table} == \
         {p: r["verdict"] for p, r in demo_rows.items()}
