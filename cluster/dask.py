@@ -27,6 +27,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
+# dask_jobqueue installs a SIGINT handler when imported, which Python allows
+# in the main thread only: import it here, never from a sweep's thread.
+from dask_jobqueue import SLURMCluster
 from distributed import Client, WorkerPlugin, as_completed, get_worker
 from distributed.scheduler import KilledWorker
 
@@ -172,12 +175,16 @@ class DaskExecutor(Executor):
         salt = getattr(job.backend, "salt", "")
         group_of: dict[str, int] = {}
         futures = {}
-        for task in job.tasks:
+        # Tasks come in the planner's order, heaviest first (runner/planner.py:
+        # expected time with image builds; without a plan, the longest limits
+        # first): that order is their Dask priority, and they are submitted in
+        # it, so the first to reach an idle worker are the heaviest too.
+        for rank, task in enumerate(job.tasks):
             setup = task.problem.setup_path.read_text(encoding="utf-8", errors="replace")
             group = group_of.setdefault(contexts.image_key(setup, salt), len(group_of))
             fut = client.submit(check_on_worker, task, context, out, job.run_id,
                                 key=f"check-{job.run_id}-{task.problem.problem_id}-{task.attempt}",
-                                priority=task.limits.time_s, pure=False,
+                                priority=len(job.tasks) - rank, pure=False,
                                 workers=[workers[group % len(workers)]], allow_other_workers=True)
             futures[fut] = task
         received: dict[tuple[str, int], dict] = {}
@@ -237,8 +244,6 @@ class DaskSlurmOptions:
 
 def slurm_client_factory(options: DaskSlurmOptions, job_out: Path, mem_limit: int):
     """A callable starting a dask-jobqueue SLURMCluster and a client on it."""
-    from dask_jobqueue import SLURMCluster
-
     from .slurm import IMAGE_ALLOWANCE
 
     def start():

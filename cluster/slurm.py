@@ -157,17 +157,18 @@ class SlurmExecutor(Executor):
         work = sum(t.limits.time_s + grace_s for t in tasks) / self.options.cpus_per_task
         return max(5, min(self.options.max_walltime_min, math.ceil((BOOT_ALLOWANCE_S + work) / 60)))
 
-    def _shares(self, job: SweepJob, tasks: list[CheckTask], keyer) -> list[list[CheckTask]]:
+    def _shares(self, job: SweepJob, tasks: list[CheckTask], keyer,
+                nodes: int) -> list[list[CheckTask]]:
         """The planner's split when the sweep has a plan; else image groups
         dealt round-robin. The plan, with this executor's worker shape, goes
         to OUT/plan.json for ``proofbatch status``."""
         o = self.options
         if getattr(job, "plan", None) is None:
-            return split_shares(tasks, o.nodes, keyer)
+            return split_shares(tasks, nodes, keyer)
         from runner.planner import PLAN_FILE, write_plan
 
         mem = int(self._mem_request(tasks)[:-1]) * 2**20
-        plan, prediction, shares = planned_shares(tasks, job.plan, o.nodes, o.cpus_per_task, mem)
+        plan, prediction, shares = planned_shares(tasks, job.plan, nodes, o.cpus_per_task, mem)
         write_plan(job.out / PLAN_FILE, plan, prediction, run_id=job.run_id)
         return shares
 
@@ -270,7 +271,9 @@ class SlurmExecutor(Executor):
                 t.problem.setup_path.read_text(encoding="utf-8", errors="replace"), salt)
             # Checks that earlier jobs failed to finish count their tries.
             retry_round = max((tries.get(task_key(t), 0) for t in fresh), default=0)
-            self._submit(job, ledger, self._shares(job, fresh, keyer), retry_round)
+            # Jobs still alive keep their nodes: the rest goes to the others.
+            nodes = max(1, o.nodes - len(handles))
+            self._submit(job, ledger, self._shares(job, fresh, keyer, nodes), retry_round)
             for r in ledger.records:
                 if r.settled is None and r.job_id not in handles:
                     handles[r.job_id] = SlurmJob(r.folder, r.job_id)
