@@ -101,6 +101,7 @@ class NativeSession(ProverSession):
         self._build_locks: dict[str, threading.Lock] = {}
         self._batch_locks: dict[str, threading.Lock] = {}
         self._compiled: dict[tuple[str, bytes], Compiled] = {}
+        self._loaded: dict[int, set[Path]] = {}      # image pid -> batch plugins it has loaded
         self._in_use: dict[str, int] = {}
         self._counter = itertools.count()
         self._bytecode: ProverSession | None = None
@@ -312,9 +313,24 @@ class NativeSession(ProverSession):
             compiled = self._answer(problem, key, scope)
             if compiled.refusal is not None:
                 return _not_run(Verdict.ERROR, compiled.refusal, key)
-            return self._run_check(image, problem, limits, compiled)
+            return self._run_check(image, problem, limits, compiled, self._preload(image, compiled))
         finally:
             self._release(key)
+
+    def _preload(self, image: ImageProcess, compiled: Compiled) -> str:
+        """Load the answer's batch plugin into its image once, so that each
+        check forked from it skips Dynlink; "-" tells the check it is there."""
+        assert compiled.plugin is not None
+        with self._lock:
+            loaded = self._loaded.setdefault(image.pid, set())
+            if compiled.plugin in loaded:
+                return "-"
+        reply = image.request("LOAD", str(compiled.plugin))
+        if reply != "LOADED":
+            return str(compiled.plugin)      # the check loads it and reports what fails
+        with self._lock:
+            loaded.add(compiled.plugin)
+        return "-"
 
     def _bytecode_session(self) -> ProverSession:
         if self._shared_bytecode is not None:
@@ -333,7 +349,7 @@ class NativeSession(ProverSession):
                            result.image_key, result.exit_status, mode=FALLBACK_MODE)
 
     def _run_check(self, image: ImageProcess, problem: Problem, limits: CheckLimits,
-                   compiled: Compiled) -> CheckResult:
+                   compiled: Compiled, plugin: str) -> CheckResult:
         """One check in ``image``, jailed as in bytecode mode (hol_light.py):
         its scratch directory is its jail, the query and log live beside it."""
         n = next(self._counter)
@@ -360,7 +376,7 @@ class NativeSession(ProverSession):
         guard = GuardLimits(time_s=limits.time_s, mem_bytes=limits.mem_bytes, grace_s=backend.grace_s)
         try:
             started = time.monotonic()
-            reply = image.request("CHECK", str(verdict_fifo), str(query), str(compiled.plugin),
+            reply = image.request("CHECK", str(verdict_fifo), str(query), plugin,
                                   str(compiled.entry), repr(float(limits.time_s)), str(log),
                                   str(scratch), nonce, uid)
             pid = int(reply.split()[1])

@@ -9,6 +9,9 @@
 (*                                        Dynlink-loads the plugins in order *)
 (*   CHECK <verdict> <query> <plugin> <entry> <timeout> <log> <scratch>     *)
 (*         <nonce> <jail-uid or ->        fork one check; reply its pid     *)
+(*   LOAD <plugin.cmxs>                   load an answer batch into this    *)
+(*                                        image, so checks need not; its    *)
+(*                                        initializer only registers thunks *)
 (*   REAP <pid>  |  QUIT                                                     *)
 (*                                                                           *)
 (* Usage: hol-native-server <cmd> <rep> [<plugin.cmxs> ...], the plugins    *)
@@ -107,7 +110,7 @@ let judge ~query_file ~plugin ~entry ~timeout ~jail =
   let outcome =
     try
       arm_timer timeout;
-      load_plugin plugin;
+      if plugin <> "-" then load_plugin plugin;
       let thunk =
         try Hashtbl.find S.answers entry
         with Not_found -> raise (Verdict ("ERROR", "driver: no compiled answer " ^ entry)) in
@@ -232,6 +235,9 @@ let rec serve cmd_path rep_path =
               | pid ->
                   live_checks := pid :: !live_checks;
                   reply (Printf.sprintf "PID %d" pid))
+         | ["LOAD"; plugin] ->
+             (try load_plugin plugin; reply "LOADED"
+              with Failure why -> reply ("FAILED " ^ one_line why))
          | ["REAP"; pid] ->
              let pid = int_of_string pid in
              let status =
