@@ -146,7 +146,7 @@ class HolLightSession(ProverSession):
             except BrokenPipeError:
                 raise ImageFailed(self.base_key, "it exited before reading its input") from None
             image.attach(self.backend.boot_timeout_s)
-            sandbox.limit_tree(image.pid, self.backend.sandbox_config)
+            sandbox.limit_tree(image.pid, self.backend.sandbox_config, self.backend.sandbox_kind)
         except ImageFailed as failed:
             self.close()
             raise ProverError(f"HOL Light did not start ({failed.reason}): "

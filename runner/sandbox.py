@@ -141,15 +141,20 @@ def ground_truth(corpus_dirs: Iterable[Path]) -> list[Path]:
         [p for d in corpus_dirs if d.is_dir() for p in d.glob("answer_*.txt")]
 
 
-def limit_tree(pid: int, config: SandboxConfig) -> None:
+def limit_tree(pid: int, config: SandboxConfig, kind: str = "bwrap") -> None:
     """Limits every process forked from the base image inherits.
 
-    RLIMIT_NPROC counts the processes of a uid; root is exempt, so it bites
-    only once a check has dropped to its own uid, where it stops a fork bomb.
+    RLIMIT_NPROC counts all processes of a uid, and root is exempt: it is
+    set only for jailed checks, each alone under its own uid, where it stops
+    a fork bomb. (For an unjailed non-root prover it would count the user's
+    every process.)
     """
+    if kind == "none":
+        return
     proc = psutil.Process(pid)
-    proc.rlimit(psutil.RLIMIT_NPROC, (config.nproc, config.nproc))
     proc.rlimit(psutil.RLIMIT_CORE, (0, 0))
+    if jails(kind):
+        proc.rlimit(psutil.RLIMIT_NPROC, (config.nproc, config.nproc))
 
 
 def limit_check(proc: psutil.Process, config: SandboxConfig, cpu_s: float) -> None:
