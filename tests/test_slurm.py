@@ -99,46 +99,52 @@ def recorded_by_share(out: Path, ledger) -> dict[str, set]:
     return {r.job_id: {k for k in r.keys if k in done} for r in ledger}
 
 
+def running_jobs() -> dict[str, str]:
+    out = subprocess.run(["squeue", "-h", "-r", "-o", "%i %T"], capture_output=True, text=True).stdout
+    return dict(line.split() for line in out.splitlines() if line.strip())
+
+
 def run_bad_day(tmp_path_factory, holder: dict) -> dict:
     """The example corpus through `proofbatch run --cluster slurm` with the
-    defaults (2 array tasks). As soon as one task has recorded verdicts while
-    both have checks left, that task is preempted (submitit's ``_interrupt``:
-    the signals Slurm sends), the driver is stopped (Ctrl-C), the other task
-    is scancelled mid-share, and the driver is started again on the same OUT."""
+    defaults (2 array tasks). Once both tasks run, the one with the smaller
+    share is scancelled; once the other has recorded verdicts with checks
+    left, it is preempted (submitit's ``_interrupt``: the signals Slurm
+    sends) and the driver is stopped (Ctrl-C); then the driver is started
+    again on the same OUT."""
     out = holder["out"] = tmp_path_factory.mktemp("slurm-demo") / "out"
     story: dict = {"out": out, "statuses": []}
+    ledger_path = out / "slurm" / "jobs.json"
     first = holder["first"] = cli_driver(out)
     try:
-        def roles():
-            """(victim, preempted): both with checks left, the one to be
-            preempted with some recorded, so that it has something to resume
-            from."""
-            if not (out / "slurm" / "jobs.json").exists():
+        def both_running():
+            if not ledger_path.exists():
                 return None
+            ledger = Ledger(ledger_path).records
+            states = running_jobs()
+            return len(ledger) == 2 and all(states.get(r.job_id) == "RUNNING" for r in ledger) \
+                and ledger
+        ledger = wait_for(both_running, 300, "both array tasks running")
+        victim, preempted = sorted(ledger, key=lambda r: len(r.keys))
+        subprocess.run(["scancel", victim.job_id], check=True)
+        # It may publish rows until Slurm has it killed (KillWait after SIGTERM).
+        wait_for(lambda: victim.job_id not in running_jobs(), 60,
+                 f"Slurm to end the scancelled task {victim.job_id}")
+        story["victim_missing"] = set(victim.keys) - done_keys(out)
+
+        def preempted_has_some_and_more_to_do():
             story["statuses"].append(read_status(out))
-            ledger = Ledger(out / "slurm" / "jobs.json").records
-            if len(ledger) != 2:
-                return None
-            recorded = recorded_by_share(out, ledger)
-            unfinished = [r for r in ledger if recorded[r.job_id] != set(r.keys)]
-            assert len(unfinished) == 2, "a task finished its share before the test could disturb it"
-            started = [r for r in unfinished if recorded[r.job_id]]
-            if not started:
-                return None
-            return next(r for r in unfinished if r is not started[0]), started[0]
-        victim, preempted = wait_for(roles, 900, "a verdict from a Slurm array task", poll=0.5)
+            recorded = set(preempted.keys) & done_keys(out)
+            assert recorded != set(preempted.keys), "the task finished before it could be preempted"
+            return bool(recorded)
+        wait_for(preempted_has_some_and_more_to_do, 900, "a verdict from the other array task",
+                 poll=0.5)
         SlurmJob(preempted.folder, preempted.job_id)._interrupt()     # preemption, as Slurm signals it
     finally:
         os.killpg(first.pid, signal.SIGINT)
         story["first_output"] = first.communicate(timeout=60)[0]
         story["first_exit"] = first.returncode
-    story["ledger_before"] = Ledger(out / "slurm" / "jobs.json").records
+    story["ledger_before"] = ledger
     story["victim"], story["preempted"] = victim, preempted
-    subprocess.run(["scancel", victim.job_id], check=True)
-    wait_for(lambda: victim.job_id not in subprocess.run(
-        ["squeue", "-h", "-r", "-o", "%i"], capture_output=True, text=True).stdout.split(),
-        60, f"Slurm to end the scancelled task {victim.job_id}")
-    story["victim_missing"] = set(victim.keys) - done_keys(out)
     second = holder["second"] = cli_driver(out)
     deadline = time.monotonic() + 900
     while second.poll() is None and time.monotonic() < deadline:
