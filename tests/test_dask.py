@@ -60,9 +60,11 @@ def scheduler(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def dask_sweeps(request, scheduler, tmp_path_factory) -> dict:
-    """The example corpus on `dask` (the running scheduler above) and on
-    `dask-slurm` (a worker started as a Slurm job) at the same time: each pays
-    one HOL Light load, and the two loads share the machine's two cores."""
+    """The example corpus on `dask` (the running scheduler above), then on
+    `dask-slurm` (a worker started as a Slurm job); each pays one HOL Light
+    load. Not at once: two Dask clients in one process, one closing its
+    cluster while the other waits in as_completed, left the other waiting
+    forever (distributed 2026.8)."""
     runs = {"dask": DaskExecutor(scheduler)}
     try:
         request.getfixturevalue("slurm_cluster")
@@ -78,19 +80,18 @@ def dask_sweeps(request, scheduler, tmp_path_factory) -> dict:
         except BaseException as exc:       # re-raised by the test that reads it
             results[name] = exc
 
-    threads = [threading.Thread(target=sweep, args=item) for item in runs.items()
-               if not isinstance(item[1], BaseException)]
-    for t in threads:
-        t.start()
-    # Meanwhile, what `proofbatch status` shows of each sweep.
     statuses: dict = {name: [] for name in runs}
-    while any(t.is_alive() for t in threads):
-        for name, out in outs.items():
-            if (out / "sweep.json").exists():
-                statuses[name].append(read_status(out))
-        time.sleep(1)
-    for t in threads:
-        t.join()
+    for name, executor in runs.items():
+        if isinstance(executor, BaseException):
+            continue
+        thread = threading.Thread(target=sweep, args=(name, executor))
+        thread.start()
+        # Meanwhile, what `proofbatch status` shows of the sweep.
+        while thread.is_alive():
+            if (outs[name] / "sweep.json").exists():
+                statuses[name].append(read_status(outs[name]))
+            time.sleep(1)
+        thread.join()
     return {name: results.get(name, runs[name]) for name in runs} | {"statuses": statuses}
 
 
