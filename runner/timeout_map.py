@@ -42,7 +42,7 @@ from typing import Sequence
 
 import numpy as np
 
-from . import shards, spread
+from . import shards
 from .errors import InputError
 from .profile_data import ProblemRuns
 from .timeouts import MapEntry, read_map  # noqa: F401  (read_map is this module's reader too)
@@ -126,7 +126,7 @@ class Entry:
 class DerivedMap:
     policy: MapPolicy
     entries: list[Entry]
-    model: spread.SpreadModel | None
+    model: "spread.SpreadModel | None"   # runner.spread, imported when deriving
 
     @property
     def clipped(self) -> list[Entry]:
@@ -145,6 +145,10 @@ def _percentile(times: Sequence[float], q: float) -> float:
 
 def derive(runs: Sequence[ProblemRuns], policy: MapPolicy = MapPolicy()) -> DerivedMap:
     """The map of ``runs`` under ``policy``; problems in id order."""
+    # scipy takes 1.7 s to import: only deriving a map pays for it, not
+    # every sweep that reads one.
+    from . import spread
+
     runs = sorted(runs, key=lambda r: r.problem_id)
     model = None
     required = np.full(len(runs), np.nan)
