@@ -108,6 +108,12 @@ class NativeSession(ProverSession):
         self._bytecode_lock = threading.Lock()
         self._base_proc: subprocess.Popen | None = None
         self.base_key = contexts.image_key("", backend.salt)
+        # Checks never fork from the server itself: under bubblewrap it is
+        # the first process killed when the runner dies, and checks it forked
+        # would be orphaned. Blank contexts use a child image with nothing
+        # loaded, which follows the runner through its own command pipe.
+        self.blank_key = self.base_key + "-blank"
+        self._nodes[self.blank_key] = contexts.ImageNode(self.blank_key, self.base_key, "", 1, ())
         self.image_builds: list[ImageBuild] = []
         self.compile_secs = 0.0
         self._boot()
@@ -126,7 +132,7 @@ class NativeSession(ProverSession):
         preload = scope.plugins
         # Loaded in every image, but visible only where a context needs it.
         scope = Scope((backend.build.core_module,), scope.loaded, frozenset(), ())
-        self._scopes[self.base_key] = scope
+        self._scopes[self.base_key] = self._scopes[self.blank_key] = scope
         pipes = PipePair.create(self.workdir / "fifo", "base")
         log = self.workdir / "images" / "base.log"
         argv = sandbox.wrap(
@@ -146,7 +152,7 @@ class NativeSession(ProverSession):
         image = ImageProcess(self.base_key, self._base_proc.pid, pipes, log)
         try:
             image.attach(backend.boot_timeout_s)
-            sandbox.limit_tree(image.pid, backend.sandbox_config)
+            sandbox.limit_tree(image.pid, backend.sandbox_config, backend.sandbox_kind)
         except ImageFailed as failed:
             self.close()
             raise ProverError(f"the native HOL Light server did not start ({failed.reason}): "
@@ -286,7 +292,8 @@ class NativeSession(ProverSession):
             for other in self._problems.values():
                 if len(pending) >= self.backend.batch_size:
                     break
-                if (other.answer is not None and self._image_of.get(other.problem_id) == key
+                if (other.answer is not None and other.problem_id in self._image_of
+                        and self._check_image(other.problem_id) == key
                         and (key, other.answer) not in self._compiled):
                     pending.add(other.answer)
             texts = {f"k{i}": text for i, text in enumerate(sorted(pending))}
@@ -304,6 +311,7 @@ class NativeSession(ProverSession):
         reason = self._not_native_reason(key)
         if reason is not None:
             return self._check_in_bytecode(problem, limits, reason)
+        key = self._check_image(problem.problem_id)
         scope = self._scopes[key]
         try:
             image = self._acquire(key)
@@ -331,6 +339,12 @@ class NativeSession(ProverSession):
         with self._lock:
             loaded.add(compiled.plugin)
         return "-"
+
+    def _check_image(self, problem_id: str) -> str:
+        """The image a problem's checks fork from: its context's, or the
+        blank child image for a blank context."""
+        key = self._image_of[problem_id]
+        return self.blank_key if key == self.base_key else key
 
     def _bytecode_session(self) -> ProverSession:
         if self._shared_bytecode is not None:
