@@ -63,6 +63,8 @@ class ProfileConfig:
                          "times, so the default is 1", default=1)
     mem_limit: int | None = _help("memory limit per check in bytes; default as for a sweep", default=None)
     hol_light: Path | None = _help("a HOL Light checkout with hol.sh; default: Debian's", default=None)
+    mode: str = _help("bytecode or native (runner/hol_native_auto.py): a profile, and the map "
+                      "derived from it, is valid for this mode only", default="bytecode")
     context_root: Path | None = _help("where needs/loadt in setup.ml resolve; default: cwd", default=None)
     incremental: bool = _help("profile only problems that are new or whose setup, query or ground "
                               "truth changed since the last generation", default=False)
@@ -135,7 +137,7 @@ def _sweep_config(cfg: ProfileConfig, out: Path, only, seed: int) -> SweepConfig
     return SweepConfig(corpus=cfg.corpus, out=out, answers=cfg.answers, workers=cfg.workers,
                        default_timeout=cfg.ceiling_s, mem_limit=cfg.mem_limit, hol_light=cfg.hol_light,
                        context_root=cfg.context_root, only=tuple(sorted(only)), policy="shuffle",
-                       seed=seed)
+                       seed=seed, mode=cfg.mode)
 
 
 def _plan_generation(cfg: ProfileConfig, provenance: dict | None, hashes: dict[str, str],

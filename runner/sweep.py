@@ -20,12 +20,11 @@ from typing import Callable
 import psutil
 import pyarrow as pa
 
-from . import attempts, shards
-from .corpus import Problem, corpus_fingerprint, load_corpus
+from . import attempts, contexts, shards, timeout_map
+from . import backends
+from .corpus import Problem, corpus_fingerprint
 from .errors import InputError
-from .hol_light import HolLightBackend
-from .hol_light_install import find_hol_light
-from .prover import CheckLimits
+from .prover import CheckLimits, ProverBackend
 from .results import ResultRow
 from .timeouts import TimeoutPolicy, load_category_timeouts, load_timeout_map, resolve_limits
 from .worker import CheckTask
@@ -57,6 +56,10 @@ class SweepConfig:
                               default=512 * 2**20)
     hol_light: Path | None = _help("a HOL Light checkout with hol.sh; default: Debian's package",
                                    default=None)
+    prover: str | None = _help("hol-light or isabelle; default: from the corpus layout "
+                               "(isabelle.toml means Isabelle; runner/backends.py)", default=None)
+    isabelle: Path | None = _help("an Isabelle installation (ISABELLE_HOME); default: "
+                                  "$ISABELLE_HOME, or isabelle on PATH", default=None)
     context_root: Path | None = _help("where needs/loadt in setup.ml resolve; default: the current "
                                       "directory", default=None)
     grace: float = _help("seconds past the limit before the outside kill", default=2.0)
@@ -70,6 +73,9 @@ class SweepConfig:
     stop_on_first_ok: bool = _help("skip a problem's remaining attempts once one is OK; skipped "
                                    "attempts get no result row and are listed in skipped.csv",
                                    default=False)
+    mode: str = _help("HOL Light execution: bytecode (the toplevel fork server), native (compiled "
+                      "with `proofbatch build-native`), or auto (native for checks expected above "
+                      "0.35 s of bytecode time); see runner/hol_native_auto.py", default="bytecode")
 
 
 @dataclass
@@ -89,7 +95,8 @@ class PreparedSweep:
     config: SweepConfig
     problems: list[Problem]
     tasks: list[CheckTask]          # every problem, planned order
-    backend: HolLightBackend
+    backend: ProverBackend
+    warnings: tuple[str, ...] = ()  # said before the sweep starts, e.g. a map of another mode
     plan: object = None             # runner.planner.Plan of the tasks; None: dispatch in task order
 
 
@@ -101,7 +108,8 @@ def prepare(config: SweepConfig) -> PreparedSweep:
         raise InputError("--grace", f"{config.grace} is not a grace period in seconds",
                          "pass a number from 0 to 3600")
     check_out_dir(config)
-    problems = load_corpus(config.corpus, config.answers)
+    selected = backends.select(config)      # HOL Light or Isabelle: runner/backends.py
+    problems = selected.load(config.corpus, config.answers)
     if config.only is not None:
         wanted = set(config.only)
         problems = [p for p in problems if p.problem_id in wanted]
@@ -112,27 +120,30 @@ def prepare(config: SweepConfig) -> PreparedSweep:
         category_path=config.category_timeouts)
     limits = resolve_limits(problems, policy)
     mem = config.mem_limit or default_mem_limit(config.workers)
-    install = find_hol_light(config.hol_light)
-    root = Path(config.context_root or Path.cwd())
-    if not root.is_dir():
-        raise InputError(root, "context root is not a directory", "pass --context-root an existing directory")
-    from .sandbox import for_sweep
+    backend = selected.build(config)
+    if hasattr(backend, "check_mem_limit"):
+        backend.check_mem_limit(mem)
+    info = backend.info
+    # A map's sidecar gives each problem its profiled memory need and guard.
+    map_use = timeout_map.use_map(config.timeout_map, info.prover, info.build, info.mode)
 
-    backend = HolLightBackend(install, root, grace_s=config.grace, max_images=config.max_images,
-                              sandbox_config=for_sweep(config), log_dir=Path(config.out) / "logs")
-    backend.check_mem_limit(mem)
+    def limits_of(p: Problem) -> CheckLimits:
+        guard, expected = map_use.memory(p.problem_id, mem, min(config.expected_mem, mem))
+        chosen = CheckLimits(time_s=limits[p.problem_id].seconds, time_source=limits[p.problem_id].source,
+                             mem_bytes=guard, expected_mem_bytes=expected)
+        # Native and auto modes convert a map's limits to the mode a check runs in.
+        return backend.limits_for(p, chosen) if hasattr(backend, "limits_for") else chosen
+
     # One task per attempt of each problem (runner/attempts.py).
     tasks = [task for p in problems
-             for task in attempts.tasks_for(
-                 p, CheckLimits(time_s=limits[p.problem_id].seconds,
-                                time_source=limits[p.problem_id].source,
-                                mem_bytes=mem, expected_mem_bytes=min(config.expected_mem, mem)),
-                 stop_on_first_ok=config.stop_on_first_ok)]
+             for task in attempts.tasks_for(p, limits_of(p), stop_on_first_ok=config.stop_on_first_ok)]
     # Whatever the order of problems, a problem's attempts must stay one
     # contiguous run in attempt order: a worker drains the run against one
     # loaded context, stopping early and reusing duplicates as it goes.
     ordered, plan = order(tasks, backend.salt, config)
-    return PreparedSweep(config, problems, attempts.contiguous(ordered), backend, plan=plan)
+    return PreparedSweep(config, problems, attempts.contiguous(ordered), backend,
+                         warnings=map_use.warnings + (backend.warnings() if hasattr(backend, "warnings")
+                                                      else ()), plan=plan)
 
 
 def check_out_dir(config: SweepConfig) -> None:

@@ -33,6 +33,8 @@ def add_arguments(p) -> None:
     p.add_argument("--mem-limit", type=size, help="per check, e.g. 8G (default as for `run`)")
     p.add_argument("--hol-light", type=Path, help="HOL Light checkout built with make (has hol.sh)")
     p.add_argument("--context-root", type=Path, help="where needs/loadt resolve (default: cwd)")
+    p.add_argument("--mode", choices=("bytecode", "native"), default="bytecode",
+                   help="HOL Light execution to profile (default bytecode); maps are per mode")
     p.add_argument("--incremental", action="store_true",
                    help="profile only new or changed problems (setup, query or ground truth)")
     p.add_argument("--map", type=Path, help="then derive this timeout map from the profile "
@@ -45,7 +47,7 @@ def run(args) -> int:
     cfg = ProfileConfig(corpus=args.corpus, out=args.out, answers=args.answers, runs=args.runs,
                         ceiling_s=args.ceiling, seed=args.seed, workers=args.workers,
                         mem_limit=args.mem_limit, hol_light=args.hol_light,
-                        context_root=args.context_root, incremental=args.incremental,
+                        context_root=args.context_root, incremental=args.incremental, mode=args.mode,
                         command=tuple(sys.argv))
     bar = progress.SweepProgress()
 

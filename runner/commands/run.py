@@ -26,6 +26,10 @@ def add_arguments(run) -> None:
     run.add_argument("--mem-limit", type=size, help="per check, e.g. 4G (default: 8G or an even "
                      "share of 80%% of RAM per worker, whichever is smaller)")
     run.add_argument("--hol-light", type=Path, help="HOL Light checkout built with make (has hol.sh)")
+    run.add_argument("--prover", choices=("hol-light", "isabelle"),
+                     help="default: from the corpus (isabelle.toml means Isabelle)")
+    run.add_argument("--isabelle", type=Path, metavar="DIR",
+                     help="Isabelle installation (default: $ISABELLE_HOME, or isabelle on PATH)")
     run.add_argument("--context-root", type=Path,
                      help="directory that needs/loadt in setup.ml resolve against (default: cwd)")
     run.add_argument("--grace", type=float, default=2.0,
@@ -40,6 +44,10 @@ def add_arguments(run) -> None:
     run.add_argument("--server", type=Path, metavar="DIR",
                      help="check in the images of `proofbatch serve DIR` instead of loading HOL "
                      "Light here (local threads)")
+    run.add_argument("--mode", choices=("bytecode", "native", "auto"), default="bytecode",
+                     help="HOL Light execution (default bytecode): native compiles HOL Light once "
+                     "per machine (proofbatch build-native) and checks in batches; auto runs checks "
+                     "expected above 0.35 s of bytecode time natively, the rest in bytecode")
     run.add_argument("--stop-on-first-ok", action="store_true",
                      help="skip a problem's remaining attempts once one is OK (listed in skipped.csv)")
     import cluster
@@ -54,8 +62,11 @@ def run(args) -> int:
         default_timeout=args.default_timeout, mem_limit=args.mem_limit,
         hol_light=args.hol_light, context_root=args.context_root, grace=args.grace,
         policy=args.policy, seed=args.seed,
-        sandbox=args.sandbox, stop_on_first_ok=args.stop_on_first_ok)
+        prover=args.prover, isabelle=args.isabelle, sandbox=args.sandbox,
+        stop_on_first_ok=args.stop_on_first_ok, mode=args.mode)
     prepared = prepare(config)
+    for warning in prepared.warnings:
+        progress.console.print(f"[bold yellow]warning:[/] {warning}")
     import cluster
 
     executor = cluster.make_executor(args, config.workers)
