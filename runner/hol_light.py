@@ -32,6 +32,7 @@ from .errors import InputError, ProverError
 from .fork_server import ImageFailed, ImageProcess, PipePair
 from .guard import GuardLimits, Observation, kill_tree, watch
 from .hol_light_install import HolLightInstall
+from .image_tree import ImageTree
 from .prover import (BackendInfo, CheckLimits, CheckResult, ImageBuild, ProverBackend,
                      ProverSession)
 from .sandbox import SandboxConfig
@@ -92,7 +93,7 @@ class HolLightBackend(ProverBackend):
         return HolLightSession(self, Path(workdir))
 
 
-class HolLightSession(ProverSession):
+class HolLightSession(ImageTree, ProverSession):
     def __init__(self, backend: HolLightBackend, workdir: Path):
         self.backend, self.info = backend, backend.info
         self.workdir = workdir
@@ -185,42 +186,6 @@ class HolLightSession(ProverSession):
             key = chain[-1].parent
         return chain[::-1]
 
-    def _acquire(self, key: str) -> ImageProcess:
-        """The live image for ``key``, held (never evicted) until _release.
-
-        Builds the image and its ancestors as needed; a second worker that
-        needs the same image waits for the first one's build.
-        """
-        with self._lock:
-            if key in self._failed:
-                raise ImageFailed(key, self._failed[key])
-            if key in self._images:
-                self._in_use[key] = self._in_use.get(key, 0) + 1
-                return self._images[key]
-            build_lock = self._build_locks.setdefault(key, threading.Lock())
-            node = self._nodes[key]
-        with build_lock:
-            with self._lock:
-                built = key in self._images or key in self._failed
-            if not built:
-                parent = self._acquire(node.parent)
-                try:
-                    self._evict_if_full()
-                    image = self._fork_image(parent, node)
-                except ImageFailed as failed:
-                    with self._lock:
-                        self._failed[key] = failed.reason
-                    raise
-                finally:
-                    self._release(parent.key)
-                with self._lock:
-                    self._images[key] = image
-            return self._acquire(key)
-
-    def _release(self, key: str) -> None:
-        with self._lock:
-            self._in_use[key] -= 1
-
     def _fork_image(self, parent: ImageProcess, node: contexts.ImageNode) -> ImageProcess:
         images = self.workdir / "images"
         segment, log = images / f"{node.key}.ml", images / f"{node.key}.log"
@@ -237,21 +202,6 @@ class HolLightSession(ProverSession):
             raise ImageFailed(node.key, _log_reason(log) or "the context did not load") from None
         self._built(node.key, node.parent, time.monotonic() - started)
         return image
-
-    def _built(self, key: str, parent: str | None, secs: float) -> None:
-        with self._lock:
-            self.image_build_secs[key] = secs
-            self.image_builds.append(ImageBuild(key, parent, secs))
-
-    def _evict_if_full(self) -> None:
-        """Quit the least recently used idle images beyond ``max_images``."""
-        with self._lock:
-            idle = sorted((img.last_used, k) for k, img in self._images.items()
-                          if k != self.base_key and not self._in_use.get(k))
-            excess = len(self._images) - self.backend.max_images
-            victims = [self._images.pop(k) for _, k in idle[:max(0, excess + 1)]]
-        for image in victims:
-            image.close()
 
     # -- checks --------------------------------------------------------------
 

@@ -34,6 +34,7 @@ from .fork_server import ImageFailed, ImageProcess, PipePair
 from .guard import GuardLimits, watch
 from .hol_light import HolLightBackend, _interpret, _log_reason
 from .hol_light_install import HolLightInstall
+from .image_tree import ImageTree
 from .hol_native_compile import Compiled, NativeCompiler, NotNative, Scope
 from .native_build import NativeBuild
 from .prover import (BackendInfo, CheckLimits, CheckResult, ImageBuild, ProverBackend,
@@ -77,7 +78,7 @@ class NativeHolLightBackend(ProverBackend):
         return NativeSession(self, Path(workdir))
 
 
-class NativeSession(ProverSession):
+class NativeSession(ImageTree, ProverSession):
     def __init__(self, backend: NativeHolLightBackend, workdir: Path,
                  bytecode: Callable[[], ProverSession] | None = None):
         """``bytecode``: gives the bytecode session that fallbacks share with
@@ -115,6 +116,7 @@ class NativeSession(ProverSession):
         self.blank_key = self.base_key + "-blank"
         self._nodes[self.blank_key] = contexts.ImageNode(self.blank_key, self.base_key, "", 1, ())
         self.image_builds: list[ImageBuild] = []
+        self.image_build_secs: dict[str, float] = {}
         self.compile_secs = 0.0
         self._boot()
 
@@ -217,37 +219,6 @@ class NativeSession(ProverSession):
         except NotNative as exc:
             return str(exc)
 
-    def _acquire(self, key: str) -> ImageProcess:
-        with self._lock:
-            if key in self._failed:
-                raise ImageFailed(key, self._failed[key])
-            if key in self._images:
-                self._in_use[key] = self._in_use.get(key, 0) + 1
-                return self._images[key]
-            lock = self._build_locks.setdefault("image:" + key, threading.Lock())
-            node = self._nodes[key]
-        with lock:
-            with self._lock:
-                built = key in self._images or key in self._failed
-            if not built:
-                parent = self._acquire(node.parent)
-                try:
-                    self._evict_if_full()
-                    image = self._fork_image(parent, node)
-                except ImageFailed as failed:
-                    with self._lock:
-                        self._failed[key] = failed.reason
-                    raise
-                finally:
-                    self._release(parent.key)
-                with self._lock:
-                    self._images[key] = image
-            return self._acquire(key)
-
-    def _release(self, key: str) -> None:
-        with self._lock:
-            self._in_use[key] -= 1
-
     def _fork_image(self, parent: ImageProcess, node: contexts.ImageNode) -> ImageProcess:
         scope = self._scopes[node.key]
         log = self.workdir / "images" / f"{node.key}.log"
@@ -263,19 +234,6 @@ class NativeSession(ProverSession):
             raise ImageFailed(node.key, _log_reason(log) or "the context did not load") from None
         self._built(node.key, node.parent, time.monotonic() - started)
         return image
-
-    def _built(self, key: str, parent: str | None, secs: float) -> None:
-        with self._lock:
-            self.image_builds.append(ImageBuild(key, parent, secs))
-
-    def _evict_if_full(self) -> None:
-        with self._lock:
-            idle = sorted((img.last_used, k) for k, img in self._images.items()
-                          if k != self.base_key and not self._in_use.get(k))
-            excess = len(self._images) - self.backend.max_images
-            victims = [self._images.pop(k) for _, k in idle[:max(0, excess + 1)]]
-        for image in victims:
-            image.close()
 
     # -- answers -------------------------------------------------------------
 
