@@ -166,7 +166,8 @@ def derive(runs: Sequence[ProblemRuns], policy: MapPolicy = MapPolicy()) -> Deri
         raw, rule = margin * stat, "class-margin"
         # Below spread_min_s the run-to-run spread is the clock's and the
         # dispatcher's, not the proof's: the relative model does not apply.
-        modelled = statistics.median(r.prove_secs) >= policy.spread_min_s
+        median = statistics.median(r.prove_secs)
+        modelled = median >= policy.spread_min_s
         if modelled and not math.isnan(need) and need > raw:
             raw, rule = float(need), "spread-target"
         if raw > policy.cap_s:
@@ -177,7 +178,7 @@ def derive(runs: Sequence[ProblemRuns], policy: MapPolicy = MapPolicy()) -> Deri
             timeout = float(min(math.ceil(raw), policy.cap_s))
         entries.append(Entry(
             problem_id=r.problem_id, category=r.category, cls="heavy" if heavy else "light",
-            runs=len(r.prove_secs), median=statistics.median(r.prove_secs), max=max(r.prove_secs),
+            runs=len(r.prove_secs), median=median, max=max(r.prove_secs),
             statistic=stat, margin=raw / stat, rule=rule, timeout_sec=timeout, p_false_timeout=None,
             expected_mem_mb=max(r.peak_rss_mb) if r.peak_rss_mb else None))
     if model is not None:
