@@ -5,7 +5,7 @@ The server (runner/native_build.py) starts with HOL Light already loaded, in
 about a fifth of the bytecode toplevel's time, and runs proofs 2.5-5 times
 faster. It speaks the bytecode driver's protocol, so images, the outside
 guards and the verdict channel are the bytecode backend's own
-(fork_server, guard, hol_light._interpret). What differs is that code is
+(hol_session.py, and hol_check.ml inside the prover). What differs is that code is
 compiled before it is loaded: each context segment into a module that its
 image Dynlink-loads, and answers in batches into plugins that each check
 loads. A context that cannot be compiled (a toplevel directive, a computed
@@ -15,30 +15,22 @@ checks say so in their reason.
 
 from __future__ import annotations
 
-import itertools
-import os
-import secrets
-import shutil
-import subprocess
+import dataclasses
 import threading
 import time
 from pathlib import Path
 from typing import Callable, Sequence
 
-import psutil
-
 from . import contexts, sandbox
 from .corpus import Problem
 from .errors import ProverError
 from .fork_server import ImageFailed, ImageProcess, PipePair
-from .guard import GuardLimits, watch
-from .hol_light import HolLightBackend, _interpret, _log_reason
+from .hol_light import HolLightBackend
 from .hol_light_install import HolLightInstall
-from .image_tree import ImageTree
 from .hol_native_compile import Compiled, NativeCompiler, NotNative, Scope
+from .hol_session import ForkSession, not_run
 from .native_build import NativeBuild
-from .prover import (BackendInfo, CheckLimits, CheckResult, ImageBuild, ProverBackend,
-                     ProverSession)
+from .prover import BackendInfo, CheckLimits, CheckResult, ProverBackend, ProverSession
 from .sandbox import SandboxConfig
 from .verdicts import Outcome, Verdict
 
@@ -78,45 +70,29 @@ class NativeHolLightBackend(ProverBackend):
         return NativeSession(self, Path(workdir))
 
 
-class NativeSession(ImageTree, ProverSession):
+class NativeSession(ForkSession):
     def __init__(self, backend: NativeHolLightBackend, workdir: Path,
                  bytecode: Callable[[], ProverSession] | None = None):
         """``bytecode``: gives the bytecode session that fallbacks share with
         the caller (auto mode); by default the session starts its own."""
-        self.backend, self.info = backend, backend.info
+        super().__init__(backend, workdir)
         self._shared_bytecode = bytecode
-        self.workdir = workdir
-        for sub in ("fifo", "images", "checks"):
-            (workdir / sub).mkdir(parents=True, exist_ok=True)
-        os.chmod(workdir / "fifo", 0o700)
         self.compiler = NativeCompiler(backend.build, backend.install, backend.context_root,
                                        workdir / "plugins")
-        self._lock = threading.Lock()
-        self._nodes: dict[str, contexts.ImageNode] = {}
-        self._image_of: dict[str, str] = {}
         self._problems: dict[str, Problem] = {}
         self._scopes: dict[str, Scope] = {}
-        self._images: dict[str, ImageProcess] = {}
-        self._failed: dict[str, str] = {}           # the context failed to load: ERROR setup
         self._not_native: dict[str, str] = {}       # cannot run natively: bytecode, with reason
-        self._build_locks: dict[str, threading.Lock] = {}
         self._batch_locks: dict[str, threading.Lock] = {}
         self._compiled: dict[tuple[str, bytes], Compiled] = {}
         self._loaded: dict[int, set[Path]] = {}      # image pid -> batch plugins it has loaded
-        self._in_use: dict[str, int] = {}
-        self._counter = itertools.count()
         self._bytecode: ProverSession | None = None
         self._bytecode_lock = threading.Lock()
-        self._base_proc: subprocess.Popen | None = None
-        self.base_key = contexts.image_key("", backend.salt)
         # Checks never fork from the server itself: under bubblewrap it is
         # the first process killed when the runner dies, and checks it forked
         # would be orphaned. Blank contexts use a child image with nothing
         # loaded, which follows the runner through its own command pipe.
         self.blank_key = self.base_key + "-blank"
         self._nodes[self.blank_key] = contexts.ImageNode(self.blank_key, self.base_key, "", 1, ())
-        self.image_builds: list[ImageBuild] = []
-        self.image_build_secs: dict[str, float] = {}
         self.compile_secs = 0.0
         self._boot()
 
@@ -136,7 +112,6 @@ class NativeSession(ImageTree, ProverSession):
         scope = Scope((backend.build.core_module,), scope.loaded, frozenset(), ())
         self._scopes[self.base_key] = self._scopes[self.blank_key] = scope
         pipes = PipePair.create(self.workdir / "fifo", "base")
-        log = self.workdir / "images" / "base.log"
         argv = sandbox.wrap(
             ["prlimit", f"--stack={STACK_BYTES}", "--", str(backend.build.server),
              str(pipes.cmd_path), str(pipes.rep_path), *map(str, preload)],
@@ -144,23 +119,7 @@ class NativeSession(ImageTree, ProverSession):
             readable=[backend.build.dir, *backend.build.include_dirs, backend.install.hol_dir,
                       backend.context_root],
             hidden=backend.sandbox_config.hidden, chdir=backend.context_root)
-        started = time.monotonic()
-        with open(log, "wb") as log_file:
-            # Its own session, so that a Ctrl-C aimed at the runner does not
-            # reach it; it follows the runner through its command pipe.
-            self._base_proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=log_file,
-                                               stderr=subprocess.STDOUT, cwd=backend.context_root,
-                                               start_new_session=True)
-        image = ImageProcess(self.base_key, self._base_proc.pid, pipes, log)
-        try:
-            image.attach(backend.boot_timeout_s)
-            sandbox.limit_tree(image.pid, backend.sandbox_config, backend.sandbox_kind)
-        except ImageFailed as failed:
-            self.close()
-            raise ProverError(f"the native HOL Light server did not start ({failed.reason}): "
-                              f"{_log_reason(log) or 'see ' + str(log)}") from None
-        self._images[self.base_key] = image
-        self._built(self.base_key, None, time.monotonic() - started)
+        self._start_base(argv, pipes, "the native HOL Light server")
 
     def prepare(self, problems: Sequence[Problem]) -> None:
         setups = {p.problem_id: p.setup_path.read_text(encoding="utf-8", errors="replace")
@@ -174,17 +133,6 @@ class NativeSession(ImageTree, ProverSession):
         fallback = [p for p in problems if self._not_native_reason(tree.image_of[p.problem_id])]
         if fallback:
             self._bytecode_session().prepare(fallback)
-
-    def image_key(self, problem: Problem) -> str:
-        return self._image_of[problem.problem_id]
-
-    def _chain(self, key: str) -> list[contexts.ImageNode]:
-        chain: list[contexts.ImageNode] = []
-        current: str | None = key
-        while current is not None:
-            chain.append(self._nodes[current])
-            current = chain[-1].parent
-        return chain[::-1]
 
     def _scope(self, key: str) -> Scope:
         """The compiled scope of an image, compiling its chain as needed;
@@ -220,20 +168,7 @@ class NativeSession(ImageTree, ProverSession):
             return str(exc)
 
     def _fork_image(self, parent: ImageProcess, node: contexts.ImageNode) -> ImageProcess:
-        scope = self._scopes[node.key]
-        log = self.workdir / "images" / f"{node.key}.log"
-        pipes = PipePair.create(self.workdir / "fifo", node.key)
-        started = time.monotonic()
-        reply = parent.request("FORK", str(pipes.cmd_path), str(pipes.rep_path), str(log),
-                               *map(str, scope.plugins))
-        image = ImageProcess(node.key, int(reply.split()[1]), pipes, log)
-        try:
-            image.attach(self.backend.image_timeout_s)
-        except ImageFailed:
-            image.close()
-            raise ImageFailed(node.key, _log_reason(log) or "the context did not load") from None
-        self._built(node.key, node.parent, time.monotonic() - started)
-        return image
+        return self._fork_loading(parent, node, [str(p) for p in self._scopes[node.key].plugins])
 
     # -- answers -------------------------------------------------------------
 
@@ -274,11 +209,11 @@ class NativeSession(ImageTree, ProverSession):
         try:
             image = self._acquire(key)
         except ImageFailed as failed:
-            return _not_run(Verdict.ERROR, f"setup: {failed.reason}", key)
+            return not_run(Verdict.ERROR, f"setup: {failed.reason}", key, MODE)
         try:
             compiled = self._answer(problem, key, scope)
             if compiled.refusal is not None:
-                return _not_run(Verdict.ERROR, compiled.refusal, key)
+                return not_run(Verdict.ERROR, compiled.refusal, key, MODE)
             return self._run_check(image, problem, limits, compiled, self._preload(image, compiled))
         finally:
             self._release(key)
@@ -322,71 +257,15 @@ class NativeSession(ImageTree, ProverSession):
 
     def _run_check(self, image: ImageProcess, problem: Problem, limits: CheckLimits,
                    compiled: Compiled, plugin: str) -> CheckResult:
-        """One check in ``image``, jailed as in bytecode mode (hol_light.py):
-        its scratch directory is its jail, the query and log live beside it."""
-        n = next(self._counter)
-        backend = self.backend
-        kind, cfg = backend.sandbox_kind, backend.sandbox_config
-        checks = self.workdir / "checks"
-        scratch = checks / str(n)
-        query, log = checks / f"{n}.query", checks / f"{n}.log"
-        # 0711: the server keeps no capability to read other uids' files, but
-        # must enter the directory it jails the check in.
-        scratch.mkdir(mode=0o711)
-        shutil.copyfile(problem.query_path, query)
-        verdict_fifo = scratch / "verdict"
-        os.mkfifo(verdict_fifo, 0o600)
-        uid = "-"
-        if sandbox.jails(kind):
-            jail = sandbox.jail_uid()
-            for path in (scratch, verdict_fifo):
-                os.chown(path, jail, jail)
-            os.chmod(verdict_fifo, 0o622)
-            uid = str(jail)
-        verdict_fd = os.open(verdict_fifo, os.O_RDONLY | os.O_NONBLOCK)
-        nonce = secrets.token_hex(8)
-        guard = GuardLimits(time_s=limits.time_s, mem_bytes=limits.mem_bytes, grace_s=backend.grace_s)
-        try:
-            started = time.monotonic()
-            reply = image.request("CHECK", str(verdict_fifo), str(query), plugin,
-                                  str(compiled.entry), repr(float(limits.time_s)), str(log),
-                                  str(scratch), nonce, uid)
-            pid = int(reply.split()[1])
-            if kind != "none":
-                try:
-                    sandbox.limit_check(psutil.Process(pid), cfg, limits.time_s + guard.grace_s)
-                except psutil.NoSuchProcess:
-                    pass      # already done; watch() reads its verdict
-            obs = watch(pid, verdict_fd, guard, started)
-            status = image.request("REAP", str(pid)).split(maxsplit=2)[2]
-        finally:
-            os.close(verdict_fd)
-            for path in (query, log):
-                path.unlink(missing_ok=True)
-            shutil.rmtree(scratch, ignore_errors=True)
-        result = _interpret(obs, status, nonce, image.key)
-        return CheckResult(result.outcome, result.prove_secs, result.wall_secs,
-                           result.peak_rss_bytes, result.image_key, result.exit_status,
-                           sandbox=kind, mode=MODE)
+        """One check in ``image``, jailed as in bytecode mode: its answer is
+        the compiled ``compiled.entry``, in ``plugin`` ("-": already loaded)."""
+        result = self._jailed_check(image, problem, limits,
+                                    lambda path: [plugin, str(compiled.entry)])
+        return dataclasses.replace(result, mode=MODE)
 
     def close(self) -> None:
-        with self._lock:
-            images = list(self._images.values())
-            self._images.clear()
-        for image in images:
-            image.close()
-        if self._base_proc is not None:
-            try:
-                self._base_proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self._base_proc.kill()
-                self._base_proc.wait()
-            self._base_proc = None
+        super().close()
         with self._bytecode_lock:
             if self._bytecode is not None:
                 self._bytecode.close()
                 self._bytecode = None
-
-
-def _not_run(verdict: Verdict, reason: str, key: str) -> CheckResult:
-    return CheckResult(Outcome(verdict, reason), None, 0.0, None, key, "not run", mode=MODE)

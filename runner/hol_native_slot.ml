@@ -1,19 +1,13 @@
 (* ========================================================================= *)
-(* proofbatch: what compiled plugins and the native server share.           *)
+(* proofbatch: where compiled answer plugins register their tactics.        *)
 (*                                                                           *)
-(* Compiled with -open Hol_core (or Hol_lib for a checkout), so the names    *)
-(* below are HOL Light's, captured before any context is loaded: a setup     *)
-(* file can shadow prove or axioms in its own module, never these.           *)
+(* Compiled with -open Hol_core (or Hol_lib for a checkout), so [tactic] is  *)
+(* HOL Light's, named here before any context is loaded: a context module   *)
+(* that later shadows the type cannot change what an answer must be. The    *)
+(* kernel functions a verdict depends on are captured in Hol_check.         *)
 (* ========================================================================= *)
 
 type answer_tactic = tactic
-
-let kernel_prove = prove
-let kernel_axioms = axioms
-let kernel_concl = concl
-let kernel_hyp = hyp
-let kernel_aconv = aconv
-let kernel_parse_term = parse_term
 
 (* A batch plugin registers one thunk per answer when it is loaded; nothing
    in an answer runs until the check calls its thunk. *)

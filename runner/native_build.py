@@ -8,9 +8,11 @@ against about 17 s. ``build_native`` compiles the installed HOL Light into:
   file, preprocessed by camlp5 with HOL Light's own pa_j.cmo (plus the
   backquote expander that system.ml would install at run time);
 - ``hol-native-server``: the core, linked with Dynlink and proofbatch's
-  native driver, which serves FORK/CHECK/REAP commands like the bytecode one;
+  native driver, which serves FORK/CHECK/REAP commands with the bytecode
+  driver's own fork server, jail and verdict (hol_check.ml);
 - ``hol-native-front``: a bytecode tool with camlp5, pa_j and compiler-libs
-  that parses, screens and typechecks answers in batches.
+  that parses, screens (with the bytecode driver's hol_screen.ml) and
+  typechecks answers in batches.
 
 A checkout built with ``HOLLIGHT_USE_MODULE=1`` already has ``hol_lib.cmxa``
 and is linked as is. The result lives in a cache directory keyed by the HOL
@@ -40,6 +42,9 @@ QUOT_ML = HERE / "hol_native_quot.ml"
 SLOT_ML = HERE / "hol_native_slot.ml"
 SERVER_ML = HERE / "hol_native_server.ml"
 FRONT_ML = HERE / "hol_native_front.ml"
+# The bytecode driver's modules that the server and the front end compile in.
+TEXT_ML, SCREEN_ML, CHECK_ML = (HERE / n for n in ("hol_text.ml", "hol_screen.ml", "hol_check.ml"))
+SOURCES = (QUOT_ML, TEXT_ML, SCREEN_ML, CHECK_ML, SLOT_ML, SERVER_ML, FRONT_ML)
 RECIPE = "proofbatch-native/1"
 CAMLP5_DIR = Path("/usr/lib/ocaml/camlp5")
 STREAMS_CMA = Path("/usr/lib/ocaml/camlp-streams/camlp_streams.cma")
@@ -191,7 +196,7 @@ def _digest(*parts: bytes) -> str:
 
 
 def build_key(install: HolLightInstall, versions: dict[str, str]) -> str:
-    ours = b"".join(p.read_bytes() for p in (QUOT_ML, SLOT_ML, SERVER_ML, FRONT_ML))
+    ours = b"".join(hashlib.sha256(p.name.encode() + b"\0" + p.read_bytes()).digest() for p in SOURCES)
     pa_j = (install.hol_dir / "pa_j.cmo")
     slug = re.sub(r"[^A-Za-z0-9.]+", "-", install.build).strip("-")[:60]
     return f"{slug}-ocaml{versions['ocaml']}-" + _digest(
@@ -289,7 +294,7 @@ def _build_into(work: Path, final: Path, install: HolLightInstall, versions: dic
     logs.mkdir(exist_ok=True)
     src = work / "src"
     src.mkdir()
-    for path in (QUOT_ML, SLOT_ML, SERVER_ML, FRONT_ML):
+    for path in SOURCES:
         shutil.copy(path, src / path.name)
     log("compiling the quotation expander")
     _step(["ocamlfind", "ocamlc", "-package", "camlp5", "-c", "-o", str(work / "hol_native_quot.cmo"),
@@ -315,17 +320,25 @@ def _build_into(work: Path, final: Path, install: HolLightInstall, versions: dic
     opens = ["-open", core_module]
     incs = [a for d in include_dirs for a in ("-I", str(d))]
     log("compiling the server")
-    _step(["ocamlfind", "ocamlopt", "-package", "num,unix", "-w", "-a", *incs, *opens, "-c", "-o",
-           str(work / "hol_native_slot.cmx"), str(src / SLOT_ML.name)], "compiling the slot", logs, cwd=work)
+    # Hol_check names HOL Light's kernel, as the bytecode toplevel does.
+    for unit, unit_opens in ((TEXT_ML, []), (CHECK_ML, opens), (SLOT_ML, opens)):
+        _step(["ocamlfind", "ocamlopt", "-package", "num,unix", "-w", "-a", *incs, *unit_opens, "-c",
+               "-o", str(work / f"{unit.stem}.cmx"), str(src / unit.name)],
+              f"compiling {unit.name}", logs, cwd=work)
     _step(UNLIMITED_STACK + ["ocamlfind", "ocamlopt", "-package", "num,unix,dynlink", "-linkpkg",
-                             "-linkall", "-w", "-a", *incs, *core_link, "hol_native_slot.cmx",
+                             "-linkall", "-w", "-a", *incs, *core_link,
+                             *(f"{unit.stem}.cmx" for unit in (TEXT_ML, CHECK_ML, SLOT_ML)),
                              "-o", "hol-native-server", str(src / SERVER_ML.name)],
           "linking the server", logs, cwd=work)
     log("building the answer front end")
+    # In src, so that the bytecode units it compiles there (hol_text.cmi)
+    # are not mixed up with the server's native ones in the build directory.
     _step(["ocamlfind", "ocamlc", "-package", "camlp5,camlp-streams,compiler-libs.common", "-linkpkg",
            "-w", "-a", str(CAMLP5_DIR / "camlp5.cma"), str(CAMLP5_DIR / "pa_o.cmo"),
-           str(CAMLP5_DIR / "pa_op.cmo"), str(pa_j_cmo(install)), str(quot),
-           "-o", "hol-native-front", str(src / FRONT_ML.name)], "building the front end", logs, cwd=work)
+           str(CAMLP5_DIR / "pa_op.cmo"), str(pa_j_cmo(install).resolve()), str(quot.resolve()),
+           "-o", str((work / "hol-native-front").resolve()), TEXT_ML.name, SCREEN_ML.name,
+           FRONT_ML.name],
+          "building the front end", logs, cwd=src)
     for junk in work.glob("hol_native_server.*"):
         junk.unlink()
     files = sorted(p.name for p in work.iterdir() if p.is_file())

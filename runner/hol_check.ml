@@ -1,0 +1,261 @@
+(* ========================================================================= *)
+(* proofbatch: one check and the fork server, for both HOL Light drivers    *)
+(* (module Hol_check).                                                       *)
+(*                                                                           *)
+(* The protocol, on two named pipes (runner/fork_server.py):                 *)
+(*                                                                           *)
+(*   FORK <cmd> <rep> <log> <what to load>...  fork a child image that loads *)
+(*                                        its context and serves on cmd/rep  *)
+(*   CHECK <verdict> ... <scratch> <nonce> <jail-uid or ->                   *)
+(*                                        fork one check; reply its pid      *)
+(*   REAP <pid>                           wait for a finished child          *)
+(*   QUIT                                                                    *)
+(*                                                                           *)
+(* and one verdict record per check, written to its verdict pipe:            *)
+(*   PBV1 <nonce> <verdict> <prove secs> <peak kB> <reason>  (tab-separated) *)
+(*                                                                           *)
+(* What a mode loads and how it readies an answer is its own: the bytecode  *)
+(* driver (hol_light_driver.ml) reads source text into the toplevel, the    *)
+(* native server (hol_native_server.ml) Dynlink-loads compiled plugins. The *)
+(* rest is here, once: the jail, the timer, the verdict, the server loop.   *)
+(*                                                                           *)
+(* Loaded after HOL Light, with its names in scope: by #mod_use into the    *)
+(* bytecode toplevel with HOL Light's lexer switched off (hol_light.py), and *)
+(* compiled by plain ocamlopt with -open of the native core (native_build). *)
+(* So: plain OCaml, and no all-caps or backquoted HOL syntax.               *)
+(* ========================================================================= *)
+
+exception Time_limit
+exception Verdict of string * string
+
+(* Unix._exit, which skips at_exit handlers and so never flushes buffers
+   inherited across fork twice; camlp5 reads "_exit" as a constructor. *)
+external hard_exit : int -> 'a = "unix_exit"
+
+(* Captured when this module loads, before any context does, so that neither
+   a setup file nor an answer can rebind what a verdict depends on. *)
+let kernel_prove = prove
+let kernel_axioms = axioms
+let kernel_concl = concl
+let kernel_hyp = hyp
+let kernel_aconv = aconv
+let kernel_parse_term = parse_term
+
+(* ------------------------------------------------------------------------- *)
+(* One check, inside the forked child.                                       *)
+(* ------------------------------------------------------------------------- *)
+
+(* Opened before the jail, which has no /proc; procfs files reread from
+   the start give current values. *)
+let peak_rss_kb status =
+  try
+    let ic = match status with Some ic -> ic | None -> raise Not_found in
+    seek_in ic 0;
+    let rec find () =
+      match input_line ic with
+      | line when String.length line > 6 && String.sub line 0 6 = "VmHWM:" ->
+          Scanf.sscanf line "VmHWM: %d kB" (fun kb -> kb)
+      | _ -> find () in
+    (try find () with End_of_file -> 0)
+  with _ -> 0
+
+let set_timer seconds =
+  ignore (Unix.setitimer Unix.ITIMER_REAL {Unix.it_interval = 0.0; Unix.it_value = seconds})
+
+(* OCaml, bytecode and native, handles signals only at allocation and poll
+   points, so a loop that does not allocate never sees this alarm; the
+   runner also kills the child from outside at the limit plus a grace. *)
+let arm_timer seconds =
+  Sys.set_signal Sys.sigalrm (Sys.Signal_handle (fun _ -> raise Time_limit));
+  set_timer seconds
+
+(* The jail (see runner/sandbox.py): once the answer is readied (typed, or
+   its plugin loaded) and the goal read, nothing of it has run yet. The
+   check then chroots into its empty scratch directory and becomes a uid of
+   its own, so the answer sees no file, no /proc and no other process.
+   Readying must come first: it reads the compiler's .cmi files or the
+   plugin. *)
+let enter_jail scratch uid =
+  try
+    Unix.chroot scratch;
+    Sys.chdir "/";
+    Unix.setgroups [||];
+    Unix.setgid uid;
+    Unix.setuid uid;
+    if Unix.getuid () <> uid || Unix.geteuid () <> uid then failwith "uid not dropped"
+  with exn ->
+    raise (Verdict ("ERROR", "sandbox: could not enter the jail: " ^ Printexc.to_string exn))
+
+let read_query describe path =
+  let text = String.trim (Hol_text.read_file path) in
+  let n = String.length text in
+  let body =
+    if n >= 2 && text.[0] = '`' && text.[n - 1] = '`' then String.sub text 1 (n - 2) else text in
+  try kernel_parse_term body
+  with exn -> raise (Verdict ("ERROR", "query: " ^ describe exn))
+
+let timeout_reason timeout = Printf.sprintf "time limit %g s reached inside the prover" timeout
+
+(* [answer ()] readies the answer and gives its tactic without running it;
+   [describe] words an exception of the query's parser. *)
+let judge ~answer ~describe ~query_file ~timeout ~jail =
+  let prove_secs = ref 0.0 in
+  let ax0 = List.length (kernel_axioms ()) in
+  let outcome =
+    try
+      arm_timer timeout;
+      let tactic = answer () in
+      let goal = read_query describe query_file in
+      jail ();
+      let t0 = Unix.gettimeofday () in
+      let finish () = prove_secs := Unix.gettimeofday () -. t0 in
+      let th =
+        try let th = kernel_prove (goal, tactic ()) in finish (); th
+        with exn -> finish (); raise exn in
+      set_timer 0.0;
+      if kernel_hyp th <> [] || not (kernel_aconv (kernel_concl th) goal)
+      then ("FAIL", "the proved theorem is not the goal")
+      else ("OK", Printf.sprintf "proved in %.3f s" !prove_secs)
+    with
+    | Verdict (v, why) -> (v, why)
+    | Failure msg -> ("FAIL", "tactic failed: " ^ Hol_text.one_line msg)
+    | Time_limit -> ("TIMEOUT", timeout_reason timeout)
+    | Out_of_memory -> ("MEMOUT", "the prover ran out of memory")
+    | Stack_overflow -> ("ERROR", "stack overflow")
+    | exn -> ("ERROR", "exception: " ^ Hol_text.one_line (Printexc.to_string exn)) in
+  set_timer 0.0;
+  let added = List.length (kernel_axioms ()) - ax0 in
+  let verdict, reason =
+    if added > 0 then
+      ("CHEATING", Printf.sprintf "axioms() grew by %d (new_axiom, mk_thm or CHEAT_TAC); was %s"
+                     added (fst outcome))
+    else outcome in
+  (verdict, !prove_secs, Hol_text.one_line reason)
+
+let flush_all () =
+  (try Format.print_flush (); Format.pp_print_flush Format.err_formatter () with _ -> ());
+  (try flush stdout; flush stderr with _ -> ())
+
+let run_check ~answer ~describe ~verdict_path ~query_file ~timeout ~nonce ~scratch ~jail_uid =
+  let status = try Some (open_in "/proc/self/status") with _ -> None in
+  (* Inside the jail the scratch directory is "/", and the verdict pipe the
+     runner made there is "/verdict". *)
+  let verdict_path = ref verdict_path in
+  let jail () =
+    match jail_uid with
+    | None -> ()
+    | Some uid ->
+        enter_jail scratch uid;
+        verdict_path := "/" ^ Filename.basename !verdict_path in
+  let verdict, secs, reason =
+    try judge ~answer ~describe ~query_file ~timeout ~jail with
+    | Time_limit -> ("TIMEOUT", timeout, timeout_reason timeout)
+    | exn -> ("ERROR", 0.0, "driver: " ^ Hol_text.one_line (Printexc.to_string exn)) in
+  (* HOL Light includes Format, so what the answer printed is still buffered. *)
+  flush_all ();
+  let record = Printf.sprintf "PBV1\t%s\t%s\t%.6f\t%d\t%s\n"
+                 nonce verdict secs (peak_rss_kb status) reason in
+  (* The verdict pipe is opened only now, after the answer has stopped
+     running: while it ran, there was no channel it could write to. *)
+  let fd = Unix.openfile !verdict_path [Unix.O_WRONLY] 0 in
+  ignore (Unix.write_substring fd record 0 (String.length record));
+  Unix.close fd
+
+(* ------------------------------------------------------------------------- *)
+(* The fork server.                                                          *)
+(* ------------------------------------------------------------------------- *)
+
+(* What a mode makes of a command line other than REAP and QUIT. *)
+type request =
+  | Fork_image of string * string * string * (unit -> bool)
+      (* cmd pipe, reply pipe, log; loads the context, false if it failed *)
+  | Fork_check of string * string * (unit -> unit)
+      (* log, scratch directory; runs the check and writes its verdict *)
+  | Reply of string        (* done in the server itself: the reply *)
+  | Bad                    (* not a command *)
+
+let live_checks : int list ref = ref []
+let live_images : int list ref = ref []
+
+(* Child images that quit are reaped as the server goes; check children are
+   reaped only on REAP, so that the runner reads their exit status. *)
+let reap_images () =
+  live_images := List.filter (fun pid ->
+    try fst (Unix.waitpid [Unix.WNOHANG] pid) = 0 with Unix.Unix_error _ -> false) !live_images
+
+let redirect_output log =
+  let fd = Unix.openfile log [Unix.O_WRONLY; Unix.O_CREAT; Unix.O_TRUNC] 0o600 in
+  Unix.dup2 fd Unix.stdout;
+  Unix.dup2 fd Unix.stderr;
+  Unix.close fd
+
+let rec serve request cmd_path rep_path =
+  let rep = open_out rep_path in
+  let reply line = output_string rep (line ^ "\n"); flush rep in
+  reply (Printf.sprintf "READY %d" (Unix.getpid ()));
+  let cmd = open_in cmd_path in
+  let close_channels () =
+    Unix.close (Unix.descr_of_in_channel cmd);
+    Unix.close (Unix.descr_of_out_channel rep) in
+  let fork_child () =
+    flush_all ();
+    match Unix.fork () with
+    | 0 -> live_checks := []; live_images := []; close_channels (); 0
+    | pid -> pid in
+  let rec loop () =
+    match (try Some (input_line cmd) with End_of_file -> None) with
+    | None ->
+        (* The runner is gone: take the running checks down with us. *)
+        List.iter (fun pid -> try Unix.kill (- pid) Sys.sigkill with _ -> ()) !live_checks;
+        hard_exit 0
+    | Some line ->
+        (match String.split_on_char '\t' line with
+         | ["REAP"; pid] ->
+             let pid = int_of_string pid in
+             let status =
+               match snd (Unix.waitpid [] pid) with
+               | Unix.WEXITED n -> Printf.sprintf "exit %d" n
+               | Unix.WSIGNALED n -> Printf.sprintf "signal %d" n
+               | Unix.WSTOPPED n -> Printf.sprintf "stopped %d" n in
+             live_checks := List.filter (fun p -> p <> pid) !live_checks;
+             reply (Printf.sprintf "REAPED %d %s" pid status)
+         | ["QUIT"] -> hard_exit 0
+         | words ->
+             (match request words with
+              | Fork_image (child_cmd, child_rep, log, load) ->
+                  (match fork_child () with
+                   | 0 ->
+                       redirect_output log;
+                       let loaded = load () in
+                       flush_all ();
+                       (try
+                          if loaded then serve request child_cmd child_rep
+                          else begin
+                            let rep = open_out child_rep in
+                            output_string rep "FAILED\n"; close_out rep
+                          end
+                        with _ -> ());
+                       hard_exit 3
+                   | pid ->
+                       live_images := pid :: !live_images;
+                       reply (Printf.sprintf "FORKED %d" pid))
+              | Fork_check (log, scratch, run) ->
+                  (match fork_child () with
+                   | 0 ->
+                       (* Its own process group, so that the runner can kill
+                          whatever the check spawns along with it. *)
+                       (try
+                          ignore (Unix.setsid ());
+                          redirect_output log;
+                          Sys.chdir scratch;
+                          run ();
+                          hard_exit 0
+                        with _ -> hard_exit 4)
+                   | pid ->
+                       live_checks := pid :: !live_checks;
+                       reply (Printf.sprintf "PID %d" pid))
+              | Reply text -> reply text
+              | Bad -> reply ("BAD " ^ Hol_text.one_line line)));
+        reap_images ();
+        loop () in
+  loop ()

@@ -1,0 +1,274 @@
+"""The runner's side of the HOL Light fork servers, bytecode and native alike.
+
+Both modes run the same server loop, jail and verdict record inside the
+prover (runner/hol_check.ml); what differs is what an image loads (source
+text or compiled plugins) and what a CHECK names for its answer. So the
+sessions (hol_light.py, hol_native.py) share this: starting the base image,
+forking a context image, one check in its scratch directory under the
+outside guards, reading its verdict record, and stopping.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import re
+import secrets
+import shutil
+import subprocess
+import threading
+import time
+from pathlib import Path
+from typing import Callable, Sequence
+
+import psutil
+
+from . import contexts, sandbox
+from .corpus import Problem
+from .errors import ProverError
+from .fork_server import ImageFailed, ImageProcess, PipePair
+from .guard import GuardLimits, Observation, kill_tree, watch
+from .image_tree import ImageTree
+from .prover import CheckLimits, CheckResult, ImageBuild, ProverSession
+from .shards import publish
+from .verdicts import Outcome, Verdict
+
+RECORD = re.compile(r"PBV1\t(?P<nonce>[0-9a-f]+)\t(?P<verdict>[A-Z]+)\t(?P<secs>[0-9.]+)\t"
+                    r"(?P<peak_kb>\d+)\t(?P<reason>[^\n]*)\n\Z")
+
+
+class ForkSession(ImageTree, ProverSession):
+    """A HOL Light session's images and checks. The session's ``backend``
+    has ``info``, ``salt``, ``context_root``, ``boot_timeout_s``,
+    ``image_timeout_s``, ``grace_s``, ``sandbox_config`` and
+    ``sandbox_kind``; the session says how an image is forked
+    (``_fork_image``) and starts its base image with ``_start_base``."""
+
+    def __init__(self, backend, workdir: Path):
+        self.backend, self.info = backend, backend.info
+        self.workdir = workdir
+        for sub in ("fifo", "images", "checks"):
+            (workdir / sub).mkdir(parents=True, exist_ok=True)
+        os.chmod(workdir / "fifo", 0o700)
+        self._lock = threading.Lock()
+        self._nodes: dict[str, contexts.ImageNode] = {}
+        self._image_of: dict[str, str] = {}         # problem id -> its context's image
+        self._images: dict[str, ImageProcess] = {}
+        self._failed: dict[str, str] = {}           # the context failed to load: ERROR setup
+        self._build_locks: dict[str, threading.Lock] = {}
+        self._in_use: dict[str, int] = {}
+        self._running = 0                           # checks running now, under _lock
+        self._counter = itertools.count()
+        self._base_proc: subprocess.Popen | None = None
+        self.base_key = contexts.image_key("", backend.salt)
+        self.image_build_secs: dict[str, float] = {}     # latest build of each key
+        self.image_builds: list[ImageBuild] = []
+
+    def image_key(self, problem: Problem) -> str:
+        return self._image_of[problem.problem_id]
+
+    def image_chain(self, problem_id: str) -> list[contexts.ImageNode]:
+        """The images a problem's check depends on, from the base down."""
+        chain, key = [], self._image_of[problem_id]
+        while key is not None:
+            chain.append(self._nodes[key])
+            key = chain[-1].parent
+        return chain[::-1]
+
+    def _start_base(self, argv: Sequence[str], pipes: PipePair, what: str,
+                    script: bytes | None = None) -> None:
+        """Start the base image (``script`` on its stdin) and wait until it
+        serves; raises ProverError naming ``what`` and the log's first error."""
+        backend = self.backend
+        log = self.workdir / "images" / "base.log"
+        started = time.monotonic()
+        with open(log, "wb") as log_file:
+            # A session of its own, so that a Ctrl-C aimed at the runner is not
+            # also delivered to the provers; they follow the runner through
+            # their command pipes instead.
+            self._base_proc = subprocess.Popen(
+                argv, stdin=subprocess.DEVNULL if script is None else subprocess.PIPE,
+                stdout=log_file, stderr=subprocess.STDOUT, cwd=backend.context_root,
+                start_new_session=True)
+        image = ImageProcess(self.base_key, self._base_proc.pid, pipes, log)
+        try:
+            if script is not None:
+                assert self._base_proc.stdin is not None
+                try:
+                    self._base_proc.stdin.write(script)
+                    self._base_proc.stdin.close()
+                except BrokenPipeError:
+                    raise ImageFailed(self.base_key, "it exited before reading its input") from None
+            image.attach(backend.boot_timeout_s)
+            sandbox.limit_tree(image.pid, backend.sandbox_config, backend.sandbox_kind)
+        except ImageFailed as failed:
+            self.close()
+            raise ProverError(f"{what} did not start ({failed.reason}): "
+                              f"{log_reason(log) or 'see ' + str(log)}") from None
+        self._images[self.base_key] = image
+        self._built(self.base_key, None, time.monotonic() - started)
+
+    def _fork_loading(self, parent: ImageProcess, node: contexts.ImageNode,
+                      load: Sequence[str]) -> ImageProcess:
+        """Fork ``node``'s image from ``parent``; it loads ``load`` (its
+        segment's file, or its plugins). Raises ImageFailed with the reason."""
+        log = self.workdir / "images" / f"{node.key}.log"
+        pipes = PipePair.create(self.workdir / "fifo", node.key)
+        started = time.monotonic()
+        reply = parent.request("FORK", str(pipes.cmd_path), str(pipes.rep_path), str(log), *load)
+        image = ImageProcess(node.key, int(reply.split()[1]), pipes, log)
+        try:
+            image.attach(self.backend.image_timeout_s)
+        except ImageFailed:
+            image.close()
+            raise ImageFailed(node.key, log_reason(log) or "the context did not load") from None
+        self._built(node.key, node.parent, time.monotonic() - started)
+        return image
+
+    def _jailed_check(self, image: ImageProcess, problem: Problem, limits: CheckLimits,
+                      answer_fields: Callable[[Path], Sequence[str]],
+                      log_dir: Path | None = None) -> CheckResult:
+        """One check in ``image``. Its scratch directory is its jail; the
+        query and the log live beside it, out of the jail's sight, and so
+        does the file ``answer_fields`` is given, where it may write the
+        answer; it returns the CHECK fields that name the answer. The
+        check's log is kept in ``log_dir`` when given (see keep_log)."""
+        n = next(self._counter)
+        kind, cfg = self.backend.sandbox_kind, self.backend.sandbox_config
+        checks = self.workdir / "checks"
+        scratch = checks / str(n)
+        answer, query, log = (checks / f"{n}.{ext}" for ext in ("answer", "query", "log"))
+        # 0711: the image process keeps no capability to read other uids' files,
+        # but must enter the directory it jails the check in.
+        scratch.mkdir(mode=0o711)
+        fields = list(answer_fields(answer))
+        shutil.copyfile(problem.query_path, query)
+        verdict_fifo = scratch / "verdict"
+        os.mkfifo(verdict_fifo, 0o600)
+        uid = "-"
+        if sandbox.jails(kind):
+            jail = sandbox.jail_uid()
+            for path in (scratch, verdict_fifo):
+                os.chown(path, jail, jail)
+            # Writable by the jailed check (its owner) and by the image's
+            # child before it enters the jail (root without CAP_DAC_OVERRIDE),
+            # which reports an answer refused before it ran.
+            os.chmod(verdict_fifo, 0o622)
+            uid = str(jail)
+        verdict_fd = os.open(verdict_fifo, os.O_RDONLY | os.O_NONBLOCK)
+        nonce = secrets.token_hex(8)
+        guard = GuardLimits(time_s=limits.time_s, mem_bytes=limits.mem_bytes,
+                            grace_s=self.backend.grace_s)
+        pid, obs = None, None
+        with self._lock:
+            self._running += 1
+        try:
+            started = time.monotonic()
+            reply = image.request("CHECK", str(verdict_fifo), str(query), *fields,
+                                  repr(float(limits.time_s)), str(log), str(scratch), nonce, uid)
+            pid = int(reply.split()[1])
+            if kind != "none":
+                try:
+                    sandbox.limit_check(psutil.Process(pid), cfg, limits.time_s + guard.grace_s)
+                except psutil.NoSuchProcess:
+                    pass      # already done; watch() reads its verdict
+            obs = watch(pid, verdict_fd, guard, started)
+            status = image.request("REAP", str(pid)).split(maxsplit=2)[2]
+        except (ProverError, psutil.NoSuchProcess) as exc:
+            if pid is not None and obs is None:
+                _kill_orphan(pid)
+            raise exc if isinstance(exc, ProverError) else ProverError(str(exc))
+        finally:
+            with self._lock:
+                self._running -= 1
+            os.close(verdict_fd)
+            if log_dir is not None:
+                keep_log(log_dir, cfg.log_keep_bytes, problem, log)
+            for path in (answer, query, log):
+                path.unlink(missing_ok=True)
+            shutil.rmtree(scratch, ignore_errors=True)
+        result = interpret(obs, status, nonce, image.key)
+        return CheckResult(result.outcome, result.prove_secs, result.wall_secs,
+                           result.peak_rss_bytes, result.image_key, result.exit_status, sandbox=kind)
+
+    def close(self) -> None:
+        with self._lock:
+            images = list(self._images.values())
+            self._images.clear()
+        for image in images:
+            image.close()
+        if self._base_proc is not None:
+            try:
+                self._base_proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self._base_proc.kill()
+                self._base_proc.wait()
+            self._base_proc = None
+
+
+def keep_log(log_dir: Path, keep: int, problem: Problem, log: Path) -> None:
+    """The check's own output, truncated to ``keep`` bytes, kept as
+    ``<problem-id>.log``; never parsed."""
+    if not log.exists():
+        return
+    with open(log, "rb") as f:
+        data = f.read(keep + 1)
+    if len(data) > keep:
+        data = data[:keep] + f"\n[proofbatch: output truncated at {keep} bytes]\n".encode()
+    target = Path(log_dir) / f"{problem.problem_id}.log"
+    target.parent.mkdir(parents=True, exist_ok=True)
+    publish(target, lambda tmp: tmp.write_bytes(data))
+
+
+def _kill_orphan(pid: int) -> None:
+    try:
+        kill_tree(pid, psutil.Process(pid))
+    except psutil.Error:
+        pass
+
+
+def interpret(obs: Observation, status: str, nonce: str, key: str) -> CheckResult:
+    """The verdict of a check, from what the runner saw and what it reported.
+
+    The report is trusted only when it is exactly one well-formed record with
+    this check's nonce, and the check then exited normally.
+    """
+    match = RECORD.match(obs.record.decode("utf-8", "replace"))
+    peak = obs.peak_rss_bytes or None
+    if obs.termination.outcome is not None:
+        outcome, secs = obs.termination.outcome, None
+    elif not obs.record:
+        outcome, secs = Outcome(Verdict.ERROR, f"the check died without a verdict ({status})"), None
+    elif not match or match["nonce"] != nonce or match["verdict"] not in Verdict.__members__:
+        outcome, secs = Outcome(Verdict.ERROR, "garbled or forged verdict record"), None
+    elif status != "exit 0":
+        outcome, secs = Outcome(Verdict.ERROR, f"the check ended with {status} after its verdict"), None
+    elif float(match["secs"]) > obs.wall_secs + 0.5:
+        # Cross-check against the runner's own clock: a proof cannot take
+        # longer than the check that ran it.
+        outcome, secs = Outcome(Verdict.ERROR, "verdict record claims a proof longer than its check"), None
+    else:
+        secs = float(match["secs"])
+        outcome = Outcome(Verdict(match["verdict"]), match["reason"])
+        peak = max(peak or 0, int(match["peak_kb"]) * 1024) or None
+    return CheckResult(outcome, secs, obs.wall_secs, peak, key, status)
+
+
+_ERROR_LINE = re.compile(r"^(Exception:|Error:|Parse error:|.*Error: |Cannot find file)")
+
+
+def log_reason(log: Path) -> str | None:
+    """The first error a toplevel printed while loading, if any."""
+    try:
+        lines = log.read_text(encoding="utf-8", errors="replace").splitlines()
+    except OSError:
+        return None
+    for i, line in enumerate(lines):
+        if _ERROR_LINE.match(line.lstrip("# ")):
+            follow = lines[i + 1].strip() if i + 1 < len(lines) and line.rstrip().endswith(":") else ""
+            return f"{line.lstrip('# ').strip()} {follow}".strip()
+    return None
+
+
+def not_run(verdict: Verdict, reason: str, key: str, mode: str = "") -> CheckResult:
+    return CheckResult(Outcome(verdict, reason), None, 0.0, None, key, "not run", mode=mode)
