@@ -1,8 +1,11 @@
 """The Dask executors: ``dask`` (a running scheduler) and ``dask-slurm``
 (workers started as Slurm jobs by dask-jobqueue).
 
-Each check is one Dask task, so workers pull work dynamically:
-- heavy checks first: a task's Dask priority is its time limit;
+Each problem is one Dask task holding all its attempts (pass@k), so workers
+pull work dynamically and the worker that loaded a problem's context drains
+its attempts: it forks them from one image, reuses the verdict of a repeated
+answer and stops early after an OK one (runner/attempts.py).
+- heavy problems first: a task's Dask priority is its rank in the plan;
 - context affinity: each image group is hinted to one worker (loose
   restrictions, so an idle worker still steals it), and every worker keeps
   its prover session and images in a worker plugin, across checks and across
@@ -12,8 +15,8 @@ Each check is one Dask task, so workers pull work dynamically:
 
 Workers publish their rows as shards under OUT (shared filesystem). A task
 whose worker died is retried by Dask on another worker up to
-``distributed.scheduler.allowed-failures`` times; then the driver records the
-check as ERROR with the reason.
+``distributed.scheduler.allowed-failures`` times; then the driver records
+each of its attempts left unsettled as ERROR with the reason.
 """
 
 from __future__ import annotations
@@ -33,7 +36,7 @@ from dask_jobqueue import SLURMCluster
 from distributed import Client, WorkerPlugin, as_completed, get_worker
 from distributed.scheduler import KilledWorker
 
-from runner import contexts, shards
+from runner import attempts, contexts, shards
 from runner.errors import InputError, ProverError
 from runner.prover import CheckResult
 from runner.results import ResultRow, utcnow
@@ -101,27 +104,27 @@ class ProverPlugin(WorkerPlugin):
             writer.close()
 
 
-def check_on_worker(task: CheckTask, context: tuple, out: str, run_id: str) -> dict | None:
-    """Run one check in this worker's session through the worker loop every
-    executor runs; its row is published to this worker's shard stream and
-    returned (None when the loop skipped the task)."""
+def check_on_worker(run: list[CheckTask], context: tuple, out: str, run_id: str) -> list[dict]:
+    """Drain one problem's attempts in this worker's session, through the
+    worker loop every executor runs; the rows are published to this worker's
+    shard stream and returned (none for attempts early stop skipped)."""
     backend, problems = context
     worker = get_worker()
     plugin: ProverPlugin = worker.plugins[PLUGIN]
     limit = worker.memory_manager.memory_limit
     if limit:
-        task = dataclasses.replace(task, limits=dataclasses.replace(
+        run = [dataclasses.replace(task, limits=dataclasses.replace(
             task.limits, mem_bytes=min(task.limits.mem_bytes, int(limit)),
-            expected_mem_bytes=min(task.limits.expected_mem_bytes, int(limit))))
+            expected_mem_bytes=min(task.limits.expected_mem_bytes, int(limit)))) for task in run]
     session = plugin.session(backend, run_id, problems)
     thread = threading.get_ident()
     board = RunningBoard(Path(out), f"{run_id}-dask-{plugin.safe_name}-t{thread}",
                          f"{worker.name}/t{thread}")
     rows: list[ResultRow] = []
-    work(session, iter([task]), plugin.writer(out, run_id), worker=f"{worker.name}/t{thread}",
+    work(session, iter(run), plugin.writer(out, run_id), worker=f"{worker.name}/t{thread}",
          run_id=run_id, on_row=rows.append, board=board)
     board.clear()
-    return rows[0].as_dict() if rows else None
+    return [row.as_dict() for row in rows]
 
 
 def _close_run(out: str, run_id: str, dask_worker=None) -> None:
@@ -175,34 +178,34 @@ class DaskExecutor(Executor):
         salt = getattr(job.backend, "salt", "")
         group_of: dict[str, int] = {}
         futures = {}
-        # Tasks come in the planner's order, heaviest first (runner/planner.py:
+        # Problems come in the planner's order, heaviest first (runner/planner.py:
         # expected time with image builds; without a plan, the longest limits
         # first): that order is their Dask priority, and they are submitted in
         # it, so the first to reach an idle worker are the heaviest too.
-        for rank, task in enumerate(job.tasks):
-            setup = task.problem.setup_path.read_text(encoding="utf-8", errors="replace")
+        runs = attempts.problem_runs(job.tasks)
+        for rank, run in enumerate(runs):
+            problem = run[0].problem
+            setup = problem.setup_path.read_text(encoding="utf-8", errors="replace")
             group = group_of.setdefault(contexts.image_key(setup, salt), len(group_of))
-            fut = client.submit(check_on_worker, task, context, out, job.run_id,
-                                key=f"check-{job.run_id}-{task.problem.problem_id}-{task.attempt}",
-                                priority=len(job.tasks) - rank, pure=False,
+            fut = client.submit(check_on_worker, run, context, out, job.run_id,
+                                key=f"problem-{job.run_id}-{problem.problem_id}",
+                                priority=len(runs) - rank, pure=False,
                                 workers=[workers[group % len(workers)]], allow_other_workers=True)
-            futures[fut] = task
+            futures[fut] = run
         received: dict[tuple[str, int], dict] = {}
-        lost: list[tuple[CheckTask, str]] = []
+        lost: list[tuple[list[CheckTask], str]] = []
         try:
             for fut in as_completed(futures):
-                task = futures[fut]
                 try:
-                    row = fut.result()
+                    rows = fut.result()
                 except KilledWorker as exc:
-                    lost.append((task, f"Dask workers died running this check ({exc})"))
+                    lost.append((futures[fut], f"Dask workers died running this problem's checks ({exc})"))
                     continue
                 except ProverError:
                     raise
-                if row is None:
-                    continue
-                received[(row["problem_id"], row["attempt"])] = row
-                on_row(ResultRow(**row))
+                for row in rows:
+                    received[(row["problem_id"], row["attempt"])] = row
+                    on_row(ResultRow(**row))
         except BaseException:
             client.cancel(list(futures))
             raise
@@ -212,17 +215,21 @@ class DaskExecutor(Executor):
 
     def _record_leftovers(self, job: SweepJob, received: dict, lost: list, on_row) -> None:
         """Rows a worker returned but did not publish (it died within its flush
-        interval), and ERROR rows for checks whose workers kept dying."""
+        interval), and ERROR rows for the attempts of problems whose workers
+        kept dying, less those already recorded or skipped by early stop."""
         done = shards.scan(job.out, repair=False).done
         rows = [ResultRow(**r) for k, r in received.items() if k not in done]
+        done = done | received
         now = utcnow()
-        for task, reason in lost:
-            row = result_row(task, CheckResult(Outcome(Verdict.ERROR, reason), None, 0.0, None, "",
-                                               "dask worker lost"),
-                             info=job.backend.info, worker="dask-driver", run_id=job.run_id,
-                             started_at=now, finished_at=now)
-            rows.append(row)
-            on_row(row)
+        for run, reason in lost:
+            unsettled, _skipped = attempts.pending(run, done)
+            for task in unsettled:
+                row = result_row(task, CheckResult(Outcome(Verdict.ERROR, reason), None, 0.0, None,
+                                                   "", "dask worker lost"),
+                                 info=job.backend.info, worker="dask-driver", run_id=job.run_id,
+                                 started_at=now, finished_at=now)
+                rows.append(row)
+                on_row(row)
         if rows:
             with shards.ShardWriter(job.out, f"{job.run_id}-dask-driver") as writer:
                 for row in rows:

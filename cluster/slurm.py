@@ -32,7 +32,7 @@ import submitit
 from submitit.helpers import Checkpointable
 from submitit.slurm.slurm import SlurmJob
 
-from runner import shards
+from runner import attempts, shards
 from runner.errors import InputError, ProverError
 from runner.prover import CheckResult
 from runner.results import ResultRow, utcnow
@@ -102,7 +102,9 @@ class ShareWorker(Checkpointable):
 
     def __call__(self) -> int:
         done = shards.scan(self.out, repair=False).done
-        todo = [t for t in self.tasks if task_key(t) not in done]
+        # Less what is recorded and what early stop skips; a repeated answer
+        # whose original is recorded reuses its verdict (runner/attempts.py).
+        todo, _skipped = attempts.pending(self.tasks, done)
         if not todo:
             return 0
         # For the log, and for benchmarks/slurm_overhead.py (start cost of a task).
@@ -143,6 +145,7 @@ class SlurmExecutor(Executor):
         self.options = options or SlurmOptions()
         self._seen_shards: set[Path] = set()
         self._reported: set[tuple[str, int]] = set()
+        self._solved: set[str] = set()      # problems with an OK row (early stop)
 
     # -- requests ------------------------------------------------------------
 
@@ -229,7 +232,16 @@ class SlurmExecutor(Executor):
                 if key in wanted and key not in self._reported:
                     self._reported.add(key)
                     rows.append(row)
+                    if row["verdict"] == Verdict.OK.value:
+                        self._solved.add(key[0])
         return rows
+
+    def _unsettled(self, keys, by_key: dict) -> list[tuple[str, int]]:
+        """Of ``keys``, the checks of this sweep with no row yet, less the
+        attempts early stop skips: a skipped attempt gets no row, and is not
+        a check its job failed to finish (runner/attempts.py)."""
+        return [k for k in keys if k in by_key and k not in self._reported
+                and not (by_key[k].skip_if_solved and k[0] in self._solved)]
 
     def _end_reason(self, record: JobRecord, state: str) -> str:
         log = ""
@@ -301,7 +313,7 @@ class SlurmExecutor(Executor):
                     # Rows the task published just before it ended.
                     for row in self._new_rows(job.out, wanted):
                         on_row(ResultRow(**row))
-                    missing = [k for k in r.keys if k in wanted and k not in self._reported]
+                    missing = self._unsettled(r.keys, by_key)
                     r.settled = state
                     retry = []
                     for k in missing:
@@ -330,13 +342,12 @@ class SlurmExecutor(Executor):
                                 handles[nr.job_id] = SlurmJob(nr.folder, nr.job_id)
                     ledger.save()
                 if all(r.settled is not None for r in ledger.records if r.job_id in handles):
-                    missing = wanted - self._reported
-                    if not missing:
+                    if not self._unsettled(wanted, by_key):
                         return
                     for row in self._new_rows(job.out, wanted):
                         on_row(ResultRow(**row))
-                    if wanted - self._reported:
-                        raise ProverError(f"Slurm jobs ended with {len(wanted - self._reported)} "
+                    if missing := self._unsettled(wanted, by_key):
+                        raise ProverError(f"Slurm jobs ended with {len(missing)} "
                                           "checks unrecorded; run the sweep again to resume")
                 time.sleep(o.poll_s)
         finally:

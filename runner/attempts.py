@@ -29,6 +29,7 @@ import csv
 import dataclasses
 import json
 import re
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Iterable, Sequence
@@ -238,6 +239,36 @@ def pending(tasks: Sequence[CheckTask], done: dict[tuple[str, int], dict]
         original = done.get((key[0], t.dedup_of)) if t.dedup_of is not None else None
         todo.append(dataclasses.replace(t, reuse=_result_of(original)) if original else t)
     return todo, skipped
+
+
+class EarlyStops:
+    """The attempts early stop settles without a check, counted as rows come
+    in (for progress): once a problem that stops early has an OK row, its
+    attempts not yet recorded will be skipped."""
+
+    def __init__(self, left: dict[str, int]):
+        self._left = {pid: n for pid, n in left.items() if n > 0}
+        self._lock = threading.Lock()     # local workers report from their threads
+
+    @classmethod
+    def of(cls, tasks: Sequence[CheckTask]) -> EarlyStops:
+        """Over ``tasks`` still to run (``pending``'s first result)."""
+        left: dict[str, int] = {}
+        for t in tasks:
+            if t.skip_if_solved:
+                left[t.problem.problem_id] = left.get(t.problem.problem_id, 0) + 1
+        return cls(left)
+
+    def row(self, problem_id: str, verdict: str) -> int:
+        """Take one recorded row; returns how many attempts it settles besides
+        its own: all of the problem's unrecorded attempts when it is OK."""
+        with self._lock:
+            if problem_id not in self._left:
+                return 0
+            self._left[problem_id] -= 1
+            if verdict == Verdict.OK.value:
+                return max(0, self._left.pop(problem_id))
+            return 0
 
 
 class Drain:

@@ -26,6 +26,7 @@ def _counts_text(counts: Counter) -> str:
 class SweepProgress:
     def __init__(self):
         self._counts: Counter = Counter()
+        self._skipped = 0
         self._lock = threading.Lock()
         self._progress = Progress(TextColumn("[bold]sweep"), BarColumn(), MofNCompleteColumn(),
                                   TimeElapsedColumn(), TextColumn("{task.description}"),
@@ -43,21 +44,31 @@ class SweepProgress:
     def start(self, total: int, done: int) -> None:
         self._progress.update(self._task, total=total, completed=done)
         if done:
-            console.print(f"resuming: {done} of {total} checks already recorded")
+            console.print(f"resuming: {done} of {total} checks already recorded or skipped")
 
     def row(self, row: ResultRow) -> None:
         with self._lock:
             self._counts[row.verdict] += 1
-            self._progress.update(self._task, advance=1, description=_counts_text(self._counts))
+            self._progress.update(self._task, advance=1, description=self._description())
         if not console.is_terminal:
             # No live bar without a terminal (CI, logs): one line per verdict.
             print(f"{row.verdict:8} {row.problem_id}  {row.reason}", file=sys.stderr, flush=True)
 
+    def skip(self, n: int) -> None:
+        """``n`` attempts settled without a check (--stop-on-first-ok)."""
+        with self._lock:
+            self._skipped += n
+            self._progress.update(self._task, advance=n, description=self._description())
+
+    def _description(self) -> str:
+        skipped = f" [dim]skipped {self._skipped}[/]" if self._skipped else ""
+        return _counts_text(self._counts) + skipped
+
 
 def print_summary(summary) -> None:
-    table = Table(title=f"proofbatch: {summary.total} problems in {summary.out}")
+    table = Table(title=f"proofbatch: {summary.total} checks in {summary.out}")
     table.add_column("verdict")
-    table.add_column("problems", justify="right")
+    table.add_column("checks", justify="right")
     for v in Verdict:
         if summary.counts[v.value]:
             table.add_row(f"[{STYLE[v.value]}]{v.value}[/]", str(summary.counts[v.value]))

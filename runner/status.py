@@ -57,6 +57,7 @@ class Status:
     out: Path
     total: int | None      # checks in the sweep, from its manifest
     done: int
+    skipped: int           # attempts early stop settled without a check (--stop-on-first-ok)
     counts: Counter        # verdict -> checks
     running: list[RunningCheck]
     eta_s: float | None    # expected work left / workers, from the sweep's plan
@@ -89,12 +90,31 @@ def read_status(out: Path) -> Status:
             continue                 # finished; the board lags a moment
         running.append(RunningCheck(entry["problem_id"], entry["attempt"], entry["worker"],
                                     now - entry["started"], entry["timeout_s"], _alive(entry)))
-    eta, basis = _eta(out, manifest, done, running)
-    return Status(out=out, total=manifest.get("checks"), done=len(done), counts=counts,
+    solved = _stopped_early(manifest, done)
+    eta, basis = _eta(out, manifest, done, running, solved)
+    return Status(out=out, total=manifest.get("checks"), done=len(done),
+                  skipped=_skipped(manifest, done, solved), counts=counts,
                   running=running, eta_s=eta, eta_basis=basis)
 
 
-def _eta(out: Path, manifest: dict, done: dict, running: list[RunningCheck]) -> tuple[float | None, str]:
+def _stopped_early(manifest: dict, done: dict) -> set[str]:
+    """Problems whose unrecorded attempts early stop skips: those with an OK
+    row, when the sweep was started with --stop-on-first-ok."""
+    if not manifest.get("stop_on_first_ok"):
+        return set()
+    return {pid for (pid, _), row in done.items() if row["verdict"] == "OK"}
+
+
+def _skipped(manifest: dict, done: dict, solved: set[str]) -> int:
+    """How many attempts early stop skipped: of each solved problem with
+    several attempts (the manifest's ``attempts``), those not recorded."""
+    per_problem = manifest.get("attempts") or {}
+    recorded = Counter(pid for pid, _ in done)
+    return sum(max(0, per_problem[pid] - recorded[pid]) for pid in solved if pid in per_problem)
+
+
+def _eta(out: Path, manifest: dict, done: dict, running: list[RunningCheck],
+         solved: set[str]) -> tuple[float | None, str]:
     plan_path = out / "plan.json"
     if not plan_path.is_file():
         return None, "no plan: the sweep had no expected durations"
@@ -103,7 +123,7 @@ def _eta(out: Path, manifest: dict, done: dict, running: list[RunningCheck]) -> 
     left = 0.0
     for check in plan.get("checks", []):
         key = (check["problem_id"], check["attempt"])
-        if key not in done:
+        if key not in done and key[0] not in solved:
             left += max(0.0, check["expected_s"] - in_flight.get(key, 0.0))
     # The plan's worker shape (nodes x cores: Slurm array tasks, Dask
     # threads) when it has one; else the local worker count of the manifest.

@@ -180,6 +180,16 @@ def order(tasks: list[CheckTask], salt: str, config: SweepConfig):
     return [by_key[(c.problem_id, c.attempt)] for c in plan.checks], plan
 
 
+def run_counts(prepared: PreparedSweep) -> dict:
+    """The manifest's account of what a run plans: ``checks``, ``attempts``
+    (problem -> attempt count, for problems with more than one) and
+    ``stop_on_first_ok``."""
+    per_problem = Counter(t.problem.problem_id for t in prepared.tasks)
+    return {"checks": len(prepared.tasks),
+            "attempts": {pid: n for pid, n in sorted(per_problem.items()) if n > 1},
+            "stop_on_first_ok": prepared.config.stop_on_first_ok}
+
+
 def check_manifest(prepared: PreparedSweep) -> dict:
     """Write OUT/sweep.json, or check that a resumed sweep matches it."""
     cfg, info = prepared.config, prepared.backend.info
@@ -188,7 +198,10 @@ def check_manifest(prepared: PreparedSweep) -> dict:
         "prover": info.prover, "hol_build": info.build, "mode": info.mode,
         "sandbox": getattr(info, "sandbox", "none"),
         "corpus": str(cfg.corpus.resolve()), "corpus_fingerprint": corpus_fingerprint(prepared.problems),
-        "context_root": str(prepared.backend.context_root), "checks": len(prepared.tasks),
+        "context_root": str(prepared.backend.context_root),
+        # What this run plans, for `proofbatch status` (runner/status.py): its
+        # checks, the problems with several attempts, and whether it stops early.
+        **run_counts(prepared),
         "created": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
         "host": socket.gethostname(), "python": platform.python_version(),
         "config": {k: (str(v) if isinstance(v, Path) else v) for k, v in asdict(cfg).items()},
@@ -204,6 +217,12 @@ def check_manifest(prepared: PreparedSweep) -> dict:
                 raise InputError(path, f"this sweep was run with {key} {old.get(key)!r}, "
                                  f"not {manifest[key]!r}; mixing them would make results incomparable",
                                  "use a new --out, or the same HOL Light")
+        counts = run_counts(prepared)
+        if any(old.get(k) != v for k, v in counts.items()):
+            # A resumed run may select other problems or stop early: the
+            # manifest describes the sweep as last started.
+            old.update(counts)
+            shards.publish(path, lambda tmp: tmp.write_text(json.dumps(old, indent=2) + "\n"))
         return old
     cfg.out.mkdir(parents=True, exist_ok=True)
     shards.publish(path, lambda tmp: tmp.write_text(json.dumps(manifest, indent=2) + "\n"))
@@ -211,8 +230,12 @@ def check_manifest(prepared: PreparedSweep) -> dict:
 
 
 def run_sweep(prepared: PreparedSweep, executor, on_row: Callable[[ResultRow], None] = lambda r: None,
-              on_start: Callable[[int, int], None] = lambda total, done: None) -> SweepSummary:
-    """Run what is not yet recorded under OUT, then merge. Resumable at any point."""
+              on_start: Callable[[int, int], None] = lambda total, done: None,
+              on_skip: Callable[[int], None] = lambda n: None) -> SweepSummary:
+    """Run what is not yet recorded under OUT, then merge. Resumable at any point.
+
+    ``on_start(total, settled)`` is called once, ``on_row`` with each row,
+    and ``on_skip(n)`` when a row settles n more attempts (early stop)."""
     from cluster.base import SweepJob
 
     cfg = prepared.config
@@ -221,6 +244,12 @@ def run_sweep(prepared: PreparedSweep, executor, on_row: Callable[[ResultRow], N
     # Not yet recorded, less the attempts early stop skips (runner/attempts.py).
     pending, skipped_before = attempts.pending(prepared.tasks, scan.done)
     on_start(len(prepared.tasks), len(prepared.tasks) - len(pending))
+    stops = attempts.EarlyStops.of(pending)
+
+    def row_in(row: ResultRow) -> None:
+        on_row(row)
+        if skipped := stops.row(row.problem_id, row.verdict):
+            on_skip(skipped)
     run_id = f"{socket.gethostname()}-{os.getpid()}-{dt.datetime.now():%Y%m%dT%H%M%S}"
     if pending:
         plan = None
@@ -230,7 +259,7 @@ def run_sweep(prepared: PreparedSweep, executor, on_row: Callable[[ResultRow], N
 
             plan = prepared.plan.only((t.problem.problem_id, t.attempt) for t in pending)
             write_plan(cfg.out / PLAN_FILE, plan, predict(plan), run_id=run_id)
-        executor.execute(SweepJob(prepared.backend, pending, cfg.out, run_id, plan=plan), on_row)
+        executor.execute(SweepJob(prepared.backend, pending, cfg.out, run_id, plan=plan), row_in)
     table = shards.merge(cfg.out)
     skipped = attempts.record_skipped(cfg.out, prepared.tasks, table)
     wanted = {p.problem_id for p in prepared.problems}

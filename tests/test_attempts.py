@@ -19,10 +19,12 @@ from pathlib import Path
 import pytest
 
 from cluster.local import LocalExecutor
+from cluster.slurm import ShareWorker
 from runner import attempts, cli, shards
 from runner.corpus import load_corpus
 from runner.errors import InputError
 from runner.prover import ProverSession
+from runner.status import read_status
 from runner.sweep import prepare, run_sweep
 
 from .conftest import DEMO, ROOT, demo_config
@@ -70,12 +72,22 @@ def attempts_config(out: Path, **overrides):
     return demo_config(out, **settings)
 
 
-def sweep_attempts(session, out: Path, *, on_row=lambda row: None, **overrides):
-    """Sweep the attempts fixture; returns (summary, the checks really run)."""
+def sweep_attempts(session, out: Path, *, on_row=lambda row: None, progress=None, **overrides):
+    """Sweep the attempts fixture; returns (summary, the checks really run).
+    ``progress``, a dict, gets what a progress bar is told: the start
+    (total, settled), the rows and the attempts skipped."""
     counting = CountingSession(session)
     config = attempts_config(out, **overrides)
+    told = progress if progress is not None else {}
+    told.update(start=None, rows=0, skipped=0)
+
+    def row_in(row):
+        told["rows"] += 1
+        on_row(row)
+
     summary = run_sweep(prepare(config), LocalExecutor(workers=config.workers, session=counting),
-                        on_row=on_row)
+                        on_row=row_in, on_start=lambda total, done: told.update(start=(total, done)),
+                        on_skip=lambda n: told.update(skipped=told["skipped"] + n))
     return summary, counting.checked
 
 
@@ -98,6 +110,21 @@ class Interrupt(KeyboardInterrupt):
 @pytest.fixture(scope="module")
 def full(hol_session, tmp_path_factory):
     return sweep_attempts(hol_session, tmp_path_factory.mktemp("attempts") / "out")
+
+
+@pytest.fixture(scope="module")
+def early(hol_session, tmp_path_factory):
+    """The fixture with --stop-on-first-ok: (summary, checks run, progress told)."""
+    progress: dict = {}
+    summary, checked = sweep_attempts(hol_session, tmp_path_factory.mktemp("early") / "out",
+                                      stop_on_first_ok=True, progress=progress)
+    return summary, checked, progress
+
+
+def kept_by_early_stop() -> dict[tuple[str, int], tuple[str, int | None]]:
+    """The expected rows of an early-stop sweep: each attempt up to the first OK."""
+    exp, solved_at = expected(), first_ok(expected())
+    return {key: v for key, v in exp.items() if key[0] not in solved_at or key[1] <= solved_at[key[0]]}
 
 
 # -- input -------------------------------------------------------------------------
@@ -256,10 +283,9 @@ def test_results_have_attempt_columns_and_verdicts_csv_one_line_per_problem(full
 
 
 @pytest.mark.hol
-def test_stop_on_first_ok_skips_the_rest_and_saves_the_expected_checks(hol_session, full, tmp_path):
-    summary, checked = sweep_attempts(hol_session, tmp_path / "out", stop_on_first_ok=True)
-    exp, solved_at = expected(), first_ok(expected())
-    kept = {key: v for key, v in exp.items() if key[0] not in solved_at or key[1] <= solved_at[key[0]]}
+def test_stop_on_first_ok_skips_the_rest_and_saves_the_expected_checks(early, full):
+    summary, checked, _ = early
+    exp, solved_at, kept = expected(), first_ok(expected()), kept_by_early_stop()
     rows = rows_by_key(summary.table)
     assert {key: (r["verdict"], r["dedup_of"]) for key, r in rows.items()} == kept
     skipped = attempts.read_skipped(summary.out)
@@ -271,6 +297,35 @@ def test_stop_on_first_ok_skips_the_rest_and_saves_the_expected_checks(hol_sessi
     assert summary.ran_now == len(kept)
     # Skipped attempts are not checks: no verdict is counted for them.
     assert sum(summary.counts.values()) == len(kept)
+
+
+@pytest.mark.hol
+def test_progress_and_status_count_skipped_attempts_as_settled(early):
+    summary, _, told = early
+    # The bar starts at every attempt and ends full: rows plus skips.
+    assert told["start"] == (len(expected()), 0)
+    assert told["rows"] == len(kept_by_early_stop())
+    assert told["skipped"] == summary.skipped > 0
+    assert told["rows"] + told["skipped"] == len(expected())
+    # `proofbatch status` says the same from the sweep directory alone.
+    status = read_status(summary.out)
+    assert (status.total, status.done, status.skipped) == \
+        (len(expected()), told["rows"], summary.skipped)
+    # Nothing is left to run, so the plan has no work left either.
+    assert status.eta_s == 0
+
+
+@pytest.mark.hol
+def test_a_requeued_slurm_share_reruns_neither_recorded_nor_skipped_attempts(early):
+    """A Slurm array task filters its share as the sweep does: a share whose
+    attempts are all recorded or skipped by early stop runs nothing, so
+    starts no prover."""
+    summary, _, _ = early
+    prepared = prepare(attempts_config(summary.out, stop_on_first_ok=True))
+    skipped = set(attempts.read_skipped(summary.out))
+    share = [t for t in prepared.tasks if (t.problem.problem_id, t.attempt) in skipped]
+    assert share and ShareWorker(prepared.backend, share, summary.out, "requeued", 1)() == 0
+    assert ShareWorker(prepared.backend, prepared.tasks, summary.out, "requeued", 1)() == 0
 
 
 @pytest.mark.hol

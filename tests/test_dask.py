@@ -17,11 +17,14 @@ import pytest
 from distributed import Client
 
 from cluster.dask import PLUGIN, DaskExecutor, DaskSlurmExecutor, DaskSlurmOptions
+from runner import attempts
 from runner.status import read_status
 from runner.sweep import prepare, run_sweep
 
 from .conftest import DEMO, demo_config, expected_verdicts
 from .slurm_cluster import slurm_cluster  # noqa: F401  (fixture, by name)
+from .test_attempts import attempts_config, kept_by_early_stop
+from .test_attempts import expected as expected_attempts
 
 pytestmark = pytest.mark.hol
 
@@ -154,6 +157,24 @@ def test_a_second_sweep_reuses_the_images_the_worker_holds(scheduler, dask_demo,
     assert again.counts == {"OK": 2}
     assert after == before, "the worker built an image it already held"
     assert elapsed < 30, f"{elapsed:.0f} s: as long as a HOL Light load"
+
+
+def test_attempts_are_drained_per_problem_on_dask_as_locally(scheduler, dask_demo, tmp_path):
+    """pass@k on Dask: each problem is one task, so one worker thread drains
+    its attempts in order from one loaded image, a repeated answer reuses
+    its verdict, and early stop skips what it skips on the local executor."""
+    summary = run_sweep(prepare(attempts_config(tmp_path / "out", stop_on_first_ok=True)),
+                        DaskExecutor(scheduler))
+    rows = {(r["problem_id"], r["attempt"]): r for r in summary.table.to_pylist()}
+    kept = kept_by_early_stop()
+    assert {key: (r["verdict"], r["dedup_of"]) for key, r in rows.items()} == kept
+    assert any(dedup is not None for _, dedup in kept.values())
+    assert sorted(attempts.read_skipped(summary.out)) == sorted(set(expected_attempts()) - set(kept))
+    for pid in {pid for pid, _ in rows}:
+        run = [r for (p, _), r in sorted(rows.items()) if p == pid]
+        assert len({r["worker"] for r in run}) == 1, f"{pid}'s attempts ran on two threads"
+        assert [r["started_at"] for r in run] == sorted(r["started_at"] for r in run)
+        assert len({r["image_key"] for r in run if r["exit_status"] != "not run"}) == 1
 
 
 @pytest.mark.slurm

@@ -34,6 +34,7 @@ from runner.worker import result_row
 
 from .conftest import DEMO, ROOT, TEST_MEM_LIMIT, demo_config, expected_verdicts
 from .slurm_cluster import sacct, slurm_cluster  # noqa: F401  (fixture)
+from .test_attempts import attempts_config, kept_by_early_stop
 from .test_resume import SPIN
 
 pytestmark = [pytest.mark.hol, pytest.mark.slurm, pytest.mark.usefixtures("slurm_cluster")]
@@ -289,3 +290,34 @@ def test_arrays_larger_than_the_site_allows_are_submitted_in_chunks(tmp_path):
     assert all(r.settled == "COMPLETED" for r in records)
     assert sorted(k for r in records for k in r.keys) == sorted(
         (t.problem.problem_id, t.attempt) for t in prepared.tasks)
+
+
+def test_attempts_skipped_by_early_stop_are_neither_lost_nor_rerun(tmp_path):
+    """--stop-on-first-ok on Slurm: the attempts after a problem's OK one get
+    no row. The driver must not take them for checks its job lost (retry,
+    then ERROR), nor a task run them. As in the chunk test, every attempt up
+    to each first OK is recorded already, so the task only rescans the
+    shards: no HOL Light load."""
+    out = tmp_path / "out"
+    prepared = prepare(attempts_config(out, stop_on_first_ok=True, workers=1))
+    kept = kept_by_early_stop()
+    now = utcnow()
+    with shards.ShardWriter(out, "earlier-run") as writer:
+        for task in prepared.tasks:
+            key = (task.problem.problem_id, task.attempt)
+            if key in kept:
+                writer.add(result_row(task, CheckResult(Outcome(Verdict(kept[key][0]), "recorded earlier"),
+                                                        0.0, 0.0, None, "", "exited 0"),
+                                      info=prepared.backend.info, worker="earlier", run_id="earlier",
+                                      started_at=now, finished_at=now))
+    assert len(kept) < len(prepared.tasks)
+    rows = []
+    executor = SlurmExecutor(SlurmOptions(nodes=1, retries=1, poll_s=1.0))
+    executor.execute(SweepJob(prepared.backend, prepared.tasks, out, "early"), rows.append)
+    records = Ledger(out / "slurm" / "jobs.json").records
+    assert [(r.round, r.settled) for r in records] == [(0, "COMPLETED")], "a skipped attempt was retried"
+    assert sorted((r.problem_id, r.attempt) for r in rows) == sorted(kept)
+    assert {r.reason for r in rows} == {"recorded earlier"}
+    assert sorted(p.name for p in (out / shards.SHARDS_DIR).glob("*.parquet")) == \
+        sorted(p.name for p in (out / shards.SHARDS_DIR).glob("earlier-run*.parquet")), \
+        "the array task ran checks"

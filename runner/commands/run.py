@@ -77,7 +77,7 @@ def run(args) -> int:
         executor = LocalExecutor(workers=config.workers, session=RemoteSession(args.server))
     with progress.SweepProgress() as bar:
         summary = run_sweep(prepared, executor,
-                            on_row=bar.row, on_start=bar.start)
+                            on_row=bar.row, on_start=bar.start, on_skip=bar.skip)
     progress.print_summary(summary)
     if summary.skipped:
         progress.console.print(f"skipped {summary.skipped} attempts after an OK attempt "

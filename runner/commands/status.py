@@ -25,7 +25,8 @@ def run(args) -> int:
     total = "?" if s.total is None else str(s.total)
     counts = "  ".join(f"[{STYLE[v.value]}]{v.value}[/] {s.counts[v.value]}" for v in Verdict
                        if s.counts[v.value])
-    out.print(f"[bold]{s.out}[/]: {s.done} of {total} checks done  {counts}")
+    skipped = f", {s.skipped} skipped after an OK attempt" if s.skipped else ""
+    out.print(f"[bold]{s.out}[/]: {s.done} of {total} checks done{skipped}  {counts}")
     if s.running:
         table = Table(title=f"{len(s.running)} running")
         for name in ("problem", "attempt", "worker", "elapsed s", "timeout s", ""):
