@@ -8,6 +8,8 @@ session afterwards, so a second sweep on the same scheduler loads nothing.
 from __future__ import annotations
 
 import json
+import os
+import signal
 import subprocess
 import sys
 import threading
@@ -25,6 +27,7 @@ from .conftest import DEMO, demo_config, expected_verdicts
 from .slurm_cluster import slurm_cluster  # noqa: F401  (fixture, by name)
 from .test_attempts import attempts_config, kept_by_early_stop
 from .test_attempts import expected as expected_attempts
+from .test_resume import SPIN
 
 pytestmark = pytest.mark.hol
 
@@ -34,10 +37,13 @@ def scheduler(tmp_path_factory):
     """A Dask scheduler and one worker with two threads, as a user runs them."""
     d = tmp_path_factory.mktemp("dask")
     sched_file = d / "scheduler.json"
+    # No retry of a task whose worker died (Dask's default is 3): one kill
+    # then reaches the driver as KilledWorker (the last test here).
+    env = {**os.environ, "DASK_DISTRIBUTED__SCHEDULER__ALLOWED_FAILURES": "0"}
     procs = [subprocess.Popen(
         [sys.executable, "-m", "distributed.cli.dask_scheduler", "--host", "127.0.0.1",
          "--port", "0", "--no-dashboard", "--scheduler-file", str(sched_file)],
-        stdout=(d / "scheduler.log").open("w"), stderr=subprocess.STDOUT)]
+        stdout=(d / "scheduler.log").open("w"), stderr=subprocess.STDOUT, env=env)]
     try:
         deadline = time.monotonic() + 60
         while not sched_file.exists() and time.monotonic() < deadline:
@@ -198,3 +204,48 @@ def test_dask_without_a_scheduler_address_is_bad_input(tmp_path, capsys):
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "--scheduler-address" in err[0] and "tcp://" in err[0]
     assert not (tmp_path / "out").exists(), "bad input must write nothing"
+
+
+def test_a_problem_whose_worker_dies_is_recorded_as_error_not_lost(scheduler, dask_demo, tmp_path):
+    """The worker process is killed (a node lost) while it drains a problem's
+    attempts: the driver records each attempt left as ERROR with the reason,
+    and the sweep ends. Runs last: the nanny restarts the worker empty."""
+    corpus, answers = tmp_path / "corpus", tmp_path / "answers"
+    (corpus / "slow.spin").mkdir(parents=True)
+    (corpus / "slow.spin" / "setup.ml").write_text("")
+    (corpus / "slow.spin" / "query.txt").write_text("`F`\n")
+    (answers / "slow.spin").mkdir(parents=True)
+    (answers / "slow.spin" / "answers.jsonl").write_text(json.dumps(SPIN) + "\n" + '"ARITH_TAC"\n')
+    out = tmp_path / "out"
+    prepared = prepare(demo_config(out, corpus=corpus, answers=answers, category_timeouts=None,
+                                   default_timeout=120.0))
+    result: dict = {}
+
+    def sweep():
+        try:
+            result["summary"] = run_sweep(prepared, DaskExecutor(scheduler))
+        except BaseException as exc:      # re-raised below
+            result["error"] = exc
+
+    def spinning() -> bool:    # the worker's entry on the running board
+        return (out / "running").is_dir() and any((out / "running").glob("*.json"))
+
+    thread = threading.Thread(target=sweep)
+    thread.start()
+    deadline = time.monotonic() + 300
+    while not spinning():
+        assert time.monotonic() < deadline and thread.is_alive(), "the spin never started"
+        time.sleep(0.2)
+    with Client(scheduler) as client:
+        pids = client.run(os.getpid)
+    for pid in pids.values():
+        os.kill(pid, signal.SIGKILL)
+    thread.join(timeout=300)
+    assert not thread.is_alive(), "the driver waits forever for a dead worker"
+    if "error" in result:
+        raise result["error"]
+    rows = {r["attempt"]: r for r in result["summary"].table.to_pylist()}
+    assert sorted(rows) == [0, 1]
+    for row in rows.values():
+        assert row["verdict"] == "ERROR" and "Dask workers died" in row["reason"], row
+        assert row["worker"] == "dask-driver"
