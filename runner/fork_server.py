@@ -1,7 +1,7 @@
 """Talking to a loaded prover image over a pair of named pipes.
 
 An image is a prover process that has loaded a context and serves one-line
-commands (see hol_light_driver.ml): FORK a child image, fork a CHECK, REAP a
+commands (see hol_check.ml): FORK a child image, fork a CHECK, REAP a
 finished check, QUIT. The runner writes commands on ``<name>.cmd`` and reads
 replies on ``<name>.rep``.
 

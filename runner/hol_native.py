@@ -50,9 +50,11 @@ class NativeHolLightBackend(ProverBackend):
                  sandbox_config: SandboxConfig = SandboxConfig(), log_dir: Path | None = None):
         """``batch_size``: answers compiled into one plugin (1 = unbatched).
         ``preload``: library files (e.g. Library/words.ml) the server loads at
-        start, so that images needing them only open them. ``sandbox_config``
-        and ``log_dir``: as for the bytecode backend (runner/sandbox.py); the
-        server tree runs in the same box and each check in the same jail."""
+        start, so that images needing them only open them. ``sandbox_config``:
+        as for the bytecode backend (runner/sandbox.py); the server tree runs
+        in the same box and each check in the same jail. ``log_dir``: where
+        the bytecode fallback keeps its per-check logs (native checks keep
+        none)."""
         self.install, self.build = install, build
         self.context_root = Path(context_root).resolve()
         self.batch_size, self.preload = max(1, batch_size), tuple(Path(p) for p in preload)

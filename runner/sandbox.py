@@ -13,7 +13,7 @@ reuse and bubblewrap can only wrap a new exec:
   through their command pipes. Only the capabilities the jail needs are kept.
 - **The jail.** Each check, after its answer is parsed, screened and typed
   but before any of it runs, ``chroot``s into its own empty scratch
-  directory and drops to a uid of its own (see hol_light_driver.ml): it sees
+  directory and drops to a uid of its own (see hol_check.ml): it sees
   no other file, not even ``/proc``, cannot signal any other process, and
   ``RLIMIT_NPROC`` bounds how many processes it can have.
 
