@@ -15,8 +15,10 @@ answer and stops early after an OK one (runner/attempts.py).
 
 Workers publish their rows as shards under OUT (shared filesystem). A task
 whose worker died is retried by Dask on another worker up to
-``distributed.scheduler.allowed-failures`` times; then the driver records
-each of its attempts left unsettled as ERROR with the reason.
+``distributed.scheduler.allowed-failures`` times, and drains the problem
+again: of a check the dead worker had published too, the earliest row is
+kept (runner/shards.scan). Past those retries the driver records each
+attempt left unsettled as ERROR with the reason.
 """
 
 from __future__ import annotations

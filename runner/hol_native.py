@@ -81,7 +81,9 @@ class NativeSession(ForkSession):
         self._shared_bytecode = bytecode
         self.compiler = NativeCompiler(backend.build, backend.install, backend.context_root,
                                        workdir / "plugins")
-        self._problems: dict[str, Problem] = {}
+        # Keyed by (problem, answer): the attempts of a problem (pass@k) are
+        # Problems of one id, and their answers batch into one plugin.
+        self._problems: dict[tuple[str, bytes | None], Problem] = {}
         self._scopes: dict[str, Scope] = {}
         self._not_native: dict[str, str] = {}       # cannot run natively: bytecode, with reason
         self._batch_locks: dict[str, threading.Lock] = {}
@@ -131,7 +133,7 @@ class NativeSession(ForkSession):
             for key, node in tree.nodes.items():
                 self._nodes.setdefault(key, node)
             self._image_of.update(tree.image_of)
-            self._problems.update((p.problem_id, p) for p in problems)
+            self._problems.update(((p.problem_id, p.answer), p) for p in problems)
         fallback = [p for p in problems if self._not_native_reason(tree.image_of[p.problem_id])]
         if fallback:
             self._bytecode_session().prepare(fallback)

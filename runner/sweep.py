@@ -11,6 +11,7 @@ import datetime as dt
 import json
 import os
 import platform
+import secrets
 import socket
 from collections import Counter
 from dataclasses import asdict, dataclass, field
@@ -250,7 +251,9 @@ def run_sweep(prepared: PreparedSweep, executor, on_row: Callable[[ResultRow], N
         on_row(row)
         if skipped := stops.row(row.problem_id, row.verdict):
             on_skip(skipped)
-    run_id = f"{socket.gethostname()}-{os.getpid()}-{dt.datetime.now():%Y%m%dT%H%M%S}"
+    # Unique even for two runs one process starts within a second: Dask
+    # workers prepare each run's contexts once, by run id.
+    run_id = f"{socket.gethostname()}-{os.getpid()}-{dt.datetime.now():%Y%m%dT%H%M%S}-{secrets.token_hex(3)}"
     if pending:
         plan = None
         if prepared.plan is not None:

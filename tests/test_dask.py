@@ -242,6 +242,10 @@ def test_a_problem_whose_worker_dies_is_recorded_as_error_not_lost(scheduler, da
         os.kill(pid, signal.SIGKILL)
     thread.join(timeout=300)
     assert not thread.is_alive(), "the driver waits forever for a dead worker"
+    # The nanny starts a new worker; a nanny stopped halfway through that
+    # takes 30 s to close, so let the new worker come up first.
+    with Client(scheduler) as client:
+        client.wait_for_workers(1, timeout=120)
     if "error" in result:
         raise result["error"]
     rows = {r["attempt"]: r for r in result["summary"].table.to_pylist()}

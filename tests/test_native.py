@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from runner import attempts
 from runner.corpus import load_corpus
 from runner.hol_light_install import find_hol_light
 from runner.hol_native import MODE, NativeHolLightBackend, NativeSession
@@ -156,6 +157,26 @@ def test_one_broken_answer_does_not_sink_its_batch(native_sweep, tmp_path):
     assert verdicts["b.good"].outcome.verdict.value == "OK"
     assert verdicts["b.type"].outcome.verdict.value == "ERROR"
     assert verdicts["b.type"].outcome.reason.startswith("type:")
+
+
+def test_the_attempts_of_a_problem_compile_in_one_batch(native_sweep, tmp_path):
+    """pass@k: K answers to one problem are K Problems of one id; they share
+    one plugin, so K attempts pay one compile."""
+    _, mode_session, _, _ = native_sweep
+    native: NativeSession = mode_session._session(MODE)
+    corpus = tmp_path / "c"
+    (corpus / "k.comm").mkdir(parents=True)
+    (corpus / "k.comm" / "setup.ml").write_text("")
+    (corpus / "k.comm" / "query.txt").write_text("`!m n. m + n = n + m`\n")
+    answers = ["ARITH_TAC", "MESON_TAC[ADD_SYM]", "ACCEPT_TAC ADD_SYM", "ALL_TAC"]
+    (corpus / "k.comm" / "answers.jsonl").write_text("".join(json.dumps(a) + "\n" for a in answers))
+    [problem] = load_corpus(corpus, None)
+    tries = [t.problem for t in attempts.tasks_for(problem, LIMITS)]
+    native.prepare(tries)
+    results = [native.check(p, LIMITS) for p in tries]
+    assert [r.outcome.verdict.value for r in results] == ["OK", "OK", "OK", "FAIL"]
+    key = native._check_image("k.comm")
+    assert len({native._compiled[(key, p.answer)].plugin for p in tries}) == 1
 
 
 # -- fallback ------------------------------------------------------------------
