@@ -20,6 +20,7 @@ import psutil
 
 from . import shards
 from .errors import InputError
+from .verdicts import Verdict
 
 RUNNING_DIR = "running"
 
@@ -102,7 +103,7 @@ def _stopped_early(manifest: dict, done: dict) -> set[str]:
     row, when the sweep was started with --stop-on-first-ok."""
     if not manifest.get("stop_on_first_ok"):
         return set()
-    return {pid for (pid, _), row in done.items() if row["verdict"] == "OK"}
+    return {pid for (pid, _), row in done.items() if row["verdict"] == Verdict.OK.value}
 
 
 def _skipped(manifest: dict, done: dict, solved: set[str]) -> int:

@@ -251,9 +251,11 @@ def run_sweep(prepared: PreparedSweep, executor, on_row: Callable[[ResultRow], N
         on_row(row)
         if skipped := stops.row(row.problem_id, row.verdict):
             on_skip(skipped)
+
     # Unique even for two runs one process starts within a second: Dask
     # workers prepare each run's contexts once, by run id.
-    run_id = f"{socket.gethostname()}-{os.getpid()}-{dt.datetime.now():%Y%m%dT%H%M%S}-{secrets.token_hex(3)}"
+    stamp = f"{dt.datetime.now():%Y%m%dT%H%M%S}-{secrets.token_hex(3)}"
+    run_id = f"{socket.gethostname()}-{os.getpid()}-{stamp}"
     if pending:
         plan = None
         if prepared.plan is not None:

@@ -31,6 +31,21 @@ from .test_resume import SPIN
 
 pytestmark = pytest.mark.hol
 
+# What `dask-slurm` sweeps: a verdict of each kind from light contexts (no
+# heavy proof, no words library), so that its Slurm-started worker, which
+# pays its own HOL Light load, costs little more than that load. The whole
+# corpus runs on `dask`.
+DASK_SLURM_ONLY = ("arith.add_comm", "arith.false_claim", "fault.cheat_tac", "fault.forbidden_sys",
+                   "fault.loop_alloc", "fault.memout", "lists.append_nil", "logic.drinker",
+                   "sets.union_comm")
+
+
+def expected_on(name: str) -> dict[str, str]:
+    wanted = expected_verdicts()
+    if name == "dask-slurm":
+        wanted = {p: v for p, v in wanted.items() if p in DASK_SLURM_ONLY}
+    return wanted
+
 
 @pytest.fixture(scope="module")
 def scheduler(tmp_path_factory):
@@ -85,7 +100,8 @@ def dask_sweeps(request, scheduler, tmp_path_factory) -> dict:
 
     def sweep(name, executor):
         try:
-            results[name] = run_sweep(prepare(demo_config(outs[name])), executor)
+            only = DASK_SLURM_ONLY if name == "dask-slurm" else None
+            results[name] = run_sweep(prepare(demo_config(outs[name], only=only)), executor)
         except BaseException as exc:       # re-raised by the test that reads it
             results[name] = exc
 
@@ -134,7 +150,7 @@ def test_status_shows_dask_workers_while_the_sweeps_run(dask_sweeps):
         seen = dask_sweeps["statuses"][name]
         running = [r for s in seen for r in s.running]
         assert running, f"{name}: no worker showed a running check on the board"
-        assert {s.total for s in seen} == {len(expected_verdicts())}
+        assert {s.total for s in seen} == {len(expected_on(name))}
         assert max(s.done for s in seen) > min(s.done for s in seen)
 
 
@@ -186,8 +202,10 @@ def test_attempts_are_drained_per_problem_on_dask_as_locally(scheduler, dask_dem
 @pytest.mark.slurm
 def test_the_example_corpus_gives_the_same_verdicts_on_dask_slurm(dask_sweeps, demo_rows):
     summary = outcome(dask_sweeps["dask-slurm"])
-    assert verdicts(summary) == expected_verdicts()
-    assert verdicts(summary) == {p: r["verdict"] for p, r in demo_rows.items()}
+    assert verdicts(summary) == expected_on("dask-slurm")
+    assert verdicts(summary) == {p: r["verdict"] for p, r in demo_rows.items() if p in DASK_SLURM_ONLY}
+    assert set(expected_on("dask-slurm").values()) == {"OK", "FAIL", "CHEATING", "ERROR", "TIMEOUT",
+                                                       "MEMOUT"}
     # The worker ran as a Slurm job, and its job is gone after the sweep.
     logs = list((summary.out / "dask-slurm" / "logs").glob("*.err"))
     assert logs, "dask-jobqueue wrote no Slurm job log"
