@@ -6,6 +6,7 @@ This is the embedded default: no daemon, no server, no cluster.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import shutil
 import socket
@@ -113,12 +114,12 @@ def _planned_queue(job: SweepJob, runs: list[list[CheckTask]], workers: int):
     on one node of ``workers`` cores; None when the job has no plan."""
     if job.plan is None:
         return None
-    from runner.planner import Workers
     from runner.planner_dispatch import LiveQueue
 
     plan = job.plan
     if plan.workers.nodes != 1 or plan.workers.count != workers:
-        plan = plan.with_workers(Workers(1, workers, plan.workers.mem_per_node))
+        plan = plan.with_workers(dataclasses.replace(plan.workers, nodes=1,
+                                                     cores_per_node=workers))
     units = {run[0].problem.problem_id: run for run in runs}
     if {c.problem_id for c in plan.checks} != set(units):
         return None               # not this job's plan: dispatch in task order

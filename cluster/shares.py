@@ -7,6 +7,7 @@ context once. This is the one place to swap in a smarter planner.
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Callable, Sequence
 
 from runner.worker import CheckTask
@@ -37,12 +38,11 @@ def planned_shares(tasks: Sequence[CheckTask], plan, nodes: int, cores: int, mem
     it, in their predicted start order. Returns (plan, prediction, shares);
     the plan carries the worker shape, so ``proofbatch status`` divides the
     work left by the right number of workers."""
-    from runner.planner import Workers
     from runner.simulate import simulate
 
     keys = {(t.problem.problem_id, t.attempt) for t in tasks}
-    plan = plan.only(keys).with_workers(Workers(nodes=nodes, cores_per_node=cores,
-                                                mem_per_node=max(1, mem_per_node)))
+    plan = plan.only(keys).with_workers(dataclasses.replace(
+        plan.workers, nodes=nodes, cores_per_node=cores, mem_per_node=max(1, mem_per_node)))
     prediction = simulate(plan)
     by_key = {(t.problem.problem_id, t.attempt): t for t in tasks}
     shares: list[list[CheckTask]] = [[] for _ in range(nodes)]

@@ -53,10 +53,16 @@ class Workers:
     cores_per_node: int = _help("checks run at once on each machine", default=1)
     mem_per_node: int = _help("bytes of memory the checks of one machine may use together",
                               default=8 * 2**30)
+    images_per_node: int | None = _help(
+        "loaded images a machine keeps at once, the base included (the session's max_images: "
+        "the least recently used idle one is evicted and rebuilt when needed again); None: all",
+        default=None)
 
     def __post_init__(self):
-        for name in ("nodes", "cores_per_node", "mem_per_node"):
+        for name in ("nodes", "cores_per_node", "mem_per_node", "images_per_node"):
             value = getattr(self, name)
+            if value is None and name == "images_per_node":
+                continue
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise InputError(f"--{name.replace('_', '-')}", f"{value!r} is not a positive "
                                  "whole number", "pass 1 or more")

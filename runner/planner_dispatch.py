@@ -31,11 +31,53 @@ def _mem_class(mem: int) -> int:
     return max(0, math.ceil(math.log(max(mem, 1) / _CLASS_UNIT, _CLASS_STEP)))
 
 
+class NodeImages:
+    """The images one node's session holds and how many running problems use
+    each. Beyond ``cap`` (None: no limit) it evicts the least recently used
+    idle ones before it loads another, as runner/image_tree.py does."""
+
+    def __init__(self, cap: int | None, start: set[str], base: str):
+        self.cap, self.base = cap, base
+        self.last_used: dict[str, int] = dict.fromkeys(start, 0)
+        self.in_use: dict[str, int] = defaultdict(int)
+        self.tick = 0
+
+    def __contains__(self, key: str) -> bool:
+        return key in self.last_used
+
+    def victims(self, chain: tuple[str, ...]) -> list[str]:
+        """What loading ``chain``'s missing images would evict, oldest first."""
+        missing = sum(1 for key in chain if key not in self.last_used)
+        if self.cap is None or not missing:
+            return []
+        idle = sorted((t, k) for k, t in self.last_used.items()
+                      if k != self.base and not self.in_use[k] and k not in chain)
+        return [k for _, k in idle[:max(0, len(self.last_used) + missing - self.cap)]]
+
+    def take(self, chain: tuple[str, ...]) -> tuple[tuple[str, ...], list[str]]:
+        """Hold ``chain`` for a problem: (the images loaded for it, base
+        first; the images evicted to make room)."""
+        evicted = self.victims(chain)
+        for key in evicted:
+            del self.last_used[key]
+        self.tick += 1
+        new = tuple(key for key in chain if key not in self.last_used)
+        for key in chain:
+            self.last_used[key] = self.tick
+            self.in_use[key] += 1
+        return new, evicted
+
+    def release(self, chain: tuple[str, ...]) -> None:
+        for key in chain:
+            self.in_use[key] -= 1
+
+
 @dataclass(frozen=True)
 class Take:
     index: int                      # the problem's unit (Dispatcher.units)
     checks: tuple[PlanCheck, ...]   # its attempts, drained in this order by one worker
-    new_images: tuple[str, ...]     # images its node gains, base first: this worker loads them
+    new_images: tuple[str, ...]     # images its node gains (again, if evicted), base first:
+                                    # this worker loads them
 
 
 class Dispatcher:
@@ -81,7 +123,8 @@ class Dispatcher:
             for ancestor in self.chains[key][:-1]:
                 self.by_image.setdefault(ancestor, deque())
         start = {plan.base} | set(plan.prebuilt)
-        self.node_images = [set(start) for _ in range(workers.nodes)]
+        self.node_images = [NodeImages(workers.images_per_node, start, plan.base)
+                            for _ in range(workers.nodes)]
         # Images no node holds yet, by their next check: where a node with
         # nothing warm left goes, rather than after the images others hold.
         self.unheld = [(q[0], key) for key, q in self.by_image.items() if q and key not in start]
@@ -115,6 +158,9 @@ class Dispatcher:
         heap, skipped, found = self.heaps[node], [], None
         while heap and len(skipped) < self.lookahead:
             _, i, key = heap[0]
+            if key not in self.node_images[node]:     # evicted: pushed again when reloaded
+                heapq.heappop(heap)
+                continue
             actual = self._queue_head(key)
             if actual != i:                # its check was taken: refresh the entry
                 heapq.heappop(heap)
@@ -209,16 +255,21 @@ class Dispatcher:
         cfg, key = self.plan.config, self.image[pick]
         have = self.node_images[node]
         missing = sum(self.plan.build_s(k) for k in self.chains[key] if k not in have)
-        if self.cost[pick] >= cfg.affinity_factor * missing:
-            return pick                 # long next to the load: longest first wins
+        # Loading here evicts idle images (a node keeps images_per_node): one
+        # with work left would be built again, so that build counts too.
+        rebuild = sum(self.plan.images[k].build_s for k in have.victims(self.chains[key])
+                      if self._queue_head(k) is not None)
+        if self.cost[pick] >= cfg.affinity_factor * (missing + rebuild):
+            return pick                 # long next to the loads: longest first wins
         critical = cfg.critical_share * self.work_left / self.workers
         # Other nodes hold the image and finish its checks before this one could load it.
         soon = bool(self.holders.get(key)) and \
             self.image_work[key] / (self.holders[key] * self.cores) < missing
         # An image no node holds must be loaded somewhere: its load is part
-        # of the problem's length.
+        # of the problem's length. A pick that would evict work is never
+        # critical: warm work comes first.
         length = self.cost[pick] + (0.0 if self.holders.get(key) else missing)
-        if length >= critical and not soon:
+        if length >= critical and not soon and not rebuild:
             return pick
         other = self._best_warm(node, free)
         if other is None:
@@ -234,10 +285,15 @@ class Dispatcher:
         self.image_work[self.image[i]] -= self.cost[i]
         self.free_mem[node] -= self.mem[i]
         self.running[node] += 1
-        have = self.node_images[node]
-        new = tuple(k for k in self.chains[self.image[i]] if k not in have)
+        new, evicted = self.node_images[node].take(self.chains[self.image[i]])
+        for key in evicted:
+            self.holders[key] -= 1
+            if not self.holders[key]:       # no node holds it now
+                self.held.discard(key)
+                head = self._queue_head(key)
+                if head is not None:
+                    heapq.heappush(self.unheld, (head, key))
         for key in new:
-            have.add(key)
             self.held.add(key)
             self.holders[key] = self.holders.get(key, 0) + 1
             self._push(node, key)
@@ -249,6 +305,7 @@ class Dispatcher:
         node = worker // self.cores
         self.free_mem[node] += self.mem[index]
         self.running[node] -= 1
+        self.node_images[node].release(self.chains[self.image[index]])
 
 
 class LiveQueue:

@@ -5,7 +5,9 @@ There is no separate model of the scheduler: ``simulate`` drives the very
 ``runner.planner.Dispatcher`` that executors drive, and advances a clock by
 each check's expected duration instead of running it. Image builds are work
 done by the worker that first needs the image on its node; another worker of
-that node that needs the image while it is being built waits for it.
+that node that needs the image while it is being built waits for it. A node
+keeps at most ``Workers.images_per_node`` images (the dispatcher evicts as a
+session does), and an evicted image needed again is built again.
 """
 
 from __future__ import annotations
@@ -94,7 +96,7 @@ def simulate(plan: Plan, *, keep_schedule: bool = True, budget_s: float | None =
                 continue
             t = now
             for key in take.new_images:                   # this worker builds them
-                secs = plan.build_s(key)
+                secs = plan.images[key].build_s           # a prebuilt one only if evicted
                 t += secs
                 build += secs
                 ready[(node, key)] = t

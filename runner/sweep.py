@@ -174,7 +174,8 @@ def order(tasks: list[CheckTask], salt: str, config: SweepConfig):
     from .planner import PlanConfig, Workers
     from .planner_inputs import plan_sweep
 
-    workers = Workers(1, config.workers, int(0.8 * psutil.virtual_memory().total))
+    workers = Workers(1, config.workers, int(0.8 * psutil.virtual_memory().total),
+                      images_per_node=config.max_images)
     plan = plan_sweep(tasks, salt, workers=workers, config=PlanConfig(policy=config.policy, seed=config.seed),
                       timeout_map=config.timeout_map, out=config.out)
     by_key = {(t.problem.problem_id, t.attempt): t for t in tasks}

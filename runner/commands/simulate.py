@@ -13,12 +13,15 @@ from ..planner import POLICIES, PlanConfig, Workers, read_plan
 from ..planner_inputs import plan_from_files
 from ..simulate import Prediction, simulate
 from ..sizes import format_size
+from ..sweep import SweepConfig
 from . import size
 
 NAME = "simulate"
 HELP = "predict a sweep's makespan, utilization and cost from a timeout map or profile"
 # The bench advises running at most RAM_GB / 6 checks at once (about 5 GB per heavy proof).
 DEFAULT_MEM_PER_CORE = 6 * 2**30
+# What a sweep's sessions keep loaded.
+SESSION_MAX_IMAGES = SweepConfig.__dataclass_fields__["max_images"].default
 
 
 def add_arguments(p) -> None:
@@ -34,6 +37,10 @@ def add_arguments(p) -> None:
                    "(default: workers / nodes)")
     p.add_argument("--mem-per-node", type=size, help="memory per machine, e.g. 192G "
                    "(default: 6 GiB per core, the bench's advice)")
+    p.add_argument("--max-images", type=int, default=None,
+                   help="loaded images each machine keeps, the base included; beyond it the least "
+                        "recently used idle one is evicted and built again when needed (default: "
+                        "the plan's, else 8 as a sweep's sessions keep)")
     p.add_argument("--policy", choices=POLICIES, default=None,
                    help="our policy (default planned, or the plan's); naive is always shown beside it")
     p.add_argument("--seed", type=int, default=None,
@@ -43,10 +50,14 @@ def add_arguments(p) -> None:
 
 
 def workers_from(args, default: Workers | None = None) -> Workers:
+    if args.max_images is not None and args.max_images < 1:
+        raise InputError("--max-images", f"{args.max_images} is not a positive count",
+                         "pass 1 or more (the base image counts)")
     if default is not None and args.workers is None and args.nodes is None \
             and args.cores_per_node is None:
         return Workers(default.nodes, default.cores_per_node,
-                       args.mem_per_node or default.mem_per_node)
+                       args.mem_per_node or default.mem_per_node,
+                       args.max_images or default.images_per_node)
     nodes = args.nodes or 1
     if args.cores_per_node is None and args.workers is None:
         raise InputError("--workers", "no worker count given", "pass --workers N, or --nodes and "
@@ -63,7 +74,8 @@ def workers_from(args, default: Workers | None = None) -> Workers:
     for name, value in (("--nodes", nodes), ("--cores-per-node", cores)):
         if value < 1:
             raise InputError(name, f"{value} is not a positive count", "pass 1 or more")
-    return Workers(nodes, cores, args.mem_per_node or cores * DEFAULT_MEM_PER_CORE)
+    images = args.max_images or (default.images_per_node if default else None) or SESSION_MAX_IMAGES
+    return Workers(nodes, cores, args.mem_per_node or cores * DEFAULT_MEM_PER_CORE, images)
 
 
 def run(args) -> int:
