@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from runner import shards, subproc
-from runner.errors import InputError
+from runner.errors import CommandError, InputError
 
 LEDGER = "jobs.json"
 UNFINISHED = {"PENDING", "RUNNING", "REQUEUED", "COMPLETING", "CONFIGURING", "RESIZING",
@@ -65,30 +65,61 @@ def max_array_size() -> int:
     return int(m.group(1)) if m else 1001
 
 
-def queued_names(job_ids: list[str]) -> dict[str, str]:
+# squeue's answer when it knows none of the ids it was given (Slurm 22.05:
+# exit 1, "slurm_load_jobs error: Invalid job id specified"). Any other
+# failure is a failure to ask, not an answer.
+_UNKNOWN_IDS = "Invalid job id specified"
+# The controller or slurmdbd can be out of reach for a while (a restart, a
+# failover, an overloaded controller: squeue retries for about 18 s before it
+# gives up with "Unable to contact slurm controller"). A failure to ask is
+# never read as "the job is gone": that would submit again the checks of a
+# job still running. It is asked again for this long, then raised.
+ASK_PATIENCE_S = 300.0
+
+
+def ask_slurm(argv: list[str], *, patience_s: float | None = None,
+              answer_on: str | None = None) -> str:
+    """stdout of a Slurm query, asked again while Slurm cannot be reached.
+
+    ``answer_on``: a stderr text that is Slurm's answer, not a failure to
+    answer (then "" is returned). Raises CommandError once ``patience_s``
+    (default ASK_PATIENCE_S) has passed without an answer.
+    """
+    deadline = time.monotonic() + (ASK_PATIENCE_S if patience_s is None else patience_s)
+    pause = 1.0
+    while True:
+        try:
+            return subproc.run(argv)
+        except CommandError as exc:
+            if answer_on is not None and answer_on in exc.stderr:
+                return ""
+            if time.monotonic() + pause > deadline:
+                raise
+        time.sleep(pause)
+        pause = min(pause * 2, 30.0)
+
+
+def queued_names(job_ids: list[str], *, patience_s: float | None = None) -> dict[str, str]:
     """Job id -> job name of the given jobs still pending or running (squeue
-    asks the controller, which, unlike sacct, never lags)."""
+    asks the controller, which, unlike sacct, never lags). Raises
+    CommandError when the controller stays out of reach."""
     if not job_ids:
         return {}
     masters = sorted({j.split("_")[0] for j in job_ids})
-    try:
-        text = subproc.run(["squeue", "-h", "-r", "-j", ",".join(masters), "-o", "%i|%j"])
-    except Exception:          # every id unknown: squeue exits 1 ("Invalid job id")
-        return {}
+    text = ask_slurm(["squeue", "-h", "-r", "-j", ",".join(masters), "-o", "%i|%j"],
+                     patience_s=patience_s, answer_on=_UNKNOWN_IDS)
     return dict(line.split("|", 1) for line in text.splitlines() if "|" in line)
 
 
-def final_state(record: "JobRecord") -> str:
+def final_state(record: "JobRecord", *, patience_s: float | None = None) -> str:
     """The state accounting recorded for a job that left the queue, if the job
-    under that id is ours; GONE if Slurm no longer knows it (state wiped)."""
+    under that id is ours; GONE if accounting does not know it (Slurm's state
+    was wiped). Raises CommandError when accounting stays out of reach."""
     # sacct lags the controller by a few seconds: a job just gone from the
     # queue may still show as running there.
     for _ in range(15):
-        try:
-            text = subproc.run(["sacct", "-n", "-X", "-P", "-j", record.job_id,
-                                "-o", "JobID,JobName,State"])
-        except Exception:
-            return "GONE"
+        text = ask_slurm(["sacct", "-n", "-X", "-P", "-j", record.job_id,
+                          "-o", "JobID,JobName,State"], patience_s=patience_s)
         states = [p[2].split()[0] for p in (line.split("|") for line in text.splitlines())
                   if len(p) == 3 and p[0] == record.job_id and p[1] == record.name]
         if not states:
