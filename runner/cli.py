@@ -1,4 +1,4 @@
-"""The proofbatch command line. The only place that prints and exits.
+"""The proofbatch command line: the only module that prints and exits.
 
 Exit codes: 0 when the command completed, whatever the verdicts; 2 on bad
 input, with one line naming the file or problem and the fix; 1 when the
@@ -11,6 +11,8 @@ from __future__ import annotations
 import argparse
 import errno
 import importlib
+import importlib.metadata
+import re
 import sys
 
 from .errors import InputError, ProofbatchError
@@ -20,9 +22,47 @@ COMMANDS = ["run", "status", "profile", "timeout-map", "simulate", "report", "se
             "build-native"]
 
 
+DESCRIPTION = ("Batch proof checking for HOL Light and Isabelle sweeps: per-problem timeout maps, "
+               "planned dispatch over local workers, Slurm or Dask, guarded checks forked from "
+               "prebuilt images, and resumable Parquet results.")
+
+# What to do about each kind of value argparse could not read.
+_TYPE_FIXES = {"int": "give a whole number", "float": "give a number in seconds",
+               "Path": "give a path"}
+# OSErrors whose path the user chose (--out, a map's --out, a corpus): bad
+# input, not a failure of proofbatch.
+_PATH_ERRNOS = {errno.ENOENT, errno.ENAMETOOLONG, errno.EISDIR, errno.ENOTDIR, errno.EACCES,
+                errno.EROFS, errno.EPERM, errno.ELOOP, errno.EEXIST}
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse that refuses in one line naming the flag and the fix, with no
+    usage dump above it (subparsers inherit this class)."""
+
+    def error(self, message: str):
+        command = self.prog.removeprefix("proofbatch").strip()
+        see = f"see `{self.prog} --help`"
+        if m := re.match(r"argument (?P<flag>[^:]+): (?P<what>.*)", message):
+            flag = m["flag"].split("/")[0]
+            what = m["what"]
+            if t := re.match(r"invalid (?P<type>\w+) value: (?P<value>.*)", what):
+                fix = _TYPE_FIXES.get(t["type"], see)
+                raise InputError(flag, f"cannot read {t['value']}", fix)
+            if c := re.match(r"invalid choice: (?P<value>.*?) \(choose from (?P<choices>.*)\)", what):
+                raise InputError(flag, f"{c['value']} is not a choice",
+                                 f"choose one of {c['choices'].replace(chr(39), '')}")
+            if ";" in what:            # our own types say the problem and the fix
+                problem, fix = what.split(";", 1)
+                raise InputError(flag, problem.strip(), fix.strip())
+            raise InputError(flag, what, see)
+        raise InputError(f"proofbatch {command}".strip(), message, see)
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="proofbatch", description=__doc__.splitlines()[0])
-    sub = parser.add_subparsers(dest="command", required=True)
+    parser = _Parser(prog="proofbatch", description=DESCRIPTION)
+    parser.add_argument("--version", action="version",
+                        version=f"proofbatch {importlib.metadata.version('proofbatch')}")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for name in COMMANDS:
         module = importlib.import_module(f"runner.commands.{name.replace('-', '_')}")
         command = sub.add_parser(module.NAME, help=module.HELP, description=module.HELP)
@@ -32,8 +72,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    args = None
     try:
+        args = build_parser().parse_args(argv)
         return args.handler(args)
     except InputError as exc:
         print(f"proofbatch: error: {exc}", file=sys.stderr)
@@ -47,6 +88,10 @@ def main(argv: list[str] | None = None) -> int:
     except OSError as exc:
         # A full disk: every file proofbatch publishes appears whole or not
         # at all (shards.publish), so nothing written before is lost.
+        if exc.errno in _PATH_ERRNOS and exc.filename:
+            print(f"proofbatch: error: {exc.filename}: {exc.strerror}; pass a path that "
+                  "proofbatch can create and write", file=sys.stderr)
+            return 2
         if exc.errno not in (errno.ENOSPC, errno.EDQUOT, errno.EFBIG):
             raise
         where = exc.filename or getattr(args, "out", None) or "output"

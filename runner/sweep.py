@@ -123,7 +123,15 @@ def prepare(config: SweepConfig) -> PreparedSweep:
     mem = config.mem_limit or default_mem_limit(config.workers)
     backend = selected.build(config)
     if hasattr(backend, "check_mem_limit"):
-        backend.check_mem_limit(mem)
+        try:
+            backend.check_mem_limit(mem)
+        except InputError as exc:
+            if config.mem_limit is not None:
+                raise
+            # The limit was derived from --workers: that is the flag to change.
+            raise InputError("--workers", f"{config.workers} workers share this machine's memory: "
+                             f"{exc.problem}",
+                             "pass fewer --workers, or a --mem-limit (e.g. 2G)") from None
     info = backend.info
     # A map's sidecar gives each problem its profiled memory need and guard.
     map_use = timeout_map.use_map(config.timeout_map, info.prover, info.build, info.mode)

@@ -24,6 +24,7 @@ another corpus's results.
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import time
 from pathlib import Path
@@ -32,7 +33,8 @@ import pytest
 
 from runner import cli
 
-from .test_cli import (ADD, FAST_S, WORD, assert_one_line_error, corpus, hol, no_processes,  # noqa: F401
+from .conftest import ROOT
+from .test_cli import (ADD, FAST_S, NO_BOX, WORD, assert_one_line_error, corpus, hol, no_processes,  # noqa: F401
                        out, previous_sweep, run, snapshot, tripwire)
 
 # Import every subcommand's module now: the time limit on a refusal is about
@@ -148,3 +150,73 @@ def test_out_holding_another_corpuss_results(capsys, corpus, hol, tmp_path, trip
                           "(/data/s2n-bignum-bench/other-corpus)", "; use a new --out for this corpus")
     assert snapshot(out_dir) == before
     assert not tripwire.exists()
+
+
+# -- the command line itself: one line, naming the flag the user gave ---------
+
+def cli_result(capsys, *argv) -> tuple[int, str, list[str]]:
+    try:
+        code = cli.main([str(a) for a in argv])
+    except SystemExit as exc:          # argparse itself must never exit
+        raise AssertionError(f"argparse exited {exc.code} on its own") from None
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err.splitlines()
+
+
+@pytest.mark.parametrize("flag, value, complaint", [
+    ("--mem-limit", "banana", "cannot read 'banana' as a memory size"),
+    ("--seed", "banana", "cannot read 'banana'"),
+    ("--workers", "many", "cannot read 'many'"),
+    ("--policy", "best", "'best' is not a choice"),
+])
+def test_a_flag_value_that_cannot_be_read(capsys, corpus, tmp_path, flag, value, complaint):
+    """argparse's own refusal was 20 lines of usage above the useful one."""
+    result = cli_result(capsys, "run", corpus, "--out", tmp_path / "out", flag, value)
+    assert_one_line_error(result, flag, complaint)
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_missing_argument_names_the_command(capsys, tmp_path):
+    assert_one_line_error(cli_result(capsys, "simulate"), "proofbatch simulate",
+                          "one of the arguments --timeout-map --profile --plan is required",
+                          "; see `proofbatch simulate --help`")
+    assert_one_line_error(cli_result(capsys, "frobnicate"), "COMMAND", "'frobnicate' is not a choice",
+                          "; choose one of run, status")
+
+
+def test_too_many_workers_blame_workers_not_the_memory_limit_nobody_gave(capsys, corpus, tmp_path):
+    result = cli_result(capsys, "run", corpus, "--out", tmp_path / "out", "--workers", "100000")
+    assert_one_line_error(result, "--workers", "100000 workers share this machine's memory",
+                          "below the size of a loaded HOL Light image", "; pass fewer --workers")
+
+
+def test_simulate_with_no_workers_blames_workers(capsys):
+    result = cli_result(capsys, "simulate", "--timeout-map",
+                        ROOT / "timeout_maps" / "hol_light_demo.json", "--workers", "0")
+    assert_one_line_error(result, "--workers", "0 is not a positive count", "; pass 1 or more")
+
+
+@pytest.mark.parametrize("where", ["proc", "name-too-long"])
+def test_an_out_that_cannot_be_created(capsys, corpus, tmp_path, where):
+    out_dir = Path("/proc/pbtest") if where == "proc" else tmp_path / ("x" * 300)
+    result = cli_result(capsys, "run", corpus, "--out", out_dir, *NO_BOX)
+    assert_one_line_error(result, out_dir, "; pass a path that proofbatch can create and write")
+    assert out_dir.name not in os.listdir(out_dir.parent)
+
+
+def test_a_map_written_over_a_directory(capsys, tmp_path):
+    result = cli_result(capsys, "timeout-map", ROOT / "profiles" / "hol_light_demo", "--out", tmp_path)
+    assert_one_line_error(result, tmp_path, "is a directory", "; pass the path of the map file")
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_version_and_help_describe_the_tool(capsys):
+    with pytest.raises(SystemExit) as version:
+        cli.main(["--version"])
+    assert version.value.code == 0
+    assert capsys.readouterr().out.startswith("proofbatch 0.")
+    with pytest.raises(SystemExit):
+        cli.main(["--help"])
+    text = capsys.readouterr().out
+    assert "Batch proof checking for HOL Light and Isabelle" in text
+    assert "prints and exits" not in text

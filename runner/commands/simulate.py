@@ -58,6 +58,10 @@ def workers_from(args, default: Workers | None = None) -> Workers:
         return Workers(default.nodes, default.cores_per_node,
                        args.mem_per_node or default.mem_per_node,
                        args.max_images or default.images_per_node)
+    # The counts the user gave are checked first, so a refusal names them.
+    for name, value in (("--workers", args.workers), ("--nodes", args.nodes)):
+        if value is not None and value < 1:
+            raise InputError(name, f"{value} is not a positive count", "pass 1 or more")
     nodes = args.nodes or 1
     if args.cores_per_node is None and args.workers is None:
         raise InputError("--workers", "no worker count given", "pass --workers N, or --nodes and "

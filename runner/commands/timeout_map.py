@@ -49,6 +49,9 @@ def run(args) -> int:
     if args.out and args.map:
         raise InputError("timeout-map", "--out derives a new map and --map names an existing one",
                          "pass one of them")
+    if args.out and args.out.is_dir():
+        raise InputError(args.out, "is a directory", "pass the path of the map file to write, "
+                         "e.g. timeout_maps/NAME.json")
     policy = _policy(args)
     result = load_profile(args.profile)
     out = Console()
