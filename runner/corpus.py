@@ -74,6 +74,8 @@ def load_corpus(corpus: Path, answers: Path | None = None) -> list[Problem]:
 
     folders = sorted((d for d in corpus.iterdir() if d.is_dir() and not d.name.startswith(".")),
                      key=lambda d: d.name)
+    for d in folders:
+        _refuse_non_problem(corpus, d)
     if not folders:
         raise InputError(corpus, "corpus has no problems (no problem folders)",
                          "pass the folder that holds <problem-id>/setup.ml and query.txt")
@@ -124,6 +126,31 @@ def corpus_fingerprint(problems: Iterable[Problem]) -> str:
     return outer.hexdigest()
 
 
+def _refuse_non_problem(corpus: Path, folder: Path) -> None:
+    """Folders that are not problems are named for what they are: every
+    folder of a corpus is read as a problem, and none is skipped silently."""
+    if folder.is_symlink():
+        target = folder.resolve()
+        home = corpus.resolve()
+        if target == home or target in home.parents:
+            raise InputError(folder, f"is a symlink to {target}, which holds the corpus itself "
+                             "(a loop), not a problem", "remove the symlink from the corpus")
+    if (folder / "sweep.json").is_file() or (folder / "shards").is_dir():
+        raise InputError(folder, "is a proofbatch sweep directory (results), not a problem",
+                         "move it out of the corpus (keep it: it holds results), and give --out "
+                         "a path outside the corpus")
+
+
+def _utf8_text(path: Path, what: str) -> str:
+    data = path.read_bytes()
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data[: exc.start].count(b"\n") + 1
+        raise InputError(path, f"{what} is not UTF-8 text (byte 0x{data[exc.start]:02x} on line "
+                         f"{line}: {exc.reason})", "save the file as UTF-8") from None
+
+
 def _read_problem_folder(folder: Path) -> tuple[Path, Path, str]:
     """Validate one problem folder; return (setup path, query path, category)."""
     if not PROBLEM_ID.fullmatch(folder.name):
@@ -134,7 +161,7 @@ def _read_problem_folder(folder: Path) -> tuple[Path, Path, str]:
         if not needed.is_file():
             raise InputError(needed, f"problem {folder.name} is missing {needed.name}",
                              "retrieve the problem again, or remove its folder from the corpus")
-    if not query.read_bytes().strip():
+    if not _utf8_text(query, f"query of problem {folder.name}").strip():
         raise InputError(query, f"query of problem {folder.name} is empty",
                          "retrieve the problem again")
     return setup, query, _read_category(folder / "category.txt")

@@ -162,6 +162,10 @@ def check_out_dir(config: SweepConfig) -> None:
     if not existing.is_dir():
         raise InputError(existing, "is not a directory, so --out cannot be made there",
                          "pass a directory path for --out")
+    corpus = Path(config.corpus).resolve()
+    if out.resolve() == corpus or corpus in out.resolve().parents:
+        raise InputError(out, f"is inside the corpus {corpus}, where every folder is read as "
+                         "a problem", "pass an --out outside the corpus folder")
     if not os.access(existing, os.W_OK | os.X_OK):
         raise InputError(existing, "is not writable (read-only file system or permissions)",
                          "pass an --out on a writable disk")

@@ -59,6 +59,20 @@ def unanswered(task: CheckTask) -> CheckResult:
                        None, 0.0, None, "", "not run")
 
 
+def unreadable(task: CheckTask) -> CheckResult | None:
+    """An answer that is not UTF-8 text gets ERROR naming the encoding,
+    without a check: the bench reads answers as UTF-8 text, and what OCaml's
+    parser would say of the bytes never mentions it."""
+    try:
+        (task.problem.answer or b"").decode("utf-8")
+        return None
+    except UnicodeDecodeError as exc:
+        bad = task.problem.answer[exc.start]
+        return CheckResult(Outcome(Verdict.ERROR, f"answer is not UTF-8 text (byte 0x{bad:02x} at "
+                                   f"offset {exc.start}); save answers as UTF-8"),
+                           None, 0.0, None, "", "not run")
+
+
 def work(session: ProverSession, tasks: Iterator[CheckTask], writer: ShardWriter, *,
          worker: str, run_id: str, on_row: Callable[[ResultRow], None] = lambda row: None,
          stop: threading.Event | None = None, board: RunningBoard | None = None) -> None:
@@ -81,6 +95,8 @@ def work(session: ProverSession, tasks: Iterator[CheckTask], writer: ShardWriter
             result = reused
         elif task.problem.answer is None:
             result = unanswered(task)
+        elif (refused := unreadable(task)) is not None:
+            result = refused
         else:
             if board:
                 board.start(task.problem.problem_id, task.attempt, task.limits.time_s)

@@ -220,3 +220,40 @@ def test_version_and_help_describe_the_tool(capsys):
     text = capsys.readouterr().out
     assert "Batch proof checking for HOL Light and Isabelle" in text
     assert "prints and exits" not in text
+
+
+# -- a corpus and what lives beside its problems --------------------------------
+
+def test_an_out_inside_the_corpus(capsys, corpus, hol, tripwire, no_processes):
+    """Accepted once, it became a "problem" of the next run, whose advice to
+    remove its folder would have deleted the results."""
+    result = run_with_out(capsys, corpus, corpus / "sweep", "--hol-light", hol)
+    assert_one_line_error(result, corpus / "sweep", f"is inside the corpus {corpus.resolve()}",
+                          "; pass an --out outside the corpus folder")
+    assert not (corpus / "sweep").exists()
+
+
+def test_a_sweep_directory_in_the_corpus_is_named_never_a_problem(capsys, corpus, hol, tmp_path,
+                                                                  tripwire, no_processes):
+    previous_sweep(corpus / "old-sweep")
+    before = snapshot(corpus / "old-sweep")
+    result = run_with_out(capsys, corpus, tmp_path / "out", "--hol-light", hol)
+    assert_one_line_error(result, corpus / "old-sweep", "is a proofbatch sweep directory",
+                          "; move it out of the corpus (keep it: it holds results)")
+    assert snapshot(corpus / "old-sweep") == before
+
+
+def test_a_symlink_loop_in_the_corpus(capsys, corpus, hol, tmp_path, tripwire, no_processes):
+    (corpus / "loop").symlink_to(".")
+    result = run_with_out(capsys, corpus, tmp_path / "out", "--hol-light", hol)
+    assert_one_line_error(result, corpus / "loop", "is a symlink to", "which holds the corpus "
+                          "itself (a loop)", "; remove the symlink")
+
+
+def test_a_query_that_is_not_utf8_names_the_encoding(capsys, corpus, hol, tmp_path, tripwire,
+                                                     no_processes):
+    query = corpus / ADD / "query.txt"
+    query.write_bytes(b"`1 + 1 = 2 \xff`\n")
+    result = run_with_out(capsys, corpus, tmp_path / "out", "--hol-light", hol)
+    assert_one_line_error(result, query, "is not UTF-8 text (byte 0xff on line 1",
+                          "; save the file as UTF-8")
