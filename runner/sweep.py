@@ -204,13 +204,33 @@ def run_counts(prepared: PreparedSweep) -> dict:
             "stop_on_first_ok": prepared.config.stop_on_first_ok}
 
 
-def check_manifest(prepared: PreparedSweep) -> dict:
-    """Write OUT/sweep.json, or check that a resumed sweep matches it."""
+def changed_limits(prepared: PreparedSweep, done: dict) -> str | None:
+    """How the time limits of this run differ from those its recorded rows
+    were checked under, or None: a verdict depends on its limit, so a sweep
+    never mixes rows of two limits for one problem."""
+    changed = [(t, done[key]["timeout_s"]) for t in prepared.tasks
+               if (key := (t.problem.problem_id, t.attempt)) in done
+               and done[key]["timeout_s"] is not None
+               and abs(done[key]["timeout_s"] - t.limits.time_s) > 1e-6]
+    if not changed:
+        return None
+    task, was = changed[0]
+    return (f"{len(changed)} recorded checks ran under other time limits than this run gives them "
+            f"(e.g. {task.problem.problem_id}: {was:g} s, now {task.limits.time_s:g} s from "
+            f"{task.limits.time_source})")
+
+
+def check_manifest(prepared: PreparedSweep, done: dict) -> dict:
+    """Write OUT/sweep.json, or check that a resumed sweep matches it: the
+    prover build, mode, sandbox, memory limit and the time limits of every
+    recorded check (``done``: the rows on disk) decide verdicts, and must
+    not change on resume. Raises InputError before anything is written."""
     cfg, info = prepared.config, prepared.backend.info
     path = cfg.out / MANIFEST
     manifest = {
         "prover": info.prover, "hol_build": info.build, "mode": info.mode,
         "sandbox": getattr(info, "sandbox", "none"),
+        "mem_limit": cfg.mem_limit,
         "corpus": str(cfg.corpus.resolve()), "corpus_fingerprint": corpus_fingerprint(prepared.problems),
         "context_root": str(prepared.backend.context_root),
         # What this run plans, for `proofbatch status` (runner/status.py): its
@@ -231,6 +251,16 @@ def check_manifest(prepared: PreparedSweep) -> dict:
                 raise InputError(path, f"this sweep was run with {key} {old.get(key)!r}, "
                                  f"not {manifest[key]!r}; mixing them would make results incomparable",
                                  "use a new --out, or the same HOL Light")
+        # Manifests written before these were recorded say nothing of them.
+        for key, flag in (("sandbox", "--sandbox"), ("mem_limit", "--mem-limit")):
+            if key in old and old[key] != manifest[key]:
+                raise InputError(path, f"this sweep was run with {key} {old[key]!r}, not "
+                                 f"{manifest[key]!r}; its verdicts would mix both",
+                                 f"use a new --out, or the {flag} it was run with")
+        if changed := changed_limits(prepared, done):
+            raise InputError(path, f"{changed}; its verdicts would mix both",
+                             "use a new --out, or the limits it was run with "
+                             "(--timeout-map, --category-timeouts, --default-timeout)")
         counts = run_counts(prepared)
         if any(old.get(k) != v for k, v in counts.items()):
             # A resumed run may select other problems or stop early: the
@@ -253,8 +283,8 @@ def run_sweep(prepared: PreparedSweep, executor, on_row: Callable[[ResultRow], N
     from cluster.base import SweepJob
 
     cfg = prepared.config
-    check_manifest(prepared)
     scan = shards.scan(cfg.out)
+    check_manifest(prepared, scan.done)
     # Not yet recorded, less the attempts early stop skips (runner/attempts.py).
     pending, skipped_before = attempts.pending(prepared.tasks, scan.done)
     on_start(len(prepared.tasks), len(prepared.tasks) - len(pending))

@@ -32,6 +32,7 @@ from pathlib import Path
 import pytest
 
 from runner import cli
+from runner.errors import InputError
 
 from .conftest import ROOT
 from .test_cli import (ADD, FAST_S, NO_BOX, WORD, assert_one_line_error, corpus, hol, no_processes,  # noqa: F401
@@ -257,3 +258,38 @@ def test_a_query_that_is_not_utf8_names_the_encoding(capsys, corpus, hol, tmp_pa
     result = run_with_out(capsys, corpus, tmp_path / "out", "--hol-light", hol)
     assert_one_line_error(result, query, "is not UTF-8 text (byte 0xff on line 1",
                           "; save the file as UTF-8")
+
+
+# -- a resume under other settings ------------------------------------------------
+
+def test_a_resume_under_other_time_limits_is_refused(corpus, hol, tmp_path):
+    """Accepted, it left rows under both limits while sweep.json named one."""
+    from runner import shards
+    from runner.results import ResultRow, utcnow
+    from runner.sweep import SweepConfig, check_manifest, prepare, run_sweep
+
+    out_dir = tmp_path / "out"
+    base = dict(corpus=corpus, out=out_dir, hol_light=hol, sandbox="none")
+    first = prepare(SweepConfig(**base, default_timeout=60))
+    check_manifest(first, {})
+    task = first.tasks[0]
+    now = utcnow()
+    with shards.ShardWriter(out_dir, "w0") as writer:
+        writer.add(ResultRow(
+            problem_id=task.problem.problem_id, attempt=0, category=task.problem.category,
+            verdict="OK", reason="proved", prove_secs=0.1, wall_secs=0.2, peak_rss_mb=None,
+            timeout_s=60.0, timeout_source="default", worker="w0", host="h", started_at=now,
+            finished_at=now, image_key="k", hol_build=first.backend.info.build,
+            mode=first.backend.info.mode, exit_status="exit 0", answer_sha256="", run_id="r"))
+    before = snapshot(out_dir)
+    with pytest.raises(InputError) as refused:
+        run_sweep(prepare(SweepConfig(**base, default_timeout=3)), executor=None)
+    assert refused.value.where == str(out_dir / "sweep.json")
+    assert refused.value.problem.startswith(
+        f"1 recorded checks ran under other time limits than this run gives them "
+        f"(e.g. {task.problem.problem_id}: 60 s, now 3 s from default)")
+    assert refused.value.fix.startswith("use a new --out, or the limits it was run with")
+    assert snapshot(out_dir) == before
+    # The same limits resume; only the memory limit differs now, and that is refused too.
+    with pytest.raises(InputError, match="mem_limit None, not 2147483648"):
+        run_sweep(prepare(SweepConfig(**base, default_timeout=60, mem_limit=2**31)), executor=None)
