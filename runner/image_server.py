@@ -119,7 +119,16 @@ class RemoteSession(ProverSession):
         self._conns: list[Connection] = []
         self._lock = threading.Lock()
         self.image_builds = []      # the server's builds are not this run's work
-        self.info = self._call("info")
+        try:
+            self.info = self._call("info")
+        except ProverError as exc:
+            # A server that stopped leaves its socket file behind: nothing
+            # listens on it, so connecting is refused.
+            if isinstance(exc.__cause__, ConnectionRefusedError):
+                raise InputError(self.dir, "no image server answers here (the socket is left "
+                                 "from one that stopped)", "start one with `proofbatch serve "
+                                 f"{self.dir}`, or drop --server") from None
+            raise
 
     def _conn(self) -> Connection:
         conn = getattr(self._local, "conn", None)

@@ -293,3 +293,21 @@ def test_a_resume_under_other_time_limits_is_refused(corpus, hol, tmp_path):
     # The same limits resume; only the memory limit differs now, and that is refused too.
     with pytest.raises(InputError, match="mem_limit None, not 2147483648"):
         run_sweep(prepare(SweepConfig(**base, default_timeout=60, mem_limit=2**31)), executor=None)
+
+
+def test_a_server_directory_whose_server_stopped(capsys, corpus, hol, tmp_path):
+    """Its socket file is left behind; connecting to it is refused."""
+    import socket as sockets
+
+    from runner.image_server import KEY, SOCKET
+
+    dead = tmp_path / "server"
+    dead.mkdir()
+    listener = sockets.socket(sockets.AF_UNIX)
+    listener.bind(str(dead / SOCKET))
+    listener.close()
+    (dead / KEY).write_bytes(b"k" * 32)
+    result = cli_result(capsys, "run", corpus, "--out", tmp_path / "out", "--hol-light", hol,
+                        *NO_BOX, "--server", dead)
+    assert_one_line_error(result, dead, "no image server answers here",
+                          f"; start one with `proofbatch serve {dead}`, or drop --server")
