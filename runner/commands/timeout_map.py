@@ -4,18 +4,15 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
-import json
 from pathlib import Path
 
 from rich.console import Console
 from rich.table import Table
 
-from .. import progress, shards
+from .. import progress
 from ..errors import InputError
-from ..profile import Profile, load_profile, record_path, recorded_path
+from ..profile import Profile, load_profile, recorded_path
 from ..timeout_map import DerivedMap, MapPolicy, derive, write_map
-
-MAPS = "maps.json"   # PROFILE/maps.json: the map last derived from the profile
 
 NAME = "timeout-map"
 HELP = "derive a per-problem timeout map from a profile (s2n-bignum-bench's format), or validate one"
@@ -26,8 +23,8 @@ def add_arguments(p) -> None:
     p.add_argument("--out", type=Path, help="write the map here, e.g. timeout_maps/NAME.json "
                    "(its sidecar goes next to it as NAME.meta.json)")
     p.add_argument("--validate", action="store_true",
-                   help="report headroom, then rerun the ground truths once under the map (--out, "
-                   "--map, or else the map last derived from this profile); passes with zero TIMEOUT")
+                   help="report headroom, then rerun the ground truths once under the map (--out or "
+                   "--map); passes with zero TIMEOUT")
     p.add_argument("--map", type=Path, help="an existing map to validate instead of deriving one")
     p.add_argument("--workers", type=int, default=1, help="checks at once while validating (default 1)")
     policy = p.add_argument_group("policy", "how limits are derived (defaults in parentheses)")
@@ -46,6 +43,11 @@ def run(args) -> int:
     if not args.out and not args.validate:
         raise InputError("timeout-map", "nothing to do", "pass --out MAP to derive a map, "
                          "or --validate to validate one")
+    # A profile is a record of measurements: deriving or validating a map
+    # never writes into it, so the map to validate is named.
+    if args.validate and not (args.out or args.map):
+        raise InputError("timeout-map", "--validate needs the map to validate",
+                         "pass --map MAP, or --out MAP to derive one and validate it")
     if args.out and args.map:
         raise InputError("timeout-map", "--out derives a new map and --map names an existing one",
                          "pass one of them")
@@ -59,21 +61,9 @@ def run(args) -> int:
     if args.out:
         derive_and_write(result, args.out, out, policy)
         map_path = args.out
-    if map_path is None:
-        map_path = latest_map(result)
     if args.validate:
         return _validate(result, map_path, args.workers, out)
     return 0
-
-
-def latest_map(result: Profile) -> Path:
-    """The map last derived from this profile, as recorded in PROFILE/maps.json."""
-    record = result.path / MAPS
-    try:
-        return (result.path / json.loads(record.read_text())["latest"]).resolve()
-    except (OSError, ValueError, KeyError, TypeError):
-        raise InputError(result.path, "no timeout map has been derived from this profile",
-                         "pass --map MAP, or derive one with --out MAP") from None
 
 
 def derive_and_write(result: Profile, map_path: Path, out: Console, policy: MapPolicy = MapPolicy()) -> None:
@@ -86,8 +76,6 @@ def derive_and_write(result: Profile, map_path: Path, out: Console, policy: MapP
         "problems": {pid: p["content_sha256"] for pid, p in prov.get("problems", {}).items()},
         "defects": [d.problem_id for d in result.defects],
         "derived": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")})
-    shards.publish(result.path / MAPS, lambda tmp: tmp.write_text(
-        json.dumps({"latest": record_path(Path(map_path), result.path)}) + "\n"))
     classes = {c: sum(e.cls == c for e in derived.entries) for c in ("light", "heavy")}
     at_floor = sum(e.rule == "floor" for e in derived.entries)
     out.print(f"wrote {map_path}: {len(derived.entries)} problems, {classes['light']} light and "
