@@ -12,6 +12,7 @@ import shutil
 import socket
 import tempfile
 import threading
+import time
 from pathlib import Path
 from typing import Callable
 
@@ -23,6 +24,9 @@ from runner.status import RunningBoard
 from runner.worker import CheckTask, work
 
 from .base import Executor, SweepJob, record_image_builds
+
+# How long a stopped sweep waits for its workers to notice.
+STOP_WAIT_S = 5.0
 
 
 class LocalExecutor(Executor):
@@ -39,16 +43,19 @@ class LocalExecutor(Executor):
         own = self.session is None
         # Named pipes and scratch files want a local disk, not the shared one.
         workdir = Path(tempfile.mkdtemp(prefix="proofbatch-"))
-        session = self.session or job.backend.start(workdir)
-        # A session started here booted its base image for this run: record it too.
-        known = 0 if own else len(session.image_builds)
         try:
-            session.prepare([t.problem for t in job.tasks])
-            self._run_threads(session, job, on_row)
+            # A session started here boots its base image for this run (a
+            # Ctrl-C during the boot stops it there): record that build too.
+            session = self.session or job.backend.start(workdir)
+            known = 0 if own else len(session.image_builds)
+            try:
+                session.prepare([t.problem for t in job.tasks])
+                self._run_threads(session, job, on_row)
+            finally:
+                record_image_builds(job, session.image_builds[known:])
+                if own:
+                    session.close()
         finally:
-            record_image_builds(job, session.image_builds[known:])
-            if own:
-                session.close()
             shutil.rmtree(workdir, ignore_errors=True)
 
     def _run_threads(self, session: ProverSession, job: SweepJob,
@@ -102,8 +109,11 @@ class LocalExecutor(Executor):
             # of Slurm's preemption signal exits the main thread this way.
             stop.set()
             session.close()
+            # Workers waiting on a killed image or check return at once; a
+            # Ctrl-C never waits longer than this for them (they are daemons).
+            deadline = time.monotonic() + STOP_WAIT_S
             for t in threads:
-                t.join()
+                t.join(timeout=max(0.0, deadline - time.monotonic()))
             raise
         if errors:
             raise errors[0]

@@ -13,7 +13,9 @@ import errno
 import importlib
 import importlib.metadata
 import re
+import signal
 import sys
+import threading
 
 from .errors import InputError, ProofbatchError
 
@@ -71,17 +73,31 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+class Terminated(KeyboardInterrupt):
+    """SIGTERM: the sweep stops exactly as on Ctrl-C (its prover processes
+    and work directory go with it), and the exit code says which."""
+
+
+def _terminate(signum, frame):
+    raise Terminated()
+
+
 def main(argv: list[str] | None = None) -> int:
     args = None
+    # Python's default SIGTERM ends the process without running a finally
+    # clause, which left loading images and work directories behind.
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGTERM, _terminate)
     try:
         args = build_parser().parse_args(argv)
         return args.handler(args)
     except InputError as exc:
         print(f"proofbatch: error: {exc}", file=sys.stderr)
         return 2
-    except KeyboardInterrupt:
-        print("proofbatch: interrupted; run the same command again to resume", file=sys.stderr)
-        return 130
+    except KeyboardInterrupt as exc:
+        what = "terminated" if isinstance(exc, Terminated) else "interrupted"
+        print(f"proofbatch: {what}; run the same command again to resume", file=sys.stderr)
+        return 143 if isinstance(exc, Terminated) else 130
     except ProofbatchError as exc:
         print(f"proofbatch: {exc}", file=sys.stderr)
         return 1

@@ -189,11 +189,31 @@ let redirect_output log =
   Unix.dup2 fd Unix.stderr;
   Unix.close fd
 
+(* The runner holds the read end of every reply pipe open while it lives
+   (fork_server.PipePair). Opened without blocking, a pipe that has no reader
+   fails at once with ENXIO: the runner is gone, so this image goes too. A
+   blocking open would wait for a reader forever, which is what an image
+   that finished loading after its runner died did. *)
+let open_reply path =
+  match Unix.openfile path [Unix.O_WRONLY; Unix.O_NONBLOCK] 0 with
+  | fd -> Unix.clear_nonblock fd; Unix.out_channel_of_descr fd
+  | exception Unix.Unix_error (Unix.ENXIO, _, _) -> hard_exit 0
+
+(* The runner opens the command pipe as soon as it reads READY; if it died
+   in between, nobody ever will, and opening it would block forever. The
+   default action of SIGALRM ends the process. *)
+let open_commands path =
+  Sys.set_signal Sys.sigalrm Sys.Signal_default;
+  ignore (Unix.alarm 300);
+  let cmd = open_in path in
+  ignore (Unix.alarm 0);
+  cmd
+
 let rec serve request cmd_path rep_path =
-  let rep = open_out rep_path in
+  let rep = open_reply rep_path in
   let reply line = output_string rep (line ^ "\n"); flush rep in
   reply (Printf.sprintf "READY %d" (Unix.getpid ()));
-  let cmd = open_in cmd_path in
+  let cmd = open_commands cmd_path in
   let close_channels () =
     Unix.close (Unix.descr_of_in_channel cmd);
     Unix.close (Unix.descr_of_out_channel rep) in
@@ -231,7 +251,7 @@ let rec serve request cmd_path rep_path =
                        (try
                           if loaded then serve request child_cmd child_rep
                           else begin
-                            let rep = open_out child_rep in
+                            let rep = open_reply child_rep in
                             output_string rep "FAILED\n"; close_out rep
                           end
                         with _ -> ());

@@ -29,6 +29,7 @@ from .errors import ProverError
 from .fork_server import ImageFailed, ImageProcess, PipePair
 from .guard import GuardLimits, Observation, kill_tree, watch
 from .image_tree import ImageTree
+from .janitor import Janitor
 from .prover import CheckLimits, CheckResult, ImageBuild, ProverSession
 from .shards import publish
 from .verdicts import Outcome, Verdict
@@ -60,6 +61,8 @@ class ForkSession(ImageTree, ProverSession):
         self._running = 0                           # checks running now, under _lock
         self._counter = itertools.count()
         self._base_proc: subprocess.Popen | None = None
+        self._loading: dict[str, ImageProcess] = {}    # images forked, not yet serving
+        self._janitor = Janitor(workdir)
         self.base_key = contexts.image_key("", backend.salt)
         self.image_build_secs: dict[str, float] = {}     # latest build of each key
         self.image_builds: list[ImageBuild] = []
@@ -89,7 +92,7 @@ class ForkSession(ImageTree, ProverSession):
             self._base_proc = subprocess.Popen(
                 argv, stdin=subprocess.DEVNULL if script is None else subprocess.PIPE,
                 stdout=log_file, stderr=subprocess.STDOUT, cwd=backend.context_root,
-                start_new_session=True)
+                start_new_session=True, env=self._janitor.environment())
         image = ImageProcess(self.base_key, self._base_proc.pid, pipes, log)
         try:
             if script is not None:
@@ -105,6 +108,11 @@ class ForkSession(ImageTree, ProverSession):
             self.close()
             raise ProverError(f"{what} did not start ({failed.reason}): "
                               f"{log_reason(log) or 'see ' + str(log)}") from None
+        except BaseException:
+            # Interrupted while it boots: a base that never served is killed,
+            # not waited for.
+            self.close()
+            raise
         self._images[self.base_key] = image
         self._built(self.base_key, None, time.monotonic() - started)
 
@@ -117,11 +125,16 @@ class ForkSession(ImageTree, ProverSession):
         started = time.monotonic()
         reply = parent.request("FORK", str(pipes.cmd_path), str(pipes.rep_path), str(log), *load)
         image = ImageProcess(node.key, int(reply.split()[1]), pipes, log)
+        with self._lock:
+            self._loading[node.key] = image
         try:
             image.attach(self.backend.image_timeout_s)
         except ImageFailed:
             image.close()
             raise ImageFailed(node.key, log_reason(log) or "the context did not load") from None
+        finally:
+            with self._lock:
+                self._loading.pop(node.key, None)
         self._built(node.key, node.parent, time.monotonic() - started)
         return image
 
@@ -192,18 +205,25 @@ class ForkSession(ImageTree, ProverSession):
                            result.peak_rss_bytes, result.image_key, result.exit_status, sandbox=kind)
 
     def close(self) -> None:
+        """Stop every image and check of the session; prompt even while an
+        image loads or the base boots (they read no command until done)."""
         with self._lock:
             images = list(self._images.values())
+            loading = list(self._loading.values())
+            booted = self.base_key in self._images
             self._images.clear()
+        for image in loading:
+            _kill_orphan(image.pid)
         for image in images:
             image.close()
         if self._base_proc is not None:
             try:
-                self._base_proc.wait(timeout=10)
+                self._base_proc.wait(timeout=10 if booted else 0)
             except subprocess.TimeoutExpired:
                 self._base_proc.kill()
                 self._base_proc.wait()
             self._base_proc = None
+        self._janitor.close()
 
 
 def keep_log(log_dir: Path, keep: int, problem: Problem, log: Path) -> None:

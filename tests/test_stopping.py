@@ -1,0 +1,141 @@
+"""Stopping a sweep: Ctrl-C stops it within seconds, and no signal to the
+runner (SIGINT, SIGTERM, SIGKILL) leaves a prover process or a work
+directory behind, whether it comes during the base boot, while an image
+loads its context or while checks run.
+
+Each runner is a real `proofbatch run` subprocess with its own HOL Light.
+Its TMPDIR is the test's own folder: the work directory is made there, and
+every process of the runner's session inherits that TMPDIR in its
+environment, which is how a leftover is found. A boot is what costs here,
+so the stages after the boot share one runner per signal: two workers, one
+check that loops until its 300 s limit beside an image that loads a context
+for 120 s. SIGKILL runs in bytecode, where a loading image used to outlive
+its runner for ever; SIGINT and SIGTERM run natively, whose base boots in a
+fraction of the time.
+"""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import psutil
+import pytest
+
+from .conftest import ROOT
+
+pytestmark = pytest.mark.hol
+
+LOOP = "(fun g -> let rec go (_, gs, _) = go (ONCE_REWRITE_TAC[ADD_SYM] (hd gs)) in go (ALL_TAC g))"
+# A context that keeps its image loading for two minutes of CPU.
+SLOW_CONTEXT = ("let proofbatch_slow_context =\n"
+                "  let t = Sys.time () in while Sys.time () -. t < 120.0 do () done;;\n")
+STOPPED_WITHIN_S = 10.0
+
+
+def corpus(root: Path, *, busy: bool) -> Path:
+    problems = {"stop.quick": ("", "`x + 0 = x`", "ARITH_TAC")}
+    if busy:
+        problems = {"stop.loop": ("", "`!n. n + 1 = n`", LOOP),
+                    "stop.slow_context": (SLOW_CONTEXT, "`x + 0 = x`", "ARITH_TAC")}
+    for pid, (setup, query, answer) in problems.items():
+        d = root / pid
+        d.mkdir(parents=True)
+        (d / "setup.ml").write_text(setup)
+        (d / "query.txt").write_text(query + "\n")
+        (d / "answer.txt").write_text(answer + "\n")
+    return root
+
+
+def start_runner(tmp_path: Path, *, busy: bool, mode: str) -> tuple[subprocess.Popen, Path]:
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    c = corpus(tmp_path / "corpus", busy=busy)
+    argv = [sys.executable, "-m", "runner.cli", "run", str(c), "--out", str(tmp_path / "out"),
+            "--workers", "2", "--default-timeout", "300", "--mem-limit", "2G", "--mode", mode]
+    env = {**__import__("os").environ, "TMPDIR": str(tmp)}
+    runner = subprocess.Popen(argv, cwd=ROOT, env=env, stdout=subprocess.DEVNULL,
+                              stderr=subprocess.PIPE, text=True)
+    return runner, tmp
+
+
+def leftovers(tmp: Path) -> list[str]:
+    """Live processes started under the test's TMPDIR."""
+    found = []
+    for proc in psutil.process_iter():
+        try:
+            if proc.environ().get("TMPDIR") == str(tmp) and proc.status() != psutil.STATUS_ZOMBIE:
+                found.append(f"{proc.pid} {' '.join(proc.cmdline())[:100]}")
+        except (psutil.Error, OSError):
+            continue
+    return found
+
+
+def wait_for(predicate, timeout: float, what: str):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if value := predicate():
+            return value
+        time.sleep(0.2)
+    raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what}")
+
+
+def workdir(tmp: Path) -> Path | None:
+    return next(tmp.glob("proofbatch-*"), None)
+
+
+def booting(tmp: Path) -> bool:
+    d = workdir(tmp)
+    return d is not None and (d / "images" / "base.log").exists()
+
+
+def busy(tmp: Path) -> bool:
+    """A check runs and a context image loads, both at once."""
+    d = workdir(tmp)
+    if d is None:
+        return False
+    checking = any(p.is_dir() for p in (d / "checks").glob("*")) if (d / "checks").is_dir() else False
+    loading = [p for p in (d / "images").glob("*.log") if p.name != "base.log"]
+    return checking and bool(loading)
+
+
+def stop_and_check(runner: subprocess.Popen, tmp: Path, sig: signal.Signals) -> None:
+    signalled = time.monotonic()
+    runner.send_signal(sig)
+    code = runner.wait(timeout=60)
+    took = time.monotonic() - signalled
+    stderr = runner.stderr.read()
+    expected = {signal.SIGINT: 130, signal.SIGTERM: 143, signal.SIGKILL: -signal.SIGKILL}[sig]
+    assert code == expected, (code, stderr)
+    assert "Traceback" not in stderr, stderr
+    if sig is not signal.SIGKILL:
+        assert took < STOPPED_WITHIN_S, f"the runner took {took:.1f} s to stop"
+    # After a kill -9 the janitor tidies up; after a clean stop it is done already.
+    wait_for(lambda: not leftovers(tmp), STOPPED_WITHIN_S, f"no process left ({leftovers(tmp)})")
+    wait_for(lambda: workdir(tmp) is None, STOPPED_WITHIN_S, "the work directory to go")
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM, signal.SIGKILL])
+def test_a_signal_during_the_base_boot_leaves_nothing(tmp_path, sig):
+    runner, tmp = start_runner(tmp_path, busy=False, mode="bytecode")
+    try:
+        wait_for(lambda: booting(tmp), 60, "the base image to start booting")
+        time.sleep(2)
+        stop_and_check(runner, tmp, sig)
+    finally:
+        runner.kill()
+
+
+@pytest.mark.parametrize("sig, mode", [(signal.SIGINT, "native"), (signal.SIGTERM, "native"),
+                                       (signal.SIGKILL, "bytecode")])
+def test_a_signal_while_images_load_and_checks_run_leaves_nothing(native_build, tmp_path, sig, mode):
+    runner, tmp = start_runner(tmp_path, busy=True, mode=mode)
+    try:
+        wait_for(lambda: busy(tmp), 300, "a check and an image build at once")
+        time.sleep(1)
+        stop_and_check(runner, tmp, sig)
+    finally:
+        runner.kill()
