@@ -23,7 +23,7 @@ from typing import Callable, Sequence
 
 import psutil
 
-from . import contexts, sandbox
+from . import contexts, events, sandbox
 from .corpus import Problem
 from .errors import ProverError
 from .fork_server import ImageFailed, ImageProcess, PipePair
@@ -85,6 +85,7 @@ class ForkSession(ImageTree, ProverSession):
         backend = self.backend
         log = self.workdir / "images" / "base.log"
         started = time.monotonic()
+        events.say("boot", key=self.base_key, name=what)
         with open(log, "wb") as log_file:
             # A session of its own, so that a Ctrl-C aimed at the runner is not
             # also delivered to the provers; they follow the runner through
@@ -115,6 +116,7 @@ class ForkSession(ImageTree, ProverSession):
             raise
         self._images[self.base_key] = image
         self._built(self.base_key, None, time.monotonic() - started)
+        events.say("booted", key=self.base_key, name=what)
 
     def _fork_loading(self, parent: ImageProcess, node: contexts.ImageNode,
                       load: Sequence[str]) -> ImageProcess:
@@ -123,18 +125,23 @@ class ForkSession(ImageTree, ProverSession):
         log = self.workdir / "images" / f"{node.key}.log"
         pipes = PipePair.create(self.workdir / "fifo", node.key)
         started = time.monotonic()
+        name = _context_name(node)
+        events.say("image", key=node.key, name=name)
+        loaded = False
         reply = parent.request("FORK", str(pipes.cmd_path), str(pipes.rep_path), str(log), *load)
         image = ImageProcess(node.key, int(reply.split()[1]), pipes, log)
         with self._lock:
             self._loading[node.key] = image
         try:
             image.attach(self.backend.image_timeout_s)
+            loaded = True
         except ImageFailed:
             image.close()
             raise ImageFailed(node.key, log_reason(log) or "the context did not load") from None
         finally:
             with self._lock:
                 self._loading.pop(node.key, None)
+            events.say("imaged", key=node.key, name=name, ok=loaded)
         self._built(node.key, node.parent, time.monotonic() - started)
         return image
 
@@ -177,6 +184,8 @@ class ForkSession(ImageTree, ProverSession):
             self._running += 1
         try:
             started = time.monotonic()
+            # Its image is loaded: from here on the check's own time runs.
+            events.say("forked", name=problem.problem_id, limit_s=limits.time_s)
             reply = image.request("CHECK", str(verdict_fifo), str(query), *fields,
                                   repr(float(limits.time_s)), str(log), str(scratch), nonce, uid)
             pid = int(reply.split()[1])
@@ -224,6 +233,14 @@ class ForkSession(ImageTree, ProverSession):
                 self._base_proc.wait()
             self._base_proc = None
         self._janitor.close()
+
+
+def _context_name(node: contexts.ImageNode) -> str:
+    """What a person calls an image: the problems whose context it is."""
+    if not node.problems:
+        return "a shared context prefix" if node.segment else "an empty context"
+    more = f" and {len(node.problems) - 1} more" if len(node.problems) > 1 else ""
+    return f"the context of {node.problems[0]}{more}"
 
 
 def keep_log(log_dir: Path, keep: int, problem: Problem, log: Path) -> None:

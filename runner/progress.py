@@ -1,14 +1,19 @@
-"""Live progress with counts per verdict, and the closing summary table."""
+"""The screen of a sweep: live progress with what it does now, and the closing summary table."""
 
 from __future__ import annotations
 
 import sys
 import threading
+import time
 from collections import Counter
 
-from rich.console import Console
+from rich.console import Console, Group
+from rich.live import Live
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
+from rich.text import Text
+
+from . import events
 
 from .results import ResultRow
 from .verdicts import Verdict
@@ -24,25 +29,44 @@ def _counts_text(counts: Counter) -> str:
 
 
 class SweepProgress:
-    def __init__(self):
+    """The live screen of a sweep: the bar with counts per verdict and an
+    ETA, what the sweep is doing now (booting the prover, building image k
+    of n, checking) and every running check with its time against its
+    limit. Without a terminal, the same as plain log lines."""
+
+    def __init__(self, plan=None, workers: int = 1):
         self._counts: Counter = Counter()
         self._skipped = 0
         self._lock = threading.Lock()
+        self._live = console.is_terminal
         self._progress = Progress(TextColumn("[bold]sweep"), BarColumn(), MofNCompleteColumn(),
                                   TimeElapsedColumn(), TextColumn("{task.description}"),
-                                  console=console, transient=False,
-                                  disable=not console.is_terminal)
+                                  console=console)
         self._task = self._progress.add_task("", total=None)
+        self._now = NowDoing(plan, workers)
+        self._display = Live(Group(self._progress, self._now), console=console,
+                             refresh_per_second=2, transient=False) if self._live else None
+        self._stop_listening = lambda: None
 
     def __enter__(self):
-        self._progress.__enter__()
+        self._stop_listening = events.listen(self._event)
+        if self._display is not None:
+            self._display.__enter__()
         return self
 
     def __exit__(self, *exc):
-        self._progress.__exit__(*exc)
+        self._stop_listening()
+        if self._display is not None:
+            self._display.__exit__(*exc)
+
+    def _event(self, event: events.Event) -> None:
+        line = self._now.event(event)
+        if line and not self._live:
+            print(line, file=sys.stderr, flush=True)
 
     def start(self, total: int, done: int) -> None:
         self._progress.update(self._task, total=total, completed=done)
+        self._now.total = total - done
         if done:
             console.print(f"resuming: {done} of {total} checks already recorded or skipped")
 
@@ -50,8 +74,9 @@ class SweepProgress:
         with self._lock:
             self._counts[row.verdict] += 1
             self._progress.update(self._task, advance=1, description=self._description())
-        if not console.is_terminal:
-            # No live bar without a terminal (CI, logs): one line per verdict.
+        self._now.finished(row.problem_id, row.attempt)
+        if not self._live:
+            # No live screen without a terminal (CI, logs): one line per verdict.
             print(f"{row.verdict:8} {row.problem_id}  {row.reason}", file=sys.stderr, flush=True)
 
     def skip(self, n: int) -> None:
@@ -63,6 +88,101 @@ class SweepProgress:
     def _description(self) -> str:
         skipped = f" [dim]skipped {self._skipped}[/]" if self._skipped else ""
         return _counts_text(self._counts) + skipped
+
+
+class NowDoing:
+    """What the sweep does now, drawn under the bar; thread-safe."""
+
+    def __init__(self, plan, workers: int):
+        self._lock = threading.Lock()
+        self.workers, self.total = max(1, workers), 0
+        self.stage, self.stage_at = "starting", time.monotonic()
+        self.builds = 0
+        self._images_needed = len(plan.images) if plan is not None else None
+        # Expected seconds per problem, from the plan; an ETA only when some
+        # come from measurements (a profile or a map), not all from defaults.
+        self._expected = {(c.problem_id, c.attempt): c.expected_s for c in plan.checks} \
+            if plan is not None else {}
+        self._measured = plan is not None and any(c.source not in ("default", "category")
+                                                  for c in plan.checks)
+        self._done: set[tuple[str, int]] = set()
+        self._waiting: dict[str, tuple[str, float]] = {}     # check key -> (worker, since)
+        self._running: dict[str, tuple[str, float, float]] = {}  # problem -> (worker, since, limit)
+
+    def event(self, e: events.Event) -> str | None:
+        """Take an event; the log line it makes, if any."""
+        with self._lock:
+            if e.kind == "boot":
+                self._set_stage(f"booting {e.name}")
+                return f"booting {e.name}"
+            if e.kind == "booted":
+                self._set_stage("checking")
+                return f"{e.name} is up"
+            if e.kind == "image":
+                self.builds += 1
+                of = f" of {self._images_needed}" if self._images_needed else ""
+                self._set_stage(f"building image {self.builds}{of}: {e.name}")
+                return f"building image {self.builds}{of}: {e.name}"
+            if e.kind == "imaged":
+                self._set_stage("checking")
+                return None if e.ok else f"image failed to load: {e.name}"
+            if e.kind == "check":
+                self._waiting[e.name] = (e.worker, e.at)
+            elif e.kind == "forked":
+                worker, _ = self._waiting.pop(e.name, ("", e.at))
+                self._running[e.name] = (worker, e.at, e.limit_s)
+            elif e.kind == "checked":
+                self._waiting.pop(e.name, None)
+                self._running.pop(e.name, None)
+        return None
+
+    def _set_stage(self, stage: str) -> None:
+        self.stage, self.stage_at = stage, time.monotonic()
+
+    def finished(self, problem_id: str, attempt: int) -> None:
+        with self._lock:
+            self._done.add((problem_id, attempt))
+
+    def eta_s(self) -> float | None:
+        """Expected work left over the workers, from the plan's durations."""
+        if not self._measured:
+            return None
+        now = time.monotonic()
+        left = sum(s for k, s in self._expected.items() if k not in self._done)
+        ran = sum(min(now - since, self._expected.get((p, 0), 0.0))
+                  for p, (_, since, _) in self._running.items())
+        return max(0.0, left - ran) / self.workers
+
+    def __rich__(self):
+        now = time.monotonic()
+        with self._lock:
+            eta = self.eta_s()
+            head = Text.assemble(("now: ", "bold"), self.stage,
+                                 (f"  {now - self.stage_at:.0f} s", "dim"))
+            if eta is not None:
+                head.append(f"   ETA {_clock(eta)} (from the plan)", "cyan")
+            elif self._expected:
+                head.append("   no ETA: no profile or timeout map gives expected times", "dim")
+            table = Table(box=None, show_header=bool(self._running or self._waiting),
+                          padding=(0, 2))
+            for column in ("worker", "check", "time", "limit"):
+                table.add_column(column, justify="right" if column in ("time", "limit") else "left")
+            for problem, (worker, since, limit) in sorted(self._running.items(), key=lambda x: x[1][1]):
+                secs = now - since
+                style = "red" if secs > limit else "yellow" if secs > 0.8 * limit else ""
+                table.add_row(_short(worker), problem, Text(f"{secs:.0f} s", style), f"{limit:g} s")
+            for problem, (worker, since) in sorted(self._waiting.items(), key=lambda x: x[1][1]):
+                table.add_row(_short(worker), problem, Text("waiting to start", "dim"), "")
+        return Group(head, table)
+
+
+def _short(worker: str) -> str:
+    return worker.rsplit("/", 1)[-1]
+
+
+def _clock(secs: float) -> str:
+    secs = int(secs)
+    return f"{secs // 3600}:{secs // 60 % 60:02d}:{secs % 60:02d}"
 
 
 def print_summary(summary) -> None:

@@ -13,6 +13,7 @@ import threading
 from dataclasses import dataclass
 from typing import Callable, Iterator
 
+from . import events
 from .attempts import Drain
 from .corpus import Problem
 from .prover import BackendInfo, CheckLimits, CheckResult, ProverSession
@@ -100,7 +101,13 @@ def work(session: ProverSession, tasks: Iterator[CheckTask], writer: ShardWriter
         else:
             if board:
                 board.start(task.problem.problem_id, task.attempt, task.limits.time_s)
-            result = session.check(task.problem, task.limits)
+            key = f"{task.problem.problem_id}/{task.attempt}"
+            events.say("check", key=key, name=task.problem.problem_id, worker=worker,
+                       limit_s=task.limits.time_s)
+            try:
+                result = session.check(task.problem, task.limits)
+            finally:
+                events.say("checked", key=key, name=task.problem.problem_id, worker=worker)
         if stop.is_set():
             return
         row = result_row(task, result, info=session.info, worker=worker, run_id=run_id,

@@ -75,7 +75,7 @@ def run(args) -> int:
 
         from ..image_server import RemoteSession
         executor = LocalExecutor(workers=config.workers, session=RemoteSession(args.server))
-    with progress.SweepProgress() as bar:
+    with progress.SweepProgress(prepared.plan, config.workers) as bar:
         summary = run_sweep(prepared, executor,
                             on_row=bar.row, on_start=bar.start, on_skip=bar.skip)
     progress.print_summary(summary)
