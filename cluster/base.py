@@ -47,7 +47,8 @@ def record_image_builds(job: SweepJob, builds: Sequence[ImageBuild]) -> None:
     """Publish OUT/images/<run_id>.json: the images this run built and what
     they cost, so that reports count image builds as the work they are."""
     data = {"format": "proofbatch-images/1", "run_id": job.run_id, "host": socket.gethostname(),
-            "builds": [{"key": b.key, "parent": b.parent, "secs": b.secs} for b in builds]}
+            "builds": [{"key": b.key, "parent": b.parent, "secs": b.secs,
+                        "finished_at": b.finished_at} for b in builds]}
     path = job.out / "images" / f"{job.run_id}.json"
     path.parent.mkdir(parents=True, exist_ok=True)
     shards.publish(path, lambda tmp: tmp.write_text(json.dumps(data, indent=1) + "\n"))

@@ -256,8 +256,7 @@ class NativeSession(ForkSession):
         session.prepare([problem])
         result = session.check(problem, limits)
         outcome = Outcome(result.outcome.verdict, f"{result.outcome.reason} [ran in bytecode: {why}]")
-        return CheckResult(outcome, result.prove_secs, result.wall_secs, result.peak_rss_bytes,
-                           result.image_key, result.exit_status, mode=FALLBACK_MODE)
+        return dataclasses.replace(result, outcome=outcome, mode=FALLBACK_MODE)
 
     def _run_check(self, image: ImageProcess, problem: Problem, limits: CheckLimits,
                    compiled: Compiled, plugin: str) -> CheckResult:

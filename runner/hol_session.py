@@ -183,7 +183,7 @@ class ForkSession(ImageTree, ProverSession):
         with self._lock:
             self._running += 1
         try:
-            started = time.monotonic()
+            started, forked_at = time.monotonic(), time.time()
             # Its image is loaded: from here on the check's own time runs.
             events.say("forked", name=problem.problem_id, limit_s=limits.time_s)
             reply = image.request("CHECK", str(verdict_fifo), str(query), *fields,
@@ -211,7 +211,8 @@ class ForkSession(ImageTree, ProverSession):
             shutil.rmtree(scratch, ignore_errors=True)
         result = interpret(obs, status, nonce, image.key)
         return CheckResult(result.outcome, result.prove_secs, result.wall_secs,
-                           result.peak_rss_bytes, result.image_key, result.exit_status, sandbox=kind)
+                           result.peak_rss_bytes, result.image_key, result.exit_status, sandbox=kind,
+                           forked_at=forked_at)
 
     def close(self) -> None:
         """Stop every image and check of the session; prompt even while an

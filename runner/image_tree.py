@@ -9,6 +9,7 @@ in its ``__init__`` and says how one image is forked (``_fork_image``).
 from __future__ import annotations
 
 import threading
+import time
 
 from . import contexts
 from .fork_server import ImageFailed, ImageProcess
@@ -70,7 +71,7 @@ class ImageTree:
     def _built(self, key: str, parent: str | None, secs: float) -> None:
         with self._lock:
             self.image_build_secs[key] = secs
-            self.image_builds.append(ImageBuild(key, parent, secs))
+            self.image_builds.append(ImageBuild(key, parent, secs, time.time()))
 
     def _evict_if_full(self) -> None:
         """Quit the least recently used idle images beyond ``max_images``."""

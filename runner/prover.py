@@ -37,6 +37,8 @@ class CheckResult:
     sandbox: str = ""               # the box the check ran in (runner/sandbox.py); "" if none ran
     mode: str = ""                  # the mode this check ran in, when a session mixes modes
                                     # (native with bytecode fallback); "" means the session's
+    forked_at: float | None = None  # epoch seconds when the check started in its loaded
+                                    # image; None when none ran
 
 
 @dataclass(frozen=True)
@@ -54,6 +56,7 @@ class ImageBuild:
     key: str
     parent: str | None
     secs: float
+    finished_at: float = 0.0        # epoch seconds; places the build on a sweep's timeline
 
 
 class ProverSession(abc.ABC):

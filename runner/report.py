@@ -3,14 +3,22 @@
 manifest (``OUT/sweep.json``) and the plan (``OUT/plan.json``).
 
 Core-hours are what was paid: every worker of a run, from the boot of its
-session to its last verdict. They split into proof time (inside ``prove``),
-image builds (the boot included), dispatch overhead (the rest of each check's
-span: fork, answer parsing, reaping, waiting for memory), time wasted in
-TIMEOUT and MEMOUT checks (their whole span: none of it bought a verdict
-about the proof), and idle time. Time a worker spends waiting for an image
-that another worker is building, or for memory, is part of its check's span
-and so counts as dispatch overhead. A check that built an image counts that
-build under image builds, not overhead, as far as the records allow.
+session to its last verdict. They split into:
+
+- proof: time inside ``prove``;
+- image builds: loading contexts, the boot included;
+- waiting: workers waiting to start a check, for an image another worker is
+  building or for memory (each row's ``wait_secs``, dispatch to the check's
+  start, less the builds it did itself);
+- dispatch overhead: the rest of each check's span (fork, reading and
+  typing the answer, the jail, reaping the verdict);
+- TIMEOUT and MEMOUT: the checking time of those checks, none of which
+  bought a verdict about the proof;
+- idle: paid time no worker spent on any of these (between checks, and the
+  other workers during the boot).
+
+A worker's utilization is on the same span: the share of its run, boot
+included, that it spent checking, building or waiting.
 
 ``runner.report_html`` and ``proofbatch report`` render a ``SweepReport``;
 ``compare`` sets two sweeps of one corpus side by side.
@@ -29,7 +37,7 @@ from .planner import PLAN_FILE
 from .verdicts import Verdict
 
 WASTED = ("TIMEOUT", "MEMOUT")
-PARTS = ("proof", "image builds", "dispatch overhead", "TIMEOUT", "MEMOUT", "idle")
+PARTS = ("proof", "image builds", "waiting", "dispatch overhead", "TIMEOUT", "MEMOUT", "idle")
 
 
 @dataclass(frozen=True)
@@ -76,22 +84,40 @@ class SweepReport:
         """The ``n`` longest checks, by wall time (dispatch to verdict, image loads excluded)."""
         return sorted(self.rows, key=lambda r: -r["wall_secs"])[:n]
 
+    @property
+    def begun(self) -> float:
+        """Epoch seconds when the sweep's first run began booting its prover."""
+        return min((r.start - r.boot_s for r in self.runs), default=0.0)
+
     def throughput(self) -> list[tuple[float, int]]:
-        """(seconds since the first dispatch, verdicts recorded by then), per verdict."""
+        """(seconds since the sweep began, boot included; verdicts recorded by then)."""
         if not self.rows:
             return []
-        t0 = min(_ts(r["started_at"]) for r in self.rows)
-        ends = sorted(_ts(r["finished_at"]) - t0 for r in self.rows)
+        ends = sorted(_ts(r["finished_at"]) - self.begun for r in self.rows)
         return [(t, i + 1) for i, t in enumerate(ends)]
 
+    def timeline(self) -> list[tuple[str, float, float]]:
+        """(what, start, end) in seconds since the sweep began: each run's boot
+        and every image build that recorded when it finished."""
+        spans = [("boot", r.start - r.boot_s - self.begun, r.start - self.begun)
+                 for r in self.runs if r.boot_s]
+        spans += [("image build", b["finished_at"] - b["secs"] - self.begun,
+                   b["finished_at"] - self.begun)
+                  for b in self.builds if b.get("parent") is not None and b.get("finished_at")]
+        return spans
+
     def utilization(self) -> dict[str, float]:
-        """Per worker: the share of its run's span it spent on checks."""
-        span = {r.run_id: max(1e-9, r.end - r.start) for r in self.runs}
+        """Per worker: the share of its run's span, the boot included, that it
+        spent checking (image builds and waits inside its checks count)."""
+        span = {r.run_id: max(1e-9, r.makespan_s) for r in self.runs}
         busy: dict[tuple[str, str], float] = defaultdict(float)
         for r in self.rows:
             busy[(r["run_id"], r["worker"])] += _span(r)
+        number = {r.run_id: i + 1 for i, r in enumerate(self.runs)}
         many = len(self.runs) > 1
-        return {(f"{run}:{w}" if many else w): b / span[run] for (run, w), b in sorted(busy.items())}
+        # A resumed sweep's runs reuse worker names: say which run each is.
+        return {(f"run {number[run]} {w.rsplit('/', 1)[-1]}" if many else w): b / span[run]
+                for (run, w), b in sorted(busy.items(), key=lambda x: (number[x[0][0]], x[0][1]))}
 
     def prediction(self) -> dict | None:
         """The plan's prediction for the run it was made for, against that run."""
@@ -172,18 +198,24 @@ def _runs(rows: list[dict], builds: list[dict], manifest: dict) -> list[Run]:
 
 def _split(rows: list[dict], builds: list[dict], runs: list[Run]) -> dict[str, float]:
     seconds = dict.fromkeys(PARTS, 0.0)
-    overhead = 0.0
+    overhead = waited = 0.0
     for r in rows:
+        # Rows written before wait_secs was recorded count their waits as overhead.
+        wait = min(r.get("wait_secs") or 0.0, _span(r))
+        waited += wait
         if r["verdict"] in WASTED:
-            seconds[r["verdict"]] += _span(r)
+            seconds[r["verdict"]] += _span(r) - wait
         else:
             proof = r["prove_secs"] or 0.0
             seconds["proof"] += proof
-            overhead += max(0.0, _span(r) - proof)
+            overhead += max(0.0, _span(r) - wait - proof)
     seconds["image builds"] = sum(b["secs"] for b in builds)
-    # Images other than the base are built inside the span of the check that needed them.
+    # Images other than the base are built inside the wait of the check that
+    # needed them; what is left of the waits is waiting for others' builds
+    # or for memory.
     inside = sum(b["secs"] for b in builds if b.get("parent") is not None)
-    seconds["dispatch overhead"] = max(0.0, overhead - inside)
+    seconds["waiting"] = max(0.0, waited - inside)
+    seconds["dispatch overhead"] = max(0.0, overhead - max(0.0, inside - waited))
     paid = sum(r.workers * r.makespan_s for r in runs)
     seconds["idle"] = max(0.0, paid - sum(seconds.values()))
     return seconds

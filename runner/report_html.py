@@ -25,8 +25,12 @@ from .verdicts import Verdict  # noqa: E402
 
 COLORS = {"OK": "#2e7d32", "FAIL": "#f9a825", "CHEATING": "#8e24aa", "TIMEOUT": "#c62828",
           "MEMOUT": "#ef6c00", "ERROR": "#424242"}
-PART_COLORS = ["#2e7d32", "#1565c0", "#90a4ae", "#c62828", "#ef6c00", "#e0e0e0"]
-STYLE = """body{font-family:sans-serif;max-width:1100px;margin:2em auto;color:#222}
+PART_COLORS = ["#2e7d32", "#1565c0", "#7e57c2", "#90a4ae", "#c62828", "#ef6c00", "#e0e0e0"]
+# Plots are drawn this many inches wide at DPI: 1200 px, the page's width,
+# so a plot reads at a glance without zooming.
+WIDTH_IN, DPI = 12.0, 100
+plt.rcParams.update({"font.size": 12, "axes.titlesize": 13, "legend.fontsize": 12})
+STYLE = """body{font-family:sans-serif;max-width:1240px;margin:2em auto;color:#222}
 table{border-collapse:collapse;margin:.5em 0 1.5em}td,th{border:1px solid #ccc;padding:3px 8px}
 td.n{text-align:right}th{background:#f3f3f3}h2{border-bottom:2px solid #ddd;padding-bottom:3px}
 img{max-width:100%}.note{color:#666;font-size:90%}"""
@@ -38,17 +42,19 @@ def _esc(value) -> str:
 
 def _png(fig) -> str:
     buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=90, bbox_inches="tight")
+    fig.savefig(buf, format="png", dpi=DPI)
     plt.close(fig)
     return f'<img alt="plot" src="data:image/png;base64,{base64.b64encode(buf.getvalue()).decode()}">'
 
 
-def _table(header: list[str], rows: list[list], numeric_from: int = 1, numeric_to: int = 99) -> str:
-    head = "".join(f"<th>{_esc(h)}</th>" for h in header)
+def _table(header: list[str] | None, rows: list[list], numeric_from: int = 1,
+           numeric_to: int = 99) -> str:
+    """A table; ``header`` None for a table of name-value rows, which has none."""
+    head = "".join(f"<th>{_esc(h)}</th>" for h in header or [])
     body = "".join("<tr>" + "".join(
         f'<td class="n">{_esc(c)}</td>' if numeric_from <= i < numeric_to else f"<td>{_esc(c)}</td>"
         for i, c in enumerate(row)) + "</tr>" for row in rows)
-    return f"<table><tr>{head}</tr>{body}</table>"
+    return f"<table>{f'<tr>{head}</tr>' if head else ''}{body}</table>"
 
 
 def hours(seconds: float) -> str:
@@ -65,50 +71,68 @@ def section_summary(r: SweepReport, price: float | None) -> str:
     if price is not None:
         rows.append(["cost", f"{r.core_hours * price:,.2f}"])
     rows += [[v.value, counts[v.value]] for v in Verdict if counts[v.value]]
-    return f"<h2>Summary</h2>{_table(['', ''], rows)}"
+    return f"<h2>Summary</h2>{_table(None, rows)}"
 
 
 def section_cost(r: SweepReport, price: float | None) -> str:
-    fig, ax = plt.subplots(figsize=(8, 1.6))
+    fig, ax = plt.subplots(figsize=(WIDTH_IN, 2.6), layout="constrained")
     left = 0.0
     for part, color in zip(PARTS, PART_COLORS):
         ax.barh([0], [r.seconds[part] / 3600], left=[left], color=color, label=part)
         left += r.seconds[part] / 3600
     ax.set_yticks([])
     ax.set_xlabel("core-hours")
-    ax.legend(ncol=6, fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.45))
+    fig.legend(ncol=len(PARTS), loc="outside lower center", frameon=False)
     total = sum(r.seconds.values()) or 1.0
     rows = [[p, hours(r.seconds[p]), f"{100 * r.seconds[p] / total:.1f}%"]
             + ([f"{r.seconds[p] / 3600 * price:,.2f}"] if price is not None else []) for p in PARTS]
     header = ["where the core-hours went", "core-hours", "share"] + (["cost"] if price is not None else [])
-    return f"<h2>Cost</h2>{_png(fig)}{_table(header, rows)}"
+    return (f"<h2>Cost</h2>{_png(fig)}{_table(header, rows)}<p class=note>Paid: every worker "
+            "of every run, from the boot of its prover to its last verdict. <b>waiting</b>: a "
+            "worker waiting to start a check, for an image another worker was building or for "
+            "memory. <b>dispatch overhead</b>: the rest of a check outside <code>prove</code> "
+            "(fork, reading and typing the answer, the jail, the verdict). <b>idle</b>: paid "
+            "time in none of these, such as the other workers during the boot.</p>")
 
 
 def section_throughput(r: SweepReport, price: float | None) -> str:
     points = r.throughput()
     if not points:
         return "<h2>Throughput</h2><p>No checks recorded.</p>"
-    fig, ax = plt.subplots(figsize=(8, 3))
-    ax.step([t for t, _ in points], [n for _, n in points], where="post", color="#1565c0")
-    ax.set_xlabel("seconds since the first dispatch")
+    fig, ax = plt.subplots(figsize=(WIDTH_IN, 4.5), layout="constrained")
+    shown = set()
+    for what, start, end in r.timeline():
+        color = "#ffcc80" if what == "boot" else "#b39ddb"
+        ax.axvspan(start, end, color=color, alpha=0.5, lw=0,
+                   label=None if what in shown else what)
+        shown.add(what)
+    ax.step([0.0] + [t for t, _ in points], [0] + [n for _, n in points], where="post",
+            color="#1565c0", label="verdicts recorded")
+    ax.set_xlabel("seconds since the sweep began (its prover's boot)")
     ax.set_ylabel("verdicts recorded")
+    ax.set_xlim(0, max(points[-1][0], 1e-9))
+    ax.legend(loc="upper left")
     end = points[-1][0] or 1e-9
-    return (f"<h2>Throughput</h2>{_png(fig)}<p>{len(points)} verdicts in {end:,.1f} s of checking: "
-            f"{len(points) / end:,.2f} per second on average.</p>")
+    return (f"<h2>Throughput</h2>{_png(fig)}<p>{len(points)} verdicts in {end:,.1f} s, the boot "
+            f"and image builds included: {len(points) / end:,.2f} per second on average. Shaded: "
+            "the boot, and image builds (overlapping ones darker).</p>")
 
 
 def section_utilization(r: SweepReport, price: float | None) -> str:
     util = r.utilization()
     if not util:
         return ""
-    fig, ax = plt.subplots(figsize=(8, 0.4 * len(util) + 1))
+    fig, ax = plt.subplots(figsize=(WIDTH_IN, 0.45 * len(util) + 1.4), layout="constrained")
     names = list(util)
     ax.barh(range(len(names)), [100 * util[n] for n in names], color="#1565c0")
     ax.set_yticks(range(len(names)), [n.split("/")[-1] if len(names) < 40 else "" for n in names])
     ax.set_xlim(0, 100)
-    ax.set_xlabel("% of the run's span spent on checks")
+    ax.set_xlabel("% of its run (boot included) spent in checks")
     return (f"<h2>Utilization per worker</h2>{_png(fig)}"
-            + _table(["worker", "busy"], [[n, f"{100 * u:.1f}%"] for n, u in util.items()]))
+            + _table(["worker", "busy"], [[n, f"{100 * u:.1f}%"] for n, u in util.items()])
+            + "<p class=note>On the same span as the cost split: a worker's run from its "
+            "prover's boot to its last verdict. Busy is its checks' spans, the image builds "
+            "and waits inside them included; the rest is its share of idle.</p>")
 
 
 def section_verdicts(r: SweepReport, price: float | None) -> str:
@@ -141,7 +165,7 @@ def section_prediction(r: SweepReport, price: float | None) -> str:
            f"<p>actual / predicted makespan: {ratio:.2f}. Expected durations from {_esc(sources)}.</p>")
     pairs = [(e, a, v) for e, a, _, v in p["checks"] if e > 0 and a and a > 0]
     if pairs:
-        fig, ax = plt.subplots(figsize=(4.5, 4.5))
+        fig, ax = plt.subplots(figsize=(WIDTH_IN * 0.75, WIDTH_IN * 0.5), layout="constrained")
         for v in {v for _, _, v in pairs}:
             ax.scatter([e for e, _, w in pairs if w == v], [a for _, a, w in pairs if w == v],
                        s=12, color=COLORS.get(v, "#000"), label=v)
@@ -152,7 +176,7 @@ def section_prediction(r: SweepReport, price: float | None) -> str:
         ax.set_yscale("log")
         ax.set_xlabel("expected s")
         ax.set_ylabel("measured prove s")
-        ax.legend(fontsize=7)
+        ax.legend()
         out += _png(fig)
     return out
 

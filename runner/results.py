@@ -44,6 +44,9 @@ class ResultRow:
     sandbox: str = _help("the box the check ran in: bwrap (namespaces, read-only files, a chroot "
                          "jail and a uid of its own), rlimits (limits only) or none; empty when "
                          "no check ran (runner/sandbox.py)", default="")
+    wait_secs: float | None = _help("dispatch to the check's start: waiting for its image (building "
+                                    "it included) and for memory; empty when no check ran",
+                                    default=None)
 
     def __post_init__(self):
         Verdict(self.verdict)  # a closed set: anything else is a bug
@@ -60,6 +63,7 @@ _ARROW_TYPES = {
     "wall_secs": pa.float64(),
     "peak_rss_mb": pa.float64(),
     "timeout_s": pa.float64(),
+    "wait_secs": pa.float64(),
     "started_at": _TS,
     "finished_at": _TS,
 }
@@ -69,7 +73,7 @@ SCHEMA = pa.schema([pa.field(name, _ARROW_TYPES.get(name, pa.string())) for name
 KEY = ("problem_id", "attempt")
 # Columns added after shards were first written: older shards lack them, and
 # reading fills them with nulls.
-OPTIONAL_COLUMNS: tuple[str, ...] = ("dedup_of", "sandbox")
+OPTIONAL_COLUMNS: tuple[str, ...] = ("dedup_of", "sandbox", "wait_secs")
 
 
 def rows_to_table(rows: list[ResultRow]) -> pa.Table:
