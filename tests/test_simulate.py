@@ -91,6 +91,7 @@ def test_a_node_that_keeps_few_images_builds_evicted_ones_again():
                                 policy=policy, images=images, checks=checks))
     assert (run(None).makespan_s, run(None).build_s) == (42, 30)
     assert (run(3).makespan_s, run(3).build_s) == (122, 110)
+    assert run(3).rebuild_s == 80 and run(None).rebuild_s == 0     # 11 loads, 3 images
     assert run(4).makespan_s == 42                   # room for all: nothing evicted
     # The planned policy does not load over an image with work left: it
     # drains a and b, then loads c over one of them. 3 x 10 + 12 = 42.
@@ -113,7 +114,7 @@ def test_a_full_node_evicts_what_no_check_needs_then_what_is_cheapest_to_build_a
     checks = [check(i, 1.0, key) for i, key in enumerate("abcab")]
     p = simulate(plan_of(None, Workers(1, 1, 8 * GIB, images_per_node=3), policy="naive",
                          images=images, checks=checks))
-    assert (p.makespan_s, p.build_s) == (29, 24)
+    assert (p.makespan_s, p.build_s, p.rebuild_s) == (29, 24, 2)
     assert [p.schedule[(f"p{i}", 0)][1] for i in range(5)] == [10, 13, 24, 25, 28]
 
 
