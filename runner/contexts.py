@@ -14,7 +14,9 @@ lines of library, so keyed on raw text two files would part at line 4.
 
 from __future__ import annotations
 
+import bisect
 import hashlib
+import itertools
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -86,8 +88,13 @@ def split_phrases(text: str) -> list[str]:
     ``"".join(split_phrases(text)) == text``, and splitting the text of the
     first k phrases (k below the count, or all of them) gives those phrases.
     """
+    return _split_from(text, 0)
+
+
+def _split_from(text: str, start: int) -> list[str]:
+    """The phrases of ``text[start:]``, where ``start`` begins a phrase."""
     phrases: list[str] = []
-    start = i = 0
+    i = start
     while m := _MAIN.search(text, i):
         i, kind = m.end(), m.lastgroup
         if kind == "semi":
@@ -170,12 +177,14 @@ def normal_form(phrase: str) -> str:
     return text.rstrip(" ") if last_was_gap else text
 
 
-def normal_phrases(text: str, cache: dict[str, str] | None = None) -> list[tuple[str, str]]:
+def normal_phrases(text: str, cache: dict[str, str] | None = None,
+                   phrases: list[str] | None = None) -> list[tuple[str, str]]:
     """(phrase as written, its normal form) for each phrase of ``text`` that
     runs something (comment-only and blank ones are left out). ``cache``
-    (phrase -> normal form) saves normalizing a phrase seen before."""
+    (phrase -> normal form) saves normalizing a phrase seen before;
+    ``phrases``, when given, is ``split_phrases(text)``."""
     out = []
-    for phrase in split_phrases(text):
+    for phrase in split_phrases(text) if phrases is None else phrases:
         norm = None if cache is None else cache.get(phrase)
         if norm is None:
             norm = normal_form(phrase)
@@ -184,6 +193,39 @@ def normal_phrases(text: str, cache: dict[str, str] | None = None) -> list[tuple
         if norm:
             out.append((phrase, norm))
     return out
+
+
+def _common_prefix(a: str, b: str) -> int:
+    """Length of the longest common prefix of ``a`` and ``b``."""
+    lo, hi = 0, min(len(a), len(b)) + 1       # a[:lo] == b[:lo]; a[:hi] != b[:hi] (or hi too long)
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if a[lo:mid] == b[lo:mid]:
+            lo = mid
+        else:
+            hi = mid
+    return lo
+
+
+class _Splitter:
+    """split_phrases over setups in turn, reusing the phrases of the
+    previous setup that lie inside the text both share: setups cut from one
+    proof file share all but their last phrases, and splitting is most of
+    the cost of building a tree."""
+
+    def __init__(self):
+        self.text, self.phrases, self.ends = "", [], []
+
+    def split(self, text: str) -> list[str]:
+        # A phrase's end depends on at most the two characters after it (the
+        # blanks after ";;" and an optional "\r\n"), so only phrases ending
+        # two characters inside the shared text are the same in both.
+        k = bisect.bisect_left(self.ends, _common_prefix(self.text, text) - 1)
+        start = self.ends[k - 1] if k else 0
+        phrases = self.phrases[:k] + _split_from(text, start)
+        self.ends = self.ends[:k] + list(itertools.accumulate(map(len, phrases[k:]), initial=start))[1:]
+        self.text, self.phrases = text, phrases
+        return phrases
 
 
 def _encode(text: str) -> bytes:
@@ -294,9 +336,11 @@ def build_context_tree(setups: Mapping[str, str], salt: str) -> ContextTree:
     root: tuple[dict, list[str], str] = ({}, [], "")
     # The bench's setups repeat the same library phrases thousands of times.
     cache: dict[str, str] = {}
+    splitter = _Splitter()
     for pid in sorted(setups):
         tnode = root
-        for phrase, norm in normal_phrases(setups[pid], cache):
+        text = setups[pid]
+        for phrase, norm in normal_phrases(text, cache, splitter.split(text)):
             child = tnode[0].get(norm)
             if child is None:
                 child = tnode[0][norm] = ({}, [], phrase)

@@ -280,6 +280,24 @@ def test_setups_differing_in_a_string_or_quotation_do_not_share():
     assert tree.image_of["one"] != tree.image_of["two"] and len(tree.nodes) == 3
 
 
+def test_a_tree_splits_each_setup_as_alone_whatever_it_shares_with_the_previous():
+    # Built in id order, each setup reuses the phrases of the one before
+    # inside their common text; where a phrase ends hangs on what follows it.
+    setups = {"p1": "a;; x;;\n", "p2": "a;; \ny;;\n", "p3": "a;; \r\nz;;", "p4": "a;; \rw;;",
+              "p5": "a;;b;;c", "p6": "a;;b;;c;;\n", "p7": '"x;;";;\n', "p8": '"x;;" ;;\n(*'}
+    tree = build_context_tree(setups, SALT)
+    assert_sane(tree, setups)
+    for pid, text in setups.items():
+        assert tree.image_of[pid] == build_context_tree({pid: text}, SALT).image_of[pid]
+    rng = random.Random(3)
+    for _ in range(200):
+        base = "".join(_random_source(rng)[0] for _ in range(2))
+        setups = {f"q{i}": base[:rng.randint(0, len(base))] + _random_source(rng)[0]
+                  for i in range(4)}
+        tree = build_context_tree(setups, SALT)
+        assert_sane(tree, setups)
+
+
 def test_phrase_boundaries_are_part_of_the_key():
     # Two phrases on one line or on two run alike; one phrase more does not.
     assert image_key("a;;\nb;;\n", SALT) == image_key("a;; b;;", SALT)
