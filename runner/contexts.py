@@ -5,11 +5,18 @@ A worker loads a context once into an image and forks checks from it. Setups
 cut from the same proof file are prefixes of one another, phrase by phrase, so
 the shared prefix is loaded once and each image loads only its ``segment`` on
 top of its parent's.
+
+Images are keyed by what the toplevel runs: each phrase's ``normal_form``,
+without its comments and with its blanks collapsed. The bench's setups open
+with comments naming their own proof file and then inline the same 35,000
+lines of library, so keyed on raw text two files would part at line 4.
 """
 
 from __future__ import annotations
 
+import bisect
 import hashlib
+import itertools
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -48,6 +55,12 @@ def _skip_quoted(text: str, i: int, opening: re.Match) -> int:
 
 def _skip_comment(text: str, i: int) -> int:
     """End of the (nested) comment whose ``(*`` ends at ``i``."""
+    end = _comment_end(text, i)
+    return len(text) if end is None else end
+
+
+def _comment_end(text: str, i: int) -> int | None:
+    """End of the (nested) comment whose ``(*`` ends at ``i``; None if it never closes."""
     depth = 1
     while m := _IN_COMMENT.search(text, i):
         i, kind = m.end(), m.lastgroup
@@ -61,7 +74,7 @@ def _skip_comment(text: str, i: int) -> int:
             i = _skip_string(text, i)
         elif kind == "quoted":
             i = _skip_quoted(text, i, m)
-    return len(text)
+    return None
 
 
 def split_phrases(text: str) -> list[str]:
@@ -75,8 +88,13 @@ def split_phrases(text: str) -> list[str]:
     ``"".join(split_phrases(text)) == text``, and splitting the text of the
     first k phrases (k below the count, or all of them) gives those phrases.
     """
+    return _split_from(text, 0)
+
+
+def _split_from(text: str, start: int) -> list[str]:
+    """The phrases of ``text[start:]``, where ``start`` begins a phrase."""
     phrases: list[str] = []
-    start = i = 0
+    i = start
     while m := _MAIN.search(text, i):
         i, kind = m.end(), m.lastgroup
         if kind == "semi":
@@ -97,6 +115,119 @@ def split_phrases(text: str) -> list[str]:
     return phrases
 
 
+# Where OCaml's lexer can be told apart from plain blanks and words: the
+# tokens whose text must stay as written (strings, quoted strings, chars, HOL
+# term quotations), comments, and primed identifiers (so that the prime of
+# x' opens no char literal).
+_NORMAL = re.compile(rf"(?P<comment>\(\*)|(?P<string>\")|{_QUOTED}|(?P<quote>`)|(?P<char>{_CHAR})"
+                     rf"|{_IDENT_WITH_PRIME}")
+# OCaml's blanks (parsing/lexer.mll: space, tab, form feed, CR, LF).
+_BLANKS = re.compile(r"[ \t\f\r\n]+")
+
+
+def normal_form(phrase: str) -> str:
+    """What the toplevel runs of ``phrase``: its comments removed and each
+    run of blanks made one space, except inside string literals, quoted
+    strings, char literals and HOL term quotations, which stay as written.
+
+    A comment becomes a blank (``a(*c*)b`` reads as ``a b``, not ``ab``), and
+    blanks at either end go. A comment-only or blank phrase gives "". An
+    unterminated comment, string or quotation stays as written: the toplevel
+    refuses it, so it cannot share an image with text that loads.
+    """
+    if not phrase:
+        return ""
+    out: list[str] = []
+    gap_start, i, pending_gap = 0, 0, []
+    last_was_gap = True
+    while m := _NORMAL.search(phrase, i):
+        kind, start = m.lastgroup, m.start()
+        if kind is None or kind == "d1" or kind == "d2":
+            kind = "quoted" if m.group("quoted") else None
+        if kind is None:                      # a primed identifier: a word like any other
+            i = m.end()
+            continue
+        if kind == "comment":
+            end = _comment_end(phrase, m.end())
+            if end is not None:
+                pending_gap += (phrase[gap_start:start], " ")
+                gap_start = i = end
+                continue
+            end = len(phrase)
+        elif kind == "string":
+            end = _STRING_REST.match(phrase, m.end())
+            end = end.end() if end else len(phrase)
+        elif kind == "quoted":
+            end = _skip_quoted(phrase, m.end(), m)
+        elif kind == "quote":
+            j = phrase.find("`", m.end())
+            end = len(phrase) if j < 0 else j + 1
+        else:                                 # a char literal: m is all of it
+            end = m.end()
+        pending_gap.append(phrase[gap_start:start])
+        out.append(_BLANKS.sub(" ", "".join(pending_gap)))
+        out.append(phrase[start:end])
+        pending_gap, gap_start, i = [], end, end
+        last_was_gap = False
+    if gap_start < len(phrase) or pending_gap:
+        pending_gap.append(phrase[gap_start:])
+        out.append(_BLANKS.sub(" ", "".join(pending_gap)))
+        last_was_gap = True
+    text = "".join(out).lstrip(" ")
+    return text.rstrip(" ") if last_was_gap else text
+
+
+def normal_phrases(text: str, cache: dict[str, str] | None = None,
+                   phrases: list[str] | None = None) -> list[tuple[str, str]]:
+    """(phrase as written, its normal form) for each phrase of ``text`` that
+    runs something (comment-only and blank ones are left out). ``cache``
+    (phrase -> normal form) saves normalizing a phrase seen before;
+    ``phrases``, when given, is ``split_phrases(text)``."""
+    out = []
+    for phrase in split_phrases(text) if phrases is None else phrases:
+        norm = None if cache is None else cache.get(phrase)
+        if norm is None:
+            norm = normal_form(phrase)
+            if cache is not None:
+                cache[phrase] = norm
+        if norm:
+            out.append((phrase, norm))
+    return out
+
+
+def _common_prefix(a: str, b: str) -> int:
+    """Length of the longest common prefix of ``a`` and ``b``."""
+    lo, hi = 0, min(len(a), len(b)) + 1       # a[:lo] == b[:lo]; a[:hi] != b[:hi] (or hi too long)
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if a[lo:mid] == b[lo:mid]:
+            lo = mid
+        else:
+            hi = mid
+    return lo
+
+
+class _Splitter:
+    """split_phrases over setups in turn, reusing the phrases of the
+    previous setup that lie inside the text both share: setups cut from one
+    proof file share all but their last phrases, and splitting is most of
+    the cost of building a tree."""
+
+    def __init__(self):
+        self.text, self.phrases, self.ends = "", [], []
+
+    def split(self, text: str) -> list[str]:
+        # A phrase's end depends on at most the two characters after it (the
+        # blanks after ";;" and an optional "\r\n"), so only phrases ending
+        # two characters inside the shared text are the same in both.
+        k = bisect.bisect_left(self.ends, _common_prefix(self.text, text) - 1)
+        start = self.ends[k - 1] if k else 0
+        phrases = self.phrases[:k] + _split_from(text, start)
+        self.ends = self.ends[:k] + list(itertools.accumulate(map(len, phrases[k:]), initial=start))[1:]
+        self.text, self.phrases = text, phrases
+        return phrases
+
+
 def _encode(text: str) -> bytes:
     return text.encode("utf-8", "surrogatepass")
 
@@ -112,16 +243,26 @@ def _key(hasher) -> str:
     return hasher.hexdigest()[:20]
 
 
+def _feed(hasher, norm: str) -> None:
+    """One phrase's normal form, length first, so that no two sequences of
+    phrases hash alike."""
+    data = _encode(norm)
+    hasher.update(len(data).to_bytes(8, "big"))
+    hasher.update(data)
+
+
 def image_key(setup_text: str, salt: str) -> str:
     """Key of the image a problem with this setup forks from.
 
-    The first 20 hex digits of sha256(salt, NUL, text); a blank setup is the
-    base image, whose text is empty. Equals ``tree.image_of[problem]`` in any
-    tree built with the same salt.
+    The first 20 hex digits of sha256 over the salt, NUL, and the normal
+    form of each phrase that runs something (see ``normal_form``), each
+    after its length; a setup with none (blank, or comments only) is the
+    base image. Equals ``tree.image_of[problem]`` in any tree built with the
+    same salt.
     """
     h = _hasher(salt)
-    if setup_text.strip():
-        h.update(_encode(setup_text))
+    for _, norm in normal_phrases(setup_text):
+        _feed(h, norm)
     return _key(h)
 
 
@@ -129,9 +270,10 @@ def image_key(setup_text: str, salt: str) -> str:
 class ImageNode:
     """One image: a process that has loaded its chain's segments in order."""
 
-    key: str  # sha256 hex (first 20 chars) of salt + the full context text loaded
+    key: str  # sha256 hex (first 20 chars) of salt + the normal forms of the context's phrases
     parent: str | None  # None only for the base image
-    segment: str  # text loaded on top of the parent; empty for the base
+    segment: str  # text loaded on top of the parent, as one of its problems' setups
+                  # has it (comments included); empty for the base
     depth: int  # 0 for the base
     problems: tuple[str, ...]  # problems whose full context is exactly this image
 
@@ -181,20 +323,28 @@ def build_context_tree(setups: Mapping[str, str], salt: str) -> ContextTree:
 
     There is an image for the base (empty context), one for the end of each
     distinct setup, and one wherever setups diverge after a shared non-empty
-    run of phrases; no others. ``salt`` names the prover build, so keys differ
-    across builds. A problem's key depends only on its own setup and the salt
-    (see ``image_key``); blank setups map to the base.
+    run of phrases; no others. Setups are compared phrase by phrase in
+    normal form (``normal_form``): phrases that differ only in comments and
+    blanks are one. An image's segment is the text of the first problem (by
+    id) that reaches it, so its comments are that problem's. ``salt`` names
+    the prover build, so keys differ across builds. A problem's key depends
+    only on its own setup and the salt (see ``image_key``); setups that run
+    nothing map to the base.
     """
-    root: tuple[dict, list[str]] = ({}, [])
+    # A trie node: (children by normal form, problems ending here, the phrase
+    # as first written).
+    root: tuple[dict, list[str], str] = ({}, [], "")
+    # The bench's setups repeat the same library phrases thousands of times.
+    cache: dict[str, str] = {}
+    splitter = _Splitter()
     for pid in sorted(setups):
-        text = setups[pid]
         tnode = root
-        if text.strip():
-            for phrase in split_phrases(text):
-                child = tnode[0].get(phrase)
-                if child is None:
-                    child = tnode[0][phrase] = ({}, [])
-                tnode = child
+        text = setups[pid]
+        for phrase, norm in normal_phrases(text, cache, splitter.split(text)):
+            child = tnode[0].get(norm)
+            if child is None:
+                child = tnode[0][norm] = ({}, [], phrase)
+            tnode = child
         tnode[1].append(pid)
 
     nodes: dict[str, ImageNode] = {}
@@ -207,12 +357,12 @@ def build_context_tree(setups: Mapping[str, str], salt: str) -> ContextTree:
         assert key not in nodes, f"two images with key {key}"
         nodes[key] = ImageNode(key, parent, segment, depth, tuple(tnode[1]))
         image_of.update((pid, key) for pid in tnode[1])
-        for phrase, child in tnode[0].items():
-            h_child, parts = h.copy(), [phrase]
-            h_child.update(_encode(phrase))
+        for norm, child in tnode[0].items():
+            h_child, parts = h.copy(), [child[2]]
+            _feed(h_child, norm)
             while not child[1] and len(child[0]) == 1:
-                ((phrase, child),) = child[0].items()
-                parts.append(phrase)
-                h_child.update(_encode(phrase))
+                ((norm, child),) = child[0].items()
+                parts.append(child[2])
+                _feed(h_child, norm)
             stack.append((child, key, depth + 1, h_child, "".join(parts)))
     return ContextTree(MappingProxyType(nodes), base, MappingProxyType(image_of))

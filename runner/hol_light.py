@@ -129,6 +129,8 @@ class HolLightSession(ForkSession):
                 self._nodes.setdefault(key, node)
             self._nodes.setdefault(bare, contexts.ImageNode(bare, self.base_key, "", 1, ()))
             self._image_of.update(image_of)
+        # Checks of unanswered problems never run (runner/worker.py).
+        self._expect(p.problem_id for p in problems if p.answer is not None)
 
     def problems(self) -> set[str]:
         return set(self._image_of)
@@ -140,7 +142,7 @@ class HolLightSession(ForkSession):
 
     # -- checks --------------------------------------------------------------
 
-    def check(self, problem: Problem, limits: CheckLimits) -> CheckResult:
+    def _check(self, problem: Problem, limits: CheckLimits) -> CheckResult:
         key = self._image_of[problem.problem_id]
         cfg = self.backend.sandbox_config
         if problem.answer is not None and len(problem.answer) > cfg.answer_max_bytes:

@@ -134,9 +134,19 @@ class NativeSession(ForkSession):
                 self._nodes.setdefault(key, node)
             self._image_of.update(tree.image_of)
             self._problems.update(((p.problem_id, p.answer), p) for p in problems)
+        self._expect(p.problem_id for p in problems if p.answer is not None)
         fallback = [p for p in problems if self._not_native_reason(tree.image_of[p.problem_id])]
         if fallback:
             self._bytecode_session().prepare(fallback)
+
+    def withdraw(self, problem: Problem) -> None:
+        super().withdraw(problem)
+        key = self._image_of.get(problem.problem_id)
+        if key in self._not_native and self._bytecode_session_started():
+            self._bytecode_session().withdraw(problem)   # prepare() handed it over
+
+    def _bytecode_session_started(self) -> bool:
+        return self._shared_bytecode is not None or self._bytecode is not None
 
     def _scope(self, key: str) -> Scope:
         """The compiled scope of an image, compiling its chain as needed;
@@ -203,7 +213,7 @@ class NativeSession(ForkSession):
 
     # -- checks --------------------------------------------------------------
 
-    def check(self, problem: Problem, limits: CheckLimits) -> CheckResult:
+    def _check(self, problem: Problem, limits: CheckLimits) -> CheckResult:
         key = self._image_of[problem.problem_id]
         reason = self._not_native_reason(key)
         if reason is not None:
@@ -253,7 +263,8 @@ class NativeSession(ForkSession):
 
     def _check_in_bytecode(self, problem: Problem, limits: CheckLimits, why: str) -> CheckResult:
         session = self._bytecode_session()
-        session.prepare([problem])
+        if problem.problem_id not in session.problems():
+            session.prepare([problem])     # else prepare() handed it over, counted once
         result = session.check(problem, limits)
         outcome = Outcome(result.outcome.verdict, f"{result.outcome.reason} [ran in bytecode: {why}]")
         return dataclasses.replace(result, outcome=outcome, mode=FALLBACK_MODE)

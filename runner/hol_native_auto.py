@@ -184,6 +184,12 @@ class ModeSession(ProverSession):
         result = self._session(mode).check(problem, limits)
         return result if result.mode else replace(result, mode=mode)
 
+    def withdraw(self, problem: Problem) -> None:
+        mode = self._route.get(problem.problem_id)
+        session = self._native if mode == NATIVE_MODE else self._bytecode
+        if mode is not None and session is not None:
+            session.withdraw(problem)
+
     def close(self) -> None:
         with self._lock:
             sessions, self._native, self._bytecode = [self._native, self._bytecode], None, None

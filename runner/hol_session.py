@@ -58,6 +58,8 @@ class ForkSession(ImageTree, ProverSession):
         self._failed: dict[str, str] = {}           # the context failed to load: ERROR setup
         self._build_locks: dict[str, threading.Lock] = {}
         self._in_use: dict[str, int] = {}
+        self._pending: dict[str, int] = {}          # problem id -> checks prepared, not yet done
+        self._needed: dict[str, int] = {}           # image key -> pending checks whose chain has it
         self._running = 0                           # checks running now, under _lock
         self._counter = itertools.count()
         self._base_proc: subprocess.Popen | None = None
@@ -69,6 +71,15 @@ class ForkSession(ImageTree, ProverSession):
 
     def image_key(self, problem: Problem) -> str:
         return self._image_of[problem.problem_id]
+
+    def check(self, problem: Problem, limits: CheckLimits) -> CheckResult:
+        result = self._check(problem, limits)
+        # Once per check, after its retries: the images it needed may go now.
+        self._settled(problem.problem_id)
+        return result
+
+    def _check(self, problem: Problem, limits: CheckLimits) -> CheckResult:
+        raise NotImplementedError
 
     def image_chain(self, problem_id: str) -> list[contexts.ImageNode]:
         """The images a problem's check depends on, from the base down."""

@@ -1,6 +1,7 @@
 """The loaded images of a HOL Light session, bytecode or native: each built
 once by forking its parent, shared by the session's workers, held while in
-use and evicted least recently used beyond the session's ``max_images``.
+use, and evicted beyond the session's ``max_images``: first those no pending
+check needs, then those cheapest to build again (``_evict_if_full``).
 
 A session mixes ``ImageTree`` in beside ProverSession, keeps the state below
 in its ``__init__`` and says how one image is forked (``_fork_image``).
@@ -10,6 +11,7 @@ from __future__ import annotations
 
 import threading
 import time
+from typing import Iterable
 
 from . import contexts
 from .fork_server import ImageFailed, ImageProcess
@@ -27,6 +29,9 @@ class ImageTree:
     image_builds: list[ImageBuild]
     image_build_secs: dict[str, float]       # latest build of each key
     base_key: str
+    _image_of: dict[str, str]                # problem id -> its context's image
+    _pending: dict[str, int]                 # problem id -> its checks prepared, not yet done
+    _needed: dict[str, int]                  # image key -> pending checks whose chain has it
 
     def _fork_image(self, parent: ImageProcess, node: contexts.ImageNode) -> ImageProcess:
         """Fork ``node``'s image from its loaded ``parent``; raises ImageFailed."""
@@ -64,6 +69,37 @@ class ImageTree:
                     self._images[key] = image
             return self._acquire(key)
 
+    def _chain_keys(self, problem_id: str) -> list[str]:
+        keys, key = [], self._image_of.get(problem_id)
+        while key is not None:
+            keys.append(key)
+            key = self._nodes[key].parent
+        return keys
+
+    def _expect(self, problem_ids: Iterable[str]) -> None:
+        """One check to come per id given (a problem's attempts: its id once each)."""
+        with self._lock:
+            for pid in problem_ids:
+                self._pending[pid] = self._pending.get(pid, 0) + 1
+                for key in self._chain_keys(pid):
+                    self._needed[key] = self._needed.get(key, 0) + 1
+
+    def _settled(self, problem_id: str) -> None:
+        """A check of ``problem_id`` is done (or will not run): its images
+        are needed by one pending check less. Once per check, however often
+        it was retried; a check never announced changes nothing."""
+        with self._lock:
+            if self._pending.get(problem_id, 0) <= 0:
+                return
+            self._pending[problem_id] -= 1
+            for key in self._chain_keys(problem_id):
+                self._needed[key] -= 1
+
+    def withdraw(self, problem) -> None:
+        """A prepared check that will not run (its verdict was reused, or it
+        was skipped): see ProverSession.withdraw."""
+        self._settled(problem.problem_id)
+
     def _release(self, key: str) -> None:
         with self._lock:
             self._in_use[key] -= 1
@@ -74,9 +110,20 @@ class ImageTree:
             self.image_builds.append(ImageBuild(key, parent, secs, time.time()))
 
     def _evict_if_full(self) -> None:
-        """Quit the least recently used idle images beyond ``max_images``."""
+        """Quit idle images beyond ``max_images``, in this order: those no
+        pending check needs, least recently used first; then, if more must
+        go, those cheapest to build again (their last measured build), least
+        recently used first among equals. An image a pending check needs is
+        built again before that check runs, so losing it costs its build
+        once more (a 35,000-line bench context: minutes), while one no check
+        needs costs nothing; runner/planner_dispatch.py (NodeImages) plans
+        with the same rule."""
         with self._lock:
-            idle = sorted((img.last_used, k) for k, img in self._images.items()
+            def order(k: str):
+                needed = self._needed.get(k, 0) > 0
+                return (needed, self.image_build_secs.get(k, 0.0) if needed else 0.0,
+                        self._images[k].last_used, k)
+            idle = sorted((order(k), k) for k in self._images
                           if k != self.base_key and not self._in_use.get(k))
             excess = len(self._images) - self.backend.max_images
             victims = [self._images.pop(k) for _, k in idle[:max(0, excess + 1)]]

@@ -19,7 +19,7 @@ import math
 import threading
 from collections import defaultdict, deque
 from dataclasses import dataclass
-from typing import Mapping
+from typing import Callable, Mapping
 
 from .planner import Plan, PlanCheck, units_of
 
@@ -33,11 +33,17 @@ def _mem_class(mem: int) -> int:
 
 class NodeImages:
     """The images one node's session holds and how many running problems use
-    each. Beyond ``cap`` (None: no limit) it evicts the least recently used
-    idle ones before it loads another, as runner/image_tree.py does."""
+    each. Beyond ``cap`` (None: no limit) it evicts idle ones before it loads
+    another, by runner/image_tree.py's rule: first those no pending problem
+    needs (``needed(key)``: problems not yet taken whose chain has it), least
+    recently used first; then those cheapest to build again
+    (``rebuild_s(key)``), least recently used first among equals."""
 
-    def __init__(self, cap: int | None, start: set[str], base: str):
+    def __init__(self, cap: int | None, start: set[str], base: str,
+                 needed: Callable[[str], int] = lambda key: 0,
+                 rebuild_s: Callable[[str], float] = lambda key: 0.0):
         self.cap, self.base = cap, base
+        self.needed, self.rebuild_s = needed, rebuild_s
         self.last_used: dict[str, int] = dict.fromkeys(start, 0)
         self.in_use: dict[str, int] = defaultdict(int)
         self.tick = 0
@@ -50,9 +56,12 @@ class NodeImages:
         missing = sum(1 for key in chain if key not in self.last_used)
         if self.cap is None or not missing:
             return []
-        idle = sorted((t, k) for k, t in self.last_used.items()
+        def order(key: str):
+            needed = self.needed(key) > 0
+            return (needed, self.rebuild_s(key) if needed else 0.0, self.last_used[key], key)
+        idle = sorted(order(k) for k in self.last_used
                       if k != self.base and not self.in_use[k] and k not in chain)
-        return [k for _, k in idle[:max(0, len(self.last_used) + missing - self.cap)]]
+        return [o[-1] for o in idle[:max(0, len(self.last_used) + missing - self.cap)]]
 
     def take(self, chain: tuple[str, ...]) -> tuple[tuple[str, ...], list[str]]:
         """Hold ``chain`` for a problem: (the images loaded for it, base
@@ -122,8 +131,16 @@ class Dispatcher:
         for key in self.chains:    # an image holds the checks of the images below it too
             for ancestor in self.chains[key][:-1]:
                 self.by_image.setdefault(ancestor, deque())
+        # Problems not yet taken whose chain has each image, as a session
+        # counts its pending checks (runner/image_tree.py).
+        self.pending: dict[str, int] = defaultdict(int)
+        for key in self.image:
+            for ancestor in self.chains[key]:
+                self.pending[ancestor] += 1
         start = {plan.base} | set(plan.prebuilt)
-        self.node_images = [NodeImages(workers.images_per_node, start, plan.base)
+        self.node_images = [NodeImages(workers.images_per_node, start, plan.base,
+                                       needed=lambda key: self.pending.get(key, 0),
+                                       rebuild_s=lambda key: plan.images[key].build_s)
                             for _ in range(workers.nodes)]
         # Images no node holds yet, by their next check: where a node with
         # nothing warm left goes, rather than after the images others hold.
@@ -258,7 +275,7 @@ class Dispatcher:
         # Loading here evicts idle images (a node keeps images_per_node): one
         # with work left would be built again, so that build counts too.
         rebuild = sum(self.plan.images[k].build_s for k in have.victims(self.chains[key])
-                      if self._queue_head(k) is not None)
+                      if self.pending.get(k))
         if self.cost[pick] >= cfg.affinity_factor * (missing + rebuild):
             return pick                 # long next to the loads: longest first wins
         critical = cfg.critical_share * self.work_left / self.workers
@@ -285,6 +302,8 @@ class Dispatcher:
         self.image_work[self.image[i]] -= self.cost[i]
         self.free_mem[node] -= self.mem[i]
         self.running[node] += 1
+        for key in self.chains[self.image[i]]:
+            self.pending[key] -= 1
         new, evicted = self.node_images[node].take(self.chains[self.image[i]])
         for key in evicted:
             self.holders[key] -= 1

@@ -82,6 +82,11 @@ class ProverSession(abc.ABC):
         """Run one check to a verdict. Never raises for a bad answer or a bad
         context: those are verdicts. Raises ProverError if the prover died."""
 
+    def withdraw(self, problem: Problem) -> None:
+        """A check of ``problem`` that ``prepare`` announced will not run
+        after all (its verdict is reused, or it is skipped). A session that
+        keeps images for pending checks may let this one's go."""
+
     @abc.abstractmethod
     def close(self) -> None:
         """Stop every image."""

@@ -59,7 +59,7 @@ class SweepReport:
     manifest: dict
     rows: list[dict]
     runs: list[Run]
-    builds: list[dict]                   # every image build: key, parent, secs, run_id
+    builds: list[dict]                   # every image build: key, parent, secs, run_id, host
     seconds: dict[str, float]            # PARTS -> worker seconds
     plan: dict | None = None
 
@@ -119,6 +119,27 @@ class SweepReport:
         return {(f"run {number[run]} {w.rsplit('/', 1)[-1]}" if many else w): b / span[run]
                 for (run, w), b in sorted(busy.items(), key=lambda x: (number[x[0][0]], x[0][1]))}
 
+    def image_counts(self) -> dict:
+        """The image builds: how many, of how many distinct images, and the
+        rebuilds among them (a build of an image its own session had built
+        before and evicted) with their seconds; and what the plan of the
+        last run predicted for image builds (None without a prediction). A
+        later run's session starts empty, so building an image again there
+        is no rebuild."""
+        seen: set[tuple] = set()
+        rebuilds, rebuild_s = 0, 0.0
+        for b in self.builds:
+            session = (b["run_id"], b.get("host"), b["key"])
+            if session in seen:
+                rebuilds += 1
+                rebuild_s += b["secs"]
+            seen.add(session)
+        predicted = ((self.plan or {}).get("predicted") or {}).get("image_build_core_hours")
+        return {"builds": len(self.builds), "images": len({b["key"] for b in self.builds}),
+                "build_s": sum(b["secs"] for b in self.builds), "rebuilds": rebuilds,
+                "rebuild_s": rebuild_s,
+                "predicted_build_s": None if predicted is None else predicted * 3600.0}
+
     def prediction(self) -> dict | None:
         """The plan's prediction for the run it was made for, against that run."""
         if not self.plan or not self.plan.get("predicted"):
@@ -154,7 +175,8 @@ def read_builds(out: Path) -> list[dict]:
             data = json.loads(path.read_text())
         except (OSError, json.JSONDecodeError):
             continue                         # being published right now
-        builds += [dict(b, run_id=data.get("run_id", path.stem)) for b in data.get("builds", [])]
+        builds += [dict(b, run_id=data.get("run_id", path.stem), host=data.get("host"))
+                   for b in data.get("builds", [])]
     return builds
 
 

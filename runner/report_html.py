@@ -95,6 +95,19 @@ def section_cost(r: SweepReport, price: float | None) -> str:
             "time in none of these, such as the other workers during the boot.</p>")
 
 
+def section_images(r: SweepReport, price: float | None) -> str:
+    c = r.image_counts()
+    rows = [["builds (base boots included)", c["builds"]], ["distinct images", c["images"]],
+            ["core-hours building them", hours(c["build_s"])],
+            ["rebuilds (built again after an eviction)", c["rebuilds"]],
+            ["core-hours of rebuilds", hours(c["rebuild_s"])]]
+    if c["predicted_build_s"] is not None:
+        rows.append(["core-hours the plan predicted for builds", hours(c["predicted_build_s"])])
+    return (f"<h2>Images</h2>{_table(None, rows)}<p class=note>A session keeps a limited "
+            "number of images (--max-images); an image evicted while checks still needed it is "
+            "built again, and each rebuild is paid again.</p>")
+
+
 def section_throughput(r: SweepReport, price: float | None) -> str:
     points = r.throughput()
     if not points:
@@ -182,7 +195,8 @@ def section_prediction(r: SweepReport, price: float | None) -> str:
 
 
 Section = Callable[[SweepReport, "float | None"], str]
-SECTIONS: list[Section] = [section_summary, section_cost, section_throughput, section_utilization,
+SECTIONS: list[Section] = [section_summary, section_cost, section_images, section_throughput,
+                           section_utilization,
                            section_verdicts, section_slowest, section_prediction]
 
 

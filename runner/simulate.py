@@ -31,6 +31,7 @@ class Prediction:
     boots_s: float                  # base-image boots, one per node, all nodes at once
     checks: int
     schedule: dict                  # (problem_id, attempt) -> (worker, start_s, end_s)
+    rebuild_s: float = 0.0          # of build_s: images built again on a node that evicted them
 
     @property
     def ratio(self) -> float:
@@ -51,7 +52,8 @@ class Prediction:
                 "makespan_s": self.makespan_s, "lower_bound_s": self.lower_bound_s,
                 "ratio": self.ratio, "utilization": self.utilization,
                 "core_hours": self.core_hours, "busy_core_hours": self.busy_s / 3600.0,
-                "image_build_core_hours": self.build_s / 3600.0}
+                "image_build_core_hours": self.build_s / 3600.0,
+                "image_rebuild_core_hours": self.rebuild_s / 3600.0}
 
 
 class OutOfTime(Exception):
@@ -78,7 +80,7 @@ def simulate(plan: Plan, *, keep_schedule: bool = True, budget_s: float | None =
     boot = plan.boot_s()
     # Each node boots its base image first; every core of the node waits for it.
     boots = boot * plan.workers.nodes
-    build = work = 0.0
+    build = work = rebuild = 0.0
     ready: dict[tuple[int, str], float] = {}
     events: list[tuple[float, int, int]] = []      # (end, worker, check index)
     parked: list[list[int]] = [[] for _ in range(plan.workers.nodes)]
@@ -99,6 +101,8 @@ def simulate(plan: Plan, *, keep_schedule: bool = True, budget_s: float | None =
                 secs = plan.images[key].build_s           # a prebuilt one only if evicted
                 t += secs
                 build += secs
+                if (node, key) in ready or key in plan.prebuilt:    # it was evicted
+                    rebuild += secs
                 ready[(node, key)] = t
             for key in dispatcher.chains[dispatcher.image[take.index]]:
                 t = max(t, ready.get((node, key), 0.0))   # idle until another worker's build ends
@@ -127,4 +131,4 @@ def simulate(plan: Plan, *, keep_schedule: bool = True, budget_s: float | None =
     return Prediction(policy=plan.config.policy, workers=workers, makespan_s=makespan,
                       lower_bound_s=plan.lower_bound(), busy_s=work + build + boots,
                       build_s=build + boots, boots_s=boots, checks=len(plan.checks),
-                      schedule=schedule)
+                      schedule=schedule, rebuild_s=rebuild)

@@ -91,11 +91,15 @@ def work(session: ProverSession, tasks: Iterator[CheckTask], writer: ShardWriter
         if stop.is_set():
             return
         if drain.skips(task):
+            if task.problem.answer is not None:
+                session.withdraw(task.problem)
             continue        # not a check: no row (runner/attempts.py)
         started_at = utcnow()
         reused = drain.reused(task)
         if reused is not None:
             result = reused
+            if task.problem.answer is not None:
+                session.withdraw(task.problem)
         elif task.problem.answer is None:
             result = unanswered(task)
         elif (refused := unreadable(task)) is not None:

@@ -7,7 +7,8 @@ import re
 
 import pytest
 
-from runner.contexts import ImageNode, build_context_tree, image_key, split_phrases
+from runner.contexts import (ImageNode, build_context_tree, image_key, normal_form, normal_phrases,
+                             split_phrases)
 
 # ---------------------------------------------------------------- splitting
 
@@ -201,6 +202,109 @@ def test_random_soup_round_trips_and_prefixes_are_stable():
             assert split_phrases("".join(phrases[:k])) == phrases[:k], text
 
 
+# ------------------------------------------------------------ normal form
+
+
+@pytest.mark.parametrize("phrase, norm", [
+    ("(* header *)\nlet x = 1;;\n", "let x = 1;;"),
+    ("let   x =\n\t 1 ;;  \r\n", "let x = 1 ;;"),
+    ("(* a (* nested *) still comment *) f x;;\n", "f x;;"),
+    ("(* a string in a comment: \"*)\" *) f x;;", "f x;;"),
+    # A comment between two words keeps them two words.
+    ("let a(*c*)b = 1;;", "let a b = 1;;"),
+    ("f(*c*)(*d*)x;;", "f x;;"),
+    # Strings, quoted strings, chars and term quotations stay as written.
+    ('let s = "a  (*  b" in  s;;', 'let s = "a  (*  b" in s;;'),
+    ("let s = {id|  (* ;; |}  |id}  in s;;", "let s = {id|  (* ;; |}  |id} in s;;"),
+    ("let c = ' ' and q = '\"'  in  c;;", "let c = ' ' and q = '\"' in c;;"),
+    ("let t = `x  (*  y`  in  t;;", "let t = `x  (*  y` in t;;"),
+    ("let th = prove(`!n.  n + 0 = n`,\n  ARITH_TAC);;\n",
+     "let th = prove(`!n.  n + 0 = n`, ARITH_TAC);;"),
+    # A prime ends an identifier, it opens no char literal.
+    ("let x'  =  'a' in  x' (* c *);;", "let x' = 'a' in x' ;;"),
+    ("(* only a comment *)\n\n", ""),
+    ("  \n", ""),
+    # Unterminated: as written, so it never shares an image with text that loads.
+    ("x (* open  ", "x (* open  "),
+    ('x "open  ', 'x "open  '),
+])
+def test_normal_form(phrase, norm):
+    assert normal_form(phrase) == norm
+
+
+def test_normal_form_is_idempotent_on_random_sources():
+    rng = random.Random(5)
+    for _ in range(300):
+        text, phrases = _random_source(rng)
+        for phrase in phrases:
+            once = normal_form(phrase)
+            assert normal_form(once) == once, phrase
+
+
+def test_setups_differing_only_in_comments_and_blanks_share_every_image():
+    library = "".join(f"let LIB_{i} = prove(`{i} + 0 = {i}`,\n  ARITH_TAC);;\n" for i in range(20))
+    arm = ("(* arm/proofs/bignum_add.ml *)\n(* Copyright Amazon.com *)\n" + library
+           + "let ADD = prove(`T`, MESON_TAC[]);;\n")
+    x86 = ("(*\n * x86/proofs/bignum_mod_n25519.ml\n *)\n\n" + library.replace("\n  ", " ")
+           + "(* the theorem *)\nlet ADD   = prove(`T`,\tMESON_TAC[]);;\n")
+    tree = build_context_tree({"arm": arm, "x86": x86}, SALT)
+    assert_sane(tree, {"arm": arm, "x86": x86})
+    assert tree.image_of["arm"] == tree.image_of["x86"] == image_key(arm, SALT) == image_key(x86, SALT)
+    assert len(tree.nodes) == 2
+    # What the image loads is one problem's own text (the first by id), comments and all.
+    assert tree.nodes[tree.image_of["arm"]].segment == arm
+    # A problem's key does not depend on which problem represents its image.
+    assert build_context_tree({"x86": x86}, SALT).image_of["x86"] == tree.image_of["arm"]
+
+
+def test_a_shared_library_prefix_is_one_image_whatever_the_headers():
+    library = "".join(f"let LIB_{i} = prove(`{i} + 0 = {i}`, ARITH_TAC);;\n" for i in range(20))
+    setups = {f"file{j}.T{t}": f"(* file{j}.ml: line {j} *)\n" + library
+              + "".join(f"let F{j}_{k} = {k};;\n" for k in range(t + 1))
+              for j in range(3) for t in range(2)}
+    tree = build_context_tree(setups, SALT)
+    assert_sane(tree, setups)
+    chains = {pid: [n.key for n in tree.chain(key)] for pid, key in tree.image_of.items()}
+    shared = {c[1] for c in chains.values()}
+    assert len(shared) == 1                    # the library: one image for all three files
+    assert norms(tree.nodes[shared.pop()].segment) == norms(library)
+    assert len(tree.nodes) == 1 + 1 + 3 * 2    # base, library, per file: T0 then T1
+
+
+def test_setups_differing_in_a_string_or_quotation_do_not_share():
+    one = 'let s = "a b";;\nlet t = `x + y`;;\n'
+    for other in ('let s = "a  b";;\nlet t = `x + y`;;\n', 'let s = "a b";;\nlet t = `x  + y`;;\n',
+                  "let s = \"a b\";;\nlet t = `x + y`;;\nlet c = ' ';;\n"):
+        assert image_key(one, SALT) != image_key(other, SALT)
+    tree = build_context_tree({"one": one, "two": 'let s = "a  b";;\nlet t = `x + y`;;\n'}, SALT)
+    assert tree.image_of["one"] != tree.image_of["two"] and len(tree.nodes) == 3
+
+
+def test_a_tree_splits_each_setup_as_alone_whatever_it_shares_with_the_previous():
+    # Built in id order, each setup reuses the phrases of the one before
+    # inside their common text; where a phrase ends hangs on what follows it.
+    setups = {"p1": "a;; x;;\n", "p2": "a;; \ny;;\n", "p3": "a;; \r\nz;;", "p4": "a;; \rw;;",
+              "p5": "a;;b;;c", "p6": "a;;b;;c;;\n", "p7": '"x;;";;\n', "p8": '"x;;" ;;\n(*'}
+    tree = build_context_tree(setups, SALT)
+    assert_sane(tree, setups)
+    for pid, text in setups.items():
+        assert tree.image_of[pid] == build_context_tree({pid: text}, SALT).image_of[pid]
+    rng = random.Random(3)
+    for _ in range(200):
+        base = "".join(_random_source(rng)[0] for _ in range(2))
+        setups = {f"q{i}": base[:rng.randint(0, len(base))] + _random_source(rng)[0]
+                  for i in range(4)}
+        tree = build_context_tree(setups, SALT)
+        assert_sane(tree, setups)
+
+
+def test_phrase_boundaries_are_part_of_the_key():
+    # Two phrases on one line or on two run alike; one phrase more does not.
+    assert image_key("a;;\nb;;\n", SALT) == image_key("a;; b;;", SALT)
+    assert image_key("let x = 1;;\n", SALT) != image_key("let x = 1;;\nlet y = 2;;\n", SALT)
+    assert image_key("(* nothing runs *)\n", SALT) == image_key("", SALT)
+
+
 # ------------------------------------------------------------------- tree
 
 SALT = "hol-light 3.0.0+20240601-1 / ocaml 4.14.1"
@@ -217,6 +321,10 @@ def chain_segments(tree, pid):
     return [n.segment for n in tree.chain(tree.image_of[pid])]
 
 
+def norms(text: str) -> list[str]:
+    return [norm for _, norm in normal_phrases(text)]
+
+
 def assert_sane(tree, setups):
     base = tree.nodes[tree.base]
     assert base == ImageNode(tree.base, None, "", 0, base.problems)
@@ -225,8 +333,9 @@ def assert_sane(tree, setups):
         assert chain[0].key == tree.base and pid in chain[-1].problems
         assert [n.depth for n in chain] == list(range(len(chain)))
         assert all(n.parent == p.key for p, n in zip(chain, chain[1:]))
-        if text.strip():
-            assert "".join(n.segment for n in chain) == text
+        if normal_phrases(text):
+            # The chain loads this setup's phrases, as some problem wrote them.
+            assert norms("".join(n.segment for n in chain)) == norms(text)
             assert all(n.segment for n in chain[1:])
         else:
             assert chain == [base]

@@ -78,8 +78,11 @@ def test_a_node_that_keeps_few_images_builds_evicted_ones_again():
     # One worker, three contexts of 10 s each, twelve checks of 1 s in
     # submission order a b c a b c ... Without a limit each context loads
     # once: 3 x 10 + 12 = 42. Keeping 3 images (the base and two contexts),
-    # naive order loads c over a (the least recently used), then a over b,
-    # and so on: every check loads its context, 12 x 10 + 12 = 132.
+    # naive order loads c over a (both needed later, equally dear: the least
+    # recently used goes), then a over b, and so on: every check loads its
+    # context, except the last: when b loads for the 11th check, the a
+    # held is needed by no check left while c is, so a goes and c stays.
+    # 11 x 10 + 12 = 122 (evicting by age alone: 12 loads, 132).
     images = {k: Image(k, "base", 10.0, "default") for k in "abc"}
     checks = [check(i, 1.0, "abc"[i % 3]) for i in range(12)]
 
@@ -87,7 +90,8 @@ def test_a_node_that_keeps_few_images_builds_evicted_ones_again():
         return simulate(plan_of(None, Workers(1, cores, 8 * GIB, images_per_node=cap),
                                 policy=policy, images=images, checks=checks))
     assert (run(None).makespan_s, run(None).build_s) == (42, 30)
-    assert (run(3).makespan_s, run(3).build_s) == (132, 120)
+    assert (run(3).makespan_s, run(3).build_s) == (122, 110)
+    assert run(3).rebuild_s == 80 and run(None).rebuild_s == 0     # 11 loads, 3 images
     assert run(4).makespan_s == 42                   # room for all: nothing evicted
     # The planned policy does not load over an image with work left: it
     # drains a and b, then loads c over one of them. 3 x 10 + 12 = 42.
@@ -96,6 +100,22 @@ def test_a_node_that_keeps_few_images_builds_evicted_ones_again():
     # running check is never evicted, so the node may briefly hold more.
     two = run(2, "planned", cores=2)
     assert len(two.schedule) == 12 and two.build_s >= 30
+
+
+def test_a_full_node_evicts_what_no_check_needs_then_what_is_cheapest_to_build_again():
+    # One worker, room for the base and two contexts: a and c load in 10 s,
+    # b in 2 s; checks of 1 s in naive order a b c a b. When c loads, a and b
+    # are both needed again: b goes, cheaper to rebuild, although a is older.
+    # a is then warm; for the last b, a is needed by no check left and goes.
+    # Loads a, b, c, b: 24 s, + 5 s of checks = 29. (By age alone: a b c a b
+    # all load, 34 + 5 = 39.)
+    images = {"a": Image("a", "base", 10.0, "default"), "b": Image("b", "base", 2.0, "default"),
+              "c": Image("c", "base", 10.0, "default")}
+    checks = [check(i, 1.0, key) for i, key in enumerate("abcab")]
+    p = simulate(plan_of(None, Workers(1, 1, 8 * GIB, images_per_node=3), policy="naive",
+                         images=images, checks=checks))
+    assert (p.makespan_s, p.build_s, p.rebuild_s) == (29, 24, 2)
+    assert [p.schedule[(f"p{i}", 0)][1] for i in range(5)] == [10, 13, 24, 25, 28]
 
 
 def test_the_demo_profile_fits_a_sessions_images_without_building_twice(capsys):

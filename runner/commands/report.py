@@ -86,6 +86,15 @@ def term_cost(out: Console, r: SweepReport, price: float | None) -> None:
     out.print(table)
 
 
+def term_images(out: Console, r: SweepReport, price: float | None) -> None:
+    c = r.image_counts()
+    predicted = ("" if c["predicted_build_s"] is None
+                 else f" (the plan predicted {_hours(c['predicted_build_s'])})")
+    out.print(f"images: {c['builds']} builds of {c['images']} distinct images, "
+              f"{_hours(c['build_s'])} core-hours{predicted}; {c['rebuilds']} rebuilt after an "
+              f"eviction, {_hours(c['rebuild_s'])} core-hours")
+
+
 def term_throughput(out: Console, r: SweepReport, price: float | None) -> None:
     points = r.throughput()
     if points:
@@ -131,7 +140,7 @@ def term_prediction(out: Console, r: SweepReport, price: float | None) -> None:
 
 
 # One function per part of the terminal summary, in order; add one to add a part.
-TERMINAL = [term_summary, term_cost, term_throughput, term_categories, term_slowest, term_prediction]
+TERMINAL = [term_summary, term_cost, term_images, term_throughput, term_categories, term_slowest, term_prediction]
 
 
 def print_comparison(out: Console, c: Comparison, price: float | None) -> None:
