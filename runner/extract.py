@@ -111,6 +111,13 @@ def extract(cfg: ExtractConfig) -> Extract:
     if len({p.resolve() for p in cfg.files}) != len(cfg.files):
         raise InputError(cfg.files[0], "a proof file is given twice", "pass each file once")
     _check_out(cfg)
+    stems: dict[str, Path] = {}
+    for path in cfg.files:
+        key = f"{cfg.prefix if cfg.prefix is not None else path.resolve().parent.name}.{path.stem}"
+        if key in stems:
+            raise InputError(path, f"its ids would start {key}., as those of {stems[key]} do",
+                             "extract the two files into separate corpora, or rename one")
+        stems[key] = path
 
     problems: list[Problem] = []
     skipped: list[Skipped] = []
@@ -279,6 +286,7 @@ def manifest(result: Extract, cfg: ExtractConfig) -> dict:
         "made_by": "proofbatch extract",
         "prefix": cfg.prefix,
         "category": cfg.category,
+        "hol_light_dir": None if cfg.hol_dir is None else str(cfg.hol_dir),
         "context_root": None if result.context_root is None else str(result.context_root),
         "context_root_note": result.context_note,
         "unresolved_loads": list(result.unresolved),
