@@ -161,11 +161,18 @@ def _scan(toks: list[Token], text: str, calls: list[int]) -> Theorem | Skip:
         return Skip("", "proves inside a recursive or pattern definition, not a top-level theorem")
     if not name:
         return Skip("", "not a top-level `let NAME = prove ...`: its theorem is not bound to a name")
-    if len(toks) < 4 or toks[2].text != "=":
-        return Skip(name, "proves inside a function or a typed binding, not a top-level theorem")
+    i = 3
+    if [t.text for t in toks[2:5]] == [":", "thm", "="]:
+        i = 5
+    elif len(toks) > 2 and toks[2].text == ",":
+        return Skip(name, "binds several names at once (let A, B = ...), not one theorem")
+    elif len(toks) < 4 or toks[2].text != "=":
+        return Skip(name, "proves inside a function, not a top-level theorem")
     if name == "_":
         return Skip(name, "the theorem is not bound to a name (let _ = ...)")
-    i, form = 3, []
+    form = []
+    if i >= len(toks):
+        return Skip(name, "cannot be read: the phrase ends after '='")
     if toks[i].text == "time":
         form.append("time")
         i += 1

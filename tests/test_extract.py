@@ -52,9 +52,11 @@ def test_strings_char_literals_and_nested_brackets_split_nothing():
     assert split_phrases(phrase) == [phrase]
 
 
-def test_time_prove_and_a_parenthesised_goal():
+def test_time_prove_a_typed_binding_and_a_parenthesised_goal():
     got = scan_phrase("let T2 = time prove\n ((`1 + 1 = 2`), ARITH_TAC);;\n")
     assert got == Theorem("T2", "time prove", "`1 + 1 = 2`", "ARITH_TAC")
+    got = scan_phrase("let T2' : thm = prove(`T`, REWRITE_TAC[]);;\n")
+    assert got == Theorem("T2'", "prove", "`T`", "REWRITE_TAC[]")
 
 
 def test_prove_by_refinement_becomes_one_tactic_that_refines_goal_by_goal():
@@ -73,6 +75,8 @@ def test_prove_by_refinement_becomes_one_tactic_that_refines_goal_by_goal():
     ("let LEMMA = REWRITE_RULE[] (prove(`p ==> p`, DISCH_TAC));;\n", "larger expression"),
     ("let T4 = prove(mk_imp(`p:bool`, `p:bool`), DISCH_TAC);;\n", "evaluated at runtime"),
     ("let f t = prove(t, ARITH_TAC);;\n", "inside a function"),
+    ("let A, B = (CONJ_PAIR o prove)(`p /\\ q`, CHEAT_TAC);;\n", "several names"),
+    ("let [A; B] = CONJUNCTS(prove(`p /\\ q`, CHEAT_TAC));;\n", "pattern"),
     ("let rec g n = prove(`p ==> p`, DISCH_TAC);;\n", "recursive"),
     ("prove(`p ==> p`, DISCH_TAC);;\n", "not bound to a name"),
     ("let _ = prove(`p ==> p`, DISCH_TAC);;\n", "not bound to a name"),
@@ -116,7 +120,7 @@ def test_repeated_names_get_occurrence_indices_and_duplicate_statements_are_kept
         "demo.toy.ID_A", "demo.toy.THM.0", "demo.toy.THM.1", "demo.toy.THM.2"]
     assert [(s.line, s.theorem, s.reason) for s in r.skipped] == [
         (9, "ID_B", "duplicate statement of demo.toy.ID_A"),
-        (11, "f", "proves inside a function or a typed binding, not a top-level theorem")]
+        (11, "f", "proves inside a function, not a top-level theorem")]
     # Each setup is the file's phrases before the theorem, exactly as written.
     phrases = split_phrases(TOY)
     assert (tmp_path / "c/demo.toy.THM.1/setup.ml").read_text() == "".join(phrases[:2])
@@ -126,7 +130,7 @@ def test_repeated_names_get_occurrence_indices_and_duplicate_statements_are_kept
     manifest = json.loads((tmp_path / "c" / MANIFEST).read_text())
     assert manifest["counts"] == {"theorems": 6, "problems": 4, "skipped": 2, "skipped_by_reason": {
         "duplicate statement": 1,
-        "proves inside a function or a typed binding, not a top-level theorem": 1}}
+        "proves inside a function, not a top-level theorem": 1}}
 
 
 def test_binomial_cuts_into_24_problems_whose_setups_are_the_file_before_them(tmp_path):
@@ -185,12 +189,16 @@ def _listing(root: Path) -> list[str]:
 def test_bad_input_is_one_line_exit_2_and_writes_nothing(tmp_path, capsys):
     (tmp_path / "empty.ml").write_text("let x = 1;;\n(* prove(`p`, T) *)\n")
     (tmp_path / "busy").mkdir()
+    for d in ("a", "b"):
+        (tmp_path / d).mkdir()
+        (tmp_path / d / "x.ml").write_text("let T = prove(`T`, REWRITE_TAC[]);;\n")
     (tmp_path / "busy" / "notes.txt").write_text("mine")
     before = _listing(tmp_path)
     cases = [
         ([str(tmp_path / "missing.ml")], "does not exist"),
         ([str(tmp_path / "empty.ml")], "proves no top-level theorem"),
         ([str(HOL_LIBRARY / "agm.ml"), "--prefix", "bad prefix"], "--prefix"),
+        ([str(tmp_path / "a/x.ml"), str(tmp_path / "b/x.ml"), "--prefix", "P"], "ids would start P.x."),
     ]
     for argv, words in cases:
         assert main(["extract", *argv, "--out", str(tmp_path / "new")]) == 2
