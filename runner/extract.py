@@ -105,15 +105,19 @@ def extract(cfg: ExtractConfig) -> Extract:
     _check_word(cfg.category, "--category", "a category name such as generic")
     if cfg.prefix is not None:
         _check_word(cfg.prefix, "--prefix", "letters, digits and _ . + - only")
-    texts = {}
+    texts, digests = {}, {}
     for path in cfg.files:
-        texts[path] = _read(path)
+        data = _read(path)
+        texts[path], digests[path] = data.decode("utf-8"), hashlib.sha256(data).hexdigest()
     if len({p.resolve() for p in cfg.files}) != len(cfg.files):
         raise InputError(cfg.files[0], "a proof file is given twice", "pass each file once")
     _check_out(cfg)
     stems: dict[str, Path] = {}
     for path in cfg.files:
-        key = f"{cfg.prefix if cfg.prefix is not None else path.resolve().parent.name}.{path.stem}"
+        key = f"{_prefix(cfg, path)}.{path.stem}"
+        if not PROBLEM_ID.fullmatch(key):
+            raise InputError(path, f"ids would start {key!r}, which has characters outside "
+                             "[A-Za-z0-9_.+-]", "pass --prefix, or copy the file under such a name")
         if key in stems:
             raise InputError(path, f"its ids would start {key}., as those of {stems[key]} do",
                              "extract the two files into separate corpora, or rename one")
@@ -133,7 +137,6 @@ def extract(cfg: ExtractConfig) -> Extract:
             raise InputError(path, f"none of its {len(skips)} proofs can be extracted "
                              f"(first: line {skips[0].line}: {skips[0].reason})",
                              "pass a file with top-level `let NAME = prove (`GOAL`, TACTIC);;`")
-        prefix = cfg.prefix if cfg.prefix is not None else path.resolve().parent.name
         kept: list[tuple[int, Theorem, str]] = []
         dups: list[tuple[int, Theorem, str]] = []
         mine: set[str] = set()
@@ -144,18 +147,16 @@ def extract(cfg: ExtractConfig) -> Extract:
             else:
                 mine.add(goal)
                 kept.append((line, thm, setup))
-        ids = _ids(prefix, path, [thm.name for _, thm, _ in kept])
+        ids = _ids(_prefix(cfg, path), path, [thm.name for _, thm, _ in kept])
         for pid, (line, thm, setup) in zip(ids, kept):
             seen[" ".join(thm.query.split())] = pid
             problems.append(Problem(pid, str(path), line, thm.name, thm.form, setup, thm.query,
                                     thm.answer))
         skips += [Skipped(str(path), line, thm.name, f"duplicate statement of {seen[goal]}")
                   for line, thm, goal in dups]
-        skipped += skips
-        digest = hashlib.sha256(path.read_bytes()).hexdigest()
-        sources.append(Source(str(path), digest, len(found) + len(skips) - len(dups), len(kept),
+        skipped += sorted(skips, key=lambda s: s.line)
+        sources.append(Source(str(path), digests[path], len(found) + len(skips) - len(dups), len(kept),
                               len(skips)))
-    skipped.sort(key=lambda s: (s.source, s.line))
     root, note, unresolved = _context_root(cfg, texts)
     result = Extract(cfg.out, tuple(sources), tuple(problems), tuple(skipped), root, note,
                      tuple(unresolved))
@@ -168,12 +169,18 @@ def _check_word(value: str, flag: str, fix: str) -> None:
         raise InputError(flag, f"{value!r} has characters outside [A-Za-z0-9_.+-]", f"use {fix}")
 
 
-def _read(path: Path) -> str:
+def _prefix(cfg: ExtractConfig, path: Path) -> str:
+    return cfg.prefix if cfg.prefix is not None else path.resolve().parent.name
+
+
+def _read(path: Path) -> bytes:
     if not path.is_file():
         raise InputError(path, "proof file does not exist" if not path.exists() else
                          "is not a file", "check the path")
+    data = path.read_bytes()
     try:
-        return path.read_bytes().decode("utf-8")
+        data.decode("utf-8")
+        return data
     except UnicodeDecodeError as exc:
         raise InputError(path, f"is not UTF-8 ({exc.reason} at byte {exc.start})",
                          "pass a HOL Light source file") from None
@@ -202,9 +209,6 @@ def _cut(path: Path, text: str) -> tuple[list[tuple[int, Theorem, str]], list[Sk
 def _ids(prefix: str, path: Path, names: list[str]) -> list[str]:
     """Bench ids for one file's kept theorems, in file order."""
     stem = path.stem
-    if not PROBLEM_ID.fullmatch(stem):
-        raise InputError(path, f"file stem {stem!r} has characters outside [A-Za-z0-9_.+-]",
-                         "rename the file or copy it under such a name")
     # OCaml names may contain primes, which problem ids may not.
     bases = [f"{prefix}.{stem}.{name.replace(chr(39), '_')}" for name in names]
     counts = {b: bases.count(b) for b in bases}
