@@ -21,7 +21,7 @@ from .errors import InputError, ProofbatchError
 
 # runner/commands/<module>.py, in the order `proofbatch --help` lists them.
 COMMANDS = ["run", "status", "profile", "timeout-map", "simulate", "report", "serve",
-            "build-native"]
+            "build-native", "extract"]
 
 
 DESCRIPTION = ("Batch proof checking for HOL Light and Isabelle sweeps: per-problem timeout maps, "
