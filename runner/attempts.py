@@ -219,24 +219,33 @@ def _result_of(row: dict) -> CheckResult:
                        row["wall_secs"], None, row["image_key"], row["exit_status"])
 
 
-def pending(tasks: Sequence[CheckTask], done: dict[tuple[str, int], dict]
-            ) -> tuple[list[CheckTask], list[tuple[str, int]]]:
-    """(tasks still to run, keys skipped) given the rows already recorded.
+def pending(tasks: Sequence[CheckTask], done) -> tuple[list[CheckTask], list[tuple[str, int]]]:
+    """(tasks still to run, keys skipped) given the rows already recorded
+    (``shards.Done``, or a mapping of key -> row dict).
 
     A task whose problem already has an OK row is skipped if it asks to be
     (``--stop-on-first-ok``). A duplicate whose original was recorded by an
     earlier run carries that row's result, so it is not checked again.
     """
-    solved = {pid for (pid, _), row in done.items() if row["verdict"] == Verdict.OK.value}
+    from .shards import Done
+
+    if not isinstance(done, Done):
+        done = Done.from_rows(done.values())
+    # Membership and solved problems in Arrow compute: a million recorded
+    # rows cost no Python pass; only the tasks themselves are walked.
+    keys = [(t.problem.problem_id, t.attempt) for t in tasks]
+    recorded = done.has(keys)
+    solved = done.solved()
+    originals = done.rows([(t.problem.problem_id, t.dedup_of) for t, seen in zip(tasks, recorded)
+                           if not seen and t.dedup_of is not None])
     todo, skipped = [], []
-    for t in tasks:
-        key = (t.problem.problem_id, t.attempt)
-        if key in done:
+    for t, key, seen in zip(tasks, keys, recorded):
+        if seen:
             continue
         if t.skip_if_solved and key[0] in solved:
             skipped.append(key)
             continue
-        original = done.get((key[0], t.dedup_of)) if t.dedup_of is not None else None
+        original = originals.get((key[0], t.dedup_of)) if t.dedup_of is not None else None
         todo.append(dataclasses.replace(t, reuse=_result_of(original)) if original else t)
     return todo, skipped
 

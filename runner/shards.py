@@ -4,26 +4,31 @@ Workers buffer result rows and publish them as small immutable shards under
 ``OUT/shards/``. Each shard appears whole or not at all (``publish``), so a
 sweep killed at any instant resumes from ``scan``: every key found in a
 readable shard is done, a half-written shard is quarantined and its checks are
-redone, and nothing is counted twice. ``merge`` folds the shards into
-``results.parquet``, ``results.csv`` and ``verdicts.csv``.
+redone, and nothing is counted twice. Small shards are folded into larger ones
+as the sweep runs (runner/compaction.py). ``scan`` reads them as one Arrow
+table, de-duplicated by key in Arrow compute (``Done``), and ``merge`` writes
+``results.parquet``, ``results.csv`` and ``verdicts.csv`` from it
+(runner/results_csv.py) without a Python pass over the rows.
 """
 
 from __future__ import annotations
 
-import csv
-import datetime as dt
 import os
 import re
 import threading
 import time
+from collections import Counter
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from .results import COLUMNS, OPTIONAL_COLUMNS, SCHEMA, ResultRow, rows_to_table
+from .verdicts import Verdict
 
 SHARDS_DIR = "shards"
 QUARANTINE_DIR = "quarantine"
@@ -74,12 +79,15 @@ class ShardWriter:
     Rows are published when an expensive one arrives, when ``flush_rows``
     are pending, and at the latest ``flush_secs`` after they were added (a
     timer thread does that, so rows finished just before a long check are
-    not held back for its whole duration). Call ``close`` (or use ``with``)
+    not held back for its whole duration). The same timer thread folds small
+    shards into larger ones once enough of them accumulate (``compact``;
+    runner/compaction.py), so a sweep of short checks does not leave a
+    reader 200,000 five-row files. Call ``close`` (or use ``with``)
     when done. Thread-safe. Two live writers must not share a ``writer_id``.
     """
 
     def __init__(self, out_dir: Path, writer_id: str, *, flush_rows: int = 200,
-                 flush_secs: float = 2.0, heavy_secs: float = 1.0):
+                 flush_secs: float = 2.0, heavy_secs: float = 1.0, compact: bool = True):
         if not writer_id or "/" in writer_id or writer_id.startswith("."):
             raise ValueError(f"bad writer_id {writer_id!r}")
         self.dir = Path(out_dir) / SHARDS_DIR
@@ -90,6 +98,7 @@ class ShardWriter:
         self._pending: list[ResultRow] = []
         self._last_flush = time.monotonic()
         self._closed = False
+        self._compact, self._unfolded = compact, False
         self.published: list[Path] = []
         self._seq = self._highest_seq() + 1
         self._wake = threading.Event()
@@ -98,6 +107,8 @@ class ShardWriter:
         self._timer.start()
 
     def _flush_when_due(self) -> None:
+        from . import compaction
+
         while not self._wake.wait(self.flush_secs / 2):
             with self._lock:
                 if self._closed:
@@ -107,10 +118,20 @@ class ShardWriter:
                         self._flush_locked()
                     except OSError:
                         pass    # kept pending; the next add or close reports it
+                unfolded, self._unfolded = self._unfolded, False
+            if unfolded and self._compact:
+                try:        # outside the lock: workers keep adding rows meanwhile
+                    compaction.compact(self.dir.parent)
+                except (OSError, pa.ArrowException):
+                    pass    # an optimisation: its inputs stay, the next round retries
 
     def _highest_seq(self) -> int:
+        from . import compaction
+
         pattern = re.compile(re.escape(self.writer_id) + r"-(\d+)\.parquet")
-        seqs = [0]
+        # Compacted shards record the highest sequence they absorbed per
+        # writer: a name is never reused after its shard was folded away.
+        seqs = [compaction.absorbed_seq(self.dir, self.writer_id)]
         for d in (self.dir, self.dir / QUARANTINE_DIR):
             if d.is_dir():
                 seqs += [int(m.group(1)) for p in d.iterdir() if (m := pattern.fullmatch(p.name))]
@@ -149,10 +170,13 @@ class ShardWriter:
         self._pending.clear()
         self._seq += 1
         self.published.append(path)
+        self._unfolded = True
         return path
 
     def close(self) -> None:
         self._wake.set()
+        if self._timer is not threading.current_thread():
+            self._timer.join()      # a compaction under way ends before close returns
         with self._lock:
             if not self._closed:
                 self._flush_locked()
@@ -166,14 +190,131 @@ class ShardWriter:
         self.close()
 
 
+# A key in two shards keeps the row that finished first (a check run twice,
+# e.g. by a process killed after publishing but before its bookkeeping, has
+# its first verdict kept); exact ties fall back to run and worker, so the
+# choice does not depend on which shard a row sits in after compaction.
+_ORDER = [("problem_id", "ascending"), ("attempt", "ascending"), ("finished_at", "ascending"),
+          ("run_id", "ascending"), ("worker", "ascending")]
+
+
+def dedupe(table: pa.Table) -> pa.Table:
+    """One row per (problem_id, attempt), sorted by key; see ``_ORDER``."""
+    n = table.num_rows
+    if n == 0:
+        return table
+    # Nulls sort last by default: a row without finished_at loses.
+    order = pc.sort_indices(table.select([k for k, _ in _ORDER]), sort_keys=_ORDER)
+    if n > 1:
+        pid = pc.take(table["problem_id"], order)
+        att = pc.take(table["attempt"], order)
+        pid = pid.combine_chunks() if isinstance(pid, pa.ChunkedArray) else pid
+        att = att.combine_chunks() if isinstance(att, pa.ChunkedArray) else att
+        changed = pc.or_(pc.not_equal(pid.slice(1), pid.slice(0, n - 1)),
+                         pc.not_equal(att.slice(1), att.slice(0, n - 1)))
+        order = order.filter(pa.concat_arrays([pa.array([True]), changed]))
+    return table.take(order)
+
+
+def key_strings(problem_ids, attempts) -> pa.Array:
+    """``problem_id`` and ``attempt`` joined into one string per key, for
+    membership tests in Arrow compute."""
+    return pc.binary_join_element_wise(problem_ids, pc.cast(attempts, pa.string()), "\x1f")
+
+
+class Done(Mapping):
+    """The recorded rows, one per key, as an Arrow table sorted by key.
+
+    Callers on the resume and status paths use its columnar answers
+    (``has``, ``verdict_counts``, ``solved``, ``rows_per_problem``, ``table``).
+    It is also a read-only mapping from (problem_id, attempt) to the row as a
+    dict, as ``scan`` returned before; building that index is a pass over
+    every key, so hot paths do not use it."""
+
+    def __init__(self, table: pa.Table | None = None):
+        self.table = SCHEMA.empty_table() if table is None else table
+        self._index: dict[tuple[str, int], int] | None = None
+
+    @classmethod
+    def from_rows(cls, rows: Iterable[dict]) -> "Done":
+        return cls(dedupe(pa.Table.from_pylist(list(rows), schema=SCHEMA)))
+
+    def _keys(self) -> dict[tuple[str, int], int]:
+        if self._index is None:
+            keys = zip(self.table["problem_id"].to_pylist(), self.table["attempt"].to_pylist())
+            self._index = dict(zip(keys, range(self.table.num_rows)))
+        return self._index
+
+    def __len__(self) -> int:
+        return self.table.num_rows
+
+    def __iter__(self):
+        return iter(self._keys())
+
+    def __contains__(self, key) -> bool:
+        return key in self._keys()
+
+    def __getitem__(self, key) -> dict:
+        return self.table.slice(self._keys()[key], 1).to_pylist()[0]
+
+    def items(self):
+        return list(zip(self._keys(), self.table.to_pylist()))
+
+    def values(self):
+        return self.table.to_pylist()
+
+    def __or__(self, other: Mapping) -> "Done":
+        """These rows and ``other``'s (a mapping of key -> row dict), deduplicated."""
+        extra = pa.Table.from_pylist(list(other.values()), schema=SCHEMA)
+        return Done(dedupe(pa.concat_tables([self.table, extra])))
+
+    def _key_strings(self) -> pa.Array:
+        keys = key_strings(self.table["problem_id"], self.table["attempt"])
+        return keys.combine_chunks() if isinstance(keys, pa.ChunkedArray) else keys
+
+    def has(self, keys: list[tuple[str, int]]) -> list[bool]:
+        """For each key, whether it has a row."""
+        if not keys:
+            return []
+        wanted = key_strings(pa.array([k[0] for k in keys], pa.string()),
+                             pa.array([k[1] for k in keys], pa.int32()))
+        return pc.is_in(wanted, value_set=self._key_strings()).to_pylist()
+
+    def rows(self, keys: list[tuple[str, int]]) -> dict[tuple[str, int], dict]:
+        """The rows of the few ``keys`` given (those recorded), as dicts."""
+        if not keys or not len(self):
+            return {}
+        wanted = key_strings(pa.array([k[0] for k in keys], pa.string()),
+                             pa.array([k[1] for k in keys], pa.int32()))
+        mask = pc.is_in(key_strings(self.table["problem_id"], self.table["attempt"]),
+                        value_set=wanted)
+        return {(r["problem_id"], r["attempt"]): r for r in self.table.filter(mask).to_pylist()}
+
+    def verdict_counts(self) -> Counter:
+        counts = pc.value_counts(self.table["verdict"])
+        return Counter(dict(zip(counts.field("values").to_pylist(),
+                                counts.field("counts").to_pylist())))
+
+    def solved(self) -> set[str]:
+        """Problems with an OK row."""
+        ok = self.table.filter(pc.equal(self.table["verdict"], Verdict.OK.value))
+        return set(pc.unique(ok["problem_id"]).to_pylist())
+
+    def rows_per_problem(self) -> Counter:
+        counts = pc.value_counts(self.table["problem_id"])
+        return Counter(dict(zip(counts.field("values").to_pylist(),
+                                counts.field("counts").to_pylist())))
+
+
 @dataclass
 class ShardScan:
     """What ``scan`` found: done keys, readable shards, and what it cleaned up."""
 
-    done: dict[tuple[str, int], dict] = field(default_factory=dict)
+    done: Done = field(default_factory=Done)
     shards: list[Path] = field(default_factory=list)
     quarantined: list[Path] = field(default_factory=list)
     temps_removed: list[Path] = field(default_factory=list)
+    folded: list[Path] = field(default_factory=list)    # compacted shards ``repair`` wrote
 
 
 def _quarantine(path: Path) -> Path:
@@ -188,8 +329,11 @@ def _quarantine(path: Path) -> Path:
     return dest
 
 
-def _read_shard(path: Path) -> pa.Table | None:
-    """The shard's rows in SCHEMA, or None if it is unreadable or incomplete."""
+def read_shard(path: Path) -> pa.Table | None:
+    """The shard's rows in SCHEMA, or None if it is unreadable or incomplete.
+
+    Raises FileNotFoundError if it is gone: a compaction folded it into a
+    shard published before it was deleted (``scan`` then lists again)."""
     try:
         table = pq.ParquetFile(path).read()
         for name in OPTIONAL_COLUMNS:
@@ -198,13 +342,13 @@ def _read_shard(path: Path) -> pa.Table | None:
         if any(c not in table.column_names for c in COLUMNS):
             return None
         return table.select(list(COLUMNS)).cast(SCHEMA)
+    except FileNotFoundError:
+        raise
     except (OSError, pa.ArrowException, ValueError):
         return None
 
 
-def _finished_key(row: dict):
-    ts = row.get("finished_at")
-    return (ts is None, ts or dt.datetime.min.replace(tzinfo=dt.timezone.utc))
+_read_shard = read_shard    # the name tests and older callers use
 
 
 def scan(out_dir: Path, *, repair: bool = True) -> ShardScan:
@@ -212,37 +356,60 @@ def scan(out_dir: Path, *, repair: bool = True) -> ShardScan:
 
     With ``repair``, run it only when no writer is publishing into
     ``out_dir`` (at resume or merge): it deletes temp files, which are then
-    only leftovers of killed writers, and moves unreadable shards (e.g.
+    only leftovers of killed writers, moves unreadable shards (e.g.
     truncated by a crash without fsync, or by a full disk) to
-    ``shards/quarantine/``; their checks count as not done. Without
-    ``repair`` it only reads, and is safe while a sweep runs.
+    ``shards/quarantine/`` (their checks count as not done), and folds the
+    shards into one when there are many (runner/compaction.py). Without
+    ``repair`` it only reads, and is safe while a sweep runs and compacts.
     A key in two shards keeps the row with the earliest ``finished_at``.
     """
     result = ShardScan()
     shards_dir = Path(out_dir) / SHARDS_DIR
     if not shards_dir.is_dir():
         return result
-    for path in sorted(shards_dir.iterdir()):
-        if not path.is_file():
-            continue
-        if _is_temp(path.name):
-            if repair:
-                path.unlink(missing_ok=True)
-                result.temps_removed.append(path)
-            continue
-        if path.suffix != ".parquet":
-            continue
-        table = _read_shard(path)
-        if table is None:
-            if repair:
-                result.quarantined.append(_quarantine(path))
-            continue
-        result.shards.append(path)
-        for row in table.to_pylist():
-            key = (row["problem_id"], int(row["attempt"]))
-            kept = result.done.get(key)
-            if kept is None or _finished_key(row) < _finished_key(kept):
-                result.done[key] = row
+    tables: list[pa.Table] = []
+    seen: set[str] = set()
+    again = True
+    while again:
+        # A compaction publishes its shard before it deletes its inputs: an
+        # input gone between listing and reading is in a shard a new
+        # listing shows.
+        again = False
+        with os.scandir(shards_dir) as it:
+            entries = sorted((e.name, e.is_file()) for e in it if e.name not in seen)
+        for name, is_file in entries:
+            path = shards_dir / name
+            if not is_file:
+                continue
+            if _is_temp(name):
+                if repair:
+                    path.unlink(missing_ok=True)
+                    result.temps_removed.append(path)
+                continue
+            if not name.endswith(".parquet"):
+                continue
+            try:
+                table = read_shard(path)
+            except FileNotFoundError:
+                again = True
+                continue
+            seen.add(name)
+            if table is None:
+                if repair:
+                    result.quarantined.append(_quarantine(path))
+                continue
+            result.shards.append(path)
+            tables.append(table)
+    if not tables:
+        return result
+    table = dedupe(pa.concat_tables(tables).combine_chunks())
+    result.done = Done(table)
+    if repair:
+        from . import compaction
+
+        folded = compaction.fold_all(shards_dir, result.shards, table)
+        if folded is not None:
+            result.folded, result.shards = [folded], [folded]
     return result
 
 
@@ -250,30 +417,7 @@ def read_results(out_dir: Path, *, repair: bool = False) -> pa.Table:
     """The deduplicated rows of all shards, in SCHEMA, sorted by (problem_id, attempt).
 
     Read-only unless ``repair`` (see ``scan``): safe while a sweep runs."""
-    done = scan(out_dir, repair=repair).done
-    rows = [done[k] for k in sorted(done)]
-    return pa.Table.from_pylist(rows, schema=SCHEMA)
-
-
-def _csv_cell(value) -> str:
-    if value is None:
-        return ""
-    if isinstance(value, dt.datetime):
-        if value.tzinfo is None:  # Arrow hands back naive values only if tz was lost
-            value = value.replace(tzinfo=dt.timezone.utc)
-        return value.astimezone(dt.timezone.utc).isoformat(timespec="microseconds")
-    return str(value)
-
-
-def _write_csv(path: Path, header: list[str], rows: list[list[str]]) -> None:
-    def write(tmp: Path) -> None:
-        # newline="" as the csv module requires; quoting handles reasons with
-        # commas, quotes and newlines.
-        with open(tmp, "w", newline="", encoding="utf-8") as fh:
-            w = csv.writer(fh, lineterminator="\n")
-            w.writerow(header)
-            w.writerows(rows)
-    publish(path, write)
+    return scan(out_dir, repair=repair).done.table
 
 
 def merge(out_dir: Path) -> pa.Table:
@@ -286,25 +430,12 @@ def merge(out_dir: Path) -> pa.Table:
     hidden behind a FAIL); else the verdict of attempt 0, or of the lowest
     attempt. Per-attempt verdicts are in results.csv.
     """
+    from . import results_csv
+
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     table = read_results(out_dir, repair=True)
     publish(out_dir / "results.parquet", lambda tmp: pq.write_table(table, tmp))
-
-    rows = table.to_pylist()
-    _write_csv(out_dir / "results.csv", list(COLUMNS),
-               [[_csv_cell(r[c]) for c in COLUMNS] for r in rows])
-
-    # One verdict per problem: any OK, then any CHEATING, then the lowest attempt.
-    def rank(r: dict) -> tuple:
-        return (r["verdict"] != "OK", r["verdict"] != "CHEATING", r["attempt"])
-
-    chosen: dict[str, dict] = {}
-    for r in rows:
-        cur = chosen.get(r["problem_id"])
-        if cur is None or rank(r) < rank(cur):
-            chosen[r["problem_id"]] = r
-    verdicts = {p: r["verdict"] for p, r in chosen.items()}
-    _write_csv(out_dir / "verdicts.csv", ["Problem", "Verdict"],
-               [[p, verdicts[p]] for p in sorted(verdicts)])
+    publish(out_dir / "results.csv", lambda tmp: results_csv.write_results(table, tmp))
+    publish(out_dir / "verdicts.csv", lambda tmp: results_csv.write_verdicts(table, tmp))
     return table
