@@ -326,17 +326,18 @@ def record_skipped(out: Path, tasks: Sequence[CheckTask], table: pa.Table) -> in
     """Publish OUT/skipped.csv (problem_id, attempt, solved_by): the planned
     attempts that early stop skipped. Removes a stale one when there are none.
     Returns how many there are."""
-    from .shards import publish
+    import pyarrow.compute as pc
 
-    rows = table.select(["problem_id", "attempt", "verdict"]).to_pylist()
-    recorded = {(r["problem_id"], r["attempt"]) for r in rows}
-    solved_by: dict[str, int] = {}
-    for r in rows:
-        if r["verdict"] == Verdict.OK.value:
-            solved_by[r["problem_id"]] = min(r["attempt"], solved_by.get(r["problem_id"], r["attempt"]))
-    skipped = sorted((t.problem.problem_id, t.attempt) for t in tasks
-                     if t.skip_if_solved and t.problem.problem_id in solved_by
-                     and (t.problem.problem_id, t.attempt) not in recorded)
+    from .shards import Done, publish
+
+    # In Arrow compute: the merged table may hold a million rows.
+    keys = [(t.problem.problem_id, t.attempt) for t in tasks if t.skip_if_solved]
+    ok = table.filter(pc.equal(table["verdict"], Verdict.OK.value))
+    first_ok = ok.group_by("problem_id").aggregate([("attempt", "min")]) if keys else ok
+    solved_by = dict(zip(first_ok["problem_id"].to_pylist(),
+                         first_ok["attempt_min"].to_pylist())) if keys else {}
+    recorded = Done(table).has(keys)
+    skipped = sorted(k for k, seen in zip(keys, recorded) if not seen and k[0] in solved_by)
     path = Path(out) / SKIPPED_FILE
     if not skipped:
         path.unlink(missing_ok=True)

@@ -145,10 +145,11 @@ def _by_level(shards_dir: Path) -> dict[int, list[Path]]:
     return {k: sorted(v) for k, v in levels.items()}
 
 
-def compact(out_dir: Path, *, fan_in: int = FAN_IN) -> list[Path]:
+def compact(out_dir: Path, *, fan_in: int | None = None) -> list[Path]:
     """Fold each level that has ``fan_in`` shards or more into one shard of
     the next level; returns the shards written. Safe while writers publish
     and readers scan; does nothing if another compaction holds the lock."""
+    fan_in = fan_in or FAN_IN
     shards_dir = Path(out_dir) / shards.SHARDS_DIR
     if not shards_dir.is_dir():
         return []
@@ -168,11 +169,11 @@ def compact(out_dir: Path, *, fan_in: int = FAN_IN) -> list[Path]:
 
 
 def fold_all(shards_dir: Path, inputs: list[Path], table: pa.Table, *,
-             fan_in: int = FAN_IN) -> Path | None:
+             fan_in: int | None = None) -> Path | None:
     """At a repair scan (no writer running): when more than ``fan_in``
     shards were read, publish their de-duplicated rows ``table`` as one
     shard above every level present and delete them."""
-    if len(inputs) <= fan_in:
+    if len(inputs) <= (fan_in or FAN_IN):
         return None
     with _try_lock(shards_dir) as mine:
         if not mine:

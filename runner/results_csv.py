@@ -25,7 +25,9 @@ import pyarrow.compute as pc
 from .verdicts import Verdict
 
 # Python's csv module quotes a field holding the delimiter, the quote
-# character or a line break, doubling quotes inside it.
+# character or a line break, doubling quotes inside it. Python 3.11 left a
+# lone \r unquoted (lineterminator "\n"), which csv.reader then splits a row
+# at: it is quoted here, the one byte difference from the old files.
 _NEEDS_QUOTES = r'[,"\r\n]'
 
 

@@ -198,6 +198,12 @@ _ORDER = [("problem_id", "ascending"), ("attempt", "ascending"), ("finished_at",
           ("run_id", "ascending"), ("worker", "ascending")]
 
 
+# What the resume, status and Slurm paths need of each row: the key, the
+# verdict, and what ``dedupe`` orders by. A tenth of a row's bytes (reasons
+# and hashes are the bulk), so ``scan(columns=LIGHT)`` reads that much.
+LIGHT: tuple[str, ...] = ("problem_id", "attempt", "verdict", "finished_at", "run_id", "worker")
+
+
 def dedupe(table: pa.Table) -> pa.Table:
     """One row per (problem_id, attempt), sorted by key; see ``_ORDER``."""
     n = table.num_rows
@@ -231,8 +237,9 @@ class Done(Mapping):
     dict, as ``scan`` returned before; building that index is a pass over
     every key, so hot paths do not use it."""
 
-    def __init__(self, table: pa.Table | None = None):
+    def __init__(self, table: pa.Table | None = None, paths: list[Path] | None = None):
         self.table = SCHEMA.empty_table() if table is None else table
+        self.paths = paths or []      # the shards read: whole rows on demand (``rows``)
         self._index: dict[tuple[str, int], int] | None = None
 
     @classmethod
@@ -266,7 +273,8 @@ class Done(Mapping):
     def __or__(self, other: Mapping) -> "Done":
         """These rows and ``other``'s (a mapping of key -> row dict), deduplicated."""
         extra = pa.Table.from_pylist(list(other.values()), schema=SCHEMA)
-        return Done(dedupe(pa.concat_tables([self.table, extra])))
+        extra = extra.select(self.table.column_names)
+        return Done(dedupe(pa.concat_tables([self.table, extra])), self.paths)
 
     def _key_strings(self) -> pa.Array:
         keys = key_strings(self.table["problem_id"], self.table["attempt"])
@@ -281,9 +289,13 @@ class Done(Mapping):
         return pc.is_in(wanted, value_set=self._key_strings()).to_pylist()
 
     def rows(self, keys: list[tuple[str, int]]) -> dict[tuple[str, int], dict]:
-        """The rows of the few ``keys`` given (those recorded), as dicts."""
+        """The whole rows of the few ``keys`` given (those recorded), as
+        dicts; read again from the shards if this scan read only some columns."""
         if not keys or not len(self):
             return {}
+        if self.table.num_columns < len(COLUMNS):
+            tables = [t for p in self.paths if p.exists() and (t := read_shard(p)) is not None]
+            return Done(dedupe(pa.concat_tables(tables))).rows(keys) if tables else {}
         wanted = key_strings(pa.array([k[0] for k in keys], pa.string()),
                              pa.array([k[1] for k in keys], pa.int32()))
         mask = pc.is_in(key_strings(self.table["problem_id"], self.table["attempt"]),
@@ -329,19 +341,22 @@ def _quarantine(path: Path) -> Path:
     return dest
 
 
-def read_shard(path: Path) -> pa.Table | None:
-    """The shard's rows in SCHEMA, or None if it is unreadable or incomplete.
+def read_shard(path: Path, columns: tuple[str, ...] = COLUMNS) -> pa.Table | None:
+    """The shard's ``columns`` in SCHEMA, or None if it is unreadable or
+    lacks a column of SCHEMA (other than OPTIONAL_COLUMNS).
 
     Raises FileNotFoundError if it is gone: a compaction folded it into a
     shard published before it was deleted (``scan`` then lists again)."""
     try:
-        table = pq.ParquetFile(path).read()
-        for name in OPTIONAL_COLUMNS:
-            if name not in table.column_names:
-                table = table.append_column(name, pa.nulls(len(table), SCHEMA.field(name).type))
-        if any(c not in table.column_names for c in COLUMNS):
+        pf = pq.ParquetFile(path)
+        present = set(pf.schema_arrow.names)
+        if any(c not in present and c not in OPTIONAL_COLUMNS for c in COLUMNS):
             return None
-        return table.select(list(COLUMNS)).cast(SCHEMA)
+        table = pf.read(columns=[c for c in columns if c in present])
+        for name in columns:
+            if name not in present:
+                table = table.append_column(name, pa.nulls(len(table), SCHEMA.field(name).type))
+        return table.select(list(columns)).cast(pa.schema([SCHEMA.field(c) for c in columns]))
     except FileNotFoundError:
         raise
     except (OSError, pa.ArrowException, ValueError):
@@ -351,7 +366,7 @@ def read_shard(path: Path) -> pa.Table | None:
 _read_shard = read_shard    # the name tests and older callers use
 
 
-def scan(out_dir: Path, *, repair: bool = True) -> ShardScan:
+def scan(out_dir: Path, *, repair: bool = True, columns: tuple[str, ...] | None = None) -> ShardScan:
     """Read all shards of ``out_dir`` and say which checks are done.
 
     With ``repair``, run it only when no writer is publishing into
@@ -362,7 +377,11 @@ def scan(out_dir: Path, *, repair: bool = True) -> ShardScan:
     shards into one when there are many (runner/compaction.py). Without
     ``repair`` it only reads, and is safe while a sweep runs and compacts.
     A key in two shards keeps the row with the earliest ``finished_at``.
+    ``columns`` (default: all) reads only those, plus ``LIGHT``: the resume
+    and status paths pass ``LIGHT`` (``Done.rows`` reads whole rows of the
+    few keys it is asked for); only a whole read folds shards.
     """
+    cols = COLUMNS if columns is None else tuple(c for c in COLUMNS if c in set(columns) | set(LIGHT))
     result = ShardScan()
     shards_dir = Path(out_dir) / SHARDS_DIR
     if not shards_dir.is_dir():
@@ -389,7 +408,7 @@ def scan(out_dir: Path, *, repair: bool = True) -> ShardScan:
             if not name.endswith(".parquet"):
                 continue
             try:
-                table = read_shard(path)
+                table = read_shard(path, cols)
             except FileNotFoundError:
                 again = True
                 continue
@@ -403,8 +422,8 @@ def scan(out_dir: Path, *, repair: bool = True) -> ShardScan:
     if not tables:
         return result
     table = dedupe(pa.concat_tables(tables).combine_chunks())
-    result.done = Done(table)
-    if repair:
+    result.done = Done(table, list(result.shards))
+    if repair and cols == COLUMNS:
         from . import compaction
 
         folded = compaction.fold_all(shards_dir, result.shards, table)

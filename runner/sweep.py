@@ -20,6 +20,7 @@ from typing import Callable
 
 import psutil
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from . import attempts, contexts, shards, timeout_map
 from . import backends
@@ -240,17 +241,25 @@ def run_sweep(prepared: PreparedSweep, executor, on_row: Callable[[ResultRow], N
     and ``on_skip(n)`` when a row settles n more attempts (early stop)."""
     from cluster.base import SweepJob
 
+    from . import heartbeat
+
     cfg = prepared.config
-    check_manifest(prepared)
-    scan = shards.scan(cfg.out)
+    manifest = check_manifest(prepared)
+    scan = shards.scan(cfg.out, columns=shards.LIGHT)
     # Not yet recorded, less the attempts early stop skips (runner/attempts.py).
     pending, skipped_before = attempts.pending(prepared.tasks, scan.done)
     on_start(len(prepared.tasks), len(prepared.tasks) - len(pending))
     stops = attempts.EarlyStops.of(pending)
+    # OUT/status.json: what `proofbatch status` reads instead of the shards.
+    beat = heartbeat.Heartbeat(cfg.out, total=len(prepared.tasks), done=scan.done,
+                               skipped=len(skipped_before), workers=cfg.workers,
+                               resume=heartbeat.resume_command(manifest, cfg.out))
 
     def row_in(row: ResultRow) -> None:
         on_row(row)
+        beat.row(row)
         if skipped := stops.row(row.problem_id, row.verdict):
+            beat.skip(skipped)
             on_skip(skipped)
 
     # Unique even for two runs one process starts within a second: Dask
@@ -265,14 +274,16 @@ def run_sweep(prepared: PreparedSweep, executor, on_row: Callable[[ResultRow], N
 
             plan = prepared.plan.only((t.problem.problem_id, t.attempt) for t in pending)
             write_plan(cfg.out / PLAN_FILE, plan, predict(plan), run_id=run_id)
-        executor.execute(SweepJob(prepared.backend, pending, cfg.out, run_id, plan=plan), row_in)
+            beat.plan(plan)
+        with beat:
+            executor.execute(SweepJob(prepared.backend, pending, cfg.out, run_id, plan=plan), row_in)
     table = shards.merge(cfg.out)
     skipped = attempts.record_skipped(cfg.out, prepared.tasks, table)
-    wanted = {p.problem_id for p in prepared.problems}
-    verdicts = [v for pid, v in zip(table.column("problem_id").to_pylist(),
-                                    table.column("verdict").to_pylist()) if pid in wanted]
+    beat.finish(shards.Done(table).verdict_counts(), table.num_rows, skipped)
+    wanted = pa.array(sorted({p.problem_id for p in prepared.problems}), pa.string())
+    verdicts = shards.Done(table.filter(pc.is_in(table["problem_id"], value_set=wanted))).verdict_counts()
     skipped_now = skipped - len(skipped_before)
-    return SweepSummary(out=cfg.out, counts=Counter(verdicts), total=len(prepared.tasks),
+    return SweepSummary(out=cfg.out, counts=verdicts, total=len(prepared.tasks),
                         ran_now=len(pending) - skipped_now,
                         resumed=len(prepared.tasks) - len(pending) - len(skipped_before),
                         quarantined=scan.quarantined, table=table, skipped=skipped)
