@@ -1,9 +1,9 @@
 """The runner's account of its sweep, for ``proofbatch status`` without a scan.
 
 While a sweep runs, its driver (``sweep.run_sweep``, whatever the executor)
-publishes ``OUT/status.json`` every ``INTERVAL`` seconds through
-``shards.publish``: counts per verdict, checks done and skipped, the
-expected seconds of work left from the plan, and a heartbeat (time, host,
+publishes ``OUT/status.json`` through ``shards.publish`` when rows arrive
+(at most every ``GAP`` seconds) and every ``INTERVAL`` seconds: counts per
+verdict, checks done and skipped, the expected seconds of work left from the plan, and a heartbeat (time, host,
 pid). Reading it costs the same at ten rows or a million, where reading the
 shards costs seconds. A heartbeat older than ``STALE`` intervals, or a pid
 gone from this host, means the runner died: status says so, with the
@@ -27,6 +27,7 @@ from . import shards
 STATUS_FILE = "status.json"
 INTERVAL = 2.0
 STALE = 5          # intervals without a beat before a runner counts as dead
+GAP = 0.25         # at most this often a new row republishes at once
 RECENT = 256       # keys finished last: status hides their lagging board entries
 
 
@@ -38,6 +39,8 @@ class Heartbeat:
                  workers: int, resume: str):
         self.path = Path(out) / STATUS_FILE
         self._lock = threading.Lock()
+        # shards.publish names its temp file by pid: one publisher at a time.
+        self._publishing = threading.Lock()
         self._counts: Counter = done.verdict_counts()
         self._done, self._skipped, self._total = len(done), skipped, total
         self._expected: dict[tuple[str, int], float] = {}
@@ -45,7 +48,7 @@ class Heartbeat:
         self._basis = "no plan: the sweep had no expected durations"
         self._recent: deque = deque(maxlen=RECENT)
         self._resume, self._started = resume, time.time()
-        self._stop = threading.Event()
+        self._stop, self._news = threading.Event(), threading.Event()
         self._thread = threading.Thread(target=self._beat, daemon=True, name="heartbeat")
 
     def plan(self, plan) -> None:
@@ -68,6 +71,7 @@ class Heartbeat:
             self._recent.append(key)
             if self._left is not None:
                 self._left -= self._expected.pop(key, 0.0)
+        self._news.set()        # status should not lag a row by a whole interval
 
     def skip(self, n: int) -> None:
         with self._lock:
@@ -81,23 +85,30 @@ class Heartbeat:
                     "counts": dict(self._counts), "expected_left_s": self._left,
                     "workers": self._workers, "eta_basis": self._basis,
                     "recent": [list(k) for k in self._recent], "resume": self._resume}
-        shards.publish(self.path, lambda tmp: tmp.write_text(json.dumps(data)))
+        with self._publishing:
+            shards.publish(self.path, lambda tmp: tmp.write_text(json.dumps(data)))
 
     def finish(self, counts: Counter, done: int, skipped: int) -> None:
         """The merged table's account: exact, whatever the live counts said."""
         with self._lock:
             self._counts, self._done, self._skipped, self._left = Counter(counts), done, skipped, 0.0
         self._stop.set()
+        self._news.set()
         if self._thread.is_alive():
             self._thread.join()
         self.publish("finished")
 
     def _beat(self) -> None:
-        while not self._stop.wait(INTERVAL):
+        while not self._stop.is_set():
+            self._news.wait(INTERVAL)
+            self._news.clear()
+            if self._stop.is_set():
+                return
             try:
                 self.publish("running")
             except OSError:
                 pass        # a full disk: the next beat tries again; status sees it stale
+            self._stop.wait(GAP)
 
     def __enter__(self) -> "Heartbeat":
         self.publish("running")
@@ -108,6 +119,7 @@ class Heartbeat:
         # On success the beat goes on through the merge, until ``finish``.
         if exc_type is not None and not self._stop.is_set():
             self._stop.set()
+            self._news.set()
             self._thread.join()
             try:
                 self.publish("stopped")

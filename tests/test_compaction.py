@@ -92,10 +92,13 @@ def test_repair_scan_folds_everything_once(tmp_path):
 
 
 COMPACT_FOREVER = """
-import sys
+import sys, time
 from runner import compaction
 out, fan_in = sys.argv[1], int(sys.argv[2])
 print("ready", flush=True)
+t = time.perf_counter()
+compaction.compact(out, fan_in=fan_in)
+print("folded", time.perf_counter() - t, flush=True)
 while True:
     compaction.compact(out, fan_in=fan_in)
 """
@@ -108,20 +111,34 @@ def _start(argv_tail: list[str], code: str) -> subprocess.Popen:
     return p
 
 
+def _three_writers(out: Path) -> set[tuple[str, int]]:
+    # One row per key per writer: the same key in three writers' shards is
+    # the duplicate compaction must fold, with the earliest row kept.
+    keys = set()
+    for w in range(3):
+        keys |= one_row_shards(out, 40, f"w{w}")
+    return keys
+
+
 def test_kill_9_during_compaction_loses_nothing_and_counts_nothing_twice(tmp_path):
+    # How long one fold of these shards takes here and now (the machine is
+    # shared): kills are spread over that span and a little beyond.
+    _three_writers(tmp_path / "timing")
+    child = _start([str(tmp_path / "timing"), "3"], COMPACT_FOREVER)
+    span = float(child.stdout.readline().split()[1])
+    os.kill(child.pid, signal.SIGKILL)
+    child.wait()
     rng = random.Random(SEED)
+    before = after = 0
     for k in range(KILLS):
         out = tmp_path / f"kill{k}"
-        # Several writers' shards, so folds of every level are under way.
-        keys = set()
-        for w in range(3):
-            keys |= {(pid, a) for pid, a in one_row_shards(out, 40, f"w{w}")}
-        # One row per key per writer: the same key in three writers' shards is
-        # the duplicate compaction must fold, with the earliest row kept.
+        keys = _three_writers(out)
         child = _start([str(out), "3"], COMPACT_FOREVER)
-        time.sleep(rng.uniform(0.0, 0.6))
+        time.sleep(rng.uniform(0.0, 1.2 * span))
         os.kill(child.pid, signal.SIGKILL)
         child.wait()
+        folded = any(p.name.startswith(compaction.PREFIX) for p in parquet_files(out))
+        after, before = after + folded, before + (not folded)
         s = scan(out, repair=False)
         assert set(s.done) == keys, f"kill {k}: rows lost"
         assert len(s.done) == len(keys)
@@ -129,6 +146,8 @@ def test_kill_9_during_compaction_loses_nothing_and_counts_nothing_twice(tmp_pat
         merge(out)
         assert len((out / "results.csv").read_text().splitlines()) == len(keys) + 1
         assert len(scan(out).done) == len(keys)
+    # The kills fell on both sides of the publish, not all before or after.
+    assert before and after, (before, after)
 
 
 COMPACT_WHILE_WRITING = """
