@@ -34,10 +34,13 @@ _NEEDS_QUOTES = r'[,"\r\n]'
 def _cells(column: pa.ChunkedArray | pa.Array) -> pa.Array:
     t = column.type
     if pa.types.is_timestamp(t):
-        # Stored in UTC (results.SCHEMA); %S of a microsecond timestamp
-        # carries the six fraction digits, as isoformat(timespec="microseconds").
-        text = pc.binary_join_element_wise(pc.strftime(column, format="%Y-%m-%dT%H:%M:%S"),
-                                           "+00:00", "")
+        # Stored in UTC (results.SCHEMA). Cast without the zone: a zoned
+        # timestamp's text (and strftime) looks each value up in the zone
+        # database, 20 times slower. A microsecond cast carries the six
+        # fraction digits, as isoformat(timespec="microseconds").
+        naive = pc.cast(pc.cast(column, pa.timestamp(t.unit)), pa.string())
+        text = pc.binary_join_element_wise(
+            pc.replace_substring(naive, " ", "T", max_replacements=1), "+00:00", "")
     elif pa.types.is_floating(t):
         text = pc.cast(column, pa.string())
         text = pc.if_else(pc.match_substring_regex(text, r"^-?\d+$"),
