@@ -16,7 +16,11 @@ outside (the whole process, Python start-up included), and its peak memory
 is the child's ru_maxrss from wait4.
 
     nice .venv/bin/python benchmarks/shards_scale.py --rows 100000 --shard-rows 5 200
-    nice .venv/bin/python benchmarks/shards_scale.py --rows 1000000 --shard-rows 200 --no-legacy-above 0
+    nice .venv/bin/python benchmarks/shards_scale.py --rows 1000000 --shard-rows 200 --legacy-ops scan
+    nice .venv/bin/python benchmarks/shards_scale.py --measure COPY_OF_A_GENERATED_DIR --ops scan merge
+
+On a shared machine read the CPU column (user+sys of the child during the
+operation, all threads): wall times there measure the queue for a core.
 
 Targets at 1,000,000 rows: scan <= 3 s, merge <= 15 s, status <= 1 s,
 report <= 10 s, peak memory <= 2 GiB.
@@ -123,7 +127,7 @@ def op(name: str, impl: str, out: Path) -> dict:
 
         shards.scan, shards.read_results, shards.merge = (shards_legacy.scan, shards_legacy.read_results,
                                                            shards_legacy.merge)
-    t = time.perf_counter()
+    t, cpu = time.perf_counter(), time.process_time()
     if name == "scan":
         # As the resume, status and Slurm paths call it (the legacy scan
         # has no columns argument: it read whole rows).
@@ -144,11 +148,17 @@ def op(name: str, impl: str, out: Path) -> dict:
         n = len(report.load(out).rows)
     else:
         raise SystemExit(f"unknown op {name}")
-    elapsed = time.perf_counter() - t
+    elapsed, cpu = time.perf_counter() - t, time.process_time() - cpu
     # This process's own peak: ru_maxrss of a child also counts its parent's
     # memory at the fork, before the exec.
     hwm = next(int(line.split()[1]) for line in open("/proc/self/status") if line.startswith("VmHWM"))
-    return {"op_s": elapsed, "rows": n, "hwm_mb": hwm / 1024}
+    return {"op_s": elapsed, "op_cpu_s": cpu, "rows": n, "hwm_mb": hwm / 1024}
+
+
+def _print(m: dict) -> None:
+    print(f"  {m['op']:7} {m['label']:16} {m['op_s']:8.2f} s op ({m['op_cpu_s']:6.2f} s CPU)  "
+          f"{m['process_s']:8.2f} s process  {m['peak_mb']:7.0f} MB peak  ({m['rows']} rows)",
+          flush=True)
 
 
 def measure(name: str, impl: str, out: Path) -> dict:
@@ -177,11 +187,22 @@ def main() -> int:
     ap.add_argument("--dir", type=Path, help="where to write the shards (default: a temp dir)")
     ap.add_argument("--no-raw", action="store_true",
                     help="write only the compacted shards (no legacy baseline, no raw-shard figures)")
+    ap.add_argument("--measure", type=Path, metavar="OUT",
+                    help="only measure --ops on the shards already in OUT (e.g. a copy of a "
+                    "generated directory); merge last, as it folds them")
     ap.add_argument("--json", action="store_true")
     ap.add_argument("--child", nargs=3, help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.child:
         print(json.dumps(op(args.child[0], args.child[1], Path(args.child[2]))))
+        return 0
+    if args.measure:
+        # Shards written before (by --keep): each op, new code then legacy.
+        for name in args.ops:
+            for impl in ["new"] + (["legacy"] if name in args.legacy_ops else []):
+                m = measure(name, impl, args.measure)
+                m.update(label=impl)
+                _print(m) if "error" not in m else print(m)
         return 0
     base = Path(tempfile.mkdtemp(prefix="proofbatch-bench-shards-", dir=args.dir))
     results, misses = [], []
@@ -218,8 +239,7 @@ def main() -> int:
                         if "error" in m:
                             print(f"  {name:7} {label:16} ERROR {m['error']}", flush=True)
                             continue
-                        print(f"  {name:7} {label:16} {m['op_s']:8.2f} s op  {m['process_s']:8.2f} s "
-                              f"process  {m['peak_mb']:7.0f} MB peak  ({m['rows']} rows)", flush=True)
+                        _print(m)
                         if label == "new" and rows >= 1_000_000:
                             if m["op_s"] > TARGETS[name] or m["peak_mb"] > MEM_TARGET_MB:
                                 misses.append(f"{cfg} {name}")
@@ -228,8 +248,7 @@ def main() -> int:
                     m = measure("merge", "new", raw)
                     m.update(config=cfg, label="new, raw shards")
                     results.append(m)
-                    print(f"  {'merge':7} {'new, raw shards':16} {m['op_s']:8.2f} s op  "
-                          f"{m['process_s']:8.2f} s process  {m['peak_mb']:7.0f} MB peak", flush=True)
+                    _print(m)
                 shutil.rmtree(new, ignore_errors=True)
                 shutil.rmtree(raw, ignore_errors=True)
     finally:
