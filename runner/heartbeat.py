@@ -111,8 +111,10 @@ class Heartbeat:
             self._stop.wait(GAP)
 
     def __enter__(self) -> "Heartbeat":
-        self.publish("running")
-        self._thread.start()
+        # Entered around the checks and again around the merge: one thread.
+        if not self._thread.is_alive() and not self._stop.is_set():
+            self.publish("running")
+            self._thread.start()
         return self
 
     def __exit__(self, exc_type, *exc) -> None:

@@ -277,8 +277,9 @@ def run_sweep(prepared: PreparedSweep, executor, on_row: Callable[[ResultRow], N
             beat.plan(plan)
         with beat:
             executor.execute(SweepJob(prepared.backend, pending, cfg.out, run_id, plan=plan), row_in)
-    table = shards.merge(cfg.out)
-    skipped = attempts.record_skipped(cfg.out, prepared.tasks, table)
+    with beat:
+        table = shards.merge(cfg.out)
+        skipped = attempts.record_skipped(cfg.out, prepared.tasks, table)
     beat.finish(shards.Done(table).verdict_counts(), table.num_rows, skipped)
     wanted = pa.array(sorted({p.problem_id for p in prepared.problems}), pa.string())
     verdicts = shards.Done(table.filter(pc.is_in(table["problem_id"], value_set=wanted))).verdict_counts()
