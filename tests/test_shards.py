@@ -259,3 +259,16 @@ def test_a_carriage_return_in_a_reason_stays_in_its_cell(tmp_path):
     with open(tmp_path / "results.csv", newline="", encoding="utf-8") as fh:
         (got,) = list(csv.DictReader(fh))
     assert got["reason"] == "cr\rhere"
+
+
+def test_an_old_shard_without_the_newer_columns_still_resumes(tmp_path):
+    with ShardWriter(tmp_path, "w0") as w:
+        w.add(row("new"))
+    old = tmp_path / "shards" / "old-000001.parquet"
+    from runner.results import OPTIONAL_COLUMNS, rows_to_table
+    pq.write_table(rows_to_table([row("old", verdict="FAIL")]).drop_columns(list(OPTIONAL_COLUMNS)), old)
+    for columns in (None, ("problem_id", "attempt", "verdict")):
+        s = scan(tmp_path, repair=False, columns=columns)
+        assert set(s.done) == {("new", 0), ("old", 0)} and s.quarantined == []
+        assert s.done.verdict_counts() == {"OK": 1, "FAIL": 1}
+    assert scan(tmp_path).done[("old", 0)]["dedup_of"] is None
