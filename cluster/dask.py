@@ -219,7 +219,7 @@ class DaskExecutor(Executor):
         """Rows a worker returned but did not publish (it died within its flush
         interval), and ERROR rows for the attempts of problems whose workers
         kept dying, less those already recorded or skipped by early stop."""
-        done = shards.scan(job.out, repair=False).done
+        done = shards.scan(job.out, repair=False, columns=shards.LIGHT).done
         rows = [ResultRow(**r) for k, r in received.items() if k not in done]
         done = done | received
         now = utcnow()

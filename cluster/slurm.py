@@ -101,7 +101,7 @@ class ShareWorker(Checkpointable):
         self.writer_prefix, self.threads = writer_prefix, threads
 
     def __call__(self) -> int:
-        done = shards.scan(self.out, repair=False).done
+        done = shards.scan(self.out, repair=False, columns=shards.LIGHT).done
         # Less what is recorded and what early stop skips; a repeated answer
         # whose original is recorded reuses its verdict (runner/attempts.py).
         todo, _skipped = attempts.pending(self.tasks, done)
@@ -129,7 +129,7 @@ class ShareWorker(Checkpointable):
         Publish every finished row not yet in a shard first."""
         finished, self._finished = list(getattr(self, "_finished", [])), []
         if finished:
-            on_disk = shards.scan(self.out, repair=False).done
+            on_disk = shards.scan(self.out, repair=False, columns=shards.LIGHT).done
             rows = [r for r in finished if (r.problem_id, r.attempt) not in on_disk]
             if rows:
                 with shards.ShardWriter(self.out, f"{self._prefix}-checkpoint") as writer:

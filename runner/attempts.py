@@ -219,24 +219,33 @@ def _result_of(row: dict) -> CheckResult:
                        row["wall_secs"], None, row["image_key"], row["exit_status"])
 
 
-def pending(tasks: Sequence[CheckTask], done: dict[tuple[str, int], dict]
-            ) -> tuple[list[CheckTask], list[tuple[str, int]]]:
-    """(tasks still to run, keys skipped) given the rows already recorded.
+def pending(tasks: Sequence[CheckTask], done) -> tuple[list[CheckTask], list[tuple[str, int]]]:
+    """(tasks still to run, keys skipped) given the rows already recorded
+    (``shards.Done``, or a mapping of key -> row dict).
 
     A task whose problem already has an OK row is skipped if it asks to be
     (``--stop-on-first-ok``). A duplicate whose original was recorded by an
     earlier run carries that row's result, so it is not checked again.
     """
-    solved = {pid for (pid, _), row in done.items() if row["verdict"] == Verdict.OK.value}
+    from .shards import Done
+
+    if not isinstance(done, Done):
+        done = Done.from_rows(done.values())
+    # Membership and solved problems in Arrow compute: a million recorded
+    # rows cost no Python pass; only the tasks themselves are walked.
+    keys = [(t.problem.problem_id, t.attempt) for t in tasks]
+    recorded = done.has(keys)
+    solved = done.solved()
+    originals = done.rows([(t.problem.problem_id, t.dedup_of) for t, seen in zip(tasks, recorded)
+                           if not seen and t.dedup_of is not None])
     todo, skipped = [], []
-    for t in tasks:
-        key = (t.problem.problem_id, t.attempt)
-        if key in done:
+    for t, key, seen in zip(tasks, keys, recorded):
+        if seen:
             continue
         if t.skip_if_solved and key[0] in solved:
             skipped.append(key)
             continue
-        original = done.get((key[0], t.dedup_of)) if t.dedup_of is not None else None
+        original = originals.get((key[0], t.dedup_of)) if t.dedup_of is not None else None
         todo.append(dataclasses.replace(t, reuse=_result_of(original)) if original else t)
     return todo, skipped
 
@@ -317,17 +326,18 @@ def record_skipped(out: Path, tasks: Sequence[CheckTask], table: pa.Table) -> in
     """Publish OUT/skipped.csv (problem_id, attempt, solved_by): the planned
     attempts that early stop skipped. Removes a stale one when there are none.
     Returns how many there are."""
-    from .shards import publish
+    import pyarrow.compute as pc
 
-    rows = table.select(["problem_id", "attempt", "verdict"]).to_pylist()
-    recorded = {(r["problem_id"], r["attempt"]) for r in rows}
-    solved_by: dict[str, int] = {}
-    for r in rows:
-        if r["verdict"] == Verdict.OK.value:
-            solved_by[r["problem_id"]] = min(r["attempt"], solved_by.get(r["problem_id"], r["attempt"]))
-    skipped = sorted((t.problem.problem_id, t.attempt) for t in tasks
-                     if t.skip_if_solved and t.problem.problem_id in solved_by
-                     and (t.problem.problem_id, t.attempt) not in recorded)
+    from .shards import Done, publish
+
+    # In Arrow compute: the merged table may hold a million rows.
+    keys = [(t.problem.problem_id, t.attempt) for t in tasks if t.skip_if_solved]
+    ok = table.filter(pc.equal(table["verdict"], Verdict.OK.value))
+    first_ok = ok.group_by("problem_id").aggregate([("attempt", "min")]) if keys else ok
+    solved_by = dict(zip(first_ok["problem_id"].to_pylist(),
+                         first_ok["attempt_min"].to_pylist())) if keys else {}
+    recorded = Done(table).has(keys)
+    skipped = sorted(k for k, seen in zip(keys, recorded) if not seen and k[0] in solved_by)
     path = Path(out) / SKIPPED_FILE
     if not skipped:
         path.unlink(missing_ok=True)

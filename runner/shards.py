@@ -4,14 +4,15 @@ Workers buffer result rows and publish them as small immutable shards under
 ``OUT/shards/``. Each shard appears whole or not at all (``publish``), so a
 sweep killed at any instant resumes from ``scan``: every key found in a
 readable shard is done, a half-written shard is quarantined and its checks are
-redone, and nothing is counted twice. ``merge`` folds the shards into
-``results.parquet``, ``results.csv`` and ``verdicts.csv``.
+redone, and nothing is counted twice. Small shards are folded into larger ones
+as the sweep runs (runner/compaction.py). ``scan`` reads them as one Arrow
+table, de-duplicated by key in Arrow compute (``Done``), and ``merge`` writes
+``results.parquet``, ``results.csv`` and ``verdicts.csv`` from it
+(runner/results_csv.py) without a Python pass over the rows.
 """
 
 from __future__ import annotations
 
-import csv
-import datetime as dt
 import os
 import re
 import threading
@@ -23,6 +24,7 @@ from typing import Callable
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from .done import LIGHT, Done, dedupe, key_strings  # noqa: F401  (shards.Done, shards.LIGHT: the API)
 from .results import COLUMNS, OPTIONAL_COLUMNS, SCHEMA, ResultRow, rows_to_table
 
 SHARDS_DIR = "shards"
@@ -74,12 +76,15 @@ class ShardWriter:
     Rows are published when an expensive one arrives, when ``flush_rows``
     are pending, and at the latest ``flush_secs`` after they were added (a
     timer thread does that, so rows finished just before a long check are
-    not held back for its whole duration). Call ``close`` (or use ``with``)
+    not held back for its whole duration). The same timer thread folds small
+    shards into larger ones once enough of them accumulate (``compact``;
+    runner/compaction.py), so a sweep of short checks does not leave a
+    reader 200,000 five-row files. Call ``close`` (or use ``with``)
     when done. Thread-safe. Two live writers must not share a ``writer_id``.
     """
 
     def __init__(self, out_dir: Path, writer_id: str, *, flush_rows: int = 200,
-                 flush_secs: float = 2.0, heavy_secs: float = 1.0):
+                 flush_secs: float = 2.0, heavy_secs: float = 1.0, compact: bool = True):
         if not writer_id or "/" in writer_id or writer_id.startswith("."):
             raise ValueError(f"bad writer_id {writer_id!r}")
         self.dir = Path(out_dir) / SHARDS_DIR
@@ -90,6 +95,7 @@ class ShardWriter:
         self._pending: list[ResultRow] = []
         self._last_flush = time.monotonic()
         self._closed = False
+        self._compact, self._unfolded = compact, False
         self.published: list[Path] = []
         self._seq = self._highest_seq() + 1
         self._wake = threading.Event()
@@ -98,6 +104,8 @@ class ShardWriter:
         self._timer.start()
 
     def _flush_when_due(self) -> None:
+        from . import compaction
+
         while not self._wake.wait(self.flush_secs / 2):
             with self._lock:
                 if self._closed:
@@ -107,10 +115,20 @@ class ShardWriter:
                         self._flush_locked()
                     except OSError:
                         pass    # kept pending; the next add or close reports it
+                unfolded, self._unfolded = self._unfolded, False
+            if unfolded and self._compact:
+                try:        # outside the lock: workers keep adding rows meanwhile
+                    compaction.compact(self.dir.parent)
+                except (OSError, pa.ArrowException):
+                    pass    # an optimisation: its inputs stay, the next round retries
 
     def _highest_seq(self) -> int:
+        from . import compaction
+
         pattern = re.compile(re.escape(self.writer_id) + r"-(\d+)\.parquet")
-        seqs = [0]
+        # Compacted shards record the highest sequence they absorbed per
+        # writer: a name is never reused after its shard was folded away.
+        seqs = [compaction.absorbed_seq(self.dir, self.writer_id)]
         for d in (self.dir, self.dir / QUARANTINE_DIR):
             if d.is_dir():
                 seqs += [int(m.group(1)) for p in d.iterdir() if (m := pattern.fullmatch(p.name))]
@@ -149,10 +167,13 @@ class ShardWriter:
         self._pending.clear()
         self._seq += 1
         self.published.append(path)
+        self._unfolded = True
         return path
 
     def close(self) -> None:
         self._wake.set()
+        if self._timer is not threading.current_thread():
+            self._timer.join()      # a compaction under way ends before close returns
         with self._lock:
             if not self._closed:
                 self._flush_locked()
@@ -170,10 +191,11 @@ class ShardWriter:
 class ShardScan:
     """What ``scan`` found: done keys, readable shards, and what it cleaned up."""
 
-    done: dict[tuple[str, int], dict] = field(default_factory=dict)
+    done: Done = field(default_factory=Done)
     shards: list[Path] = field(default_factory=list)
     quarantined: list[Path] = field(default_factory=list)
     temps_removed: list[Path] = field(default_factory=list)
+    folded: list[Path] = field(default_factory=list)    # compacted shards ``repair`` wrote
 
 
 def _quarantine(path: Path) -> Path:
@@ -188,61 +210,94 @@ def _quarantine(path: Path) -> Path:
     return dest
 
 
-def _read_shard(path: Path) -> pa.Table | None:
-    """The shard's rows in SCHEMA, or None if it is unreadable or incomplete."""
+def read_shard(path: Path, columns: tuple[str, ...] = COLUMNS) -> pa.Table | None:
+    """The shard's ``columns`` in SCHEMA, or None if it is unreadable or
+    lacks a column of SCHEMA (other than OPTIONAL_COLUMNS).
+
+    Raises FileNotFoundError if it is gone: a compaction folded it into a
+    shard published before it was deleted (``scan`` then lists again)."""
     try:
-        table = pq.ParquetFile(path).read()
-        for name in OPTIONAL_COLUMNS:
-            if name not in table.column_names:
-                table = table.append_column(name, pa.nulls(len(table), SCHEMA.field(name).type))
-        if any(c not in table.column_names for c in COLUMNS):
+        pf = pq.ParquetFile(path)
+        present = set(pf.schema_arrow.names)
+        if any(c not in present and c not in OPTIONAL_COLUMNS for c in COLUMNS):
             return None
-        return table.select(list(COLUMNS)).cast(SCHEMA)
+        table = pf.read(columns=[c for c in columns if c in present])
+        for name in columns:
+            if name not in present:
+                table = table.append_column(name, pa.nulls(len(table), SCHEMA.field(name).type))
+        return table.select(list(columns)).cast(pa.schema([SCHEMA.field(c) for c in columns]))
+    except FileNotFoundError:
+        raise
     except (OSError, pa.ArrowException, ValueError):
         return None
 
 
-def _finished_key(row: dict):
-    ts = row.get("finished_at")
-    return (ts is None, ts or dt.datetime.min.replace(tzinfo=dt.timezone.utc))
+_read_shard = read_shard    # the name tests and older callers use
 
 
-def scan(out_dir: Path, *, repair: bool = True) -> ShardScan:
+def scan(out_dir: Path, *, repair: bool = True, columns: tuple[str, ...] | None = None) -> ShardScan:
     """Read all shards of ``out_dir`` and say which checks are done.
 
     With ``repair``, run it only when no writer is publishing into
     ``out_dir`` (at resume or merge): it deletes temp files, which are then
-    only leftovers of killed writers, and moves unreadable shards (e.g.
+    only leftovers of killed writers, moves unreadable shards (e.g.
     truncated by a crash without fsync, or by a full disk) to
-    ``shards/quarantine/``; their checks count as not done. Without
-    ``repair`` it only reads, and is safe while a sweep runs.
+    ``shards/quarantine/`` (their checks count as not done), and folds the
+    shards into one when there are many (runner/compaction.py). Without
+    ``repair`` it only reads, and is safe while a sweep runs and compacts.
     A key in two shards keeps the row with the earliest ``finished_at``.
+    ``columns`` (default: all) reads only those, plus ``LIGHT``: the resume
+    and status paths pass ``LIGHT`` (``Done.rows`` reads whole rows of the
+    few keys it is asked for); only a whole read folds shards.
     """
+    cols = COLUMNS if columns is None else tuple(c for c in COLUMNS if c in set(columns) | set(LIGHT))
     result = ShardScan()
     shards_dir = Path(out_dir) / SHARDS_DIR
     if not shards_dir.is_dir():
         return result
-    for path in sorted(shards_dir.iterdir()):
-        if not path.is_file():
-            continue
-        if _is_temp(path.name):
-            if repair:
-                path.unlink(missing_ok=True)
-                result.temps_removed.append(path)
-            continue
-        if path.suffix != ".parquet":
-            continue
-        table = _read_shard(path)
-        if table is None:
-            if repair:
-                result.quarantined.append(_quarantine(path))
-            continue
-        result.shards.append(path)
-        for row in table.to_pylist():
-            key = (row["problem_id"], int(row["attempt"]))
-            kept = result.done.get(key)
-            if kept is None or _finished_key(row) < _finished_key(kept):
-                result.done[key] = row
+    tables: list[pa.Table] = []
+    seen: set[str] = set()
+    again = True
+    while again:
+        # A compaction publishes its shard before it deletes its inputs: an
+        # input gone between listing and reading is in a shard a new
+        # listing shows.
+        again = False
+        with os.scandir(shards_dir) as it:
+            entries = sorted((e.name, e.is_file()) for e in it if e.name not in seen)
+        for name, is_file in entries:
+            path = shards_dir / name
+            if not is_file:
+                continue
+            if _is_temp(name):
+                if repair:
+                    path.unlink(missing_ok=True)
+                    result.temps_removed.append(path)
+                continue
+            if not name.endswith(".parquet"):
+                continue
+            try:
+                table = read_shard(path, cols)
+            except FileNotFoundError:
+                again = True
+                continue
+            seen.add(name)
+            if table is None:
+                if repair:
+                    result.quarantined.append(_quarantine(path))
+                continue
+            result.shards.append(path)
+            tables.append(table)
+    if not tables:
+        return result
+    table = dedupe(pa.concat_tables(tables).combine_chunks())
+    result.done = Done(table, list(result.shards))
+    if repair and cols == COLUMNS:
+        from . import compaction
+
+        folded = compaction.fold_all(shards_dir, result.shards, table)
+        if folded is not None:
+            result.folded, result.shards = [folded], [folded]
     return result
 
 
@@ -250,30 +305,7 @@ def read_results(out_dir: Path, *, repair: bool = False) -> pa.Table:
     """The deduplicated rows of all shards, in SCHEMA, sorted by (problem_id, attempt).
 
     Read-only unless ``repair`` (see ``scan``): safe while a sweep runs."""
-    done = scan(out_dir, repair=repair).done
-    rows = [done[k] for k in sorted(done)]
-    return pa.Table.from_pylist(rows, schema=SCHEMA)
-
-
-def _csv_cell(value) -> str:
-    if value is None:
-        return ""
-    if isinstance(value, dt.datetime):
-        if value.tzinfo is None:  # Arrow hands back naive values only if tz was lost
-            value = value.replace(tzinfo=dt.timezone.utc)
-        return value.astimezone(dt.timezone.utc).isoformat(timespec="microseconds")
-    return str(value)
-
-
-def _write_csv(path: Path, header: list[str], rows: list[list[str]]) -> None:
-    def write(tmp: Path) -> None:
-        # newline="" as the csv module requires; quoting handles reasons with
-        # commas, quotes and newlines.
-        with open(tmp, "w", newline="", encoding="utf-8") as fh:
-            w = csv.writer(fh, lineterminator="\n")
-            w.writerow(header)
-            w.writerows(rows)
-    publish(path, write)
+    return scan(out_dir, repair=repair).done.table
 
 
 def merge(out_dir: Path) -> pa.Table:
@@ -286,25 +318,12 @@ def merge(out_dir: Path) -> pa.Table:
     hidden behind a FAIL); else the verdict of attempt 0, or of the lowest
     attempt. Per-attempt verdicts are in results.csv.
     """
+    from . import results_csv
+
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     table = read_results(out_dir, repair=True)
     publish(out_dir / "results.parquet", lambda tmp: pq.write_table(table, tmp))
-
-    rows = table.to_pylist()
-    _write_csv(out_dir / "results.csv", list(COLUMNS),
-               [[_csv_cell(r[c]) for c in COLUMNS] for r in rows])
-
-    # One verdict per problem: any OK, then any CHEATING, then the lowest attempt.
-    def rank(r: dict) -> tuple:
-        return (r["verdict"] != "OK", r["verdict"] != "CHEATING", r["attempt"])
-
-    chosen: dict[str, dict] = {}
-    for r in rows:
-        cur = chosen.get(r["problem_id"])
-        if cur is None or rank(r) < rank(cur):
-            chosen[r["problem_id"]] = r
-    verdicts = {p: r["verdict"] for p, r in chosen.items()}
-    _write_csv(out_dir / "verdicts.csv", ["Problem", "Verdict"],
-               [[p, verdicts[p]] for p in sorted(verdicts)])
+    publish(out_dir / "results.csv", lambda tmp: results_csv.write_results(table, tmp))
+    publish(out_dir / "verdicts.csv", lambda tmp: results_csv.write_verdicts(table, tmp))
     return table

@@ -220,3 +220,55 @@ def test_two_threaded_writers_lose_nothing(tmp_path):
     assert set(s.done) == {(f"{t}{i:04d}", 0) for t in "ab" for i in range(n)}
     assert sum(pq.read_metadata(p).num_rows for p in s.shards) == 2 * n  # nothing duplicated
     assert s.quarantined == [] and s.temps_removed == []
+
+
+def test_results_csv_bytes_are_what_the_csv_module_wrote(tmp_path):
+    """results.csv is rendered in Arrow compute; it must stay the file the csv
+    module wrote before (QUOTE_MINIMAL, empty cells for nulls, ISO UTC
+    timestamps), so scripts that read it as text see no change."""
+    awkward = ['plain', 'comma, inside', 'quote " inside', 'line\nbreak', '', ' lead',
+               'côté ∀x — 証明']
+    with ShardWriter(tmp_path, "w0", flush_rows=3) as w:
+        for i, reason in enumerate(awkward):
+            w.add(row(f"p,{i}" if i == 1 else f"p{i}", i % 2, reason=reason, finished=i * 1.25,
+                      prove_secs=[None, 0.05, 60.0, 1e-3, 123.456, 2 / 3, 7.0, 0.1][i],
+                      verdict=["OK", "FAIL", "CHEATING", "ERROR"][i % 4]))
+    table = merge(tmp_path)
+
+    def cell(v):
+        if v is None:
+            return ""
+        if isinstance(v, dt.datetime):
+            return v.astimezone(dt.timezone.utc).isoformat(timespec="microseconds")
+        return str(v)
+
+    import io
+    expected = io.StringIO(newline="")
+    w = csv.writer(expected, lineterminator="\n")
+    w.writerow(COLUMNS)
+    w.writerows([[cell(r[c]) for c in COLUMNS] for r in table.to_pylist()])
+    assert (tmp_path / "results.csv").read_bytes() == expected.getvalue().encode()
+
+
+def test_a_carriage_return_in_a_reason_stays_in_its_cell(tmp_path):
+    # Python 3.11's csv module left a lone \r unquoted with lineterminator
+    # "\n", and csv.reader then split the row in two: it is quoted now.
+    with ShardWriter(tmp_path, "w0") as w:
+        w.add(row("p", verdict="FAIL", reason="cr\rhere"))
+    merge(tmp_path)
+    with open(tmp_path / "results.csv", newline="", encoding="utf-8") as fh:
+        (got,) = list(csv.DictReader(fh))
+    assert got["reason"] == "cr\rhere"
+
+
+def test_an_old_shard_without_the_newer_columns_still_resumes(tmp_path):
+    with ShardWriter(tmp_path, "w0") as w:
+        w.add(row("new"))
+    old = tmp_path / "shards" / "old-000001.parquet"
+    from runner.results import OPTIONAL_COLUMNS, rows_to_table
+    pq.write_table(rows_to_table([row("old", verdict="FAIL")]).drop_columns(list(OPTIONAL_COLUMNS)), old)
+    for columns in (None, ("problem_id", "attempt", "verdict")):
+        s = scan(tmp_path, repair=False, columns=columns)
+        assert set(s.done) == {("new", 0), ("old", 0)} and s.quarantined == []
+        assert s.done.verdict_counts() == {"OK": 1, "FAIL": 1}
+    assert scan(tmp_path).done[("old", 0)]["dedup_of"] is None

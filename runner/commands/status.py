@@ -27,6 +27,14 @@ def run(args) -> int:
                        if s.counts[v.value])
     skipped = f", {s.skipped} skipped after an OK attempt" if s.skipped else ""
     out.print(f"[bold]{s.out}[/]: {s.done} of {total} checks done{skipped}  {counts}")
+    state = {"running": "[green]running[/]", "finished": "finished",
+             "stopped": "[yellow]stopped[/] (the runner was interrupted)",
+             "dead": "[bold red]dead[/] (its runner stopped beating %s ago)" % (
+                 f"{s.beat_age_s:.0f} s" if s.beat_age_s is not None else "long"),
+             "unknown": "state unknown (no heartbeat: a sweep from an older proofbatch)"}[s.state]
+    out.print(f"sweep {state}")
+    if s.resume:
+        out.print(f"resume with: {s.resume}", soft_wrap=True)
     if s.running:
         table = Table(title=f"{len(s.running)} running")
         for name in ("problem", "attempt", "worker", "elapsed s", "timeout s", ""):
@@ -38,9 +46,11 @@ def run(args) -> int:
             table.add_row(r.problem_id, str(r.attempt), r.worker, f"{r.elapsed_s:.1f}",
                           f"{r.timeout_s:g}", note)
         out.print(table)
-    else:
+    elif s.state in ("running", "unknown"):
         out.print("nothing running")
-    if s.eta_s is not None:
+    if s.state in ("dead", "stopped", "finished"):
+        pass                          # no ETA for a sweep nothing is running
+    elif s.eta_s is not None:
         out.print(f"ETA {s.eta_s:.0f} s ({s.eta_basis})")
     else:
         out.print(f"ETA unknown ({s.eta_basis})")

@@ -1,0 +1,150 @@
+"""The recorded rows of a sweep as one Arrow table, one row per check.
+
+``shards.scan`` reads every shard into one table; ``dedupe`` keeps one row
+per (problem_id, attempt) in Arrow compute, and ``Done`` answers the resume,
+status and Slurm paths (which keys are recorded, counts per verdict, solved
+problems) without a Python pass over the rows.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from .results import COLUMNS, SCHEMA
+from .verdicts import Verdict
+
+# A key in two shards keeps the row that finished first (a check run twice,
+# e.g. by a process killed after publishing but before its bookkeeping, has
+# its first verdict kept); exact ties fall back to run and worker, so the
+# choice does not depend on which shard a row sits in after compaction.
+_ORDER = [("problem_id", "ascending"), ("attempt", "ascending"), ("finished_at", "ascending"),
+          ("run_id", "ascending"), ("worker", "ascending")]
+
+
+# What the resume, status and Slurm paths need of each row: the key, the
+# verdict, and what ``dedupe`` orders by. A tenth of a row's bytes (reasons
+# and hashes are the bulk), so ``scan(columns=LIGHT)`` reads that much.
+# The time limit too: a resume refuses limits other than those its rows ran under.
+LIGHT: tuple[str, ...] = ("problem_id", "attempt", "verdict", "finished_at", "run_id", "worker",
+                          "timeout_s")
+
+
+def dedupe(table: pa.Table) -> pa.Table:
+    """One row per (problem_id, attempt), sorted by key; see ``_ORDER``."""
+    n = table.num_rows
+    if n == 0:
+        return table
+    # Nulls sort last by default: a row without finished_at loses.
+    order = pc.sort_indices(table.select([k for k, _ in _ORDER]), sort_keys=_ORDER)
+    if n > 1:
+        pid = pc.take(table["problem_id"], order)
+        att = pc.take(table["attempt"], order)
+        pid = pid.combine_chunks() if isinstance(pid, pa.ChunkedArray) else pid
+        att = att.combine_chunks() if isinstance(att, pa.ChunkedArray) else att
+        changed = pc.or_(pc.not_equal(pid.slice(1), pid.slice(0, n - 1)),
+                         pc.not_equal(att.slice(1), att.slice(0, n - 1)))
+        order = order.filter(pa.concat_arrays([pa.array([True]), changed]))
+    return table.take(order)
+
+
+def key_strings(problem_ids, attempts) -> pa.Array:
+    """``problem_id`` and ``attempt`` joined into one string per key, for
+    membership tests in Arrow compute."""
+    return pc.binary_join_element_wise(problem_ids, pc.cast(attempts, pa.string()), "\x1f")
+
+
+class Done(Mapping):
+    """The recorded rows, one per key, as an Arrow table sorted by key.
+
+    Callers on the resume and status paths use its columnar answers
+    (``has``, ``verdict_counts``, ``solved``, ``rows_per_problem``, ``table``).
+    It is also a read-only mapping from (problem_id, attempt) to the row as a
+    dict, as ``scan`` returned before; building that index is a pass over
+    every key, so hot paths do not use it."""
+
+    def __init__(self, table: pa.Table | None = None, paths: list[Path] | None = None):
+        self.table = SCHEMA.empty_table() if table is None else table
+        self.paths = paths or []      # the shards read: whole rows on demand (``rows``)
+        self._index: dict[tuple[str, int], int] | None = None
+
+    @classmethod
+    def from_rows(cls, rows: Iterable[dict]) -> "Done":
+        return cls(dedupe(pa.Table.from_pylist(list(rows), schema=SCHEMA)))
+
+    def _keys(self) -> dict[tuple[str, int], int]:
+        if self._index is None:
+            keys = zip(self.table["problem_id"].to_pylist(), self.table["attempt"].to_pylist())
+            self._index = dict(zip(keys, range(self.table.num_rows)))
+        return self._index
+
+    def __len__(self) -> int:
+        return self.table.num_rows
+
+    def __iter__(self):
+        return iter(self._keys())
+
+    def __contains__(self, key) -> bool:
+        return key in self._keys()
+
+    def __getitem__(self, key) -> dict:
+        return self.table.slice(self._keys()[key], 1).to_pylist()[0]
+
+    def items(self):
+        return list(zip(self._keys(), self.table.to_pylist()))
+
+    def values(self):
+        return self.table.to_pylist()
+
+    def __or__(self, other: Mapping) -> "Done":
+        """These rows and ``other``'s (a mapping of key -> row dict), deduplicated."""
+        extra = pa.Table.from_pylist(list(other.values()), schema=SCHEMA)
+        extra = extra.select(self.table.column_names)
+        return Done(dedupe(pa.concat_tables([self.table, extra])), self.paths)
+
+    def _key_strings(self) -> pa.Array:
+        keys = key_strings(self.table["problem_id"], self.table["attempt"])
+        return keys.combine_chunks() if isinstance(keys, pa.ChunkedArray) else keys
+
+    def has(self, keys: list[tuple[str, int]]) -> list[bool]:
+        """For each key, whether it has a row."""
+        if not keys:
+            return []
+        wanted = key_strings(pa.array([k[0] for k in keys], pa.string()),
+                             pa.array([k[1] for k in keys], pa.int32()))
+        return pc.is_in(wanted, value_set=self._key_strings()).to_pylist()
+
+    def rows(self, keys: list[tuple[str, int]]) -> dict[tuple[str, int], dict]:
+        """The whole rows of the few ``keys`` given (those recorded), as
+        dicts; read again from the shards if this scan read only some columns."""
+        if not keys or not len(self):
+            return {}
+        if self.table.num_columns < len(COLUMNS):
+            from .shards import read_shard
+
+            tables = [t for p in self.paths if p.exists() and (t := read_shard(p)) is not None]
+            return Done(dedupe(pa.concat_tables(tables))).rows(keys) if tables else {}
+        wanted = key_strings(pa.array([k[0] for k in keys], pa.string()),
+                             pa.array([k[1] for k in keys], pa.int32()))
+        mask = pc.is_in(key_strings(self.table["problem_id"], self.table["attempt"]),
+                        value_set=wanted)
+        return {(r["problem_id"], r["attempt"]): r for r in self.table.filter(mask).to_pylist()}
+
+    def verdict_counts(self) -> Counter:
+        counts = pc.value_counts(self.table["verdict"])
+        return Counter(dict(zip(counts.field("values").to_pylist(),
+                                counts.field("counts").to_pylist())))
+
+    def solved(self) -> set[str]:
+        """Problems with an OK row."""
+        ok = self.table.filter(pc.equal(self.table["verdict"], Verdict.OK.value))
+        return set(pc.unique(ok["problem_id"]).to_pylist())
+
+    def rows_per_problem(self) -> Counter:
+        counts = pc.value_counts(self.table["problem_id"])
+        return Counter(dict(zip(counts.field("values").to_pylist(),
+                                counts.field("counts").to_pylist())))

@@ -1,0 +1,113 @@
+"""`proofbatch status` without a scan: the runner's heartbeat file says what is
+done, whether the sweep is alive, and how long the rest should take; a sweep
+whose runner died is named dead, with the command that resumes it, and gets
+no ETA. (A real sweep's status while it runs: tests/test_status.py.)"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+import subprocess
+import sys
+
+import pytest
+
+from runner import cli, heartbeat, shards, status
+from runner.planner import PlanCheck, Workers
+from runner.results import ResultRow
+
+from .test_shards import row
+
+
+class _Plan:        # the two attributes Heartbeat.plan reads of runner.planner.Plan
+    def __init__(self, checks, workers):
+        self.checks, self.workers = checks, workers
+
+
+def _check(pid: str, secs: float, source: str = "map") -> PlanCheck:
+    return PlanCheck(pid, 0, "generic", secs, source, 2**20, "img", 60.0, 0)
+
+
+def sweep_dir(tmp_path, rows: list[ResultRow]):
+    out = tmp_path / "out"
+    with shards.ShardWriter(out, "w0") as w:
+        for r in rows:
+            w.add(r)
+    (out / "sweep.json").write_text(json.dumps({
+        "checks": 4, "corpus": "/data/corpus",
+        "config": {"workers": 2, "timeout_map": "/data/map.json", "default_timeout": 120.0}}))
+    return out
+
+
+def test_running_sweep_status_reads_no_shard(tmp_path, monkeypatch):
+    out = sweep_dir(tmp_path, [row("a"), row("b", verdict="FAIL")])
+    done = shards.scan(out).done
+    beat = heartbeat.Heartbeat(out, total=4, done=done, skipped=0, workers=2, resume="proofbatch run x")
+    beat.plan(_Plan([_check("c", 30.0), _check("d", 1.0, "default")], Workers(1, 2, 2**30)))
+    with beat:
+        beat.row(row("c", verdict="TIMEOUT"))
+        beat.publish("running")
+        # Reading the shards is what status must not do at a million rows.
+        monkeypatch.setattr(shards, "scan", lambda *a, **k: pytest.fail("status scanned the shards"))
+        s = status.read_status(out)
+        assert s.state == "running" and s.done == 3 and s.total == 4
+        assert s.counts == {"OK": 1, "FAIL": 1, "TIMEOUT": 1}
+        assert s.eta_s == pytest.approx(1.0 / 2)           # d is left: 1 s on 2 workers
+        assert "1 of 2 checks assume the planner's default of 1 s" in s.eta_basis
+        assert s.resume is None
+        monkeypatch.undo()
+        beat.finish(Counter({"OK": 2, "FAIL": 1, "TIMEOUT": 1}), 4, 0)
+    s = status.read_status(out)
+    assert s.state == "finished" and s.done == 4 and s.eta_s == 0.0
+
+
+def test_a_killed_runner_is_dead_with_its_resume_command(tmp_path, capsys):
+    out = sweep_dir(tmp_path, [row("a")])
+    beat = heartbeat.Heartbeat(out, total=4, done=shards.scan(out).done, skipped=0, workers=2,
+                               resume=heartbeat.resume_command(json.loads(
+                                   (out / "sweep.json").read_text()), out))
+    beat.plan(_Plan([_check("b", 30.0)], Workers(1, 2, 2**30)))
+    beat.publish("running")
+    # The runner is gone: its pid names no process on this host.
+    gone = subprocess.Popen([sys.executable, "-c", "pass"])
+    gone.wait()
+    data = json.loads((out / heartbeat.STATUS_FILE).read_text())
+    data["pid"] = gone.pid
+    (out / heartbeat.STATUS_FILE).write_text(json.dumps(data))
+    s = status.read_status(out)
+    assert s.state == "dead" and s.eta_s is None
+    assert s.resume == f"proofbatch run /data/corpus --out {out} --timeout-map /data/map.json --workers 2"
+    assert cli.main(["status", str(out)]) == 0
+    printed = " ".join(capsys.readouterr().out.split())
+    assert "dead" in printed and f"resume with: {s.resume}" in printed
+    assert "ETA" not in printed
+
+
+def test_a_stale_heartbeat_from_another_host_is_dead(tmp_path):
+    out = sweep_dir(tmp_path, [row("a")])
+    heartbeat.Heartbeat(out, total=4, done=shards.scan(out).done, skipped=0, workers=1,
+                        resume="proofbatch run c --out o").publish("running")
+    data = json.loads((out / heartbeat.STATUS_FILE).read_text())
+    data.update(host="elsewhere", beat=data["beat"] - heartbeat.STALE * heartbeat.INTERVAL - 1)
+    (out / heartbeat.STATUS_FILE).write_text(json.dumps(data))
+    assert status.read_status(out).state == "dead"
+    data["beat"] += heartbeat.STALE * heartbeat.INTERVAL       # fresh again: alive
+    (out / heartbeat.STATUS_FILE).write_text(json.dumps(data))
+    assert status.read_status(out).state == "running"
+
+
+def test_an_interrupted_runner_says_stopped(tmp_path):
+    out = sweep_dir(tmp_path, [row("a")])
+    beat = heartbeat.Heartbeat(out, total=4, done=shards.scan(out).done, skipped=0, workers=1,
+                               resume="proofbatch run c --out o")
+    with pytest.raises(KeyboardInterrupt):
+        with beat:
+            raise KeyboardInterrupt
+    s = status.read_status(out)
+    assert s.state == "stopped" and s.eta_s is None and s.resume == "proofbatch run c --out o"
+
+
+def test_a_sweep_without_heartbeat_is_read_from_its_shards(tmp_path):
+    out = sweep_dir(tmp_path, [row("a"), row("b", verdict="ERROR")])
+    s = status.read_status(out)
+    assert s.state == "unknown" and s.done == 2 and s.counts == {"OK": 1, "ERROR": 1}
