@@ -44,6 +44,11 @@ class ResultRow:
     sandbox: str = _help("the box the check ran in: bwrap (namespaces, read-only files, a chroot "
                          "jail and a uid of its own), rlimits (limits only) or none; empty when "
                          "no check ran (runner/sandbox.py)", default="")
+    answer_unwrapped: bool | None = _help("true when the answer was given in a markdown fence and, "
+                                          "as s2n-bignum-bench does, the last fenced block was "
+                                          "checked (answer_sha256 is still the hash of the answer "
+                                          "as given); empty in rows written before this column",
+                                          default=False)
 
     def __post_init__(self):
         Verdict(self.verdict)  # a closed set: anything else is a bug
@@ -56,6 +61,7 @@ _TS = pa.timestamp("us", tz="UTC")
 _ARROW_TYPES = {
     "attempt": pa.int32(),
     "dedup_of": pa.int32(),
+    "answer_unwrapped": pa.bool_(),
     "prove_secs": pa.float64(),
     "wall_secs": pa.float64(),
     "peak_rss_mb": pa.float64(),
@@ -69,7 +75,7 @@ SCHEMA = pa.schema([pa.field(name, _ARROW_TYPES.get(name, pa.string())) for name
 KEY = ("problem_id", "attempt")
 # Columns added after shards were first written: older shards lack them, and
 # reading fills them with nulls.
-OPTIONAL_COLUMNS: tuple[str, ...] = ("dedup_of", "sandbox")
+OPTIONAL_COLUMNS: tuple[str, ...] = ("dedup_of", "sandbox", "answer_unwrapped")
 
 
 def rows_to_table(rows: list[ResultRow]) -> pa.Table:
