@@ -317,3 +317,31 @@ def test_answers_as_the_bench_and_models_write_them(hol_session, tmp_path):
     with open(tmp_path / "out" / "results.csv", newline="") as f:
         unwrapped = {r["problem_id"] for r in csv.DictReader(f) if r["answer_unwrapped"] == "True"}
     assert unwrapped == {"ans.fenced", "ans.fenced_last", "ans.fenced_separator"}
+
+
+def test_answers_on_the_bench_module_built_checkout(tmp_path):
+    """On the bench's pin (5e62421, HOLLIGHT_USE_MODULE=1), whose pa_j reads a
+    bare expression as `let it = e`, the same catalogue gets the same verdicts."""
+    import os
+
+    import pytest
+
+    from runner.hol_light import HolLightBackend
+    from runner.hol_light_install import find_hol_light
+
+    from .conftest import demo_config, sweep_with
+
+    value = os.environ.get("PROOFBATCH_BENCH_HOL_LIGHT")
+    if not value or not (Path(value) / "hol.sh").is_file():
+        pytest.skip("no module-built HOL Light checkout: set PROOFBATCH_BENCH_HOL_LIGHT to one built "
+                    "as s2n-bignum-bench's setup.sh builds it (HOLLIGHT_USE_MODULE=1), with its hol.sh")
+    marker = tmp_path / "ran"
+    corpus = answers_corpus(tmp_path / "corpus", marker)
+    install = find_hol_light(Path(value))
+    with HolLightBackend(install, context_root=corpus).start(tmp_path / "work") as session:
+        summary = sweep_with(session, demo_config(tmp_path / "out", corpus=corpus, context_root=corpus,
+                                                  category_timeouts=None, default_timeout=30.0,
+                                                  hol_light=Path(value)))
+    rows = {row["problem_id"]: row for row in summary.table.to_pylist()}
+    assert_answer_rows(rows, marker)
+    assert {row["hol_build"] for row in rows.values()} == {install.build}
