@@ -13,6 +13,8 @@ or::
 
 and ``--answers FILE.csv`` may have an ``attempt`` column next to
 ``problem_id`` and ``answer``. Loading lives here; ``runner.corpus`` calls it.
+Every answer, from any of these, is unwrapped here from its markdown fence
+as s2n-bignum-bench unwraps it (``given_answer``); its row says so.
 
 Running: all attempts of a problem are one contiguous run of tasks, in
 attempt order, and one worker drains the run (``problem_runs``), so it forks
@@ -58,8 +60,37 @@ class Answer:
     """One attempt's answer text and where it came from."""
 
     attempt: int
-    text: bytes
+    text: bytes       # what is checked
     source: str       # a file path, "FILE line N"
+    # The answer as given, when ``text`` was unwrapped from it (its last
+    # markdown-fenced block); None when ``text`` is the answer as given.
+    given: bytes | None = None
+
+
+# s2n-bignum-bench's grader (combine-answer-and-setup.py, since 675f83f) reads
+# answer.txt in Python's text mode (universal newlines) and, when the answer
+# has a markdown-fenced block with any info string (```ocaml, ```hol, ...),
+# checks the content of the last one, stripped, with one newline after it.
+# Language models write their answers that way.
+_FENCED = re.compile(r"```[a-zA-Z0-9_+-]*\s*\n(.*?)\n```", re.DOTALL)
+
+
+def unwrap_fence(given: bytes) -> bytes | None:
+    """The text the bench checks for an answer with a markdown fence, or
+    None when it has none (the answer is checked as given). Bytes that are
+    not UTF-8 pass through unchanged (surrogateescape)."""
+    text = given.decode("utf-8", "surrogateescape").replace("\r\n", "\n").replace("\r", "\n")
+    blocks = _FENCED.findall(text)
+    if not blocks:
+        return None
+    return (blocks[-1].strip() + "\n").encode("utf-8", "surrogateescape")
+
+
+def given_answer(attempt: int, given: bytes, source: str) -> Answer:
+    """An attempt as read from any answer source: the one place where a
+    fenced answer is unwrapped."""
+    inner = unwrap_fence(given)
+    return Answer(attempt, given, source) if inner is None else Answer(attempt, inner, source, given)
 
 
 def _attempt_number(text: str, where, fix: str) -> int:
@@ -84,14 +115,14 @@ def from_folder(folder: Path) -> list[Answer]:
         return from_jsonl(jsonl)
     found: dict[int, Answer] = {}
     if plain.is_file():
-        found[0] = Answer(0, plain.read_bytes(), str(plain))
+        found[0] = given_answer(0, plain.read_bytes(), str(plain))
     for path in numbered:
         k = _attempt_number(_NUMBERED.fullmatch(path.name).group(1), path,
                             "name the file answer_<k>.txt with k = 0, 1, 2, ...")
         if k in found:
             raise InputError(path, f"attempt {k} is also given by {Path(found[k].source).name}",
                              "keep one file per attempt")
-        found[k] = Answer(k, path.read_bytes(), str(path))
+        found[k] = given_answer(k, path.read_bytes(), str(path))
     return [found[k] for k in sorted(found)]
 
 
@@ -117,7 +148,7 @@ def from_jsonl(path: Path) -> list[Answer]:
         if not isinstance(value, str):
             raise InputError(path, f"line {number} is a JSON {type(value).__name__}, not a string",
                              fix)
-        out.append(Answer(len(out), value.encode("utf-8"), f"{path} line {number}"))
+        out.append(given_answer(len(out), value.encode("utf-8"), f"{path} line {number}"))
     if not out:
         raise InputError(path, "has no answers", f"{fix}, or delete the file")
     return out
@@ -148,8 +179,8 @@ def from_csv(path: Path, header_line: int, header: list[str],
                              f"{first_line[pid, k]} and line {line}",
                              "keep one answer per (problem_id, attempt)")
         first_line[pid, k] = line
-        by_id.setdefault(pid, {})[k] = Answer(k, record[answer_col].encode("utf-8"),
-                                              f"{path} line {line}")
+        by_id.setdefault(pid, {})[k] = given_answer(k, record[answer_col].encode("utf-8"),
+                                                    f"{path} line {line}")
     if not by_id:
         raise InputError(path, "answers CSV has a header but no answers", "add one row per attempt")
     return {pid: [found[k] for k in sorted(found)] for pid, found in by_id.items()}
@@ -161,7 +192,7 @@ def answers_of(problem: Problem) -> list[Answer]:
         return list(problem.attempts)
     if problem.answer is None:
         return []
-    return [Answer(0, problem.answer, problem.answer_source)]
+    return [Answer(0, problem.answer, problem.answer_source, problem.answer_given)]
 
 
 # -- planning ------------------------------------------------------------------
@@ -184,7 +215,8 @@ def tasks_for(problem: Problem, limits: CheckLimits, *, stop_on_first_ok: bool =
     tasks = []
     for a in answers:
         original = first.setdefault(a.text.strip(), a.attempt)
-        one = dataclasses.replace(problem, answer=a.text, answer_source=a.source, attempts=())
+        one = dataclasses.replace(problem, answer=a.text, answer_source=a.source,
+                                  answer_given=a.given, attempts=())
         tasks.append(CheckTask(one, limits, attempt=a.attempt,
                                dedup_of=None if original == a.attempt else original,
                                skip_if_solved=stop_on_first_ok))

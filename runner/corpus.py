@@ -54,6 +54,9 @@ class Problem:
     # Every answer given, by attempt (runner/attempts.py); ``answer`` is the
     # lowest attempt's. Empty when there is none, or for one attempt's copy.
     attempts: tuple[attempt_files.Answer, ...] = ()
+    # The answer as given when ``answer`` was unwrapped from its markdown
+    # fence (attempts.unwrap_fence), else None.
+    answer_given: bytes | None = None
 
 
 def load_corpus(corpus: Path, answers: Path | None = None) -> list[Problem]:
@@ -107,7 +110,7 @@ def load_corpus(corpus: Path, answers: Path | None = None) -> list[Problem]:
         answer, source = (given[0].text, given[0].source) if given else (None, where_missing)
         problems.append(Problem(problem_id=pid, directory=d, setup_path=setup, query_path=query,
                                 category=category, answer=answer, answer_source=source,
-                                attempts=tuple(given)))
+                                attempts=tuple(given), answer_given=given[0].given if given else None))
     return problems
 
 
@@ -225,7 +228,8 @@ def _answers_from_csv(path: Path, ids: set[str]) -> dict[str, list[attempt_files
             raise InputError(path, f"problem id {pid} appears on line {first_line[pid]} and line {line}",
                              "keep one answer per problem")
         first_line[pid] = line
-        out[pid] = [attempt_files.Answer(0, record[answer_col].encode("utf-8"), f"{path} line {line}")]
+        out[pid] = [attempt_files.given_answer(0, record[answer_col].encode("utf-8"),
+                                               f"{path} line {line}")]
     if not out:
         raise InputError(path, "answers CSV has a header but no answers", "add one row per problem")
     return out

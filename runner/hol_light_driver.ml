@@ -67,12 +67,18 @@ module Proofbatch_driver = struct
 
   let parse_answer text =
     Hol_screen.refuse_phrases text;
-    let lexbuf = Lexing.from_string (text ^ "\n;;") in
+    let source = text ^ "\n;;" in
+    let lexbuf = Lexing.from_string source in
     let phrase =
       try capturing_errors (fun () -> !Toploop.parse_toplevel_phrase lexbuf)
       with Failure why -> raise (Hol_screen.Refused ("syntax: " ^ why)) in
+    (* The toplevel reads one phrase, up to the first ";;" its own lexer
+       sees; a phrase that ends before the one added here ended at a ";;"
+       of the answer. *)
+    if lexbuf.Lexing.lex_curr_pos <> String.length source then
+      raise (Hol_screen.Refused Hol_screen.semicolons);
     match phrase with
-    | Parsetree.Ptop_def [{Parsetree.pstr_desc = Parsetree.Pstr_eval (e, _); _}] -> e
+    | Parsetree.Ptop_def items -> Hol_screen.the_expression items
     | _ -> raise (Hol_screen.Refused Hol_screen.not_one_expression)
 
   (* Builds [Proofbatch_driver.answer_slot := (fun () -> (e : tactic))] as a

@@ -6,7 +6,8 @@
 (*                                                                           *)
 (* BATCH.tsv has lines "<entry>\t<answer file>". Each answer is read with    *)
 (* HOL Light's own syntax (camlp5 with pa_j, linked in), and held to the     *)
-(* bytecode driver's rules (Hol_screen, one copy for both): no ";;", exactly *)
+(* bytecode driver's rules (Hol_screen, one copy for both): no ";;" that   *)
+(* separates phrases (one in a comment or a string is no separator), exactly *)
 (* one expression, no identifier that reaches the system, the compiler or   *)
 (* the drivers. It is then typed on its own against the core and the       *)
 (* context modules, so that one bad answer gives that answer ERROR and     *)
@@ -32,17 +33,33 @@ let rec camlp5_message = function
   | Stream.Failure -> "parse error"
   | exn -> Printexc.to_string exn
 
+(* The ";;" that HOL Light's own lexer (camlp5's, as pa_j set it up) sees:
+   in comments its rules differ from OCaml's (a quote skips the character
+   after it; a quoted extension opens no quoted string), and it is the one
+   that reads the answer. *)
+let refuse_lexed_phrases text =
+  let lexer = Grammar.glexer Pcaml.gram in
+  let tokens, _ = lexer.Plexing.tok_func (Stream.of_string text) in
+  let rec scan () =
+    match Stream.next tokens with
+    | ("", ";;") -> raise (Refused semicolons)
+    | ("EOI", _) -> ()
+    | _ -> scan () in
+  try scan () with
+  | Refused _ as r -> raise r
+  | Stream.Failure -> ()
+  | exn -> raise (Refused ("syntax: " ^ one_line (camlp5_message exn)))
+
 let parse_answer name text =
   refuse_phrases text;
+  refuse_lexed_phrases text;
   Pcaml.input_file := name;
   let items, status =
     try !Pcaml.parse_implem (Stream.of_string text)
     with exn -> raise (Refused ("syntax: " ^ one_line (camlp5_message exn))) in
   (* camlp5 stops with None at a toplevel directive, Some at end of input. *)
   if status = None then raise (Refused not_one_expression);
-  match Ast2pt.implem name (List.map fst items) with
-  | [{Parsetree.pstr_desc = Parsetree.Pstr_eval (e, _); _}] -> e
-  | _ -> raise (Refused not_one_expression)
+  the_expression (Ast2pt.implem name (List.map fst items))
 
 (* ------------------------------------------------------------------------- *)
 (* Wrapping and typing.                                                      *)

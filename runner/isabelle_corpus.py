@@ -187,7 +187,8 @@ def load_isabelle_corpus(corpus: Path, answers: Path | None = None) -> list[Prob
         answer, source = (given[0].text, given[0].source) if given else (None, missing)
         problems.append(Problem(problem_id=d.name, directory=d, setup_path=theories[d.name],
                                 query_path=theories[d.name], category=_read_category(d / "category.txt"),
-                                answer=answer, answer_source=source, attempts=tuple(given)))
+                                answer=answer, answer_source=source, attempts=tuple(given),
+                                answer_given=given[0].given if given else None))
     return problems
 
 

@@ -47,6 +47,11 @@ class ResultRow:
     wait_secs: float | None = _help("dispatch to the check's start: waiting for its image (building "
                                     "it included) and for memory; empty when no check ran",
                                     default=None)
+    answer_unwrapped: bool | None = _help("true when the answer was given in a markdown fence and, "
+                                          "as s2n-bignum-bench does, the last fenced block was "
+                                          "checked (answer_sha256 is still the hash of the answer "
+                                          "as given); empty in rows written before this column",
+                                          default=False)
 
     def __post_init__(self):
         Verdict(self.verdict)  # a closed set: anything else is a bug
@@ -59,6 +64,7 @@ _TS = pa.timestamp("us", tz="UTC")
 _ARROW_TYPES = {
     "attempt": pa.int32(),
     "dedup_of": pa.int32(),
+    "answer_unwrapped": pa.bool_(),
     "prove_secs": pa.float64(),
     "wall_secs": pa.float64(),
     "peak_rss_mb": pa.float64(),
@@ -73,7 +79,7 @@ SCHEMA = pa.schema([pa.field(name, _ARROW_TYPES.get(name, pa.string())) for name
 KEY = ("problem_id", "attempt")
 # Columns added after shards were first written: older shards lack them, and
 # reading fills them with nulls.
-OPTIONAL_COLUMNS: tuple[str, ...] = ("dedup_of", "sandbox", "wait_secs")
+OPTIONAL_COLUMNS: tuple[str, ...] = ("dedup_of", "sandbox", "wait_secs", "answer_unwrapped")
 
 
 def rows_to_table(rows: list[ResultRow]) -> pa.Table:

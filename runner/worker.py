@@ -50,10 +50,15 @@ def result_row(task: CheckTask, result: CheckResult, *, info: BackendInfo, worke
         worker=worker, host=socket.gethostname(), started_at=started_at, finished_at=finished_at,
         image_key=result.image_key, hol_build=info.build, mode=result.mode or info.mode,
         exit_status=result.exit_status,
-        answer_sha256=hashlib.sha256(p.answer or b"").hexdigest() if p.answer is not None else "",
+        # The hash of the answer as given, fenced or not: it names the
+        # submission (a row of the user's CSV or JSONL), and the checked text
+        # follows from it (attempts.unwrap_fence).
+        answer_sha256=(hashlib.sha256(p.answer if p.answer_given is None else p.answer_given)
+                       .hexdigest() if p.answer is not None else ""),
         run_id=run_id, dedup_of=dedup_of, sandbox=result.sandbox,
         wait_secs=None if result.forked_at is None
-        else max(0.0, result.forked_at - started_at.timestamp()))
+        else max(0.0, result.forked_at - started_at.timestamp()),
+        answer_unwrapped=p.answer_given is not None)
 
 
 def unanswered(task: CheckTask) -> CheckResult:

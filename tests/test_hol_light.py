@@ -220,3 +220,128 @@ def test_a_checkout_with_hol_sh_is_started_through_its_hol_sh(tmp_path):
     with HolLightBackend(install, context_root=tmp_path).start(tmp_path / "work") as session:
         result = check(session, problem(tmp_path, "checkout.add", "x + 0 = x", "ARITH_TAC"))
     assert result.outcome.verdict is Verdict.OK
+
+
+# -- answers as models and the bench write them ----------------------------------------
+
+# A context and a ground truth in the bench's shape: its proofs keep notes in
+# comments, ";;" included (arm.bignum_mod_n25519.BIGNUM_MOD_N25519_SAFE has
+# "(* safety_print_log := 1;; revealed that ... *)").
+ANSWERS_SETUP = "let PB_DOUBLE = new_definition `pb_double n = n + n`;;\n"
+ANSWERS_QUERY = "`!n. pb_double n = 2 * n`\n"
+GROUND_TRUTH = ("GEN_TAC THEN REWRITE_TAC[PB_DOUBLE] THEN\n"
+                "(* safety_print_log := 1;; revealed that the goal is linear *)\nARITH_TAC\n")
+SEMICOLONS = "syntax: ';;' is not allowed in an answer"
+ONE_EXPRESSION = "syntax: the answer must be exactly one OCaml expression"
+
+
+def answer_cases(marker: Path) -> dict[str, tuple[str, str, str | None, bool]]:
+    """problem id -> (answer.txt, verdict, start of the reason or None, unwrapped).
+    Every refused answer would touch ``marker`` if any of it ran."""
+    run = f'let _ = Sys.command "touch {marker}"'
+    return {
+        "ans.ground_truth": (GROUND_TRUTH, "OK", None, False),
+        "ans.fenced": (f"Here is the proof:\n\n```ocaml\n{GROUND_TRUTH}```\n", "OK", None, True),
+        "ans.fenced_last": (f"```ocaml\nALL_TAC\n```\nBetter:\n```hol\n{GROUND_TRUTH}```", "OK", None, True),
+        "ans.nested_comment": ("(* (* ;; *) ;; *) " + GROUND_TRUTH, "OK", None, False),
+        "ans.string": ('(ignore ";;"; ' + GROUND_TRUTH.strip() + ")", "OK", None, False),
+        "ans.quoted_string": ("(ignore {|;; *)|}; " + GROUND_TRUTH.strip() + ")", "OK", None, False),
+        "ans.char_in_comment": ("(* '\"' ;; *) " + GROUND_TRUTH, "OK", None, False),
+        # A real separator, however it is dressed: refused before anything runs.
+        "ans.plain_separator": (f"ARITH_TAC;; {run}", "ERROR", SEMICOLONS, False),
+        "ans.trailing_separator": ("ARITH_TAC;;\n", "ERROR", SEMICOLONS, False),
+        "ans.closer_in_string": (f'ARITH_TAC (* "*)" *) ;; {run}', "ERROR", SEMICOLONS, False),
+        "ans.opener_in_string": (f'(ignore "(*"; ARITH_TAC) ;; {run}', "ERROR", SEMICOLONS, False),
+        "ans.quote_char": (f"(ignore '\"'; ARITH_TAC) ;; {run}", "ERROR", SEMICOLONS, False),
+        "ans.opener_in_quoted": (f"(ignore {{|(*|}}; ARITH_TAC) ;; {run}", "ERROR", SEMICOLONS, False),
+        "ans.fenced_separator": (f"```ocaml\nARITH_TAC;; {run}\n```", "ERROR", SEMICOLONS, True),
+        # HOL Light's lexer (camlp5's) reads these comments otherwise than
+        # OCaml's: there a quote skips the character after it, and a quoted
+        # extension opens no quoted string. Its ";;" is found by that lexer.
+        "ans.camlp5_quote": (f"ARITH_TAC (* '\" *) ;; {run} (* \"\" *)", "ERROR", SEMICOLONS, False),
+        "ans.camlp5_quoted_extension": (f"ARITH_TAC (* {{%ext| *) ;; {run} (* |}} *)", "ERROR",
+                                        SEMICOLONS, False),
+        # One expression: a definition is none, even of it (the name newer
+        # pa_j gives a bare expression), as in the bench.
+        "ans.let_it": ("let it = ARITH_TAC", "ERROR", ONE_EXPRESSION, False),
+        "ans.let_it_typed": ("let it : tactic = ARITH_TAC", "ERROR", ONE_EXPRESSION, False),
+        # (camlp5's toplevel reads one definition per phrase: a syntax error there)
+        "ans.two_definitions": ("let x = 1 let y = 2", "ERROR", "syntax:", False),
+    }
+
+
+def answers_corpus(root: Path, marker: Path) -> Path:
+    for pid, (answer, *_rest) in answer_cases(marker).items():
+        d = root / pid
+        d.mkdir(parents=True)
+        (d / "setup.ml").write_text(ANSWERS_SETUP)
+        (d / "query.txt").write_text(ANSWERS_QUERY)
+        (d / "category.txt").write_text("defs\n")
+        (d / "answer.txt").write_text(answer)
+    return root
+
+
+def assert_answer_rows(rows: dict[str, dict], marker: Path) -> None:
+    import hashlib
+
+    from runner.contexts import split_phrases
+
+    cases = answer_cases(marker)
+    assert set(rows) == set(cases)
+    for pid, (answer, verdict, reason, unwrapped) in cases.items():
+        row = rows[pid]
+        assert row["verdict"] == verdict, (pid, row["reason"])
+        if reason is not None:
+            assert row["reason"].startswith(reason), (pid, row["reason"])
+        assert row["answer_unwrapped"] is unwrapped, pid
+        assert row["answer_sha256"] == hashlib.sha256(answer.encode()).hexdigest(), pid
+    # The camlp5 cases are ones that OCaml's rules (and so the screen's first
+    # pass) read as a single phrase: HOL Light's own lexer is what refused them.
+    for pid in ("ans.camlp5_quote", "ans.camlp5_quoted_extension"):
+        assert len(split_phrases(cases[pid][0])) == 1
+    assert not marker.exists()
+
+
+def test_answers_as_the_bench_and_models_write_them(hol_session, tmp_path):
+    from .conftest import demo_config, sweep_with
+
+    marker = tmp_path / "ran"
+    corpus = answers_corpus(tmp_path / "corpus", marker)
+    summary = sweep_with(hol_session, demo_config(tmp_path / "out", corpus=corpus,
+                                                  category_timeouts=None, default_timeout=30.0))
+    rows = {row["problem_id"]: row for row in summary.table.to_pylist()}
+    assert_answer_rows(rows, marker)
+    assert {row["mode"] for row in rows.values()} == {"bytecode-fork"}
+    # A user sees the unwrap in results.csv.
+    import csv
+    with open(tmp_path / "out" / "results.csv", newline="") as f:
+        unwrapped = {r["problem_id"] for r in csv.DictReader(f) if r["answer_unwrapped"] == "True"}
+    assert unwrapped == {"ans.fenced", "ans.fenced_last", "ans.fenced_separator"}
+
+
+def test_answers_on_the_bench_module_built_checkout(tmp_path):
+    """On the bench's pin (5e62421, HOLLIGHT_USE_MODULE=1), whose pa_j reads a
+    bare expression as `let it = e`, the same catalogue gets the same verdicts."""
+    import os
+
+    import pytest
+
+    from runner.hol_light import HolLightBackend
+    from runner.hol_light_install import find_hol_light
+
+    from .conftest import demo_config, sweep_with
+
+    value = os.environ.get("PROOFBATCH_BENCH_HOL_LIGHT")
+    if not value or not (Path(value) / "hol.sh").is_file():
+        pytest.skip("no module-built HOL Light checkout: set PROOFBATCH_BENCH_HOL_LIGHT to one built "
+                    "as s2n-bignum-bench's setup.sh builds it (HOLLIGHT_USE_MODULE=1), with its hol.sh")
+    marker = tmp_path / "ran"
+    corpus = answers_corpus(tmp_path / "corpus", marker)
+    install = find_hol_light(Path(value))
+    with HolLightBackend(install, context_root=corpus).start(tmp_path / "work") as session:
+        summary = sweep_with(session, demo_config(tmp_path / "out", corpus=corpus, context_root=corpus,
+                                                  category_timeouts=None, default_timeout=30.0,
+                                                  hol_light=Path(value)))
+    rows = {row["problem_id"]: row for row in summary.table.to_pylist()}
+    assert_answer_rows(rows, marker)
+    assert {row["hol_build"] for row in rows.values()} == {install.build}

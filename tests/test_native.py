@@ -271,3 +271,27 @@ def test_native_checks_run_jailed_under_their_own_uid(native_sweep, tmp_path):
     assert result.outcome.verdict.value == "TIMEOUT" and result.sandbox == "bwrap"
     # Its root directory is its own scratch directory (checks/<n>), not the host's.
     assert seen and all(Path(root).parent.name == "checks" for _, root in seen), seen
+
+
+# -- answers as models and the bench write them ----------------------------------
+
+def test_answers_as_the_bench_and_models_write_them_natively(native_build, tmp_path):
+    """The bytecode catalogue (test_hol_light.answer_cases), checked natively:
+    the front end's own screen, with HOL Light's lexer and one expression,
+    gives the same verdicts, and no answer falls back to bytecode."""
+    from cluster.local import LocalExecutor
+
+    from .test_hol_light import answers_corpus, assert_answer_rows
+
+    marker = tmp_path / "ran"
+    corpus = answers_corpus(tmp_path / "corpus", marker)
+    prepared = prepare(demo_config(tmp_path / "out", corpus=corpus, category_timeouts=None,
+                                   default_timeout=30.0, mode="native"))
+    session = prepared.backend.start(tmp_path / "session")
+    try:
+        summary = run_sweep(prepared, LocalExecutor(workers=1, session=session))
+    finally:
+        session.close()
+    rows = {row["problem_id"]: row for row in summary.table.to_pylist()}
+    assert_answer_rows(rows, marker)
+    assert {row["mode"] for row in rows.values()} == {MODE}, {r["mode"] for r in rows.values()}
