@@ -233,13 +233,26 @@ def plan_sweep(tasks: Sequence, salt: str, *, workers, config, timeout_map=None,
 def plan_from_files(*, timeout_map=None, profile: Path | None, workers, config,
                     default_mem: int = 512 * 2**20, corpus: Path | None = None,
                     context_proofs=None):
+    """One plan; see plans_from_files."""
+    from .context_proofs import ContextProofs
+
+    choice = ContextProofs(context_proofs or ContextProofs.REPLAY)
+    return plans_from_files(timeout_map=timeout_map, profile=profile, workers=workers,
+                            config=config, default_mem=default_mem, corpus=corpus,
+                            choices=(choice,))[choice]
+
+
+def plans_from_files(*, timeout_map=None, profile: Path | None, workers, config,
+                     default_mem: int = 512 * 2**20, corpus: Path | None = None,
+                     choices=()) -> dict:
     """A plan of the problems of a profile and/or a timeout map (a
     runner.map_provenance.LoadedMap). With a ``corpus``, its problems are
     planned on their real context tree, each image measured or estimated
-    under ``context_proofs`` (runner/context_costs.py); without one, a
-    profile (given, or named by the map's sidecar) gives image keys and
-    measured builds, and a map alone puts every check on the base image (its
-    contexts are unknown)."""
+    under each of ``choices`` (runner.context_proofs.ContextProofs; one plan
+    each, read from one pass over the corpus; runner/context_costs.py);
+    without one, a profile (given, or named by the map's sidecar) gives image
+    keys and measured builds, and a map alone puts every check on the base
+    image (its contexts are unknown, and every choice gets the same plan)."""
     from .planner import make_plan
 
     if timeout_map is None and profile is None:
@@ -252,7 +265,7 @@ def plan_from_files(*, timeout_map=None, profile: Path | None, workers, config,
         limits = timeout_map.limits()
     known = combine(*parts)
     if corpus is not None:
-        return _plan_corpus(corpus, known, limits, workers, config, default_mem, context_proofs)
+        return _plan_corpus(corpus, known, limits, workers, config, default_mem, choices)
     image_of = known.images
     ids = sorted(set().union(*(d.keys() for _, d in known.durations)) | set(limits))
     if not ids:
@@ -265,7 +278,8 @@ def plan_from_files(*, timeout_map=None, profile: Path | None, workers, config,
     checks = expected_checks(items, known)
     parents = {k: (p if p is not None or k == base else base) for k, (p, _) in known.builds.items()}
     images = images_for({c.image_key for c in checks}, parents, base, known.builds)
-    return make_plan(checks, images, base, workers, config)
+    plan = make_plan(checks, images, base, workers, config)
+    return {c: plan for c in choices}
 
 
 # Image keys of a simulated corpus: internal to the plan, since no prover
@@ -275,28 +289,31 @@ SIMULATE_SALT = "proofbatch-simulate"
 
 
 def _plan_corpus(corpus: Path, known: Known, limits: Mapping[str, float], workers, config,
-                 default_mem: int, context_proofs):
+                 default_mem: int, choices) -> dict:
     from . import context_costs, contexts
     from .backends import load_problems
-    from .context_proofs import ContextProofs
     from .planner import make_plan
 
     problems = load_problems(corpus)
     setups = {p.problem_id: p.setup_path.read_text(encoding="utf-8", errors="replace")
               for p in problems}
     tree = contexts.build_context_tree(setups, SIMULATE_SALT)
+    del setups
     measured = context_costs.translate_measured(tree, known.images, known.builds)
     # The base boots: a measured boot of the profile counts, as a default would.
     roots = [s for k, (parent, s) in known.builds.items() if parent is None]
     base_s = statistics.median(roots) if roots else DEFAULT_BASE_BUILD_S
-    choice = ContextProofs(context_proofs or ContextProofs.REPLAY)
-    estimated, _ = context_builds(tree, known, choice, measured)
     items = [Item(p.problem_id, 0, p.category, tree.image_of[p.problem_id],
                   limits.get(p.problem_id, 0.0), default_mem) for p in problems]
     checks = expected_checks(items, known)
     parents = {k: n.parent for k, n in tree.nodes.items()}
-    images = images_for({c.image_key for c in checks}, parents, tree.base, {}, base_s=base_s,
-                        estimated=estimated)
-    images = {k: (Image(k, i.parent, i.build_s, "measured") if k in measured else i)
-              for k, i in images.items()}
-    return make_plan(checks, images, tree.base, workers, config)
+    costs = context_costs.estimate(tree, prices(known))
+    plans = {}
+    for choice in choices:
+        estimated = {k: measured.get(k, c.build_s(choice)) for k, c in costs.items()}
+        images = images_for({c.image_key for c in checks}, parents, tree.base, {}, base_s=base_s,
+                            estimated=estimated)
+        images = {k: (Image(k, i.parent, i.build_s, "measured") if k in measured else i)
+                  for k, i in images.items()}
+        plans[choice] = make_plan(checks, images, tree.base, workers, config)
+    return plans

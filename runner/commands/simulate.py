@@ -13,7 +13,7 @@ from ..context_proofs import ContextProofs
 from ..errors import InputError
 from ..map_provenance import DECLARED_MODES
 from ..planner import POLICIES, PlanConfig, Workers, read_plan
-from ..planner_inputs import plan_from_files
+from ..planner_inputs import plans_from_files
 from ..simulate import Prediction, simulate
 from ..sizes import format_size
 from ..sweep import SweepConfig
@@ -112,9 +112,9 @@ def run(args) -> int:
             if args.timeout_map else None
         config = PlanConfig(policy=args.policy or "planned", seed=args.seed or 0)
         chosen = ContextProofs(args.context_proofs or ContextProofs.REPLAY)
-        by_choice = {c: plan_from_files(timeout_map=loaded, profile=args.profile, workers=workers,
-                                        config=config, corpus=args.corpus, context_proofs=c)
-                     for c in ((chosen,) if args.corpus is None else tuple(ContextProofs))}
+        by_choice = plans_from_files(timeout_map=loaded, profile=args.profile, workers=workers,
+                                     config=config, corpus=args.corpus,
+                                     choices=(chosen,) if args.corpus is None else tuple(ContextProofs))
         plan = by_choice[chosen]
     ours = simulate(plan, keep_schedule=False)
     naive = simulate(plan.with_policy("naive"), keep_schedule=False)
