@@ -43,6 +43,9 @@ class Known:
     builds: Mapping[str, tuple[str | None, float]] = field(default_factory=dict)  # key -> (parent, s)
     categories: Mapping[str, str] = field(default_factory=dict)  # of problems outside the corpus
     images: Mapping[str, str] = field(default_factory=dict)      # problem id -> image key profiled
+    # How the profile's contexts loaded their proofs (runner.context_proofs):
+    # its measured builds hold for that choice only. None: a sweep's own.
+    builds_choice: str | None = None
 
 
 @dataclass(frozen=True)
@@ -86,7 +89,8 @@ def from_profile(path: Path) -> Known:
     runs = [d for d in (Path(path) / "runs").glob("*") if d.is_dir()]
     return Known([("profile", durations)], mem, measured_builds(runs),
                  {r.problem_id: r.category for r in profile.runs},
-                 {r.problem_id: r.image_key for r in profile.runs if r.image_key})
+                 {r.problem_id: r.image_key for r in profile.runs if r.image_key},
+                 str(profile.provenance.get("context_proofs") or "replay"))
 
 
 def from_map(loaded) -> Known:
@@ -118,7 +122,8 @@ def combine(*parts: Known) -> Known:
         builds.update(p.builds)
         categories.update(p.categories)
         images.update(p.images)
-    return Known(durations, mem, builds, categories, images)
+    choice = next((p.builds_choice for p in parts if p.builds_choice is not None), None)
+    return Known(durations, mem, builds, categories, images, choice)
 
 
 def expected_checks(items: Sequence[Item], known: Known,
@@ -310,10 +315,12 @@ def _plan_corpus(corpus: Path, known: Known, limits: Mapping[str, float], worker
     costs = context_costs.estimate(tree, prices(known))
     plans = {}
     for choice in choices:
-        estimated = {k: measured.get(k, c.build_s(choice)) for k, c in costs.items()}
+        # A profile's builds were measured under its own choice only.
+        ours = measured if str(choice) == (known.builds_choice or "replay") else {}
+        estimated = {k: ours.get(k, c.build_s(choice)) for k, c in costs.items()}
         images = images_for({c.image_key for c in checks}, parents, tree.base, {}, base_s=base_s,
                             estimated=estimated)
-        images = {k: (Image(k, i.parent, i.build_s, "measured") if k in measured else i)
+        images = {k: (Image(k, i.parent, i.build_s, "measured") if k in ours else i)
                   for k, i in images.items()}
         plans[choice] = make_plan(checks, images, tree.base, workers, config)
     return plans

@@ -131,3 +131,25 @@ def test_simulate_without_a_corpus_says_contexts_are_unknown(tmp_path, capsys):
     assert json.loads(capsys.readouterr().out)["contexts"] == "unknown (no --corpus)"
     assert cli.main(["simulate", "--timeout-map", str(tmap), "--workers", "2"]) == 0
     assert "contexts: unknown (no --corpus)" in " ".join(capsys.readouterr().out.split())
+
+
+def test_a_profiles_builds_hold_only_for_the_choice_it_ran_under(tmp_path):
+    from runner.planner import PlanConfig, Workers
+    from runner.planner_inputs import _plan_corpus
+
+    corpus = write_corpus(tmp_path / "corpus", SETUPS)
+    theirs = build_context_tree(SETUPS, "the profile's prover build")
+    recorded = {n.key: (n.parent, 10.0 * n.depth) for n in theirs.nodes.values()}
+    known = Known(durations=[("map", PROVE_SECS)], builds=recorded, images=dict(theirs.image_of),
+                  builds_choice="replay")
+    plans = _plan_corpus(corpus, known, {}, Workers(1, 1), PlanConfig(), 2**30, tuple(ContextProofs))
+    contexts = {c: {i.build_s: i.source for k, i in p.images.items() if k != p.base}
+                for c, p in plans.items()}
+    assert contexts[ContextProofs.REPLAY] == {10.0: "measured", 20.0: "measured", 30.0: "measured"}
+    # Under trust the same contexts are estimated: 1, 1 and 2 phrases.
+    assert sorted(contexts[ContextProofs.TRUST].values()) == ["estimated"] * 2
+    trust = sorted(i.build_s for k, i in plans[ContextProofs.TRUST].images.items()
+                   if k != plans[ContextProofs.TRUST].base)
+    assert trust == pytest.approx([PHRASE_S, PHRASE_S, 2 * PHRASE_S])
+    # The base boots as the profile measured it (its root build: 0 s here).
+    assert plans[ContextProofs.TRUST].images[plans[ContextProofs.TRUST].base].build_s == 0.0
