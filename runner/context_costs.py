@@ -30,8 +30,11 @@ another's ``needs``, such as s2n-bignum's ``common/`` files in every
 that theorem name and no ``.N`` variant of it. Anything else leaves the
 proof unpriced: under ``replay`` it is charged ``phrase_s`` like any
 phrase (an underestimate), and the count of unpriced proofs is reported.
-``needs``/``loadt``/``loads`` phrases are charged ``phrase_s`` too, though
-they load a whole file: they are counted and reported as well.
+A ``needs``/``loadt``/``loads`` phrase loads a whole file, which is not read
+here: the first load of each file along a chain is charged what loading
+Library/words.ml (6,512 lines, 785 phrases) measured, by the choice
+(``LOAD_S``); a ``needs`` of a file an ancestor image already loaded costs
+a phrase, as HOL Light loads a file once per process.
 """
 
 from __future__ import annotations
@@ -55,10 +58,16 @@ from .contexts import ContextTree, _skip_comment, split_phrases
 # / 1,065 phrases = 15.0 ms. A mean, because build times are summed. Native
 # code was not measured; the figure is bytecode's.
 PHRASE_S = 0.015
+# A file loaded by needs/loadt: Library/words.ml in the same runs of
+# benchmarks/phrase_cost.py, 29.74 s CPU as written and 12.04 s with its
+# proofs trusted (../shared/notes/hol-light.md: `needs "Library/words.ml"`
+# takes about 25 s). A stand-in for a file of unknown size, not a measure
+# of it.
+LOAD_S = {"replay": 29.74, "trust": 12.04}
 PHRASE_SOURCE = "benchmarks/phrase_cost.py, Debian bytecode toplevel"
 
 _PROOF = re.compile(r"let\s+([A-Za-z_][A-Za-z0-9_']*)\s*=\s*(?:time\s+)?(?:prove|prove_by_refinement)\b")
-_LOAD = re.compile(r"(?:needs|loadt|loads)\s*\"")
+_LOAD = re.compile(r"(needs|loadt|loads)\s*\"([^\"]*)\"")
 _DUPLICATE = re.compile(r"\.(\d+)$")
 
 
@@ -80,8 +89,10 @@ def theorem_of(phrase: str) -> str | None:
     return m.group(1) if m else None
 
 
-def is_load(phrase: str) -> bool:
-    return _LOAD.match(phrase, _code_start(phrase)) is not None
+def loaded_file(phrase: str) -> tuple[str, str] | None:
+    """(``needs``, ``loadt`` or ``loads``, the file) of a load phrase."""
+    m = _LOAD.match(phrase, _code_start(phrase))
+    return (m.group(1), m.group(2)) if m else None
 
 
 def origin_of(problem_id: str) -> str | None:
@@ -101,11 +112,11 @@ class SegmentCost:
     priced: tuple[str, ...]     # problem ids of the map whose prove_secs are charged under replay
     proof_s: float              # their prove_secs summed
     unpriced: int               # proof phrases no problem of the map matched
-    loads: int                  # needs/loadt/loads phrases (each charged one phrase)
+    loads: int                  # files first loaded here by needs/loadt/loads (LOAD_S each)
     phrase_s: float
 
     def build_s(self, choice: ContextProofs) -> float:
-        base = self.phrases * self.phrase_s
+        base = self.phrases * self.phrase_s + self.loads * LOAD_S[ContextProofs(choice).value]
         return base + self.proof_s if choice is ContextProofs.REPLAY else base
 
 
@@ -143,9 +154,9 @@ def estimate(tree: ContextTree, prove_secs: Mapping[str, float],
         origins[key] = frozenset(own)
     out: dict[str, SegmentCost] = {}
     # Walk down, carrying how often each name was proved along the chain.
-    stack: list[tuple[str, dict[str, int]]] = [(tree.base, {})]
+    stack: list[tuple[str, dict[str, int], frozenset[str]]] = [(tree.base, {}, frozenset())]
     while stack:
-        key, seen = stack.pop()
+        key, seen, files = stack.pop()
         node = tree.nodes[key]
         seen = dict(seen)
         phrases = proofs = unpriced = loads = 0
@@ -155,8 +166,10 @@ def estimate(tree: ContextTree, prove_secs: Mapping[str, float],
             if not phrase.strip():
                 continue
             phrases += 1
-            if is_load(phrase):
+            load = loaded_file(phrase)
+            if load is not None and (load[0] != "needs" or load[1] not in files):
                 loads += 1
+                files |= {load[1]}
             name = theorem_of(phrase)
             if name is None:
                 continue
@@ -176,7 +189,7 @@ def estimate(tree: ContextTree, prove_secs: Mapping[str, float],
         if node.parent is not None:
             out[key] = SegmentCost(key, phrases, proofs, tuple(priced), proof_s, unpriced, loads,
                                    phrase_s)
-        stack.extend((child, seen) for child in children[key])
+        stack.extend((child, seen, files) for child in children[key])
     return out
 
 

@@ -153,3 +153,18 @@ def test_a_profiles_builds_hold_only_for_the_choice_it_ran_under(tmp_path):
     assert trust == pytest.approx([PHRASE_S, PHRASE_S, 2 * PHRASE_S])
     # The base boots as the profile measured it (its root build: 0 s here).
     assert plans[ContextProofs.TRUST].images[plans[ContextProofs.TRUST].base].build_s == 0.0
+
+
+def test_a_file_loaded_by_needs_is_charged_once_along_a_chain():
+    from runner.context_costs import LOAD_S
+
+    needs = 'needs "Library/words.ml";;\n'
+    setups = {"ex.h.A": needs, "ex.h.B": needs + "let x = 1;;\n" + needs,
+              "ex.h.C": needs + 'loadt "Library/words.ml";;\n'}
+    tree = build_context_tree(setups, "salt")
+    costs = estimate(tree, {}, phrase_s=1.0)
+    a, b, c = (costs[tree.image_of[p]] for p in ("ex.h.A", "ex.h.B", "ex.h.C"))
+    assert (a.loads, b.loads, c.loads) == (1, 0, 1)     # needs loads once; loadt loads again
+    assert a.build_s(ContextProofs.REPLAY) == 1.0 + LOAD_S["replay"]
+    assert a.build_s(ContextProofs.TRUST) == 1.0 + LOAD_S["trust"]
+    assert b.build_s(ContextProofs.TRUST) == 2.0
