@@ -138,6 +138,9 @@ class ModeBackend(ProverBackend):
     def warnings(self) -> tuple[str, ...]:
         return converted_warning(self.maps, len(self.converted))
 
+    def start(self, workdir: Path) -> "ModeSession":
+        return ModeSession(self, Path(workdir))
+
 
 def converted_warning(maps: MapModes, count: int) -> tuple[str, ...]:
     """The warning of a sweep whose ``count`` checks got converted limits."""
@@ -148,9 +151,6 @@ def converted_warning(maps: MapModes, count: int) -> tuple[str, ...]:
             f"mode; their limits were CONVERTED with the measured bytecode/native ratio "
             f"({RATIO_MIN}-{RATIO_MAX}x), not measured. Profile in this mode for limits you can "
             f"trust.",)
-
-    def start(self, workdir: Path) -> "ModeSession":
-        return ModeSession(self, Path(workdir))
 
 
 class ModeSession(ProverSession):
