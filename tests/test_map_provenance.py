@@ -84,3 +84,20 @@ def test_a_declaration_that_contradicts_the_sidecar_is_refused(tmp_path):
     # A derived map needs no declaration.
     prepared = prepare(demo_config(tmp_path / "out", timeout_map=tmap))
     assert prepared.warnings == ()
+
+
+def test_a_native_sweep_converts_a_declared_bytecode_map(native_build, tmp_path):
+    """--mode native: the backend routes and converts by the map the sweep read."""
+    from runner.hol_native_auto import RATIO_MIN
+
+    tmap = bench_map(tmp_path / "timeout-map.json")
+    with pytest.raises(InputError, match="--map-mode"):
+        prepare(demo_config(tmp_path / "out", mode="native", timeout_map=tmap))
+    prepared = prepare(demo_config(tmp_path / "out", mode="native", timeout_map=tmap,
+                                   map_mode="bytecode"))
+    limits = {t.problem.problem_id: t.limits for t in prepared.tasks}
+    for pid in IDS:
+        assert limits[pid].time_s == round(120 / RATIO_MIN, 1)
+        assert limits[pid].time_source == f"map (bytecode-fork x{1 / RATIO_MIN:.2f})"
+    [warning] = prepared.warnings
+    assert "CONVERTED" in warning and f"{len(IDS)} checks run in native-fork" in warning
