@@ -7,9 +7,10 @@ in the bytecode fork server otherwise; a check with no expected time runs
 natively, batched, where compiling it costs milliseconds.
 
 A timeout map is valid for the mode it was measured in (its sidecar's
-provenance says which). A check that runs in the other mode gets the map's
-limit converted with the bytecode/native ratios measured on this project's
-machine (benchmarks/native.py), conservatively: a bytecode limit becomes a
+provenance says which, or --map-mode declares it: runner/map_provenance.py).
+A check that runs in the other mode gets the map's limit converted with
+the bytecode/native ratios measured on this project's machine
+(benchmarks/native.py), conservatively: a bytecode limit becomes a
 native one divided by the *smallest* ratio, a native limit a bytecode one
 multiplied by the *largest*, so a correct proof is not cut short. Every
 conversion is announced before the sweep starts.
@@ -17,7 +18,6 @@ conversion is announced before the sweep starts.
 
 from __future__ import annotations
 
-import json
 import tempfile
 import threading
 from dataclasses import replace
@@ -69,23 +69,20 @@ def precompile_libraries(build: NativeBuild, install: HolLightInstall, names: It
 
 
 class MapModes:
-    """The timeout map's expected times and mode, for routing and limits."""
+    """The timeout map's expected times and mode, for routing and limits.
 
-    def __init__(self, map_path: Path | None):
-        self.path, self.mode, self.expected = map_path, None, {}
-        if map_path is None:
+    ``source`` is a map read by runner.map_provenance.load (a sweep reads its
+    map once and passes it here), or a path it reads with that loader."""
+
+    def __init__(self, source=None):
+        self.path, self.mode, self.expected = None, None, {}
+        if source is None:
             return
-        try:
-            entries = json.loads(Path(map_path).read_text())
-            self.expected = {e["problem_id"]: float(e["prove_secs"]) for e in entries
-                             if isinstance(e, dict) and isinstance(e.get("prove_secs"), (int, float))}
-        except (OSError, ValueError, TypeError, KeyError):
-            self.expected = {}      # the sweep's own map loader reports a broken map
-        sidecar = Path(map_path).with_name(Path(map_path).stem + ".meta.json")
-        try:
-            self.mode = json.loads(sidecar.read_text()).get("provenance", {}).get("mode")
-        except (OSError, ValueError, AttributeError):
-            self.mode = None
+        from .map_provenance import LoadedMap, load
+
+        loaded = source if isinstance(source, LoadedMap) else load(Path(source))
+        self.path, self.mode = loaded.path, loaded.provenance.mode
+        self.expected = loaded.prove_secs()
 
     def bytecode_secs(self, problem_id: str) -> float | None:
         secs = self.expected.get(problem_id)
@@ -106,13 +103,13 @@ class ModeBackend(ProverBackend):
     """``--mode native`` or ``--mode auto``: native and bytecode sessions
     behind one, each started only when a check needs it."""
 
-    def __init__(self, mode: str, native: NativeHolLightBackend, map_path: Path | None,
+    def __init__(self, mode: str, native: NativeHolLightBackend, map_source=None,
                  threshold_s: float = THRESHOLD_S):
         if mode not in ("native", "auto"):
             raise ValueError(mode)
         self.mode, self.native, self.threshold_s = mode, native, threshold_s
         self.bytecode: HolLightBackend = native.fallback
-        self.maps = MapModes(map_path)
+        self.maps = MapModes(map_source)
         self.salt, self.context_root = native.salt, native.context_root
         self.install, self.grace_s = native.install, native.grace_s
         self.info = BackendInfo(prover="hol-light", build=native.info.build,
@@ -133,16 +130,27 @@ class ModeBackend(ProverBackend):
             self.converted.append(problem.problem_id)
         return adjusted
 
+    def use_map(self, loaded) -> None:
+        """Route and convert by ``loaded`` (runner.map_provenance.LoadedMap),
+        the map the sweep read; before any session starts."""
+        self.maps = MapModes(loaded)
+
     def warnings(self) -> tuple[str, ...]:
-        if not self.converted:
-            return ()
-        return (f"{self.maps.path}: measured in {self.maps.mode} mode, but {len(self.converted)} "
-                f"checks run in the other mode; their limits were CONVERTED with the measured "
-                f"bytecode/native ratio ({RATIO_MIN}-{RATIO_MAX}x), not measured. Profile in this "
-                f"mode for limits you can trust.",)
+        return converted_warning(self.maps, len(self.converted))
 
     def start(self, workdir: Path) -> "ModeSession":
         return ModeSession(self, Path(workdir))
+
+
+def converted_warning(maps: MapModes, count: int) -> tuple[str, ...]:
+    """The warning of a sweep whose ``count`` checks got converted limits."""
+    if not count:
+        return ()
+    other = BYTECODE_MODE if maps.mode == NATIVE_MODE else NATIVE_MODE
+    return (f"{maps.path}: measured in {maps.mode} mode, but {count} checks run in {other} "
+            f"mode; their limits were CONVERTED with the measured bytecode/native ratio "
+            f"({RATIO_MIN}-{RATIO_MAX}x), not measured. Profile in this mode for limits you can "
+            f"trust.",)
 
 
 class ModeSession(ProverSession):
@@ -212,4 +220,5 @@ def native_backend(config, install: HolLightInstall, context_root: Path) -> Prov
     native = NativeHolLightBackend(install, build, context_root, grace_s=config.grace,
                                    max_images=config.max_images, sandbox_config=for_sweep(config),
                                    log_dir=Path(config.out) / "logs")
-    return ModeBackend(config.mode, native, config.timeout_map)
+    # The sweep hands over its map, read once (ModeBackend.use_map).
+    return ModeBackend(config.mode, native)

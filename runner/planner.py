@@ -90,7 +90,8 @@ class Image:
     key: str = _help("image key (runner.contexts.image_key)")
     parent: str | None = _help("the image it is forked from; None for the base")
     build_s: float = _help("seconds to build it on top of its parent")
-    source: str = _help("measured (a sweep's or profile's images/*.json) or default")
+    source: str = _help("measured (a sweep's or profile's images/*.json), estimated (from the "
+                        "context's phrases and proofs, runner/context_costs.py) or default")
 
 
 @dataclass(frozen=True)

@@ -6,7 +6,9 @@ the timeout map's ``prove_secs`` (the bench's map carries the ground truth's
 measured time); the median of the known durations of the problem's
 category; the default. Image builds: the median of measured builds of the
 same image key (``images/*.json`` of a sweep, or of a profile's runs), else
-the defaults below.
+an estimate from the context's phrases and the proofs among them, by the
+choice of ``--context-proofs`` (runner/context_costs.py), else the defaults
+below (the base image, and contexts when no corpus gives their text).
 """
 
 from __future__ import annotations
@@ -41,6 +43,9 @@ class Known:
     builds: Mapping[str, tuple[str | None, float]] = field(default_factory=dict)  # key -> (parent, s)
     categories: Mapping[str, str] = field(default_factory=dict)  # of problems outside the corpus
     images: Mapping[str, str] = field(default_factory=dict)      # problem id -> image key profiled
+    # How the profile's contexts loaded their proofs (runner.context_proofs):
+    # its measured builds hold for that choice only. None: a sweep's own.
+    builds_choice: str | None = None
 
 
 @dataclass(frozen=True)
@@ -84,18 +89,16 @@ def from_profile(path: Path) -> Known:
     runs = [d for d in (Path(path) / "runs").glob("*") if d.is_dir()]
     return Known([("profile", durations)], mem, measured_builds(runs),
                  {r.problem_id: r.category for r in profile.runs},
-                 {r.problem_id: r.image_key for r in profile.runs if r.image_key})
+                 {r.problem_id: r.image_key for r in profile.runs if r.image_key},
+                 str(profile.provenance.get("context_proofs") or "replay"))
 
 
-def from_map(path: Path) -> Known:
+def from_map(loaded) -> Known:
     """Durations from a timeout map's ``prove_secs``; memory from its sidecar;
     and, when the sidecar names a profile that is still there, that
-    profile's measurements first."""
-    from .timeout_map import read_map, read_sidecar
-
-    entries = read_map(path)
-    durations = {pid: e.prove_secs for pid, e in entries.items() if e.prove_secs is not None}
-    meta = read_sidecar(path) or {}
+    profile's measurements first. ``loaded``: runner.map_provenance.LoadedMap."""
+    durations = loaded.prove_secs()
+    meta = loaded.meta or {}
     problems = meta.get("problems", {})
     mem = {pid: int(p["expected_mem_mb"] * 2**20) for pid, p in problems.items()
            if p.get("expected_mem_mb")}
@@ -119,7 +122,8 @@ def combine(*parts: Known) -> Known:
         builds.update(p.builds)
         categories.update(p.categories)
         images.update(p.images)
-    return Known(durations, mem, builds, categories, images)
+    choice = next((p.builds_choice for p in parts if p.builds_choice is not None), None)
+    return Known(durations, mem, builds, categories, images, choice)
 
 
 def expected_checks(items: Sequence[Item], known: Known,
@@ -153,10 +157,13 @@ def expected_checks(items: Sequence[Item], known: Known,
 def images_for(keys: Iterable[str], parents: Mapping[str, str | None], base: str,
                measured: Mapping[str, tuple[str | None, float]],
                base_s: float = DEFAULT_BASE_BUILD_S,
-               context_s: float = DEFAULT_CONTEXT_BUILD_S) -> dict[str, Image]:
+               context_s: float = DEFAULT_CONTEXT_BUILD_S,
+               estimated: Mapping[str, float] | None = None) -> dict[str, Image]:
     """The images ``keys`` need with their ancestors, each with a measured
-    build time when one is known. ``parents`` gives the tree (a key missing
-    there hangs below ``base``)."""
+    build time when one is known, else its ``estimated`` one, else the
+    default. ``parents`` gives the tree (a key missing there hangs below
+    ``base``)."""
+    estimated = estimated or {}
     images: dict[str, Image] = {}
     todo = list(keys) + [base]
     while todo:
@@ -166,6 +173,8 @@ def images_for(keys: Iterable[str], parents: Mapping[str, str | None], base: str
         parent = None if key == base else parents.get(key, base)
         if key in measured:
             secs, source = measured[key][1], "measured"
+        elif key in estimated:
+            secs, source = estimated[key], "estimated"
         else:
             secs, source = (base_s if key == base else context_s), "default"
         images[key] = Image(key, parent, secs, source)
@@ -174,14 +183,36 @@ def images_for(keys: Iterable[str], parents: Mapping[str, str | None], base: str
     return images
 
 
-def plan_sweep(tasks: Sequence, salt: str, *, workers, config, timeout_map: Path | None,
-               out: Path):
+def prices(known: Known) -> dict[str, float]:
+    """Expected proof seconds by problem id, the first source winning."""
+    out: dict[str, float] = {}
+    for _, durations in reversed(known.durations):
+        out.update(durations)
+    return out
+
+
+def context_builds(tree, known: Known, choice, measured: Mapping[str, float] | None = None):
+    """Build seconds of every context image of ``tree`` but the base: measured
+    (``measured``, by tree key) first, else estimated from its segment under
+    ``choice`` (runner.context_proofs.ContextProofs); with the estimates."""
+    from . import context_costs
+
+    costs = context_costs.estimate(tree, prices(known))
+    measured = measured or {}
+    return {k: measured.get(k, c.build_s(choice)) for k, c in costs.items()}, costs
+
+
+def plan_sweep(tasks: Sequence, salt: str, *, workers, config, timeout_map=None,
+               out: Path, context_proofs=None):
     """The plan of a sweep's tasks (runner.worker.CheckTask, in corpus order).
 
+    ``timeout_map`` is the sweep's map as read once (runner.map_provenance).
     Memory needs are the tasks' own (the sweep resolved them from the map's
     sidecar and --mem-limit); image builds measured by earlier runs of the
-    same sweep come first, then those of the map's profile."""
+    same sweep come first, then those of the map's profile, then estimates
+    of each context's load under ``context_proofs`` (default replay)."""
     from . import contexts
+    from .context_proofs import ContextProofs
     from .planner import make_plan
 
     setups = {}
@@ -198,16 +229,35 @@ def plan_sweep(tasks: Sequence, salt: str, *, workers, config, timeout_map: Path
              for t in tasks]
     checks = expected_checks(items, known)
     parents = {k: n.parent for k, n in tree.nodes.items()}
-    images = images_for({c.image_key for c in checks}, parents, tree.base, known.builds)
+    estimated, _ = context_builds(tree, known, ContextProofs(context_proofs or ContextProofs.REPLAY))
+    images = images_for({c.image_key for c in checks}, parents, tree.base, known.builds,
+                        estimated=estimated)
     return make_plan(checks, images, tree.base, workers, config)
 
 
-def plan_from_files(*, timeout_map: Path | None, profile: Path | None, workers, config,
-                    default_mem: int = 512 * 2**20):
-    """A plan of the problems of a profile and/or a timeout map, without a
-    corpus: a profile (given, or named by the map's sidecar) gives image keys
-    and measured builds; a map alone puts every check on the base image (its
-    contexts are unknown)."""
+def plan_from_files(*, timeout_map=None, profile: Path | None, workers, config,
+                    default_mem: int = 512 * 2**20, corpus: Path | None = None,
+                    context_proofs=None):
+    """One plan; see plans_from_files."""
+    from .context_proofs import ContextProofs
+
+    choice = ContextProofs(context_proofs or ContextProofs.REPLAY)
+    return plans_from_files(timeout_map=timeout_map, profile=profile, workers=workers,
+                            config=config, default_mem=default_mem, corpus=corpus,
+                            choices=(choice,))[choice]
+
+
+def plans_from_files(*, timeout_map=None, profile: Path | None, workers, config,
+                     default_mem: int = 512 * 2**20, corpus: Path | None = None,
+                     choices=()) -> dict:
+    """A plan of the problems of a profile and/or a timeout map (a
+    runner.map_provenance.LoadedMap). With a ``corpus``, its problems are
+    planned on their real context tree, each image measured or estimated
+    under each of ``choices`` (runner.context_proofs.ContextProofs; one plan
+    each, read from one pass over the corpus; runner/context_costs.py);
+    without one, a profile (given, or named by the map's sidecar) gives image
+    keys and measured builds, and a map alone puts every check on the base
+    image (its contexts are unknown, and every choice gets the same plan)."""
     from .planner import make_plan
 
     if timeout_map is None and profile is None:
@@ -216,15 +266,16 @@ def plan_from_files(*, timeout_map: Path | None, profile: Path | None, workers, 
     if profile is not None:
         parts.append(from_profile(profile))
     if timeout_map is not None:
-        from .timeout_map import read_map
-
         parts.append(from_map(timeout_map))
-        limits = {pid: e.timeout_sec for pid, e in read_map(timeout_map).items()}
+        limits = timeout_map.limits()
     known = combine(*parts)
+    if corpus is not None:
+        return _plan_corpus(corpus, known, limits, workers, config, default_mem, choices)
     image_of = known.images
     ids = sorted(set().union(*(d.keys() for _, d in known.durations)) | set(limits))
     if not ids:
-        raise InputError(timeout_map or profile, "no problems in it", "pass a map or profile with entries")
+        raise InputError(getattr(timeout_map, "path", None) or profile, "no problems in it",
+                         "pass a map or profile with entries")
     roots = [k for k, (parent, _) in known.builds.items() if parent is None]
     base = roots[0] if len(roots) == 1 else BASE
     items = [Item(pid, 0, known.categories.get(pid, "generic"), image_of.get(pid, base),
@@ -232,4 +283,44 @@ def plan_from_files(*, timeout_map: Path | None, profile: Path | None, workers, 
     checks = expected_checks(items, known)
     parents = {k: (p if p is not None or k == base else base) for k, (p, _) in known.builds.items()}
     images = images_for({c.image_key for c in checks}, parents, base, known.builds)
-    return make_plan(checks, images, base, workers, config)
+    plan = make_plan(checks, images, base, workers, config)
+    return {c: plan for c in choices}
+
+
+# Image keys of a simulated corpus: internal to the plan, since no prover
+# build is at hand; measured builds are matched by shape
+# (runner.context_costs.translate_measured).
+SIMULATE_SALT = "proofbatch-simulate"
+
+
+def _plan_corpus(corpus: Path, known: Known, limits: Mapping[str, float], workers, config,
+                 default_mem: int, choices) -> dict:
+    from . import context_costs, contexts
+    from .backends import load_problems
+    from .planner import make_plan
+
+    problems = load_problems(corpus)
+    setups = {p.problem_id: p.setup_path.read_text(encoding="utf-8", errors="replace")
+              for p in problems}
+    tree = contexts.build_context_tree(setups, SIMULATE_SALT)
+    del setups
+    measured = context_costs.translate_measured(tree, known.images, known.builds)
+    # The base boots: a measured boot of the profile counts, as a default would.
+    roots = [s for k, (parent, s) in known.builds.items() if parent is None]
+    base_s = statistics.median(roots) if roots else DEFAULT_BASE_BUILD_S
+    items = [Item(p.problem_id, 0, p.category, tree.image_of[p.problem_id],
+                  limits.get(p.problem_id, 0.0), default_mem) for p in problems]
+    checks = expected_checks(items, known)
+    parents = {k: n.parent for k, n in tree.nodes.items()}
+    costs = context_costs.estimate(tree, prices(known))
+    plans = {}
+    for choice in choices:
+        # A profile's builds were measured under its own choice only.
+        ours = measured if str(choice) == (known.builds_choice or "replay") else {}
+        estimated = {k: ours.get(k, c.build_s(choice)) for k, c in costs.items()}
+        images = images_for({c.image_key for c in checks}, parents, tree.base, {}, base_s=base_s,
+                            estimated=estimated)
+        images = {k: (Image(k, i.parent, i.build_s, "measured") if k in ours else i)
+                  for k, i in images.items()}
+        plans[choice] = make_plan(checks, images, tree.base, workers, config)
+    return plans

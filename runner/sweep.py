@@ -22,13 +22,13 @@ import psutil
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from . import attempts, shards, timeout_map
+from . import attempts, map_provenance, shards, timeout_map
 from . import backends
 from .corpus import Problem, corpus_fingerprint
 from .errors import InputError
 from .prover import CheckLimits, ProverBackend
 from .results import ResultRow
-from .timeouts import TimeoutPolicy, load_category_timeouts, load_timeout_map, resolve_limits
+from .timeouts import TimeoutPolicy, load_category_timeouts, resolve_limits
 from .worker import CheckTask
 
 MANIFEST = "sweep.json"
@@ -50,6 +50,10 @@ class SweepConfig:
     answers: Path | None = _help("answers directory or CSV; default: answer.txt in each problem", default=None)
     workers: int = _help("checks run at once on this machine", default=1)
     timeout_map: Path | None = _help("s2n-bignum-bench timeout-map.json: per-problem limits", default=None)
+    map_mode: str | None = _help("the mode a timeout map without a sidecar was measured in: native "
+                                 "or bytecode (runner/map_provenance.py)", default=None)
+    map_build: str | None = _help("the HOL Light build a timeout map without a sidecar was measured "
+                                  "with", default=None)
     category_timeouts: Path | None = _help("s2n-bignum-bench timeouts.json: per-category limits", default=None)
     default_timeout: float = _help("limit for problems in neither file, in seconds", default=120.0)
     mem_limit: int | None = _help("memory limit per check in bytes; default: see default_mem_limit",
@@ -115,8 +119,14 @@ def prepare(config: SweepConfig) -> PreparedSweep:
     if config.only is not None:
         wanted = set(config.only)
         problems = [p for p in problems if p.problem_id in wanted]
+    # The map is read once, here; a map that cannot say what measured it
+    # must be declared before anything is built (runner/map_provenance.py).
+    loaded = map_provenance.load(config.timeout_map, config.map_mode, config.map_build) \
+        if config.timeout_map else None
+    if loaded is not None:
+        map_provenance.require_mode(loaded, selected.prover)
     policy = TimeoutPolicy(
-        by_problem=load_timeout_map(config.timeout_map) if config.timeout_map else {},
+        by_problem=loaded.limits() if loaded else {},
         by_category=load_category_timeouts(config.category_timeouts) if config.category_timeouts else None,
         default=config.default_timeout, map_path=config.timeout_map,
         category_path=config.category_timeouts)
@@ -135,14 +145,25 @@ def prepare(config: SweepConfig) -> PreparedSweep:
                              "pass fewer --workers, or a --mem-limit (e.g. 2G)") from None
     info = backend.info
     # A map's sidecar gives each problem its profiled memory need and guard.
-    map_use = timeout_map.use_map(config.timeout_map, info.prover, info.build, info.mode)
+    map_use = timeout_map.use_map(loaded, info.prover, info.build, info.mode)
+    if hasattr(backend, "use_map"):
+        backend.use_map(loaded)
+    # Native and auto modes convert a map's limits to the mode a check runs
+    # in (backend.limits_for); a bytecode sweep converts a native map here.
+    from .hol_native_auto import MapModes, converted_warning
+
+    modes, converted = MapModes(loaded), []
 
     def limits_of(p: Problem) -> CheckLimits:
         guard, expected = map_use.memory(p.problem_id, mem, min(config.expected_mem, mem))
         chosen = CheckLimits(time_s=limits[p.problem_id].seconds, time_source=limits[p.problem_id].source,
                              mem_bytes=guard, expected_mem_bytes=expected)
-        # Native and auto modes convert a map's limits to the mode a check runs in.
-        return backend.limits_for(p, chosen) if hasattr(backend, "limits_for") else chosen
+        if hasattr(backend, "limits_for"):
+            return backend.limits_for(p, chosen)
+        adjusted = modes.convert(chosen, info.mode)
+        if adjusted is not chosen:
+            converted.append(p.problem_id)
+        return adjusted
 
     # One task per attempt of each problem (runner/attempts.py).
     tasks = [task for p in problems
@@ -150,10 +171,10 @@ def prepare(config: SweepConfig) -> PreparedSweep:
     # Whatever the order of problems, a problem's attempts must stay one
     # contiguous run in attempt order: a worker drains the run against one
     # loaded context, stopping early and reusing duplicates as it goes.
-    ordered, plan = order(tasks, backend.salt, config)
+    ordered, plan = order(tasks, backend.salt, config, loaded)
     return PreparedSweep(config, problems, attempts.contiguous(ordered), backend,
-                         warnings=map_use.warnings + (backend.warnings() if hasattr(backend, "warnings")
-                                                      else ()), plan=plan)
+                         warnings=map_use.warnings + converted_warning(modes, len(converted))
+                         + (backend.warnings() if hasattr(backend, "warnings") else ()), plan=plan)
 
 
 def check_out_dir(config: SweepConfig) -> None:
@@ -179,7 +200,7 @@ def check_out_dir(config: SweepConfig) -> None:
                          "use a new --out for this corpus, or pass the corpus it was run on")
 
 
-def order(tasks: list[CheckTask], salt: str, config: SweepConfig):
+def order(tasks: list[CheckTask], salt: str, config: SweepConfig, loaded=None):
     """The planner's order of the tasks and the plan (runner/planner.py):
     longest expected first with context affinity and memory packing
     (``planned``), corpus order (``naive``) or seeded random (``shuffle``),
@@ -190,7 +211,8 @@ def order(tasks: list[CheckTask], salt: str, config: SweepConfig):
     workers = Workers(1, config.workers, int(0.8 * psutil.virtual_memory().total),
                       images_per_node=config.max_images)
     plan = plan_sweep(tasks, salt, workers=workers, config=PlanConfig(policy=config.policy, seed=config.seed),
-                      timeout_map=config.timeout_map, out=config.out)
+                      timeout_map=loaded, out=config.out,
+                      context_proofs=getattr(config, "context_proofs", None))
     by_key = {(t.problem.problem_id, t.attempt): t for t in tasks}
     return [by_key[(c.problem_id, c.attempt)] for c in plan.checks], plan
 

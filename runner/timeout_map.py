@@ -263,22 +263,27 @@ class MapUse:
         return min(guard, max(g, MIN_GUARD_BYTES)), min(guard, e)
 
 
-def use_map(map_path: Path | None, prover: str, build: str, mode: str) -> MapUse:
-    """Read what a sweep needs from the sidecar of ``map_path``, and warn when
-    the map was measured with another prover build or execution mode: native
-    code proves 2.5-5 times faster than the bytecode toplevel, so a map of one
-    is wrong for the other."""
-    meta = read_sidecar(map_path) if map_path else None
-    if meta is None:
+def use_map(loaded, prover: str, build: str, mode: str) -> MapUse:
+    """What a sweep needs from ``loaded`` (runner.map_provenance.LoadedMap,
+    or None): memory from its sidecar, and a warning when the map was
+    measured with another prover or build, or in a mode whose limits cannot
+    be converted to the sweep's (native code proves 2.5-5 times faster than
+    the bytecode toplevel; maps of either are converted by
+    runner.hol_native_auto.MapModes, which says so itself)."""
+    if loaded is None:
         return MapUse({}, ())
+    meta = loaded.meta or {}
     mb = 1 << 20
     mem = {pid: (int(p["mem_guard_mb"] * mb), int(p["expected_mem_mb"] * mb))
            for pid, p in meta.get("problems", {}).items() if p.get("expected_mem_mb")}
-    prov, warnings = meta.get("provenance") or {}, []
-    for what, ours in (("prover", prover), ("hol_build", build), ("mode", mode)):
-        theirs = prov.get(what)
+    prov, warnings = loaded.provenance, []
+    convertible = ("bytecode-fork", "native-fork")
+    for what, theirs, ours in (("prover", prov.prover, prover), ("hol_build", prov.build, build),
+                               ("mode", prov.mode, mode)):
+        if what == "mode" and theirs in convertible and (ours in convertible or ours == "auto"):
+            continue
         if theirs and theirs != ours:
-            warnings.append(f"{map_path}: this map was measured with {what} {theirs!r}, but the sweep "
-                            f"runs {what} {ours!r}; its limits may be wrong for these checks "
+            warnings.append(f"{loaded.path}: this map was measured with {what} {theirs!r}, but the "
+                            f"sweep runs {what} {ours!r}; its limits may be wrong for these checks "
                             "(profile again with this prover and mode)")
     return MapUse(mem, tuple(warnings))

@@ -214,7 +214,7 @@ def test_baseline_input_with_every_option_file_passes_validation(corpus, hol, tm
     for answers in (None, answers_csv, answers_dir):
         prepared = prepare(SweepConfig(
             corpus=corpus, out=tmp_path / "out", answers=answers, workers=2,
-            timeout_map=timeout_map, category_timeouts=category_timeouts,
+            timeout_map=timeout_map, map_mode="bytecode", category_timeouts=category_timeouts,
             mem_limit=2**30, hol_light=hol, context_root=tmp_path))
         limits = {t.problem.problem_id: t.limits.time_s for t in prepared.tasks}
         assert limits == {ADD: 30.0, WORD: 60.0}

@@ -24,6 +24,7 @@ from runner.hol_native_auto import RATIO_MIN, MapModes, ModeBackend
 from runner.native_build import build_native, load_build
 from runner.prover import CheckLimits
 from runner.sweep import prepare, run_sweep
+from runner.timeout_map import SIDECAR_FORMAT
 
 from .conftest import DEMO, ROOT, TEST_MEM_LIMIT, demo_config, expected_verdicts
 
@@ -213,7 +214,8 @@ def test_auto_routes_by_expected_time_and_converts_limits_loudly(native_build, t
     tmap.write_text(json.dumps([
         {"problem_id": "heavy.big_mod", "prove_secs": 8.5, "timeout_sec": 60},
         {"problem_id": "arith.add_comm", "prove_secs": 0.01, "timeout_sec": 10}]))
-    (tmp_path / "map.meta.json").write_text(json.dumps({"provenance": {"mode": "bytecode-fork"}}))
+    (tmp_path / "map.meta.json").write_text(json.dumps({"format": SIDECAR_FORMAT,
+                                                         "provenance": {"mode": "bytecode-fork"}}))
     assert MapModes(tmap).mode == "bytecode-fork"
     native = NativeHolLightBackend(find_hol_light(), native_build, DEMO)
     auto = ModeBackend("auto", native, tmap)

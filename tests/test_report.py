@@ -93,7 +93,9 @@ def _map_from(rows: dict[str, dict], path: Path, ids) -> Path:
 
 
 def _planned_sweep(hol_session, out: Path, ids, timeout_map: Path, answers: Path | None = None):
-    config = demo_config(out, only=tuple(ids), timeout_map=timeout_map, answers=answers)
+    # The map holds this machine's bytecode times, and says so.
+    config = demo_config(out, only=tuple(ids), timeout_map=timeout_map, map_mode="bytecode",
+                         answers=answers)
     prepared = prepare(config)
     # The shared session has every context of the corpus loaded already: the
     # plan must not count their loads, nor the boot; planned again with that known.

@@ -188,6 +188,7 @@ def test_timeouts_are_whole_seconds_rounded_up():
 # --- a sweep under a derived map ---------------------------------------------
 
 def test_a_sweep_takes_memory_needs_from_the_map_and_warns_of_another_mode(tmp_path):
+    from runner.hol_native_auto import RATIO_MAX
     from runner.sweep import prepare
     from runner.timeout_map import MIN_GUARD_BYTES
 
@@ -203,9 +204,12 @@ def test_a_sweep_takes_memory_needs_from_the_map_and_warns_of_another_mode(tmp_p
     assert limits["arith.add_comm"].mem_bytes == 2000 << 20           # the peak x mem_margin 2
     assert limits["lists.append_nil"].mem_bytes == MIN_GUARD_BYTES   # never under 1 GiB
     assert limits["logic.drinker"].mem_bytes == 8 << 30               # not in the map: --mem-limit
-    assert limits["arith.add_comm"].time_s == 120 and limits["arith.add_comm"].time_source == "map"
+    # A native map in a bytecode sweep: its limits are converted (x RATIO_MAX), loudly.
+    assert limits["arith.add_comm"].time_s == 120 * RATIO_MAX
+    assert limits["arith.add_comm"].time_source == f"map (native-fork x{RATIO_MAX:.2f})"
     [warning] = prepared.warnings
     assert "native-fork" in warning and "bytecode-fork" in warning and str(native) in warning
+    assert "CONVERTED" in warning and "2 checks" in warning
 
     small = prepare(demo_config(tmp_path / "out2", timeout_map=native, mem_limit=1500 << 20))
     assert {t.problem.problem_id: t.limits.mem_bytes for t in small.tasks}["arith.add_comm"] == 1500 << 20

@@ -20,6 +20,12 @@ def add_arguments(run) -> None:
     run.add_argument("--out", type=Path, required=True, help="sweep directory; rerun to resume")
     run.add_argument("--workers", type=int, default=1, help="checks at once (default 1)")
     run.add_argument("--timeout-map", type=Path, help="s2n-bignum-bench timeout-map.json")
+    run.add_argument("--map-mode", choices=("native", "bytecode"),
+                     help="the mode a timeout map without a sidecar was measured in (required for "
+                     "HOL Light: s2n-bignum-bench's map is native); limits of another mode than "
+                     "a check runs in are converted, with a warning")
+    run.add_argument("--map-build", metavar="B", help="the HOL Light build such a map was measured "
+                     "with (warned about when it is not this sweep's)")
     run.add_argument("--category-timeouts", type=Path, help="s2n-bignum-bench timeouts.json")
     run.add_argument("--default-timeout", type=float, default=120.0,
                      help="seconds, for problems in neither file (default 120)")
@@ -58,8 +64,8 @@ def add_arguments(run) -> None:
 def run(args) -> int:
     config = SweepConfig(
         corpus=args.corpus, out=args.out, answers=args.answers, workers=args.workers,
-        timeout_map=args.timeout_map, category_timeouts=args.category_timeouts,
-        default_timeout=args.default_timeout, mem_limit=args.mem_limit,
+        timeout_map=args.timeout_map, map_mode=args.map_mode, map_build=args.map_build,
+        category_timeouts=args.category_timeouts, default_timeout=args.default_timeout, mem_limit=args.mem_limit,
         hol_light=args.hol_light, context_root=args.context_root, grace=args.grace,
         policy=args.policy, seed=args.seed,
         prover=args.prover, isabelle=args.isabelle, sandbox=args.sandbox,

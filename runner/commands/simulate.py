@@ -8,9 +8,12 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
+from .. import map_provenance
+from ..context_proofs import ContextProofs
 from ..errors import InputError
+from ..map_provenance import DECLARED_MODES
 from ..planner import POLICIES, PlanConfig, Workers, read_plan
-from ..planner_inputs import plan_from_files
+from ..planner_inputs import plans_from_files
 from ..simulate import Prediction, simulate
 from ..sizes import format_size
 from ..sweep import SweepConfig
@@ -31,6 +34,18 @@ def add_arguments(p) -> None:
     src.add_argument("--profile", type=Path, help="a directory written by `proofbatch profile`")
     src.add_argument("--plan", type=Path, help="a sweep's OUT/plan.json, simulated again (by "
                      "default on its own workers)")
+    p.add_argument("--corpus", type=Path, help="the corpus the sweep will check (e.g. one cut by "
+                   "`proofbatch extract`): its problems are planned on their real context tree, "
+                   "and each context's load is measured (a profile's) or estimated; without it "
+                   "contexts are unknown")
+    p.add_argument("--context-proofs", choices=[c.value for c in ContextProofs], default=None,
+                   help="how contexts load their own proofs: replay (run them; the map's prove_secs "
+                   "of each context's earlier proofs are charged) or trust (returned unproved); "
+                   "default replay. Image core-hours are printed for both")
+    p.add_argument("--map-mode", choices=tuple(DECLARED_MODES), default=None,
+                   help="the mode a map without a sidecar was measured in (the bench's is native); "
+                        "shown beside the figures")
+    p.add_argument("--map-build", default=None, help="the HOL Light build that measured such a map")
     p.add_argument("--workers", type=int, help="workers in all (default: nodes x cores per node)")
     p.add_argument("--nodes", type=int, help="machines (default 1)")
     p.add_argument("--cores-per-node", type=int, help="checks at once per machine "
@@ -91,12 +106,25 @@ def run(args) -> int:
         plan = recorded.with_workers(workers)
         if args.policy is not None or args.seed is not None:
             plan = plan.with_policy(args.policy or plan.config.policy, args.seed)
+        if args.corpus is not None:
+            raise InputError("--corpus", "a recorded plan already has its contexts",
+                             "drop --corpus, or simulate from --timeout-map or --profile")
+        by_choice, loaded = {}, None
     else:
         workers = workers_from(args)
-        plan = plan_from_files(timeout_map=args.timeout_map, profile=args.profile, workers=workers,
-                               config=PlanConfig(policy=args.policy or "planned", seed=args.seed or 0))
+        loaded = map_provenance.load(args.timeout_map, args.map_mode, args.map_build) \
+            if args.timeout_map else None
+        config = PlanConfig(policy=args.policy or "planned", seed=args.seed or 0)
+        chosen = ContextProofs(args.context_proofs or ContextProofs.REPLAY)
+        by_choice = plans_from_files(timeout_map=loaded, profile=args.profile, workers=workers,
+                                     config=config, corpus=args.corpus,
+                                     choices=(chosen,) if args.corpus is None else tuple(ContextProofs))
+        plan = by_choice[chosen]
     ours = simulate(plan, keep_schedule=False)
     naive = simulate(plan.with_policy("naive"), keep_schedule=False)
+    # Image builds by choice; without a corpus they are unknown, not zero.
+    contexts = {c.value: _context_figures(p) for c, p in by_choice.items()} \
+        if args.corpus is not None else None
     price = args.core_hour_price
     sources = {}
     for c in plan.checks:
@@ -111,11 +139,59 @@ def run(args) -> int:
                "cost": None if price is None else ours.core_hours * price,
                "naive_makespan_s": naive.makespan_s, "naive_ratio": naive.ratio,
                "naive_utilization": naive.utilization, "naive_core_hours": naive.core_hours,
-               "naive_cost": None if price is None else naive.core_hours * price}
+               "naive_cost": None if price is None else naive.core_hours * price,
+               "context_proofs": None if args.plan else str(chosen),
+               "contexts": contexts if contexts is not None else
+               ("from the plan" if args.plan else "unknown (no --corpus)"),
+               "map": None if loaded is None else loaded.describe()}
         print(json.dumps(out))
         return 0
-    print_prediction(Console(), workers, sources, ours, naive, price)
+    console = Console()
+    print_prediction(console, workers, sources, ours, naive, price)
+    if loaded is not None:
+        console.print(f"timeout map {loaded.path}: {loaded.describe()}")
+    if contexts is not None:
+        print_contexts(console, contexts)
+    elif args.plan is None:
+        console.print("contexts: unknown (no --corpus): every check is planned on the base image, "
+                      "so image builds above count only the boots; pass --corpus to plan each "
+                      "context's load")
     return 0
+
+
+def _context_figures(plan) -> dict:
+    """Simulated image and proof core-hours of ``plan`` (the planned policy)."""
+    p = simulate(plan, keep_schedule=False)
+    images = [i for k, i in plan.images.items() if k != plan.base]
+    proof_h = (p.busy_s - p.build_s) / 3600
+    context_h = (p.build_s - p.boots_s) / 3600
+    return {"images": len(images),
+            "image_sources": {s: sum(1 for i in images if i.source == s)
+                              for s in sorted({i.source for i in images})},
+            "image_build_s_once": sum(i.build_s for i in images),
+            "context_image_core_hours": context_h, "boot_core_hours": p.boots_s / 3600,
+            "proof_core_hours": proof_h,
+            "image_share_of_proofs": context_h / proof_h if proof_h > 0 else None,
+            "makespan_s": p.makespan_s, "core_hours": p.core_hours}
+
+
+def print_contexts(out: Console, figures: dict) -> None:
+    table = Table(title="context images by --context-proofs (planned policy)")
+    table.add_column("")
+    for choice in figures:
+        table.add_column(choice, justify="right")
+    rows = [("images (sources)", lambda f: f"{f['images']} ("
+             + ", ".join(f"{k} {v}" for k, v in f["image_sources"].items()) + ")"),
+            ("each built once", lambda f: _duration(f["image_build_s_once"])),
+            ("context image core-hours", lambda f: f"{f['context_image_core_hours']:,.2f}"),
+            ("proof core-hours", lambda f: f"{f['proof_core_hours']:,.2f}"),
+            ("images / proofs", lambda f: "-" if f["image_share_of_proofs"] is None
+             else f"{100 * f['image_share_of_proofs']:.1f}%"),
+            ("makespan", lambda f: _duration(f["makespan_s"])),
+            ("core-hours", lambda f: f"{f['core_hours']:,.1f}")]
+    for label, fmt in rows:
+        table.add_row(label, *(fmt(f) for f in figures.values()))
+    out.print(table)
 
 
 def print_prediction(out: Console, workers: Workers, sources: dict, ours: Prediction,

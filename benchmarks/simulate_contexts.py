@@ -1,0 +1,205 @@
+"""Context costs in a plan: `proofbatch simulate --corpus` on s2n-bignum
+problems with s2n-bignum-bench's own timeout map, under --context-proofs
+replay and trust, at 8, 64 and 512 workers (nodes of 8 cores, 8 images
+kept per node as a sweep's sessions do).
+
+The corpus is cut here from the real sources, as the bench cuts its own
+(collect-problems.py, retrieve-problem.py): s2n-bignum at the bench's pin
+(51147aa) and HOL Light at its pin (5e62421), read from the bare mirrors.
+A problem ``arm.<file>.<THM>[.N]`` of the map gets as ``setup.ml`` its
+proof file ``arm/proofs/<file>.ml`` with every ``needs``/``loadt``/``loads``
+inlined once (the shared library prefix), then the file's own phrases up to
+the phrase that proves THM (its N-th such phrase for ``.N``). Earlier
+theorems stay ``let THM = prove(...)`` phrases as written, so under replay a
+context is charged the map's prove_secs of every earlier theorem that is a
+problem of the map (runner/context_costs.py). The bench's map was measured
+natively; the per-phrase figure is Debian bytecode's (see context_costs).
+
+Baseline, same run: the same map without --corpus, as `simulate
+--timeout-map` alone plans it today (every check on the base image).
+
+    nice .venv/bin/python benchmarks/simulate_contexts.py [--files 30] [--seed 0]
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import random
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from collections import defaultdict
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from runner.context_costs import _code_start, theorem_of  # noqa: E402
+from runner.contexts import split_phrases  # noqa: E402
+
+MIRRORS = Path("/work/.mirror")
+BENCH = MIRRORS / "kings-crown+s2n-bignum-bench" / "repo"
+S2N = (MIRRORS / "awslabs+s2n-bignum" / "repo", "51147aa")
+HOL = (MIRRORS / "jrh13+hol-light" / "repo", "5e62421")
+LOAD = re.compile(r"(needs|loadt|loads)\s*\"([^\"]+)\"\s*;;")
+DUP = re.compile(r"\.(\d+)$")
+
+
+def git_show(repo: tuple[Path, str], path: str) -> str | None:
+    r = subprocess.run(["git", "-C", str(repo[0]), "show", f"{repo[1]}:{path}"],
+                       capture_output=True, text=True)
+    return r.stdout if r.returncode == 0 else None
+
+
+class Inliner:
+    """Text of a file with its needs/loadt/loads inlined, each file once."""
+
+    def __init__(self):
+        self.cache: dict[str, str | None] = {}
+
+    def source(self, path: str) -> str | None:
+        if path not in self.cache:
+            self.cache[path] = git_show(S2N, path) or git_show(HOL, path)
+        return self.cache[path]
+
+    def inline(self, text: str, loaded: set[str]) -> str:
+        out = []
+        for phrase in split_phrases(text):
+            m = LOAD.match(phrase, _code_start(phrase))
+            if m is None:
+                out.append(phrase)
+                continue
+            path = m.group(2)
+            body = self.source(path)
+            if body is None:            # e.g. HOL Light's own core, already in the base image
+                out.append(phrase)
+                continue
+            if path in loaded:
+                continue
+            loaded.add(path)
+            out.append(self.inline(body, loaded))
+        return "".join(out)
+
+
+def cut_corpus(ids_by_file: dict[str, list[str]], corpus: Path) -> tuple[int, int, int]:
+    """Write the problems; return (problems, skipped, prefix lines)."""
+    inliner = Inliner()
+    written = skipped = prefix_lines = 0
+    for stem, ids in sorted(ids_by_file.items()):
+        text = inliner.source(f"arm/proofs/{stem}.ml")
+        if text is None:
+            skipped += len(ids)
+            continue
+        own = [p for p in split_phrases(text)]
+        prefix, body = [], []
+        for phrase in own:                  # the file's loads first, then its own phrases
+            (prefix if LOAD.match(phrase, _code_start(phrase)) else body).append(phrase)
+        head = inliner.inline("".join(prefix), set())
+        prefix_lines = max(prefix_lines, head.count("\n"))
+        seen: dict[str, int] = defaultdict(int)
+        cut: dict[tuple[str, int], int] = {}
+        for i, phrase in enumerate(body):
+            name = theorem_of(phrase)
+            if name is not None:
+                cut[(name, seen[name])] = i
+                seen[name] += 1
+        for pid in ids:
+            m = DUP.search(pid)
+            k = int(m.group(1)) if m else 0
+            name = DUP.sub("", pid).rpartition(".")[2]
+            if (name, k) not in cut:
+                skipped += 1
+                continue
+            d = corpus / pid
+            d.mkdir(parents=True)
+            (d / "setup.ml").write_text(head + "".join(body[:cut[(name, k)]]))
+            (d / "query.txt").write_text("`T`\n")
+            written += 1
+    return written, skipped, prefix_lines
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--files", type=int, default=30, help="arm proof files, seeded sample")
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--json", action="store_true")
+    args = ap.parse_args()
+    from runner.context_costs import PHRASE_S, estimate
+    from runner.context_proofs import ContextProofs
+    from runner.contexts import build_context_tree
+    from runner.map_provenance import load
+    from runner.planner import PlanConfig, Workers
+    from runner.planner_inputs import SIMULATE_SALT, plan_from_files, plans_from_files
+    from runner.simulate import simulate
+
+    tmp = Path(tempfile.mkdtemp(prefix="proofbatch-simctx-"))
+    tmap = tmp / "timeout-map.json"
+    tmap.write_text(subprocess.run(["git", "-C", str(BENCH), "show", "HEAD:timeout-map.json"],
+                                   capture_output=True, text=True, check=True).stdout)
+    loaded = load(tmap, mode="native")
+    by_file: dict[str, list[str]] = defaultdict(list)
+    for pid in loaded.entries:
+        if pid.startswith("arm."):
+            by_file[pid.split(".")[1]].append(pid)
+    files = sorted(by_file)
+    chosen = sorted(random.Random(args.seed).sample(files, min(args.files, len(files))))
+    t0 = time.monotonic()
+    n, skipped, prefix_lines = cut_corpus({f: by_file[f] for f in chosen}, tmp / "corpus")
+    print(f"corpus: {n} problems of {len(chosen)} arm files (seed {args.seed}), {skipped} map ids "
+          f"not found as `let THM = prove` phrases; longest inlined prefix {prefix_lines:,} lines; "
+          f"cut in {time.monotonic() - t0:.0f} s")
+    # The tree and the estimates, once, for the account below.
+    setups = {d.name: (d / "setup.ml").read_text() for d in (tmp / "corpus").iterdir()}
+    tree = build_context_tree(setups, SIMULATE_SALT)
+    costs = estimate(tree, loaded.prove_secs())
+    del setups
+    phrases = sum(c.phrases for c in costs.values())
+    print(f"context tree: {len(costs)} images, {phrases:,} phrases; proofs in contexts "
+          f"{sum(c.proofs for c in costs.values()):,}, priced from the map "
+          f"{sum(len(c.priced) for c in costs.values()):,} ({sum(c.proof_s for c in costs.values()):,.0f} "
+          f"s), unpriced {sum(c.unpriced for c in costs.values()):,}; phrase default {1000 * PHRASE_S:.1f} ms")
+    root_child = [c for k, c in costs.items() if tree.nodes[k].parent == tree.base]
+    for c in root_child:
+        print(f"  first image below the base: {c.phrases:,} phrases, trust estimate "
+              f"{c.build_s(ContextProofs.TRUST):.0f} s, replay {c.build_s(ContextProofs.REPLAY):.0f} s")
+    # The baseline plans the same problems from the map alone.
+    ours = {d.name for d in (tmp / "corpus").iterdir()}
+    alone = dataclasses.replace(loaded, entries={k: v for k, v in loaded.entries.items() if k in ours})
+    rows = []
+    for workers in (8, 64, 512):
+        w = Workers(workers // 8, 8, 8 * 6 * 2**30, images_per_node=8)
+        base = simulate(plan_from_files(timeout_map=alone, profile=None, workers=w,
+                                        config=PlanConfig()), keep_schedule=False)
+        row = {"workers": workers, "baseline_image_core_hours": (base.build_s - base.boots_s) / 3600,
+               "baseline_proof_core_hours": (base.busy_s - base.build_s) / 3600}
+        t = time.monotonic()
+        plans = plans_from_files(timeout_map=loaded, profile=None, workers=w, config=PlanConfig(),
+                                 corpus=tmp / "corpus", choices=tuple(ContextProofs))
+        for choice, plan in plans.items():
+            p = simulate(plan, keep_schedule=False)
+            proof_h, image_h = (p.busy_s - p.build_s) / 3600, (p.build_s - p.boots_s) / 3600
+            row[str(choice)] = {"image_core_hours": image_h, "proof_core_hours": proof_h,
+                                "share": image_h / proof_h, "boot_core_hours": p.boots_s / 3600,
+                                "makespan_s": p.makespan_s}
+        row["plan_and_simulate_s"] = time.monotonic() - t
+        rows.append(row)
+        print(f"{workers:4d} workers: baseline (no corpus) context images "
+              f"{row['baseline_image_core_hours']:.3f} core-h, proofs {row['baseline_proof_core_hours']:.3f}"
+              f" core-h | " + " | ".join(
+                  f"{c}: images {row[c]['image_core_hours']:.3f} core-h / proofs "
+                  f"{row[c]['proof_core_hours']:.3f} core-h = {100 * row[c]['share']:.0f}%, makespan "
+                  f"{row[c]['makespan_s']:,.0f} s" for c in ("replay", "trust")))
+    if args.json:
+        print(json.dumps(rows))
+    shutil.rmtree(tmp, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,102 @@
+"""A timeout map with what it was measured on: read once, declared when it
+cannot say so itself.
+
+A map's limits and ``prove_secs`` hold only for the execution mode and the
+prover build that measured them (../shared/notes/hol-light.md: proofs run
+2.5-6x slower in the bytecode toplevel than natively). A map derived by
+``proofbatch timeout-map`` says which in its sidecar (``NAME.meta.json``,
+runner/timeout_map.py). A map without one, such as s2n-bignum-bench's own
+``timeout-map.json`` (measured natively), says nothing: a HOL Light sweep
+refuses it until the user declares its mode (``--map-mode native|bytecode``,
+and optionally ``--map-build``). A map measured in another mode than a check
+runs in gets its limits converted by runner.hol_native_auto.MapModes, loudly.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from types import MappingProxyType
+from typing import Mapping
+
+from .errors import InputError
+from .timeout_map import read_sidecar, sidecar_path
+from .timeouts import MapEntry, read_map
+
+# --map-mode values -> the modes backends record (runner.hol_light.MODE,
+# runner.hol_native.MODE); spelled here so that reading a map imports no backend.
+DECLARED_MODES = {"bytecode": "bytecode-fork", "native": "native-fork"}
+# Provers whose checks run in more than one mode; only their sweeps need a
+# map's mode. (Isabelle builds sessions one way.)
+MODAL_PROVERS = ("hol-light",)
+
+
+@dataclass(frozen=True)
+class Provenance:
+    prover: str | None
+    build: str | None
+    mode: str | None        # a backend's mode name, e.g. native-fork; None: unknown
+    source: str             # "sidecar", "declared" or "none"
+
+
+@dataclass(frozen=True)
+class LoadedMap:
+    """A timeout map and its sidecar, read once."""
+
+    path: Path
+    entries: Mapping[str, MapEntry]
+    meta: Mapping | None            # the sidecar, None for a map without one
+    provenance: Provenance
+
+    def limits(self) -> dict[str, float]:
+        return {pid: e.timeout_sec for pid, e in self.entries.items()}
+
+    def prove_secs(self) -> dict[str, float]:
+        return {pid: e.prove_secs for pid, e in self.entries.items() if e.prove_secs is not None}
+
+    def describe(self) -> str:
+        p = self.provenance
+        if p.mode is None:
+            return "mode unknown (no sidecar, not declared)"
+        build = f", build {p.build}" if p.build else ""
+        return f"measured in {p.mode}{build} ({p.source})"
+
+
+def load(path: Path, mode: str | None = None, build: str | None = None) -> LoadedMap:
+    """Read the map at ``path`` and its sidecar; ``mode`` (``native`` or
+    ``bytecode``) and ``build`` declare what measured a map without a
+    sidecar. A declaration that contradicts the sidecar is refused."""
+    path = Path(path)
+    if mode is not None and mode not in DECLARED_MODES:
+        raise InputError("--map-mode", f"{mode!r} is not an execution mode",
+                         f"pass one of {', '.join(DECLARED_MODES)}")
+    entries = read_map(path)
+    meta = read_sidecar(path)
+    declared = DECLARED_MODES.get(mode) if mode else None
+    if meta is not None:
+        prov = meta.get("provenance") or {}
+        for what, theirs, ours in (("mode", prov.get("mode"), declared),
+                                   ("build", prov.get("hol_build"), build)):
+            if ours is not None and theirs is not None and ours != theirs:
+                raise InputError(sidecar_path(path), f"the map's sidecar says it was measured with "
+                                 f"{what} {theirs!r}, but --map-{what} declares {ours!r}",
+                                 f"drop --map-{what} (the sidecar knows), or derive the map again")
+        provenance = Provenance(prov.get("prover"), prov.get("hol_build") or build,
+                                prov.get("mode") or declared, "sidecar")
+    elif declared is not None or build is not None:
+        provenance = Provenance(None, build, declared, "declared")
+    else:
+        provenance = Provenance(None, None, None, "none")
+    return LoadedMap(path, MappingProxyType(entries), meta, provenance)
+
+
+def require_mode(loaded: LoadedMap, prover: str) -> None:
+    """Refuse a map of unknown mode for a prover whose checks run in several
+    modes: its limits may be 2.5-6x off in either direction."""
+    if prover not in MODAL_PROVERS or loaded.provenance.mode is not None:
+        return
+    raise InputError(loaded.path, "this timeout map says nothing of the mode it was measured in (no "
+                     f"sidecar {sidecar_path(loaded.path).name}), and bytecode runs 2.5-6x slower "
+                     "than native", "declare it with --map-mode native|bytecode [--map-build B] "
+                     "(s2n-bignum-bench's map is native)")
+
