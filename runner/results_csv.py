@@ -51,6 +51,9 @@ def _cells(column: pa.ChunkedArray | pa.Array) -> pa.Array:
         quoted = pc.binary_join_element_wise(
             '"', pc.replace_substring(column, '"', '""'), '"', "")
         text = pc.if_else(pc.match_substring_regex(column, _NEEDS_QUOTES), quoted, column)
+    elif pa.types.is_boolean(t):
+        # As the csv module writes a Python bool.
+        text = pc.if_else(column, "True", "False")
     else:
         text = pc.cast(column, pa.string())
     return pc.fill_null(text, "")

@@ -238,8 +238,6 @@ def test_results_csv_bytes_are_what_the_csv_module_wrote(tmp_path):
     def cell(v):
         if v is None:
             return ""
-        if isinstance(v, bool):       # answer_unwrapped, newer than the csv module's file
-            return "true" if v else "false"
         if isinstance(v, dt.datetime):
             return v.astimezone(dt.timezone.utc).isoformat(timespec="microseconds")
         return str(v)
