@@ -38,7 +38,8 @@ _RUNTIME_LOAD = re.compile(r"\b(needs|loadt|loads|load_on_path|use_file|Toploop|
 COMPILE_TIMEOUT_S = 900.0
 # A top-level `open M;;` (HOL Light's inline_load.ml starts every inlined file
 # with `open Hol_lib;; open Hol_loader;;`).
-_OPEN = re.compile(r"^open!?\s+([A-Z][A-Za-z0-9_'.]*)\s*(;;)?\s*$")
+# with its `#N "file"` line directives before it.
+_OPEN = re.compile(r"^(?:#\s*\d+\s*\"[^\"\n]*\"\s*)*open!?\s+([A-Z][A-Za-z0-9_'.]*)\s*(;;)?\s*$")
 
 
 class NotNative(Exception):

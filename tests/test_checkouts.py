@@ -61,6 +61,7 @@ def make_corpus(root: Path, problems: dict[str, tuple[str, str, str]]) -> Path:
         (d / "setup.ml").write_text(setup)
         (d / "query.txt").write_text(query)
         (d / "answer.txt").write_text(answer)
+        (d / "category.txt").write_text("arith")       # a category of the demo's timeouts.json
     return root
 
 
@@ -173,13 +174,15 @@ def test_a_later_context_segment_sees_an_earlier_segments_opens(native_build, tm
     try:
         session.prepare(problems)
         results = {p.problem_id: session.check(p, LIMITS) for p in problems}
-        chains = {p.problem_id: session._scopes[session._image_of[p.problem_id]].plugins
-                  for p in problems}
+        images = {p.problem_id: session._image_of[p.problem_id] for p in problems}
+        opens = {pid: session._scopes[key].opens for pid, key in images.items()}
     finally:
         session.close()
     assert {pid: (r.outcome.verdict.value, r.mode) for pid, r in results.items()} == {
         pid: ("OK", MODE) for pid in results}, results
-    assert chains["open.later"][0] == chains["open.later2"][0]        # one shared prefix module
+    shared = f"Pb_ctx_{images['open.direct']}"          # the prefix's module, compiled once
+    assert shared in opens["open.later"] and shared in opens["open.later2"]
+    assert images["open.later"] != images["open.later2"]
 
 
 # -- a checkout built with its own Makefile --------------------------------------
