@@ -36,9 +36,8 @@ from .hol_light_install import HolLightInstall
 # code has no toplevel to load into.
 _RUNTIME_LOAD = re.compile(r"\b(needs|loadt|loads|load_on_path|use_file|Toploop|Topdirs)\b")
 COMPILE_TIMEOUT_S = 900.0
-# A top-level `open M;;` (HOL Light's inline_load.ml starts every inlined file
-# with `open Hol_lib;; open Hol_loader;;`).
-# with its `#N "file"` line directives before it.
+# A top-level `open M;;`, after any `#N "file"` line directives (HOL Light's
+# inline_load.ml starts every inlined file with `open Hol_lib;; open Hol_loader;;`).
 _OPEN = re.compile(r"^(?:#\s*\d+\s*\"[^\"\n]*\"\s*)*open!?\s+([A-Z][A-Za-z0-9_'.]*)\s*(;;)?\s*$")
 
 
