@@ -12,7 +12,7 @@
 #           loads the compiled Hol_lib, as the bench's setups (`open Hol_lib;;`)
 #           need (about 40 s more)
 #   native  module, then `make HOLLIGHT_USE_MODULE=1 hol_lib.cmxa`, which
-#           `proofbatch build-native` links (about 6 min more, 1.5 GB)
+#           `proofbatch build-native` links (572 s more here, under load)
 # Needs (Debian): ocaml ocaml-findlib camlp5 libcamlp-streams-ocaml-dev
 # libnum-ocaml-dev libzarith-ocaml-dev (the hol_lib rules ask ocamlfind for
 # zarith even where OCaml 4.13 uses num), git, make.

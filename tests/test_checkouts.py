@@ -4,7 +4,7 @@ own Makefile, and a checkout built as s2n-bignum-bench builds it
 and native.
 
 Debian's package is always here. The checkouts are not, and building the
-bench's takes about 7 minutes, so those tests take them from the environment
+bench's took 11 minutes here, so those tests take them from the environment
 and skip, saying which variable to set, where they are absent:
 
 - PROOFBATCH_BENCH_HOL_LIGHT: a module-built checkout
