@@ -326,7 +326,7 @@ def _build_into(work: Path, final: Path, install: HolLightInstall, versions: dic
         # inside conditionals, which only its own Makefile rule compiles.
         raise InputError(lib_cmxa, "missing: this HOL Light compiles natively only as the "
                          "module Hol_lib", f"run `make HOLLIGHT_USE_MODULE=1 hol_lib.cmxa` in "
-                         f"{install.hol_dir} (about 6 min)")
+                         f"{install.hol_dir} (several minutes; scripts/build-hol-light-checkout.sh does it)")
     else:
         core_module, include_dirs, core_link = "Hol_core", (work,), ["hol_core.cmx"]
         text, files = inline_core(install.hol_dir)
