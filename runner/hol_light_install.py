@@ -3,6 +3,14 @@
 Users of s2n-bignum-bench build HOL Light from source, because Debian's
 20230128 package is too old for s2n-bignum; both kinds start the same way:
 a toplevel that has loaded hol.ml and reads phrases on stdin.
+
+A checkout comes in two builds. Plain ``make`` gives hol.sh loading the core
+from source; ``make HOLLIGHT_USE_MODULE=1 hol_lib.cma hol.sh`` (what the
+bench's setup.sh does) gives a hol.sh that loads the compiled module
+``Hol_lib`` instead, and only there do setups that begin with
+``open Hol_lib;;`` (the bench's, written by HOL Light's inline_load.ml)
+load. ``make HOLLIGHT_USE_MODULE=1 hol_lib.cmxa`` adds the native library
+the native mode links.
 """
 
 from __future__ import annotations
@@ -26,6 +34,7 @@ class HolLightInstall:
     hol_dir: Path             # where hol.ml and Library/ live
     argv: tuple[str, ...]     # starts a toplevel that loads hol.ml, then reads stdin
     build: str                # identifies the build; profiles and maps are valid per build
+    module: bool = False      # hol.sh loads the compiled Hol_lib (HOLLIGHT_USE_MODULE=1)
 
 
 def find_hol_light(checkout: Path | None = None) -> HolLightInstall:
@@ -67,9 +76,28 @@ def _checkout(directory: Path) -> HolLightInstall:
                          f"build it with `make` in {directory}, or omit --hol-light to use Debian's")
     if not os.access(hol_sh, os.X_OK):
         raise InputError(hol_sh, "hol.sh is not executable", f"chmod +x {hol_sh}")
+    module = uses_module(directory)
+    if module and not (directory / "hol_lib.cmo").is_file():
+        raise InputError(directory / "hol_lib.cmo", "missing, but hol.sh was made with "
+                         "HOLLIGHT_USE_MODULE=1 and loads it",
+                         f"run `make HOLLIGHT_USE_MODULE=1 hol_lib.cma hol.sh` in {directory}")
+    # hol.sh starts the toplevel under ${LINE_EDITOR:-ledit}, a line editor
+    # that expects a terminal and is often not installed; `env` runs it bare.
     return HolLightInstall(kind="checkout", hol_dir=directory.resolve(),
-                           argv=(str(hol_sh.resolve()),),
-                           build=f"checkout-{_checkout_revision(directory)}")
+                           argv=("env", "LINE_EDITOR=env", str(hol_sh.resolve())),
+                           build=f"checkout-{_checkout_revision(directory)}"
+                                 f"-{'module' if module else 'plain'}",
+                           module=module)
+
+
+def uses_module(directory: Path) -> bool:
+    """Whether the checkout's hol.sh loads the compiled Hol_lib: the Makefile
+    writes HOLLIGHT_USE_MODULE=1 into it, and hol.ml then loads hol_lib.cmo."""
+    try:
+        text = (directory / "hol.sh").read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return False
+    return "HOLLIGHT_USE_MODULE=1" in text.replace("export ", "")
 
 
 def _checkout_revision(directory: Path) -> str:

@@ -104,7 +104,7 @@ class NativeSession(ForkSession):
 
     def _boot(self) -> None:
         backend = self.backend
-        scope = Scope((backend.build.core_module,))
+        scope = Scope(backend.build.core_opens)
         if backend.preload:
             text = "".join(f'needs "{p}";;\n' for p in backend.preload)
             try:
@@ -113,7 +113,7 @@ class NativeSession(ForkSession):
                 raise ProverError(f"cannot preload {', '.join(map(str, backend.preload))}: {exc}") from None
         preload = scope.plugins
         # Loaded in every image, but visible only where a context needs it.
-        scope = Scope((backend.build.core_module,), scope.loaded, frozenset(), ())
+        scope = Scope(backend.build.core_opens, scope.loaded, frozenset(), ())
         self._scopes[self.base_key] = self._scopes[self.blank_key] = scope
         pipes = PipePair.create(self.workdir / "fifo", "base")
         argv = sandbox.wrap(

@@ -60,7 +60,7 @@ def precompile_libraries(build: NativeBuild, install: HolLightInstall, names: It
                                  f"{install.hol_dir}", "give a path such as Library/words.ml")
             try:
                 scope = compiler.compile_context(f'needs "{name}";;\n', f"Pb_pre_{len(out)}",
-                                                 Scope((build.core_module,)))
+                                                 Scope(build.core_opens))
             except NotNative as exc:
                 raise InputError(name, f"cannot be compiled natively: {exc}",
                                  "load it in bytecode mode instead (--mode bytecode)") from None

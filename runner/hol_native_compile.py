@@ -36,6 +36,9 @@ from .hol_light_install import HolLightInstall
 # code has no toplevel to load into.
 _RUNTIME_LOAD = re.compile(r"\b(needs|loadt|loads|load_on_path|use_file|Toploop|Topdirs)\b")
 COMPILE_TIMEOUT_S = 900.0
+# A top-level `open M;;`, after any `#N "file"` line directives (HOL Light's
+# inline_load.ml starts every inlined file with `open Hol_lib;; open Hol_loader;;`).
+_OPEN = re.compile(r"^(?:#\s*\d+\s*\"[^\"\n]*\"\s*)*open!?\s+([A-Z][A-Za-z0-9_'.]*)\s*(;;)?\s*$")
 
 
 class NotNative(Exception):
@@ -203,6 +206,17 @@ class NativeCompiler:
                     raise NotNative(f"{where}: {kind} \"{arg}\" loads a file a second time")
                 out.append(f"include {self._library(path, scope, load=path not in scope.loaded)};;\n")
                 continue
+            if kind == "code" and (m := _OPEN.match(strip_phrase(phrase))):
+                # In the toplevel an open reaches every later phrase; here each
+                # segment is its own module, which later segments and answers
+                # open, and an open inside a module is not exported: include is.
+                # The core's own modules, reopened before anything is defined
+                # on top of them, change nothing and are dropped (including
+                # Hol_lib would copy all of HOL Light into the segment).
+                if not (m.group(1) in self.build.core_opens and scope.opens == self.build.core_opens
+                        and not any(strip_phrase(o) for o in out)):
+                    out.append(f"include {m.group(1)};;\n")
+                continue
             if kind == "code" and _RUNTIME_LOAD.search(strip_phrase(phrase)):
                 raise NotNative(f"{where} loads files at run time (needs/loadt with a computed "
                                 "path, use_file or Toploop)")
@@ -219,7 +233,7 @@ class NativeCompiler:
         text = path.read_text(encoding="utf-8", errors="replace")
         digest = hashlib.sha256(str(path).encode() + b"\0" + text.encode()).hexdigest()[:16]
         module = f"Pb_lib_{digest}"
-        lib_scope = Scope((self.build.core_module,), scope.loaded, frozenset())
+        lib_scope = Scope(self.build.core_opens, scope.loaded, frozenset())
         source = self._translate(text, lib_scope, where=str(path))
         plugin = self.libdir / f"{module.lower()}.cmxs"
         if not plugin.exists():

@@ -5,6 +5,9 @@
 (* expander for `...`: HOL Light's system.ml installs it at run time inside  *)
 (* the toplevel ("Unbound quotation: tot" without this module). This is     *)
 (* system.ml's quotexpander, unchanged, registered at preprocessing time.    *)
+(* HOL Light's own pa_j registers "tot" itself since 2024, and camlp5's      *)
+(* Quotation.add refuses a name twice ("cannot add the quotation twice"):    *)
+(* the checkout's expander is the one its sources expect, so keep it.        *)
 (* ========================================================================= *)
 
 let quotexpander s =
@@ -18,4 +21,8 @@ let quotexpander s =
   then "\"" ^ String.escaped (String.sub s 0 n) ^ "\""
   else "parse_term \"" ^ String.escaped s ^ "\""
 
-let () = Quotation.add "tot" (Quotation.ExStr (fun _ s -> quotexpander s))
+let () =
+  match Quotation.find "tot" with
+  | _ -> ()
+  | exception Not_found ->
+      Quotation.add "tot" (Quotation.ExStr (fun _ s -> quotexpander s))

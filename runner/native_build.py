@@ -86,6 +86,14 @@ class NativeBuild:
     def front(self) -> Path:
         return self.dir / "hol-native-front"
 
+    @property
+    def core_opens(self) -> tuple[str, ...]:
+        """What code loaded after hol.ml sees, in order. A module build's
+        hol.ml does `include Hol_loader;; include Hol_lib;; open Hol_loader;;`
+        (hol_lib_use_module.ml): needs, loaded_files and load_path live in
+        Hol_loader, outside Hol_lib."""
+        return ("Hol_lib", "Hol_loader") if self.core_module == "Hol_lib" else (self.core_module,)
+
     def ocamlopt(self) -> list[str]:
         argv = ["ocamlfind", "ocamlopt", "-package", "num,unix", "-w", "-a"]
         for d in self.include_dirs:
@@ -195,13 +203,20 @@ def _digest(*parts: bytes) -> str:
     return h.hexdigest()[:16]
 
 
+# What a rebuild of a checkout changes and the native build depends on: its
+# syntax extension and, for a module build, the compiled library it links
+# (the .cmxa lists each unit's implementation digest; the .cmi are its types).
+BUILT_FILES = ("pa_j.cmo", "hol_lib.cmxa", "hol_lib.cmi", "hol_loader.cmi", "bignum.cmi")
+
+
 def build_key(install: HolLightInstall, versions: dict[str, str]) -> str:
     ours = b"".join(hashlib.sha256(p.name.encode() + b"\0" + p.read_bytes()).digest() for p in SOURCES)
-    pa_j = (install.hol_dir / "pa_j.cmo")
+    built = b"".join(hashlib.sha256(name.encode() + b"\0" + (install.hol_dir / name).read_bytes()).digest()
+                     for name in BUILT_FILES if (install.hol_dir / name).is_file())
     slug = re.sub(r"[^A-Za-z0-9.]+", "-", install.build).strip("-")[:60]
     return f"{slug}-ocaml{versions['ocaml']}-" + _digest(
         RECIPE.encode(), install.build.encode(), json.dumps(versions, sort_keys=True).encode(),
-        pa_j.read_bytes() if pa_j.exists() else b"", ours, Path(__file__).read_bytes())
+        built, ours, Path(__file__).read_bytes())
 
 
 def pa_j_cmo(install: HolLightInstall) -> Path:
@@ -306,6 +321,12 @@ def _build_into(work: Path, final: Path, install: HolLightInstall, versions: dic
         # HOLLIGHT_USE_MODULE=1 builds the core as module Hol_lib: use it as is.
         core_module, include_dirs, core_link = "Hol_lib", (install.hol_dir, work), [str(lib_cmxa)]
         log(f"using the checkout's own {lib_cmxa}")
+    elif (install.hol_dir / "hol_loader.ml").exists():
+        # HOL Light since 2024: hol.ml loads the core through hol_lib.ml from
+        # inside conditionals, which only its own Makefile rule compiles.
+        raise InputError(lib_cmxa, "missing: this HOL Light compiles natively only as the "
+                         "module Hol_lib", f"run `make HOLLIGHT_USE_MODULE=1 hol_lib.cmxa` in "
+                         f"{install.hol_dir} (several minutes; scripts/build-hol-light-checkout.sh does it)")
     else:
         core_module, include_dirs, core_link = "Hol_core", (work,), ["hol_core.cmx"]
         text, files = inline_core(install.hol_dir)
@@ -317,7 +338,7 @@ def _build_into(work: Path, final: Path, install: HolLightInstall, versions: dic
         _step(UNLIMITED_STACK + ["ocamlfind", "ocamlopt", "-package", "num,unix", "-w", "-a",
                                  "-c", "hol_core.ml"], "compiling the core", logs, cwd=work)
         (work / "hol_core.ml").unlink()
-    opens = ["-open", core_module]
+    opens = ["-open", core_module]     # the kernel names hol_check.ml uses
     incs = [a for d in include_dirs for a in ("-I", str(d))]
     log("compiling the server")
     # Hol_check names HOL Light's kernel, as the bytecode toplevel does.
