@@ -44,6 +44,10 @@ class ResultRow:
     sandbox: str = _help("the box the check ran in: bwrap (namespaces, read-only files, a chroot "
                          "jail and a uid of its own), rlimits (limits only) or none; empty when "
                          "no check ran (runner/sandbox.py)", default="")
+    context_proofs: str = _help("HOL Light: replay (the context ran its proofs) or trust (its "
+                                "top-level proofs were taken as stated, runner/context_proofs.py); "
+                                "empty for other provers, null in shards written before the column",
+                                default="")
 
     def __post_init__(self):
         Verdict(self.verdict)  # a closed set: anything else is a bug
@@ -69,7 +73,7 @@ SCHEMA = pa.schema([pa.field(name, _ARROW_TYPES.get(name, pa.string())) for name
 KEY = ("problem_id", "attempt")
 # Columns added after shards were first written: older shards lack them, and
 # reading fills them with nulls.
-OPTIONAL_COLUMNS: tuple[str, ...] = ("dedup_of", "sandbox")
+OPTIONAL_COLUMNS: tuple[str, ...] = ("dedup_of", "sandbox", "context_proofs")
 
 
 def rows_to_table(rows: list[ResultRow]) -> pa.Table:

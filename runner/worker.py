@@ -50,7 +50,8 @@ def result_row(task: CheckTask, result: CheckResult, *, info: BackendInfo, worke
         image_key=result.image_key, hol_build=info.build, mode=result.mode or info.mode,
         exit_status=result.exit_status,
         answer_sha256=hashlib.sha256(p.answer or b"").hexdigest() if p.answer is not None else "",
-        run_id=run_id, dedup_of=dedup_of, sandbox=result.sandbox)
+        run_id=run_id, dedup_of=dedup_of, sandbox=result.sandbox,
+        context_proofs=info.context_proofs)
 
 
 def unanswered(task: CheckTask) -> CheckResult:
