@@ -343,3 +343,53 @@ def test_an_unknown_choice_is_refused(tmp_path):
     with pytest.raises(InputError) as err:
         prepare(demo_config(tmp_path / "out", context_proofs="maybe"))
     assert "--context-proofs" in str(err.value)
+
+
+# -- native ---------------------------------------------------------------------------
+
+@pytest.fixture(scope="session")
+def native_trust_sweeps(native_build, library_corpus, probe_corpus, tmp_path_factory):
+    """The cut developments natively, one native session per choice; under
+    trust the probes too."""
+    from cluster.local import LocalExecutor
+    from runner.sweep import run_sweep
+
+    tmp = tmp_path_factory.mktemp("trust-native")
+    found, builds = {}, {}
+    for choice in ("replay", "trust"):
+        corpora = [library_corpus] + ([probe_corpus] if choice == "trust" else [])
+        session = None
+        try:
+            for corpus in corpora:
+                prepared = prepare(demo_config(tmp / choice / corpus.parent.name, corpus=corpus,
+                                               mode="native", context_proofs=choice,
+                                               category_timeouts=None, default_timeout=300.0))
+                session = session or prepared.backend.start(tmp / f"session-{choice}")
+                summary = run_sweep(prepared, LocalExecutor(workers=2, session=session))
+                found.setdefault(choice, {}).update(
+                    {row["problem_id"]: row for row in summary.table.to_pylist()})
+            builds[choice] = list(session.image_builds)
+        finally:
+            if session is not None:
+                session.close()
+    return found, builds
+
+
+def test_native_ground_truths_are_ok_under_both_and_ran_natively(native_trust_sweeps, library_corpus):
+    found, _ = native_trust_sweeps
+    ids = sorted(p.name for p in library_corpus.iterdir())
+    for choice in ("replay", "trust"):
+        rows = {pid: found[choice][pid] for pid in ids}
+        bad = {pid: (r["verdict"], r["reason"]) for pid, r in rows.items() if r["verdict"] != "OK"}
+        assert not bad, f"native, {choice}: {bad}"
+        assert {r["mode"] for r in rows.values()} == {"native-fork"}
+        assert {r["context_proofs"] for r in rows.values()} == {choice}
+
+
+@pytest.mark.parametrize("pid", sorted(PROBES_UNDER_TRUST))
+def test_native_trust_probes_match_bytecode(native_trust_sweeps, pid):
+    found, _ = native_trust_sweeps
+    verdict, reason = PROBES_UNDER_TRUST[pid]
+    row = found["trust"][pid]
+    assert row["verdict"] == verdict and reason in row["reason"], (row["verdict"], row["reason"])
+    assert row["mode"] == "native-fork", row["reason"]

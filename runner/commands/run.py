@@ -78,7 +78,15 @@ def run(args) -> int:
         from cluster.local import LocalExecutor
 
         from ..image_server import RemoteSession
-        executor = LocalExecutor(workers=config.workers, session=RemoteSession(args.server))
+        remote = RemoteSession(args.server)
+        served = getattr(remote.info, "context_proofs", "") or "replay"
+        if served != config.context_proofs:
+            from ..errors import InputError
+
+            raise InputError(args.server, f"serves images with --context-proofs {served}, not "
+                             f"{config.context_proofs}", f"pass --context-proofs {served}, or serve "
+                             f"with --context-proofs {config.context_proofs}")
+        executor = LocalExecutor(workers=config.workers, session=remote)
     with progress.SweepProgress() as bar:
         summary = run_sweep(prepared, executor,
                             on_row=bar.row, on_start=bar.start, on_skip=bar.skip)
