@@ -17,7 +17,7 @@ from .errors import InputError, ProofbatchError
 
 # runner/commands/<module>.py, in the order `proofbatch --help` lists them.
 COMMANDS = ["run", "status", "profile", "timeout-map", "simulate", "report", "serve",
-            "build-native"]
+            "build-native", "extract"]
 
 
 def build_parser() -> argparse.ArgumentParser:
