@@ -44,8 +44,7 @@ from runner.corpus import load_corpus
 from runner.hol_light import HolLightBackend
 from runner.hol_light_install import find_hol_light
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from tests.cut_library import LIBRARY, cut  # noqa: E402
+from library_cut import LIBRARY, cut  # noqa: E402
 
 TRUST_TARGET, SHARING_TARGET = 10.0, 5.0
 
@@ -100,11 +99,13 @@ def main() -> int:
     install = find_hol_light()
     figures = {"file": str(source), "problems": len(ids), "loadavg_start": loadavg()}
     # Both base images boot at once (boots are not measured); the phases
-    # then run one after the other.
-    with ThreadPoolExecutor(2) as pool:
-        sessions = dict(zip(ContextProofs, pool.map(
-            lambda c: HolLightBackend(install, corpus, context_proofs=c).start(temp_dir(f"session-{c}")),
-            ContextProofs)))
+    # then run one after the other. bwrap's --die-with-parent is the
+    # parent-death signal, which Linux sends when the *thread* that started
+    # the process exits: the pool's threads must outlive the sessions.
+    pool = ThreadPoolExecutor(2)
+    sessions = dict(zip(ContextProofs, pool.map(
+        lambda c: HolLightBackend(install, corpus, context_proofs=c).start(temp_dir(f"session-{c}")),
+        ContextProofs)))
     try:
         for choice, session in sessions.items():
             log(f"{choice}: booted in {session.image_build_secs[session.base_key]:.1f} s")
@@ -114,6 +115,7 @@ def main() -> int:
     finally:
         for session in sessions.values():
             session.close()
+        pool.shutdown()
     figures["loadavg_end"] = loadavg()
     replay, trust, scratch = figures["replay"], figures["trust"], figures["per_problem"]
     trust_x = replay["build_core_secs"] / max(trust["build_core_secs"], 1e-9)
