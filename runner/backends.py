@@ -49,6 +49,10 @@ def select(config) -> Selected:
     """Reader and backend builder for the sweep ``config`` (a SweepConfig)."""
     kind = detect(config.corpus, getattr(config, "prover", None))
     if kind == "isabelle":
+        if str(getattr(config, "context_proofs", "replay")) != "replay":
+            raise InputError("--context-proofs", f"{config.context_proofs} is for HOL Light contexts; "
+                             f"{config.corpus} is an Isabelle corpus, whose theories always run "
+                             "their proofs", "drop --context-proofs")
         if config.hol_light is not None:
             raise InputError("--hol-light", "given for an Isabelle corpus", "drop it, or pass --isabelle DIR")
         return Selected(kind, load_isabelle_corpus, _isabelle_backend)
@@ -74,7 +78,8 @@ def _hol_light_backend(config) -> ProverBackend:
 
     # Checks are boxed (runner/sandbox.py); their own output is kept in OUT/logs.
     return HolLightBackend(install, root, grace_s=config.grace, max_images=config.max_images,
-                           sandbox_config=for_sweep(config), log_dir=Path(config.out) / "logs")
+                           sandbox_config=for_sweep(config), log_dir=Path(config.out) / "logs",
+                           context_proofs=getattr(config, "context_proofs", "replay"))
 
 
 def _isabelle_backend(config) -> ProverBackend:

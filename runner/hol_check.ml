@@ -99,6 +99,12 @@ let timeout_reason timeout = Printf.sprintf "time limit %g s reached inside the 
 (* [answer ()] readies the answer and gives its tactic without running it;
    [describe] words an exception of the query's parser. *)
 let judge ~answer ~describe ~query_file ~timeout ~jail =
+  (* Under --context-proofs trust the image loaded its context with prove
+     trusting (hol_trust.ml): from here on, before the answer is read,
+     prove is HOL Light's again, for the answer and for every context
+     function it calls, and axioms() counts from here, after the context's
+     trusted theorems. *)
+  Hol_trust.trusting := false;
   let prove_secs = ref 0.0 in
   let ax0 = List.length (kernel_axioms ()) in
   let outcome =

@@ -19,6 +19,7 @@ from typing import Sequence
 import psutil
 
 from . import contexts, sandbox
+from .context_proofs import ContextProofs
 from .corpus import Problem
 from .errors import InputError, ProverError
 from .fork_server import ImageFailed, ImageProcess, PipePair
@@ -32,7 +33,7 @@ DRIVER = Path(__file__).with_name("hol_light_driver.ml")
 # The modules the driver uses, in load order; the native server compiles
 # the same files in (native_build.py).
 DRIVER_MODULES = tuple(DRIVER.with_name(name) for name in ("hol_text.ml", "hol_screen.ml",
-                                                           "hol_check.ml"))
+                                                           "hol_trust.ml", "hol_check.ml"))
 MODE = "bytecode-fork"
 # A lone check may not start until the host has the memory it is expected to
 # need; if nothing else is running to free some, waiting longer is pointless.
@@ -50,29 +51,47 @@ def ocaml_string(text: str) -> str:
     return f'"{escaped}"'
 
 
+def trust_phrases(choice: ContextProofs) -> list[str]:
+    """Under trust, the boot script's phrases that make every later phrase
+    of the toplevel (contexts, the files they ``needs``, answers) name the
+    switchable prove (hol_trust.ml); the flag stays set in the images, and
+    each check clears it before reading its answer. The toplevel resolves a
+    name at the phrase that uses it, so a function a context defines keeps
+    this prove; HOL Light's own functions (ARITH_RULE, define, ...) were
+    typed before it and keep the kernel's."""
+    if choice is ContextProofs.REPLAY:
+        return []
+    return ["let prove = Hol_trust.Switch.prove;;\n", "Hol_trust.trusting := true;;\n"]
+
+
 class HolLightBackend(ProverBackend):
     def __init__(self, install: HolLightInstall, context_root: Path, *,
                  boot_timeout_s: float = 1800.0, image_timeout_s: float = 10800.0,
                  max_images: int = 8, grace_s: float = 2.0,
                  sandbox_config: SandboxConfig = SandboxConfig(), log_dir: Path | None = None,
-                 image_retries: int = 2):
+                 image_retries: int = 2, context_proofs: ContextProofs = ContextProofs.REPLAY):
         """``log_dir``: where each check's own output (its first
         ``sandbox_config.log_keep_bytes``) is kept as ``<problem-id>.log``;
         not kept when None. ``image_retries``: how often a check is retried
-        on a rebuilt image when its image process dies under it."""
+        on a rebuilt image when its image process dies under it.
+        ``context_proofs``: whether contexts replay their proofs or trust
+        them (runner/context_proofs.py, hol_trust.ml)."""
         self.install, self.context_root = install, Path(context_root).resolve()
         self.boot_timeout_s, self.image_timeout_s = boot_timeout_s, image_timeout_s
         self.max_images, self.grace_s = max_images, grace_s
         self.sandbox_config, self.log_dir, self.image_retries = sandbox_config, log_dir, image_retries
         self.sandbox_kind = sandbox.resolve_kind(sandbox_config.kind)
+        self.context_proofs = ContextProofs(context_proofs)
         driver = hashlib.sha256(b"".join(
             hashlib.sha256(path.name.encode() + b"\0" + path.read_bytes()).digest()
             for path in (*DRIVER_MODULES, DRIVER))).hexdigest()[:12]
         # Image keys name what was loaded: the build, where needs/loadt resolve,
-        # the driver, and (added per image) the context text.
-        self.salt = f"{install.build}|{self.context_root}|driver-{driver}"
+        # the driver, whether context proofs were trusted, and (added per
+        # image) the context text. Replay keeps the keys it always had.
+        trust = "" if self.context_proofs is ContextProofs.REPLAY else f"|proofs-{self.context_proofs}"
+        self.salt = f"{install.build}|{self.context_root}|driver-{driver}{trust}"
         self.info = BackendInfo(prover="hol-light", build=install.build, mode=MODE,
-                                sandbox=self.sandbox_kind)
+                                sandbox=self.sandbox_kind, context_proofs=str(self.context_proofs))
 
     def check_mem_limit(self, mem_bytes: int, where: str = "--mem-limit") -> None:
         """Refuse a per-check memory limit that no check can stay under."""
@@ -104,6 +123,7 @@ class HolLightSession(ForkSession):
             "unset_jrh_lexer;;\n",
             *(f"#mod_use {ocaml_string(str(path))};;\n" for path in DRIVER_MODULES),
             f"#use {ocaml_string(str(DRIVER))};;\n",
+            *trust_phrases(backend.context_proofs),
             "set_jrh_lexer;;\n",
             f"load_path := {ocaml_string(str(backend.context_root))} :: !load_path;;\n",
             f"Proofbatch_driver.serve {ocaml_string(str(pipes.cmd_path))} "

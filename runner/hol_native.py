@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Callable, Sequence
 
 from . import contexts, sandbox
+from .context_proofs import ContextProofs
 from .corpus import Problem
 from .errors import ProverError
 from .fork_server import ImageFailed, ImageProcess, PipePair
@@ -47,26 +48,31 @@ class NativeHolLightBackend(ProverBackend):
     def __init__(self, install: HolLightInstall, build: NativeBuild, context_root: Path, *,
                  batch_size: int = 64, preload: Sequence[Path] = (), boot_timeout_s: float = 600.0,
                  image_timeout_s: float = 10800.0, max_images: int = 8, grace_s: float = 2.0,
-                 sandbox_config: SandboxConfig = SandboxConfig(), log_dir: Path | None = None):
+                 sandbox_config: SandboxConfig = SandboxConfig(), log_dir: Path | None = None,
+                 context_proofs: ContextProofs = ContextProofs.REPLAY):
         """``batch_size``: answers compiled into one plugin (1 = unbatched).
         ``preload``: library files (e.g. Library/words.ml) the server loads at
         start, so that images needing them only open them. ``sandbox_config``:
         as for the bytecode backend (runner/sandbox.py); the server tree runs
         in the same box and each check in the same jail. ``log_dir``: where
         the bytecode fallback keeps its per-check logs (native checks keep
-        none)."""
+        none). ``context_proofs``: replay or trust a context's proofs
+        (runner/context_proofs.py); the fallback uses the same."""
         self.install, self.build = install, build
+        self.context_proofs = ContextProofs(context_proofs)
         self.context_root = Path(context_root).resolve()
         self.batch_size, self.preload = max(1, batch_size), tuple(Path(p) for p in preload)
         self.boot_timeout_s, self.image_timeout_s = boot_timeout_s, image_timeout_s
         self.max_images, self.grace_s = max_images, grace_s
         self.sandbox_config = sandbox_config
         self.sandbox_kind = sandbox.resolve_kind(sandbox_config.kind)
-        self.salt = f"{install.build}|{self.context_root}|native-{build.key}"
+        trust = "" if self.context_proofs is ContextProofs.REPLAY else f"|proofs-{self.context_proofs}"
+        self.salt = f"{install.build}|{self.context_root}|native-{build.key}{trust}"
         self.info = BackendInfo(prover="hol-light", build=install.build, mode=MODE,
-                                sandbox=self.sandbox_kind)
+                                sandbox=self.sandbox_kind, context_proofs=str(self.context_proofs))
         self.fallback = HolLightBackend(install, context_root, grace_s=grace_s, max_images=max_images,
-                                        sandbox_config=sandbox_config, log_dir=log_dir)
+                                        sandbox_config=sandbox_config, log_dir=log_dir,
+                                        context_proofs=self.context_proofs)
 
     def start(self, workdir: Path) -> "NativeSession":
         return NativeSession(self, Path(workdir))
@@ -80,7 +86,7 @@ class NativeSession(ForkSession):
         super().__init__(backend, workdir)
         self._shared_bytecode = bytecode
         self.compiler = NativeCompiler(backend.build, backend.install, backend.context_root,
-                                       workdir / "plugins")
+                                       workdir / "plugins", backend.context_proofs)
         # Keyed by (problem, answer): the attempts of a problem (pass@k) are
         # Problems of one id, and their answers batch into one plugin.
         self._problems: dict[tuple[str, bytes | None], Problem] = {}
@@ -104,7 +110,7 @@ class NativeSession(ForkSession):
 
     def _boot(self) -> None:
         backend = self.backend
-        scope = Scope(backend.build.core_opens)
+        scope = Scope(self.compiler.base_opens)
         if backend.preload:
             text = "".join(f'needs "{p}";;\n' for p in backend.preload)
             try:
@@ -113,11 +119,12 @@ class NativeSession(ForkSession):
                 raise ProverError(f"cannot preload {', '.join(map(str, backend.preload))}: {exc}") from None
         preload = scope.plugins
         # Loaded in every image, but visible only where a context needs it.
-        scope = Scope(backend.build.core_opens, scope.loaded, frozenset(), ())
+        scope = Scope(self.compiler.base_opens, scope.loaded, frozenset(), ())
         self._scopes[self.base_key] = self._scopes[self.blank_key] = scope
         pipes = PipePair.create(self.workdir / "fifo", "base")
         argv = sandbox.wrap(
             ["prlimit", f"--stack={STACK_BYTES}", "--", str(backend.build.server),
+             *(["--trust"] if backend.context_proofs is ContextProofs.TRUST else []),
              str(pipes.cmd_path), str(pipes.rep_path), *map(str, preload)],
             backend.sandbox_kind, writable=self.workdir,
             readable=[backend.build.dir, *backend.build.include_dirs, backend.install.hol_dir,

@@ -114,7 +114,8 @@ class ModeBackend(ProverBackend):
         self.install, self.grace_s = native.install, native.grace_s
         self.info = BackendInfo(prover="hol-light", build=native.info.build,
                                 mode=NATIVE_MODE if mode == "native" else "auto",
-                                sandbox=native.info.sandbox)
+                                sandbox=native.info.sandbox,
+                                context_proofs=native.info.context_proofs)
         self.converted: list[str] = []
 
     def route(self, problem: Problem) -> str:
@@ -219,6 +220,7 @@ def native_backend(config, install: HolLightInstall, context_root: Path) -> Prov
     # The same box and jail as bytecode checks (runner/sandbox.py).
     native = NativeHolLightBackend(install, build, context_root, grace_s=config.grace,
                                    max_images=config.max_images, sandbox_config=for_sweep(config),
-                                   log_dir=Path(config.out) / "logs")
+                                   log_dir=Path(config.out) / "logs",
+                                   context_proofs=getattr(config, "context_proofs", "replay"))
     # The sweep hands over its map, read once (ModeBackend.use_map).
     return ModeBackend(config.mode, native)

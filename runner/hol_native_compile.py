@@ -27,10 +27,16 @@ from pathlib import Path
 from typing import Sequence
 
 from . import contexts, subproc
+from .context_proofs import ContextProofs
 from .errors import CommandError
 from .native_build import (UNLIMITED_STACK, NativeBuild, camlp5_argv, classify, resolve,
                            strip_phrase)
 from .hol_light_install import HolLightInstall
+
+# Under --context-proofs trust every context segment and library is compiled
+# with this opened after the core, so its phrases and functions name the
+# switchable prove (hol_trust.ml) rather than the core's.
+TRUST_OPEN = "Hol_trust.Switch"
 
 # Code that loads files at run time has no native equivalent: compiled
 # code has no toplevel to load into.
@@ -91,8 +97,12 @@ class NativeCompiler:
     ``workdir``, libraries into the build's cache (shared across sessions)."""
 
     def __init__(self, build: NativeBuild, install: HolLightInstall, context_root: Path,
-                 workdir: Path):
+                 workdir: Path, context_proofs: ContextProofs = ContextProofs.REPLAY):
         self.build, self.install = build, install
+        self.context_proofs = ContextProofs(context_proofs)
+        # What every context and library module opens first.
+        self.base_opens: tuple[str, ...] = build.core_opens + (
+            (TRUST_OPEN,) if self.context_proofs is ContextProofs.TRUST else ())
         self.context_root, self.workdir = context_root, workdir
         self.libdir = build.dir / "libs"
         for d in (workdir, self.libdir):
@@ -213,7 +223,7 @@ class NativeCompiler:
                 # The core's own modules, reopened before anything is defined
                 # on top of them, change nothing and are dropped (including
                 # Hol_lib would copy all of HOL Light into the segment).
-                if not (m.group(1) in self.build.core_opens and scope.opens == self.build.core_opens
+                if not (m.group(1) in self.build.core_opens and scope.opens == self.base_opens
                         and not any(strip_phrase(o) for o in out)):
                     out.append(f"include {m.group(1)};;\n")
                 continue
@@ -231,9 +241,12 @@ class NativeCompiler:
             scope.visible = scope.visible | {path}
             return self._library_names[path]
         text = path.read_text(encoding="utf-8", errors="replace")
-        digest = hashlib.sha256(str(path).encode() + b"\0" + text.encode()).hexdigest()[:16]
+        # A library compiled under trust names the switchable prove: it is
+        # another module than the same file compiled to replay its proofs.
+        trust = b"" if self.context_proofs is ContextProofs.REPLAY else b"\0trust"
+        digest = hashlib.sha256(str(path).encode() + b"\0" + text.encode() + trust).hexdigest()[:16]
         module = f"Pb_lib_{digest}"
-        lib_scope = Scope(self.build.core_opens, scope.loaded, frozenset())
+        lib_scope = Scope(self.base_opens, scope.loaded, frozenset())
         source = self._translate(text, lib_scope, where=str(path))
         plugin = self.libdir / f"{module.lower()}.cmxs"
         if not plugin.exists():

@@ -14,8 +14,9 @@
 (*                                        initializer only registers thunks *)
 (*   REAP <pid>  |  QUIT                                                     *)
 (*                                                                           *)
-(* Usage: hol-native-server <cmd> <rep> [<plugin.cmxs> ...], the plugins    *)
-(* being preloaded libraries. Plain OCaml: HOL Light's names are reached    *)
+(* Usage: hol-native-server [--trust] <cmd> <rep> [<plugin.cmxs> ...], the  *)
+(* plugins being preloaded libraries; --trust: contexts (and preloaded      *)
+(* libraries) load with prove trusting (hol_trust.ml). Plain OCaml: HOL Light's names are reached    *)
 (* through Hol_check and Hol_native_slot only, so nothing here needs pa_j.  *)
 (* ========================================================================= *)
 
@@ -57,10 +58,13 @@ let request = function
   | _ -> Hol_check.Bad
 
 let () =
-  match Array.to_list Sys.argv with
+  let args = match Array.to_list Sys.argv with
+    | prog :: "--trust" :: rest -> Hol_trust.trusting := true; prog :: rest
+    | args -> args in
+  match args with
   | _ :: cmd :: rep :: preload ->
       (try List.iter load_plugin preload
        with Failure why -> prerr_endline ("Exception: preloading: " ^ why); exit 3);
       Hol_check.flush_all ();
       Hol_check.serve request cmd rep
-  | _ -> prerr_endline "usage: hol-native-server CMD REP [PLUGIN.cmxs ...]"; exit 2
+  | _ -> prerr_endline "usage: hol-native-server [--trust] CMD REP [PLUGIN.cmxs ...]"; exit 2

@@ -75,9 +75,10 @@ let denied_stdlib_modules = [
   "Condition"; "Event"; "Dynlink"; "Domain"; "Effect"; "Runtime_events"]
 
 (* proofbatch's own modules, in either mode: they hold the kernel functions
-   a verdict depends on, the answer slots and the server loop. *)
+   a verdict depends on, the answer slots, the server loop and the flag that
+   trusts a context's proofs (Hol_trust). *)
 let denied_driver_modules = [
-  "Proofbatch_driver"; "Hol_text"; "Hol_screen"; "Hol_check";
+  "Proofbatch_driver"; "Hol_text"; "Hol_screen"; "Hol_check"; "Hol_trust";
   "Hol_native_slot"; "Hol_native_server"]
 
 let denied_values = [

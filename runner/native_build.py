@@ -44,7 +44,9 @@ SERVER_ML = HERE / "hol_native_server.ml"
 FRONT_ML = HERE / "hol_native_front.ml"
 # The bytecode driver's modules that the server and the front end compile in.
 TEXT_ML, SCREEN_ML, CHECK_ML = (HERE / n for n in ("hol_text.ml", "hol_screen.ml", "hol_check.ml"))
-SOURCES = (QUOT_ML, TEXT_ML, SCREEN_ML, CHECK_ML, SLOT_ML, SERVER_ML, FRONT_ML)
+# --context-proofs trust: the switchable prove (Hol_check clears its flag).
+TRUST_ML = HERE / "hol_trust.ml"
+SOURCES = (QUOT_ML, TEXT_ML, SCREEN_ML, TRUST_ML, CHECK_ML, SLOT_ML, SERVER_ML, FRONT_ML)
 RECIPE = "proofbatch-native/1"
 CAMLP5_DIR = Path("/usr/lib/ocaml/camlp5")
 STREAMS_CMA = Path("/usr/lib/ocaml/camlp-streams/camlp_streams.cma")
@@ -342,13 +344,13 @@ def _build_into(work: Path, final: Path, install: HolLightInstall, versions: dic
     incs = [a for d in include_dirs for a in ("-I", str(d))]
     log("compiling the server")
     # Hol_check names HOL Light's kernel, as the bytecode toplevel does.
-    for unit, unit_opens in ((TEXT_ML, []), (CHECK_ML, opens), (SLOT_ML, opens)):
+    for unit, unit_opens in ((TEXT_ML, []), (TRUST_ML, opens), (CHECK_ML, opens), (SLOT_ML, opens)):
         _step(["ocamlfind", "ocamlopt", "-package", "num,unix", "-w", "-a", *incs, *unit_opens, "-c",
                "-o", str(work / f"{unit.stem}.cmx"), str(src / unit.name)],
               f"compiling {unit.name}", logs, cwd=work)
     _step(UNLIMITED_STACK + ["ocamlfind", "ocamlopt", "-package", "num,unix,dynlink", "-linkpkg",
                              "-linkall", "-w", "-a", *incs, *core_link,
-                             *(f"{unit.stem}.cmx" for unit in (TEXT_ML, CHECK_ML, SLOT_ML)),
+                             *(f"{unit.stem}.cmx" for unit in (TEXT_ML, TRUST_ML, CHECK_ML, SLOT_ML)),
                              "-o", "hol-native-server", str(src / SERVER_ML.name)],
           "linking the server", logs, cwd=work)
     log("building the answer front end")

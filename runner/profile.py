@@ -69,6 +69,11 @@ class ProfileConfig:
     incremental: bool = _help("profile only problems that are new or whose setup, query or ground "
                               "truth changed since the last generation", default=False)
     command: tuple[str, ...] = _help("the command line, recorded as provenance", default=())
+    context_proofs: str = _help("replay or trust: how the profiled runs load contexts "
+                                "(runner/context_proofs.py); recorded in provenance", default="replay")
+    verify_trust: bool = _help("after the runs, check every ground truth once more under the other "
+                               "choice of context_proofs; a verdict that differs is a defect",
+                               default=False)
 
 
 @dataclass(frozen=True)
@@ -133,11 +138,16 @@ def _read_json(path: Path, what: str):
         raise InputError(path, f"unreadable {what} ({exc})", "restore it, or profile into a new --out") from None
 
 
-def _sweep_config(cfg: ProfileConfig, out: Path, only, seed: int) -> SweepConfig:
+def _sweep_config(cfg: ProfileConfig, out: Path, only, seed: int,
+                  context_proofs: str | None = None) -> SweepConfig:
     return SweepConfig(corpus=cfg.corpus, out=out, answers=cfg.answers, workers=cfg.workers,
                        default_timeout=cfg.ceiling_s, mem_limit=cfg.mem_limit, hol_light=cfg.hol_light,
                        context_root=cfg.context_root, only=tuple(sorted(only)), policy="shuffle",
-                       seed=seed, mode=cfg.mode)
+                       seed=seed, mode=cfg.mode, context_proofs=context_proofs or cfg.context_proofs)
+
+
+def _other_choice(choice: str) -> str:
+    return "trust" if choice == "replay" else "replay"
 
 
 def _plan_generation(cfg: ProfileConfig, provenance: dict | None, hashes: dict[str, str],
@@ -199,6 +209,10 @@ def profile(cfg: ProfileConfig, executor_for: Callable[[SweepConfig], object],
     if provenance and recorded_path(provenance, "corpus", cfg.out) != cfg.corpus.resolve():
         raise InputError(prov_path, f"this profile is of {provenance.get('corpus')}, not {cfg.corpus}",
                          "use a new --out for another corpus")
+    if provenance and provenance.get("context_proofs", "replay") != cfg.context_proofs:
+        raise InputError(prov_path, f"this profile was taken with --context-proofs "
+                         f"{provenance.get('context_proofs', 'replay')}, not {cfg.context_proofs}",
+                         "use a new --out, or pass the choice it was taken with")
     provenance, generation = _plan_generation(cfg, provenance, hashes, summary)
     if generation is not None:
         # Validate everything (HOL Light, context root...) before writing anything.
@@ -208,7 +222,11 @@ def profile(cfg: ProfileConfig, executor_for: Callable[[SweepConfig], object],
         provenance.update(hol_build=first.backend.info.build, mode=first.backend.info.mode,
                           prover=first.backend.info.prover,
                           context_root=record_path(first.backend.context_root, cfg.out),
-                          hol_light=record_path(cfg.hol_light, cfg.out))
+                          hol_light=record_path(cfg.hol_light, cfg.out),
+                          context_proofs=cfg.context_proofs)
+        if cfg.verify_trust:
+            generation.setdefault("verify", {"dir": f"runs/{generation['id']}-verify",
+                                             "context_proofs": _other_choice(cfg.context_proofs)})
         _write_json(prov_path, provenance)
         _run_generation(cfg, generation, executor_for, on_run, on_row, on_start)
         generation["finished"] = _now()
@@ -231,6 +249,35 @@ def _run_generation(cfg, generation, executor_for, on_run, on_row, on_start) -> 
                                           on_row=on_row, on_start=on_start)
         defects |= {row["problem_id"] for row in summary.table.to_pylist()
                     if row["problem_id"] in set(only) and row["verdict"] != "OK"}
+    if "verify" in generation:
+        # Every ground truth of the generation once more, contexts loaded the
+        # other way: _write_summary compares its verdicts with run 1's.
+        verify = generation["verify"]
+        on_run(len(generation["runs"]) + 1, len(generation["runs"]) + 1,
+               f"{cfg.out / verify['dir']} (--context-proofs {verify['context_proofs']})")
+        config = _sweep_config(cfg, cfg.out / verify["dir"], generation["problems"],
+                               generation["runs"][0]["seed"], verify["context_proofs"])
+        run_sweep(prepare(config), executor_for(config), on_row=on_row, on_start=on_start)
+
+
+def trust_differences(out: Path, generation: dict) -> dict[str, dict]:
+    """Problems of ``generation`` whose verdict under its verification
+    sweep's choice differs from run 1's: problem -> defect record."""
+    verify = generation.get("verify")
+    if not verify or not (out / verify["dir"]).is_dir():
+        return {}
+    base = _other_choice(verify["context_proofs"])
+    first = {r["problem_id"]: r for r in shards.read_results(out / generation["runs"][0]["dir"]).to_pylist()}
+    found = {}
+    for row in shards.read_results(out / verify["dir"]).to_pylist():
+        pid, other = row["problem_id"], first.get(row["problem_id"])
+        if other is not None and other["verdict"] != row["verdict"]:
+            found[pid] = {"problem_id": pid, "content_sha256": generation["content_sha256"].get(pid),
+                          "verdict": f"{row['verdict']} under {verify['context_proofs']}",
+                          "reason": f"{other['verdict']} under {base} ({other['reason']}), "
+                                    f"{row['verdict']} under {verify['context_proofs']} ({row['reason']})",
+                          "run": verify["dir"]}
+    return found
 
 
 def _write_summary(out: Path, provenance: dict, in_corpus: set[str]) -> None:
@@ -247,9 +294,14 @@ def _write_summary(out: Path, provenance: dict, in_corpus: set[str]) -> None:
                 if latest.get(row["problem_id"]) is generation:
                     rows_of.setdefault(row["problem_id"], []).append(dict(row, run=run["dir"]))
     problems, defects = [], []
+    differs = {pid: d for g in provenance["generations"] if g.get("finished")
+               for pid, d in trust_differences(out, g).items() if latest.get(pid) is g}
     for pid in sorted(latest):
         if pid not in in_corpus:
             continue                      # no longer in the corpus
+        if pid in differs:
+            defects.append(differs[pid])  # trust would change its verdict: a defect
+            continue
         generation, rows = latest[pid], rows_of.get(pid, [])
         profiled_hash = generation["content_sha256"][pid]
         bad = next((r for r in rows if r["verdict"] != "OK" or r["prove_secs"] is None), None)

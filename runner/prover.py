@@ -47,6 +47,7 @@ class BackendInfo:
     build: str      # identifies the prover build
     mode: str       # execution mode, e.g. "bytecode-fork"
     sandbox: str = "none"   # the box checks run in: bwrap, rlimits or none (runner/sandbox.py)
+    context_proofs: str = ""  # HOL Light: replay or trust (runner/context_proofs.py); "" elsewhere
 
 
 @dataclass(frozen=True)

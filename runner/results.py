@@ -52,6 +52,10 @@ class ResultRow:
                                           "checked (answer_sha256 is still the hash of the answer "
                                           "as given); empty in rows written before this column",
                                           default=False)
+    context_proofs: str = _help("HOL Light: replay (the context ran its proofs) or trust (its "
+                                "top-level proofs were taken as stated, runner/context_proofs.py); "
+                                "empty for other provers, null in shards written before the column",
+                                default="")
 
     def __post_init__(self):
         Verdict(self.verdict)  # a closed set: anything else is a bug
@@ -79,7 +83,8 @@ SCHEMA = pa.schema([pa.field(name, _ARROW_TYPES.get(name, pa.string())) for name
 KEY = ("problem_id", "attempt")
 # Columns added after shards were first written: older shards lack them, and
 # reading fills them with nulls.
-OPTIONAL_COLUMNS: tuple[str, ...] = ("dedup_of", "sandbox", "wait_secs", "answer_unwrapped")
+OPTIONAL_COLUMNS: tuple[str, ...] = ("dedup_of", "sandbox", "wait_secs", "answer_unwrapped",
+                                     "context_proofs")
 
 
 def rows_to_table(rows: list[ResultRow]) -> pa.Table:

@@ -24,6 +24,7 @@ import pyarrow.compute as pc
 
 from . import attempts, map_provenance, shards, timeout_map
 from . import backends
+from .context_proofs import ContextProofs
 from .corpus import Problem, corpus_fingerprint
 from .errors import InputError
 from .prover import CheckLimits, ProverBackend
@@ -82,6 +83,11 @@ class SweepConfig:
     mode: str = _help("HOL Light execution: bytecode (the toplevel fork server), native (compiled "
                       "with `proofbatch build-native`), or auto (native for checks expected above "
                       "0.35 s of bytecode time); see runner/hol_native_auto.py", default="bytecode")
+    context_proofs: str = _help("HOL Light: replay (a context runs its proofs as written) or trust "
+                                "(while a context loads, its top-level prove returns the stated "
+                                "theorem unproved; answers still prove for real); part of every image "
+                                "key, recorded in rows and sweep.json; runner/context_proofs.py",
+                                default=str(ContextProofs.REPLAY))
 
 
 @dataclass
@@ -110,6 +116,9 @@ def prepare(config: SweepConfig) -> PreparedSweep:
     """Resolve and validate all input; raises InputError, writes nothing."""
     if config.workers < 1:
         raise InputError("--workers", f"{config.workers} is not a worker count", "pass 1 or more")
+    if str(config.context_proofs) not in {str(c) for c in ContextProofs}:
+        raise InputError("--context-proofs", f"{config.context_proofs!r} is not a choice",
+                         f"pass one of {', '.join(str(c) for c in ContextProofs)}")
     if not 0 <= config.grace < 3600:
         raise InputError("--grace", f"{config.grace} is not a grace period in seconds",
                          "pass a number from 0 to 3600")
@@ -260,6 +269,7 @@ def check_manifest(prepared: PreparedSweep, done: shards.Done) -> dict:
         "prover": info.prover, "hol_build": info.build, "mode": info.mode,
         "sandbox": getattr(info, "sandbox", "none"),
         "mem_limit": cfg.mem_limit,
+        "context_proofs": info.context_proofs,
         "corpus": str(cfg.corpus.resolve()), "corpus_fingerprint": corpus_fingerprint(prepared.problems),
         "context_root": str(prepared.backend.context_root),
         # What this run plans, for `proofbatch status` (runner/status.py): its
@@ -290,6 +300,13 @@ def check_manifest(prepared: PreparedSweep, done: shards.Done) -> dict:
             raise InputError(path, f"{changed}; its verdicts would mix both",
                              "use a new --out, or the limits it was run with "
                              "(--timeout-map, --category-timeouts, --default-timeout)")
+        # A manifest from before the choice existed was a replay sweep.
+        was = old.get("context_proofs", str(ContextProofs.REPLAY) if old.get("prover") == "hol-light"
+                      else "")
+        if was != manifest["context_proofs"]:
+            raise InputError(path, f"this sweep was run with --context-proofs {was or 'none'}, not "
+                             f"{manifest['context_proofs']}; its contexts loaded otherwise, so results "
+                             "would mix", f"use a new --out, or pass --context-proofs {was}")
         counts = run_counts(prepared)
         if any(old.get(k) != v for k, v in counts.items()):
             # A resumed run may select other problems or stop early: the

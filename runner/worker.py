@@ -58,7 +58,8 @@ def result_row(task: CheckTask, result: CheckResult, *, info: BackendInfo, worke
         run_id=run_id, dedup_of=dedup_of, sandbox=result.sandbox,
         wait_secs=None if result.forked_at is None
         else max(0.0, result.forked_at - started_at.timestamp()),
-        answer_unwrapped=p.answer_given is not None)
+        answer_unwrapped=p.answer_given is not None,
+        context_proofs=info.context_proofs)
 
 
 def unanswered(task: CheckTask) -> CheckResult:

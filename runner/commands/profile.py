@@ -35,6 +35,11 @@ def add_arguments(p) -> None:
     p.add_argument("--context-root", type=Path, help="where needs/loadt resolve (default: cwd)")
     p.add_argument("--mode", choices=("bytecode", "native"), default="bytecode",
                    help="HOL Light execution to profile (default bytecode); maps are per mode")
+    p.add_argument("--context-proofs", choices=("replay", "trust"), default="replay",
+                   help="how contexts load for the timed runs (default replay; see `run`)")
+    p.add_argument("--verify-trust", action="store_true",
+                   help="then check every ground truth once more with contexts loaded the other "
+                   "way (trust after replay): a verdict that differs is listed as a defect")
     p.add_argument("--incremental", action="store_true",
                    help="profile only new or changed problems (setup, query or ground truth)")
     p.add_argument("--map", type=Path, help="then derive this timeout map from the profile "
@@ -48,23 +53,25 @@ def run(args) -> int:
                         ceiling_s=args.ceiling, seed=args.seed, workers=args.workers,
                         mem_limit=args.mem_limit, hol_light=args.hol_light,
                         context_root=args.context_root, incremental=args.incremental, mode=args.mode,
-                        command=tuple(sys.argv))
+                        command=tuple(sys.argv), context_proofs=args.context_proofs,
+                        verify_trust=args.verify_trust)
     bar = progress.SweepProgress()
 
     def on_run(r: int, n: int, out: str) -> None:
         progress.console.print(f"[bold]run {r} of {n}[/] -> {out}")
 
     with bar, contextlib.ExitStack() as stack:
-        session = None
+        sessions = {}
 
         def executor_for(config):
             # One session for every run: its images are loaded once (HOL
             # Light alone takes 70-90 s), and prove_secs never includes a load.
-            nonlocal session
-            if session is None:
+            # --verify-trust loads contexts the other way: a session of its own.
+            choice = str(config.context_proofs)
+            if choice not in sessions:
                 workdir = stack.enter_context(tempfile.TemporaryDirectory(prefix="proofbatch-"))
-                session = stack.enter_context(prepare(config).backend.start(Path(workdir)))
-            return LocalExecutor(workers=config.workers, session=session)
+                sessions[choice] = stack.enter_context(prepare(config).backend.start(Path(workdir)))
+            return LocalExecutor(workers=config.workers, session=sessions[choice])
 
         result = profile(cfg, executor_for, on_run=on_run, on_row=bar.row, on_start=bar.start)
     print_profile(result, Console())

@@ -54,6 +54,10 @@ def add_arguments(run) -> None:
                      help="HOL Light execution (default bytecode): native compiles HOL Light once "
                      "per machine (proofbatch build-native) and checks in batches; auto runs checks "
                      "expected above 0.35 s of bytecode time natively, the rest in bytecode")
+    run.add_argument("--context-proofs", choices=("replay", "trust"), default="replay",
+                     help="HOL Light contexts: replay their proofs as written (default), or trust "
+                     "them: while a context loads, a top-level prove returns its statement without "
+                     "running the tactic; answers always prove for real (README, Trusted contexts)")
     run.add_argument("--stop-on-first-ok", action="store_true",
                      help="skip a problem's remaining attempts once one is OK (listed in skipped.csv)")
     import cluster
@@ -69,7 +73,7 @@ def run(args) -> int:
         hol_light=args.hol_light, context_root=args.context_root, grace=args.grace,
         policy=args.policy, seed=args.seed,
         prover=args.prover, isabelle=args.isabelle, sandbox=args.sandbox,
-        stop_on_first_ok=args.stop_on_first_ok, mode=args.mode)
+        stop_on_first_ok=args.stop_on_first_ok, mode=args.mode, context_proofs=args.context_proofs)
     prepared = prepare(config)
     for warning in prepared.warnings:
         progress.console.print(f"[bold yellow]warning:[/] {warning}")
@@ -80,7 +84,15 @@ def run(args) -> int:
         from cluster.local import LocalExecutor
 
         from ..image_server import RemoteSession
-        executor = LocalExecutor(workers=config.workers, session=RemoteSession(args.server))
+        remote = RemoteSession(args.server)
+        served = getattr(remote.info, "context_proofs", "") or "replay"
+        if served != config.context_proofs:
+            from ..errors import InputError
+
+            raise InputError(args.server, f"serves images with --context-proofs {served}, not "
+                             f"{config.context_proofs}", f"pass --context-proofs {served}, or serve "
+                             f"with --context-proofs {config.context_proofs}")
+        executor = LocalExecutor(workers=config.workers, session=remote)
     with progress.SweepProgress(prepared.plan, config.workers) as bar:
         summary = run_sweep(prepared, executor,
                             on_row=bar.row, on_start=bar.start, on_skip=bar.skip)

@@ -26,12 +26,15 @@ def add_arguments(p) -> None:
     p.add_argument("--grace", type=float, default=2.0,
                    help="seconds past the limit before the outside kill (default 2)")
     p.add_argument("--sandbox", choices=KINDS, default="auto", help="the box checks run in")
+    p.add_argument("--context-proofs", choices=("replay", "trust"), default="replay",
+                   help="contexts replay their proofs (default) or trust them (see `run`)")
 
 
 def run(args) -> int:
     backend = HolLightBackend(find_hol_light(args.hol_light), args.context_root or Path.cwd(),
                               max_images=args.max_images, grace_s=args.grace,
-                              sandbox_config=SandboxConfig(kind=args.sandbox))
+                              sandbox_config=SandboxConfig(kind=args.sandbox),
+                              context_proofs=args.context_proofs)
     workdir = Path(tempfile.mkdtemp(prefix="proofbatch-serve-"))
     try:
         with backend.start(workdir) as session:
