@@ -100,3 +100,21 @@ def require_mode(loaded: LoadedMap, prover: str) -> None:
                      "than native", "declare it with --map-mode native|bytecode [--map-build B] "
                      "(s2n-bignum-bench's map is native)")
 
+
+
+def coverage(loaded: LoadedMap, problem_ids: list[str]) -> tuple[str, ...]:
+    """How much of the corpus a map limits. One that names none of its
+    problems is refused: every problem would silently fall to the category
+    or default limit. One that names some says how many (a warning)."""
+    if not problem_ids:
+        return ()
+    named = sum(pid in loaded.entries for pid in problem_ids)
+    if named == 0:
+        example = next(iter(loaded.entries), None)
+        seen = f" (the map names e.g. {example}, the corpus {problem_ids[0]})" if example else ""
+        raise InputError(loaded.path, f"names none of the corpus's {len(problem_ids)} "
+                         f"problems{seen}", "pass the map made for this corpus, or drop --timeout-map")
+    if named < len(problem_ids):
+        return (f"MAP: {loaded.path} covers {named} of the corpus's {len(problem_ids)} problems; "
+                f"the other {len(problem_ids) - named} get category or default limits",)
+    return ()

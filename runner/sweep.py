@@ -132,8 +132,10 @@ def prepare(config: SweepConfig) -> PreparedSweep:
     # must be declared before anything is built (runner/map_provenance.py).
     loaded = map_provenance.load(config.timeout_map, config.map_mode, config.map_build) \
         if config.timeout_map else None
+    covered: tuple[str, ...] = ()
     if loaded is not None:
         map_provenance.require_mode(loaded, selected.prover)
+        covered = map_provenance.coverage(loaded, [p.problem_id for p in problems])
     policy = TimeoutPolicy(
         by_problem=loaded.limits() if loaded else {},
         by_category=load_category_timeouts(config.category_timeouts) if config.category_timeouts else None,
@@ -182,7 +184,7 @@ def prepare(config: SweepConfig) -> PreparedSweep:
     # loaded context, stopping early and reusing duplicates as it goes.
     ordered, plan = order(tasks, backend.salt, config, loaded)
     return PreparedSweep(config, problems, attempts.contiguous(ordered), backend,
-                         warnings=map_use.warnings + converted_warning(modes, len(converted))
+                         warnings=covered + map_use.warnings + converted_warning(modes, len(converted))
                          + (backend.warnings() if hasattr(backend, "warnings") else ()), plan=plan)
 
 

@@ -17,7 +17,7 @@ from runner.map_provenance import load
 from runner.sweep import prepare
 from runner.timeout_map import SIDECAR_FORMAT
 
-from .conftest import DEMO, demo_config
+from .conftest import DEMO, beside_coverage, demo_config
 
 IDS = ("arith.add_comm", "lists.append_nil")
 
@@ -57,7 +57,7 @@ def test_declared_native_in_a_bytecode_sweep_is_converted_and_warned(tmp_path):
         assert limits[pid].time_s == pytest.approx(120 * RATIO_MAX)
         assert limits[pid].time_source == f"map (native-fork x{RATIO_MAX:.2f})"
     assert limits["logic.drinker"].time_source == "category"          # not in the map: unchanged
-    [warning] = prepared.warnings
+    [warning] = beside_coverage(prepared)
     assert "CONVERTED" in warning and f"{len(IDS)} checks run in bytecode-fork" in warning
     assert str(tmap) in warning
 
@@ -67,11 +67,11 @@ def test_declared_bytecode_in_a_bytecode_sweep_stands_as_it_is(tmp_path):
     prepared = prepare(demo_config(tmp_path / "out", timeout_map=tmap, map_mode="bytecode"))
     limits = {t.problem.problem_id: t.limits for t in prepared.tasks}
     assert all(limits[pid].time_s == 120 and limits[pid].time_source == "map" for pid in IDS)
-    assert prepared.warnings == ()
+    assert beside_coverage(prepared) == ()
     # Declared with another build than the sweep's: said before the sweep starts.
     other = prepare(demo_config(tmp_path / "out2", timeout_map=tmap, map_mode="bytecode",
                                 map_build="checkout-5e62421"))
-    [warning] = other.warnings
+    [warning] = beside_coverage(other)
     assert "checkout-5e62421" in warning and "hol_build" in warning
 
 
@@ -83,7 +83,7 @@ def test_a_declaration_that_contradicts_the_sidecar_is_refused(tmp_path):
         load(tmap, mode="native")
     # A derived map needs no declaration.
     prepared = prepare(demo_config(tmp_path / "out", timeout_map=tmap))
-    assert prepared.warnings == ()
+    assert beside_coverage(prepared) == ()
 
 
 def test_a_native_sweep_converts_a_declared_bytecode_map(native_build, tmp_path):
@@ -99,5 +99,22 @@ def test_a_native_sweep_converts_a_declared_bytecode_map(native_build, tmp_path)
     for pid in IDS:
         assert limits[pid].time_s == round(120 / RATIO_MIN, 1)
         assert limits[pid].time_source == f"map (bytecode-fork x{1 / RATIO_MIN:.2f})"
-    [warning] = prepared.warnings
+    [warning] = beside_coverage(prepared)
     assert "CONVERTED" in warning and f"{len(IDS)} checks run in native-fork" in warning
+
+
+def test_a_map_names_how_much_of_the_corpus_it_covers(tmp_path):
+    """A map naming part of the corpus says so; one naming none is refused
+    (every problem would fall to the default limit without a word)."""
+    tmap = bench_map(tmp_path / "timeout-map.json")
+    prepared = prepare(demo_config(tmp_path / "out", timeout_map=tmap, map_mode="bytecode"))
+    total = len(prepared.problems)
+    assert f"MAP: {tmap} covers {len(IDS)} of the corpus's {total} problems; the other " \
+           f"{total - len(IDS)} get category or default limits" in prepared.warnings
+    stranger = tmp_path / "other-corpus.json"
+    stranger.write_text(json.dumps([{"problem_id": "x.unknown", "prove_secs": 1, "timeout_sec": 120}]))
+    with pytest.raises(InputError) as refused:
+        prepare(demo_config(tmp_path / "out2", timeout_map=stranger, map_mode="bytecode"))
+    assert refused.value.where == str(stranger)
+    assert refused.value.problem.startswith(f"names none of the corpus's {total} problems")
+    assert not (tmp_path / "out2").exists()

@@ -192,7 +192,7 @@ def test_a_sweep_takes_memory_needs_from_the_map_and_warns_of_another_mode(tmp_p
     from runner.sweep import prepare
     from runner.timeout_map import MIN_GUARD_BYTES
 
-    from .conftest import demo_config
+    from .conftest import beside_coverage, demo_config
 
     m = derive([runs("arith.add_comm", 0.01, 0.01, 0.01, rss=(900.0, 950.0, 1000.0)),
                 runs("lists.append_nil", 0.01, 0.01, 0.01, rss=(300.0, 300.0, 300.0))], MapPolicy())
@@ -207,7 +207,7 @@ def test_a_sweep_takes_memory_needs_from_the_map_and_warns_of_another_mode(tmp_p
     # A native map in a bytecode sweep: its limits are converted (x RATIO_MAX), loudly.
     assert limits["arith.add_comm"].time_s == 120 * RATIO_MAX
     assert limits["arith.add_comm"].time_source == f"map (native-fork x{RATIO_MAX:.2f})"
-    [warning] = prepared.warnings
+    [warning] = beside_coverage(prepared)
     assert "native-fork" in warning and "bytecode-fork" in warning and str(native) in warning
     assert "CONVERTED" in warning and "2 checks" in warning
 
