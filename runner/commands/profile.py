@@ -84,7 +84,11 @@ def run(args) -> int:
 def print_profile(result: Profile, out: Console) -> None:
     table = Table(title=f"profile {result.path}: {len(result.runs)} ground truths timed")
     for name in ("problem", "runs", "min s", "median s", "max s", "spread", "peak MiB"):
-        table.add_column(name, justify="left" if name == "problem" else "right")
+        # Bench ids share long prefixes (arm.bignum_montsqr_p256...): a cut id
+        # reads like every other, so ids fold onto more lines, never cut.
+        table.add_column(name, justify="left" if name == "problem" else "right",
+                         overflow="fold" if name == "problem" else "ellipsis",
+                         no_wrap=name != "problem", min_width=24 if name == "problem" else None)
     slowest = sorted(result.stats, key=lambda s: -s["max"])
     for s in slowest[:15]:
         table.add_row(s["problem_id"], str(s["runs"]), f"{s['min']:.3f}", f"{s['median']:.3f}",
