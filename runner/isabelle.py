@@ -24,7 +24,7 @@ from typing import Sequence
 
 import psutil
 
-from . import isabelle_check as ic
+from . import events, isabelle_check as ic
 from . import isabelle_output as io_
 from . import subproc
 from .corpus import Problem
@@ -152,6 +152,8 @@ class IsabelleSession(ProverSession):
         files = ic.write_check(self.workdir / "checks" / str(n), session, self.backend.corpus, goal,
                                candidate.text or "", limits.time_s, secrets.token_hex(8),
                                threads=self.backend.threads)
+        # The check starts now (its heap is the session's own): its time runs.
+        events.say("forked", name=problem.problem_id, limit_s=limits.time_s)
         try:
             return self._run(files, limits, started)
         finally:

@@ -35,9 +35,19 @@ class RunningBoard:
         self.worker = worker
 
     def start(self, problem_id: str, attempt: int, timeout_s: float) -> None:
-        entry = {"problem_id": problem_id, "attempt": attempt, "timeout_s": timeout_s,
-                 "started": time.time(), "worker": self.worker, "host": socket.gethostname(),
-                 "pid": os.getpid()}
+        """The worker took the check; it starts once its image is loaded."""
+        self._entry = {"problem_id": problem_id, "attempt": attempt, "timeout_s": timeout_s,
+                       "dispatched": time.time(), "started": None, "worker": self.worker,
+                       "host": socket.gethostname(), "pid": os.getpid()}
+        self._publish()
+
+    def started(self) -> None:
+        """The check runs now, in its loaded image: its time counts from here."""
+        self._entry = {**self._entry, "started": time.time()}
+        self._publish()
+
+    def _publish(self) -> None:
+        entry = self._entry
         shards.publish(self.path, lambda tmp: tmp.write_text(json.dumps(entry)))
 
     def clear(self) -> None:
@@ -49,9 +59,10 @@ class RunningCheck:
     problem_id: str
     attempt: int
     worker: str
-    elapsed_s: float
+    elapsed_s: float       # since the check started in its image; 0 while it waits for it
     timeout_s: float
     alive: bool | None     # None: its worker is on another host, so unknown from here
+    waiting_s: float = 0.0  # how long it has waited for its image (or memory) so far
 
 
 @dataclass(frozen=True)
@@ -84,8 +95,12 @@ def _board(out: Path) -> list[tuple[dict, RunningCheck]]:
             entry = json.loads(path.read_text())
         except (OSError, json.JSONDecodeError):
             continue                 # being replaced right now
+        # Boards from before "dispatched" have only "started", set at dispatch.
+        dispatched, started = entry.get("dispatched", entry["started"]), entry["started"]
+        elapsed = 0.0 if started is None else now - started
+        waited = (now if started is None else started) - dispatched
         found.append((entry, RunningCheck(entry["problem_id"], entry["attempt"], entry["worker"],
-                                          now - entry["started"], entry["timeout_s"], _alive(entry))))
+                                          elapsed, entry["timeout_s"], _alive(entry), waited)))
     return found
 
 

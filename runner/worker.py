@@ -116,9 +116,16 @@ def work(session: ProverSession, tasks: Iterator[CheckTask], writer: ShardWriter
             key = f"{task.problem.problem_id}/{task.attempt}"
             events.say("check", key=key, name=task.problem.problem_id, worker=worker,
                        limit_s=task.limits.time_s)
+            # The session says when the check starts in its loaded image, in
+            # this thread; until then it waits for the image, not its limit.
+            me = threading.get_ident()
+            unlisten = events.listen(
+                lambda e: board.started() if board and e.kind == "forked"
+                and threading.get_ident() == me else None)
             try:
                 result = session.check(task.problem, task.limits)
             finally:
+                unlisten()
                 events.say("checked", key=key, name=task.problem.problem_id, worker=worker)
         if stop.is_set():
             return

@@ -6,6 +6,7 @@ no ETA. (A real sweep's status while it runs: tests/test_status.py.)"""
 from __future__ import annotations
 
 import json
+import re
 from collections import Counter
 import subprocess
 import sys
@@ -111,3 +112,24 @@ def test_a_sweep_without_heartbeat_is_read_from_its_shards(tmp_path):
     out = sweep_dir(tmp_path, [row("a"), row("b", verdict="ERROR")])
     s = status.read_status(out)
     assert s.state == "unknown" and s.done == 2 and s.counts == {"OK": 1, "ERROR": 1}
+
+
+def test_a_check_waiting_for_its_image_is_not_running_against_its_limit(tmp_path, capsys):
+    """It used to show as past its limit, being stopped, before it had started."""
+    import time
+
+    out = sweep_dir(tmp_path, [row("a")])
+    board = status.RunningBoard(out, "w1", "host/1/w1")
+    board.start("b", 0, timeout_s=1.0)
+    time.sleep(1.2)
+    [waiting] = status.read_status(out).running
+    assert waiting.elapsed_s == 0.0 and waiting.waiting_s >= 1.2
+    assert cli.main(["status", str(out)]) == 0
+    # The note may wrap inside its cell: read the words, not the table.
+    printed = re.sub(r"[\s│]+", " ", capsys.readouterr().out)
+    assert re.search(r"waiting \d+ s for its image", printed), printed
+    assert "past its limit" not in printed
+    board.started()
+    time.sleep(0.1)
+    [running] = status.read_status(out).running
+    assert 0.1 <= running.elapsed_s < 1.0 and running.waiting_s >= 1.2

@@ -41,7 +41,9 @@ def run(args) -> int:
             table.add_column(name, justify="right" if name.endswith("s") else "left")
         for r in sorted(s.running, key=lambda r: -r.elapsed_s):
             note = {False: "[red]worker gone", None: "", True: ""}[r.alive]
-            if r.elapsed_s > r.timeout_s:
+            if r.elapsed_s == 0 and r.waiting_s > 0:
+                note = note or f"[dim]waiting {r.waiting_s:.0f} s for its image"
+            elif r.elapsed_s > r.timeout_s:
                 note = note or "[yellow]past its limit, being stopped"
             table.add_row(r.problem_id, str(r.attempt), r.worker, f"{r.elapsed_s:.1f}",
                           f"{r.timeout_s:g}", note)
