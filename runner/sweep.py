@@ -238,12 +238,12 @@ def run_counts(prepared: PreparedSweep) -> dict:
             "stop_on_first_ok": prepared.config.stop_on_first_ok}
 
 
-def changed_limits(prepared: PreparedSweep, done: shards.Done) -> str | None:
+def changed_limits(prepared: PreparedSweep, done: shards.Done | None) -> str | None:
     """How the time limits of this run differ from those its recorded rows
     were checked under, or None: a verdict depends on its limit, so a sweep
     never mixes rows of two limits for one problem. Joined in Arrow: a
     resume of a million rows pays no pass over them in Python."""
-    if done.table.num_rows == 0:
+    if done is None or done.table.num_rows == 0:
         return None
     tasks = pa.table({"problem_id": [t.problem.problem_id for t in prepared.tasks],
                       "attempt": pa.array([t.attempt for t in prepared.tasks], pa.int32()),
@@ -260,7 +260,7 @@ def changed_limits(prepared: PreparedSweep, done: shards.Done) -> str | None:
             f"from {first['limit_source']})")
 
 
-def check_manifest(prepared: PreparedSweep, done: shards.Done) -> dict:
+def check_manifest(prepared: PreparedSweep, done: shards.Done | None = None) -> dict:
     """Write OUT/sweep.json, or check that a resumed sweep matches it: the
     prover build, mode, sandbox, memory limit and the time limits of every
     recorded check (``done``: the rows on disk) decide verdicts, and must
