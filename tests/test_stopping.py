@@ -87,9 +87,11 @@ def workdir(tmp: Path) -> Path | None:
     return next(tmp.glob("proofbatch-*"), None)
 
 
+# A session keeps images/ and checks/ in its work directory; a native one in
+# WORKDIR/native/, beside the bytecode session it falls back to.
 def booting(tmp: Path) -> bool:
     d = workdir(tmp)
-    return d is not None and (d / "images" / "base.log").exists()
+    return d is not None and any(d.rglob("images/base.log"))
 
 
 def busy(tmp: Path) -> bool:
@@ -97,8 +99,10 @@ def busy(tmp: Path) -> bool:
     d = workdir(tmp)
     if d is None:
         return False
-    checking = any(p.is_dir() for p in (d / "checks").glob("*")) if (d / "checks").is_dir() else False
-    loading = [p for p in (d / "images").glob("*.log") if p.name != "base.log"]
+    checking = any(p.is_dir() for p in d.rglob("checks/*"))
+    # Not the base, nor the empty images checks of blank contexts fork from.
+    loading = [p for p in d.rglob("images/*.log")
+               if p.name != "base.log" and not p.stem.endswith(("-checks", "-blank"))]
     return checking and bool(loading)
 
 
