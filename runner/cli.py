@@ -2,8 +2,8 @@
 
 Exit codes: 0 when the command completed, whatever the verdicts; 2 on bad
 input, with one line naming the file or problem and the fix; 1 when the
-prover failed or a validation did not pass; 130 when interrupted (rerun the
-same command to resume).
+prover failed or a validation did not pass; 130 when interrupted by Ctrl-C and
+143 on SIGTERM (rerun the same command to resume).
 """
 
 from __future__ import annotations
