@@ -41,6 +41,21 @@ def beside_coverage(prepared) -> tuple[str, ...]:
     return tuple(w for w in prepared.warnings if not (w.startswith("MAP: ") and " covers " in w))
 
 
+def make_corpus(root: Path, problems: dict[str, tuple[str, str, str]],
+                category: str | None = None) -> Path:
+    """problem id -> (setup.ml, query, answer); ``category`` written to each
+    problem's category.txt when given."""
+    for pid, (setup, query, answer) in problems.items():
+        d = root / pid
+        d.mkdir(parents=True)
+        (d / "setup.ml").write_text(setup)
+        (d / "query.txt").write_text(query)
+        (d / "answer.txt").write_text(answer)
+        if category is not None:
+            (d / "category.txt").write_text(category)
+    return root
+
+
 def demo_config(out: Path, **overrides) -> SweepConfig:
     settings = dict(corpus=DEMO, out=out, category_timeouts=DEMO / "timeouts.json",
                     workers=2, mem_limit=TEST_MEM_LIMIT, context_root=DEMO)

@@ -380,21 +380,28 @@ def test_run_takes_stop_on_first_ok_off_by_default():
     assert parser.parse_args(base + ["--stop-on-first-ok"]).stop_on_first_ok is True
 
 
+def recorded_row():
+    """One recorded row, to write as a shard of an older sweep."""
+    import datetime as dt
+
+    from runner.results import ResultRow
+
+    now = dt.datetime.now(dt.timezone.utc)
+    return ResultRow(problem_id="arith.add_comm", attempt=0, category="arith", verdict="OK",
+                     reason="proved", prove_secs=0.01, wall_secs=0.02, peak_rss_mb=None,
+                     timeout_s=10.0, timeout_source="category", worker="w", host="h",
+                     started_at=now, finished_at=now, image_key="k", hol_build="b", mode="m",
+                     exit_status="exited 0", answer_sha256="0" * 64, run_id="old")
+
+
 def test_shards_written_before_the_dedup_column_still_resume(tmp_path):
     """A sweep recorded before attempts existed has shards without dedup_of:
     they are read (the column is null), not quarantined and redone."""
-    import datetime as dt
-
     import pyarrow.parquet as pq
 
-    from runner.results import ResultRow, rows_to_table
+    from runner.results import rows_to_table
 
-    now = dt.datetime.now(dt.timezone.utc)
-    row = ResultRow(problem_id="arith.add_comm", attempt=0, category="arith", verdict="OK",
-                    reason="proved", prove_secs=0.01, wall_secs=0.02, peak_rss_mb=None,
-                    timeout_s=10.0, timeout_source="category", worker="w", host="h",
-                    started_at=now, finished_at=now, image_key="k", hol_build="b", mode="m",
-                    exit_status="exited 0", answer_sha256="0" * 64, run_id="old")
+    row = recorded_row()
     table = rows_to_table([row]).drop(["dedup_of"])
     (tmp_path / "shards").mkdir()
     pq.write_table(table, tmp_path / "shards" / "old-w0-000001.parquet")
@@ -489,18 +496,11 @@ def test_the_row_of_a_fenced_answer_says_it_was_unwrapped_and_hashes_what_was_gi
 
 
 def test_shards_written_before_the_unwrapped_column_still_resume(tmp_path):
-    import datetime as dt
-
     import pyarrow.parquet as pq
 
-    from runner.results import ResultRow, rows_to_table
+    from runner.results import rows_to_table
 
-    now = dt.datetime.now(dt.timezone.utc)
-    row = ResultRow(problem_id="arith.add_comm", attempt=0, category="arith", verdict="OK",
-                    reason="proved", prove_secs=0.01, wall_secs=0.02, peak_rss_mb=None,
-                    timeout_s=10.0, timeout_source="category", worker="w", host="h",
-                    started_at=now, finished_at=now, image_key="k", hol_build="b", mode="m",
-                    exit_status="exited 0", answer_sha256="0" * 64, run_id="old")
+    row = recorded_row()
     (tmp_path / "shards").mkdir()
     pq.write_table(rows_to_table([row]).drop(["answer_unwrapped"]),
                    tmp_path / "shards" / "old-w0-000001.parquet")

@@ -33,7 +33,11 @@ from runner.hol_native import MODE, NativeHolLightBackend, NativeSession
 from runner.native_build import build_key, build_native, toolchain_versions
 from runner.prover import CheckLimits
 
-from .conftest import DEMO, ROOT, TEST_MEM_LIMIT, demo_config, expected_verdicts, sweep_with
+from .conftest import (DEMO, ROOT, TEST_MEM_LIMIT, demo_config, expected_verdicts, make_corpus,
+                       sweep_with)
+
+# The checkouts' problems are in a category of the demo's timeouts.json.
+CATEGORY = "arith"
 
 pytestmark = pytest.mark.hol
 LIMITS = CheckLimits(time_s=60.0, time_source="test", mem_bytes=TEST_MEM_LIMIT, expected_mem_bytes=0)
@@ -51,18 +55,6 @@ def _bench_dir() -> Path:
             pytest.skip(f"PROOFBATCH_BENCH_HOL_LIGHT={path} has no {name}: build it with "
                         f"scripts/build-hol-light-checkout.sh SRC {BENCH_REV} {path} native")
     return path
-
-
-def make_corpus(root: Path, problems: dict[str, tuple[str, str, str]]) -> Path:
-    """problem id -> (setup.ml, query, answer)."""
-    for pid, (setup, query, answer) in problems.items():
-        d = root / pid
-        d.mkdir(parents=True)
-        (d / "setup.ml").write_text(setup)
-        (d / "query.txt").write_text(query)
-        (d / "answer.txt").write_text(answer)
-        (d / "category.txt").write_text("arith")       # a category of the demo's timeouts.json
-    return root
 
 
 # -- a development inlined as the bench inlines it -----------------------------
@@ -90,7 +82,7 @@ def bench_style_corpus(hol_dir: Path, root: Path) -> dict[str, str]:
     assert text.startswith("open Hol_lib;;\nopen Hol_loader;;\n") and "loaded_files :=" in text
     before_helpers = text[:text.index("module Pb_helpers")]
     before_theorem = text[:text.index("let PB_ADD_0")]
-    make_corpus(root / "corpus", {
+    make_corpus(root / "corpus", category=CATEGORY, problems={
         # Problems sharing the library prefix; the second's context goes on
         # with a module and an open that its answer relies on.
         "bench.binom": (before_helpers, "`!n. binom(n,0) = 1`", "REWRITE_TAC[binom]"),
@@ -162,7 +154,7 @@ def test_a_later_context_segment_sees_an_earlier_segments_opens(native_build, tm
     reaches later segments and answers natively, as it does in the toplevel,
     and problems sharing a prefix share its compiled module."""
     prefix = "module Pb_m = struct let pb_thm = TRUTH end;;\nopen Pb_m;;\n"
-    corpus = make_corpus(tmp_path / "c", {
+    corpus = make_corpus(tmp_path / "c", category=CATEGORY, problems={
         "open.direct": (prefix, "`T`", "ACCEPT_TAC pb_thm"),
         "open.later": (prefix + "let pb_again = pb_thm;;\n", "`T`", "ACCEPT_TAC pb_again"),
         "open.later2": (prefix + "let pb_other = CONJ pb_thm pb_thm;;\n", "`T /\\ T`",

@@ -26,7 +26,7 @@ from runner.prover import CheckLimits
 from runner.sweep import prepare, run_sweep
 from runner.timeout_map import SIDECAR_FORMAT
 
-from .conftest import DEMO, ROOT, TEST_MEM_LIMIT, demo_config, expected_verdicts
+from .conftest import DEMO, ROOT, TEST_MEM_LIMIT, demo_config, expected_verdicts, make_corpus
 
 pytestmark = pytest.mark.hol
 LIMITS = CheckLimits(time_s=30.0, time_source="test", mem_bytes=TEST_MEM_LIMIT, expected_mem_bytes=0)
@@ -44,17 +44,6 @@ def native_sweep(native_build, tmp_path_factory):
     summary = run_sweep(prepared, LocalExecutor(workers=2, session=session))
     yield prepared, session, summary, time.monotonic() - started
     session.close()
-
-
-def make_corpus(root: Path, problems: dict[str, tuple[str, str, str]]) -> Path:
-    """problem id -> (setup.ml, query, answer)."""
-    for pid, (setup, query, answer) in problems.items():
-        d = root / pid
-        d.mkdir(parents=True)
-        (d / "setup.ml").write_text(setup)
-        (d / "query.txt").write_text(query)
-        (d / "answer.txt").write_text(answer)
-    return root
 
 
 # -- the build ---------------------------------------------------------------

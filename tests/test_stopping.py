@@ -25,7 +25,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from .conftest import ROOT
+from .conftest import ROOT, make_corpus
 
 pytestmark = pytest.mark.hol
 
@@ -36,24 +36,15 @@ SLOW_CONTEXT = ("let proofbatch_slow_context =\n"
 STOPPED_WITHIN_S = 10.0
 
 
-def corpus(root: Path, *, busy: bool) -> Path:
-    problems = {"stop.quick": ("", "`x + 0 = x`", "ARITH_TAC")}
-    if busy:
-        problems = {"stop.loop": ("", "`!n. n + 1 = n`", LOOP),
-                    "stop.slow_context": (SLOW_CONTEXT, "`x + 0 = x`", "ARITH_TAC")}
-    for pid, (setup, query, answer) in problems.items():
-        d = root / pid
-        d.mkdir(parents=True)
-        (d / "setup.ml").write_text(setup)
-        (d / "query.txt").write_text(query + "\n")
-        (d / "answer.txt").write_text(answer + "\n")
-    return root
+QUICK = {"stop.quick": ("", "`x + 0 = x`\n", "ARITH_TAC\n")}
+BUSY = {"stop.loop": ("", "`!n. n + 1 = n`\n", LOOP + "\n"),
+        "stop.slow_context": (SLOW_CONTEXT, "`x + 0 = x`\n", "ARITH_TAC\n")}
 
 
 def start_runner(tmp_path: Path, *, busy: bool, mode: str) -> tuple[subprocess.Popen, Path]:
     tmp = tmp_path / "tmp"
     tmp.mkdir()
-    c = corpus(tmp_path / "corpus", busy=busy)
+    c = make_corpus(tmp_path / "corpus", BUSY if busy else QUICK)
     argv = [sys.executable, "-m", "runner.cli", "run", str(c), "--out", str(tmp_path / "out"),
             "--workers", "2", "--default-timeout", "300", "--mem-limit", "2G", "--mode", mode]
     env = {**__import__("os").environ, "TMPDIR": str(tmp)}
@@ -122,24 +113,25 @@ def stop_and_check(runner: subprocess.Popen, tmp: Path, sig: signal.Signals) -> 
     wait_for(lambda: workdir(tmp) is None, STOPPED_WITHIN_S, "the work directory to go")
 
 
-@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM, signal.SIGKILL])
-def test_a_signal_during_the_base_boot_leaves_nothing(tmp_path, sig):
-    runner, tmp = start_runner(tmp_path, busy=False, mode="bytecode")
+def signal_when(tmp_path, sig, *, busy: bool, mode: str, ready, within_s: float, what: str):
+    """Start a runner, wait until ``ready(tmp)``, signal it, and find nothing left."""
+    runner, tmp = start_runner(tmp_path, busy=busy, mode=mode)
     try:
-        wait_for(lambda: booting(tmp), 60, "the base image to start booting")
-        time.sleep(2)
+        wait_for(lambda: ready(tmp), within_s, what)
+        time.sleep(2 if not busy else 1)
         stop_and_check(runner, tmp, sig)
     finally:
         runner.kill()
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM, signal.SIGKILL])
+def test_a_signal_during_the_base_boot_leaves_nothing(tmp_path, sig):
+    signal_when(tmp_path, sig, busy=False, mode="bytecode", ready=booting, within_s=60,
+                what="the base image to start booting")
 
 
 @pytest.mark.parametrize("sig, mode", [(signal.SIGINT, "native"), (signal.SIGTERM, "native"),
                                        (signal.SIGKILL, "bytecode")])
 def test_a_signal_while_images_load_and_checks_run_leaves_nothing(native_build, tmp_path, sig, mode):
-    runner, tmp = start_runner(tmp_path, busy=True, mode=mode)
-    try:
-        wait_for(lambda: busy(tmp), 300, "a check and an image build at once")
-        time.sleep(1)
-        stop_and_check(runner, tmp, sig)
-    finally:
-        runner.kill()
+    signal_when(tmp_path, sig, busy=True, mode=mode, ready=busy, within_s=300,
+                what="a check and an image build at once")
