@@ -27,8 +27,8 @@ if str(ROOT) not in sys.path:          # `python benchmarks/x.py` puts benchmark
     sys.path.insert(0, str(ROOT))
 
 from runner.corpus import Problem, load_corpus  # noqa: E402
-from runner.hol_light import HolLightBackend, HolLightSession  # noqa: E402
-from runner.hol_light_install import find_hol_light  # noqa: E402
+from runner.provers.hol_light.backend import HolLightBackend, HolLightSession  # noqa: E402
+from runner.provers.hol_light.install import find_hol_light  # noqa: E402
 from runner.prover import CheckLimits, CheckResult  # noqa: E402
 from runner.verdicts import Verdict  # noqa: E402
 

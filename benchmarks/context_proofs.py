@@ -41,8 +41,8 @@ from pathlib import Path
 from common import arg_parser, cpu_busy, emit, limits, loadavg, log, require_ok, temp_dir
 from runner.context_proofs import ContextProofs
 from runner.corpus import load_corpus
-from runner.hol_light import HolLightBackend
-from runner.hol_light_install import find_hol_light
+from runner.provers.hol_light.backend import HolLightBackend
+from runner.provers.hol_light.install import find_hol_light
 
 from library_cut import LIBRARY, cut  # noqa: E402
 

@@ -1,7 +1,7 @@
 """The corpus of benchmarks/context_proofs.py, cut from a real HOL Light
 development: each top-level ``let NAME = prove (`statement`, tactic);;`` of a
 file becomes a problem whose setup.ml is the file up to that phrase. Written
-before `proofbatch extract` (runner/extract.py) landed, and kept so that the
+before `proofbatch extract` (runner/provers/hol_light/extract.py) landed, and kept so that the
 benchmark reproduces the corpus its recorded figures were measured on; it
 takes only that plain form, a subset of what extract takes."""
 
@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from runner import contexts
+from runner.provers.hol_light import contexts
 
 LIBRARY = Path("/usr/share/hol-light/Library")
 _PROVE = re.compile(r"^let\s+([A-Z][A-Z0-9_']*)\s*=\s*prove\s*\(\s*(`[^`]*`)\s*,(.*)\)\s*;;\s*$", re.S)

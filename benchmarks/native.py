@@ -24,9 +24,9 @@ from common import (ROOT, Spec, arg_parser, emit, limits, loadavg, log, median, 
                     start_session, temp_dir, write_corpus)
 
 from runner.corpus import load_corpus
-from runner.hol_light_install import find_hol_light
-from runner.hol_native import NativeHolLightBackend
-from runner.native_build import build_native
+from runner.provers.hol_light.install import find_hol_light
+from runner.provers.hol_light.native import NativeHolLightBackend
+from runner.provers.hol_light.native_build import build_native
 
 DEMO = ROOT / "examples" / "hol_light_demo"
 TARGET_HEAVY, TARGET_OVERHEAD_MS, TARGET_START = 3.0, 15.0, 4.0

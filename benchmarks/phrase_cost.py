@@ -1,11 +1,11 @@
 """What one top-level phrase of a context costs to load in Debian's bytecode
-HOL Light toplevel, proofs aside: the figure runner/context_costs.py charges
+HOL Light toplevel, proofs aside: the figure runner/provers/hol_light/context_costs.py charges
 per phrase when no image build of a context was measured.
 
 Method. One HOL Light boots; for each variant a child is forked (Unix.fork
 from the loaded toplevel, as sessions do) and loads one real development
 file with ``Toploop.use_file``. Python splits the file into phrases
-(runner.contexts.split_phrases) and puts after each one a marker phrase
+(runner.provers.hol_light.contexts.split_phrases) and puts after each one a marker phrase
 ``pb_mark i;;`` that stores ``Sys.time ()`` (CPU seconds of the process), so
 every phrase gets its own CPU time. Variants:
 
@@ -37,8 +37,8 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from runner.contexts import split_phrases  # noqa: E402
-from runner.context_costs import theorem_of  # noqa: E402
+from runner.provers.hol_light.contexts import split_phrases  # noqa: E402
+from runner.provers.hol_light.context_costs import theorem_of  # noqa: E402
 
 HOL = Path("/usr/share/hol-light")
 PROOF = re.compile(r"\bprove\b|\bprove_by_refinement\b")

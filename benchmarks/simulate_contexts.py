@@ -12,7 +12,7 @@ inlined once (the shared library prefix), then the file's own phrases up to
 the phrase that proves THM (its N-th such phrase for ``.N``). Earlier
 theorems stay ``let THM = prove(...)`` phrases as written, so under replay a
 context is charged the map's prove_secs of every earlier theorem that is a
-problem of the map (runner/context_costs.py). The bench's map was measured
+problem of the map (runner/provers/hol_light/context_costs.py). The bench's map was measured
 natively; the per-phrase figure is Debian bytecode's (see context_costs).
 
 Baseline, same run: the same map without --corpus, as `simulate
@@ -40,8 +40,8 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from runner.context_costs import _code_start, theorem_of  # noqa: E402
-from runner.contexts import split_phrases  # noqa: E402
+from runner.provers.hol_light.context_costs import _code_start, theorem_of  # noqa: E402
+from runner.provers.hol_light.contexts import split_phrases  # noqa: E402
 
 MIRRORS = Path("/work/.mirror")
 BENCH = MIRRORS / "kings-crown+s2n-bignum-bench" / "repo"
@@ -130,9 +130,9 @@ def main() -> int:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
-    from runner.context_costs import PHRASE_S, estimate
+    from runner.provers.hol_light.context_costs import PHRASE_S, estimate
     from runner.context_proofs import ContextProofs
-    from runner.contexts import build_context_tree
+    from runner.provers.hol_light.contexts import build_context_tree
     from runner.map_provenance import load
     from runner.planner import PlanConfig, Workers
     from runner.planner_inputs import SIMULATE_SALT, plan_from_files, plans_from_files

@@ -38,7 +38,8 @@ from dask_jobqueue import SLURMCluster
 from distributed import Client, WorkerPlugin, as_completed, get_worker
 from distributed.scheduler import KilledWorker
 
-from runner import attempts, contexts, shards
+from runner import attempts, shards
+from runner.provers.hol_light import contexts
 from runner.errors import InputError, ProverError
 from runner.prover import CheckResult
 from runner.results import ResultRow, utcnow

@@ -42,8 +42,7 @@ from runner.worker import CheckTask, result_row
 from .base import Executor, SweepJob
 from .local import LocalExecutor
 from .shares import planned_shares, split_shares
-from .slurm_jobs import (LEDGER, UNFINISHED, JobRecord, Ledger, final_state,  # noqa: F401
-                         max_array_size, queued_names)
+from .slurm_jobs import LEDGER, UNFINISHED, JobRecord, Ledger, final_state, max_array_size, queued_names
 
 # A task holds the base image and its contexts besides the checks; forked
 # checks share the image's pages, but Slurm's jobacct_gather adds up the RSS
@@ -278,7 +277,7 @@ class SlurmExecutor(Executor):
         fresh = [t for t in job.tasks if task_key(t) not in covered]
         if fresh:
             salt = getattr(job.backend, "salt", "")
-            from runner import contexts
+            from runner.provers.hol_light import contexts
             keyer = lambda t: contexts.image_key(
                 t.problem.setup_path.read_text(encoding="utf-8", errors="replace"), salt)
             # Checks that earlier jobs failed to finish count their tries.

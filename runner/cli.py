@@ -17,11 +17,12 @@ import signal
 import sys
 import threading
 
+from . import provers
 from .errors import InputError, ProofbatchError
 
-# runner/commands/<module>.py, in the order `proofbatch --help` lists them.
-COMMANDS = ["run", "status", "profile", "timeout-map", "simulate", "report", "serve",
-            "build-native", "extract"]
+# runner/commands/<module>.py, in the order `proofbatch --help` lists them; the
+# provers' own commands (runner.provers.command_modules) follow.
+COMMANDS = ["run", "status", "profile", "timeout-map", "simulate", "report"]
 
 
 DESCRIPTION = ("Batch proof checking for HOL Light and Isabelle sweeps: per-problem timeout maps, "
@@ -65,8 +66,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version",
                         version=f"proofbatch {importlib.metadata.version('proofbatch')}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    for name in COMMANDS:
-        module = importlib.import_module(f"runner.commands.{name.replace('-', '_')}")
+    modules = [f"runner.commands.{name.replace('-', '_')}" for name in COMMANDS]
+    for name in modules + provers.command_modules():
+        module = importlib.import_module(name)
         command = sub.add_parser(module.NAME, help=module.HELP, description=module.HELP)
         module.add_arguments(command)
         command.set_defaults(handler=module.run)

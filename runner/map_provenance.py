@@ -9,7 +9,7 @@ runner/timeout_map.py). A map without one, such as s2n-bignum-bench's own
 ``timeout-map.json`` (measured natively), says nothing: a HOL Light sweep
 refuses it until the user declares its mode (``--map-mode native|bytecode``,
 and optionally ``--map-build``). A map measured in another mode than a check
-runs in gets its limits converted by runner.hol_native_auto.MapModes, loudly.
+runs in gets its limits converted by runner.provers.hol_light.native_auto.MapModes, loudly.
 """
 
 from __future__ import annotations
@@ -23,8 +23,8 @@ from .errors import InputError
 from .timeout_map import read_sidecar, sidecar_path
 from .timeouts import MapEntry, read_map
 
-# --map-mode values -> the modes backends record (runner.hol_light.MODE,
-# runner.hol_native.MODE); spelled here so that reading a map imports no backend.
+# --map-mode values -> the modes backends record (runner.provers.hol_light.backend.MODE,
+# runner.provers.hol_light.native.MODE); spelled here so that reading a map imports no backend.
 DECLARED_MODES = {"bytecode": "bytecode-fork", "native": "native-fork"}
 # Provers whose checks run in more than one mode; only their sweeps need a
 # map's mode. (Isabelle builds sessions one way.)

@@ -34,7 +34,7 @@ def _mem_class(mem: int) -> int:
 class NodeImages:
     """The images one node's session holds and how many running problems use
     each. Beyond ``cap`` (None: no limit) it evicts idle ones before it loads
-    another, by runner/image_tree.py's rule: first those no pending problem
+    another, by runner/provers/hol_light/image_tree.py's rule: first those no pending problem
     needs (``needed(key)``: problems not yet taken whose chain has it), least
     recently used first; then those cheapest to build again
     (``rebuild_s(key)``), least recently used first among equals."""
@@ -132,7 +132,7 @@ class Dispatcher:
             for ancestor in self.chains[key][:-1]:
                 self.by_image.setdefault(ancestor, deque())
         # Problems not yet taken whose chain has each image, as a session
-        # counts its pending checks (runner/image_tree.py).
+        # counts its pending checks (runner/provers/hol_light/image_tree.py).
         self.pending: dict[str, int] = defaultdict(int)
         for key in self.image:
             for ancestor in self.chains[key]:

@@ -7,7 +7,7 @@ measured time); the median of the known durations of the problem's
 category; the default. Image builds: the median of measured builds of the
 same image key (``images/*.json`` of a sweep, or of a profile's runs), else
 an estimate from the context's phrases and the proofs among them, by the
-choice of ``--context-proofs`` (runner/context_costs.py), else the defaults
+choice of ``--context-proofs`` (runner/provers/hol_light/context_costs.py), else the defaults
 below (the base image, and contexts when no corpus gives their text).
 """
 
@@ -195,7 +195,7 @@ def context_builds(tree, known: Known, choice, measured: Mapping[str, float] | N
     """Build seconds of every context image of ``tree`` but the base: measured
     (``measured``, by tree key) first, else estimated from its segment under
     ``choice`` (runner.context_proofs.ContextProofs); with the estimates."""
-    from . import context_costs
+    from .provers.hol_light import context_costs
 
     costs = context_costs.estimate(tree, prices(known))
     measured = measured or {}
@@ -211,7 +211,7 @@ def plan_sweep(tasks: Sequence, salt: str, *, workers, config, timeout_map=None,
     sidecar and --mem-limit); image builds measured by earlier runs of the
     same sweep come first, then those of the map's profile, then estimates
     of each context's load under ``context_proofs`` (default replay)."""
-    from . import contexts
+    from .provers.hol_light import contexts
     from .context_proofs import ContextProofs
     from .planner import make_plan
 
@@ -254,7 +254,7 @@ def plans_from_files(*, timeout_map=None, profile: Path | None, workers, config,
     runner.map_provenance.LoadedMap). With a ``corpus``, its problems are
     planned on their real context tree, each image measured or estimated
     under each of ``choices`` (runner.context_proofs.ContextProofs; one plan
-    each, read from one pass over the corpus; runner/context_costs.py);
+    each, read from one pass over the corpus; runner/provers/hol_light/context_costs.py);
     without one, a profile (given, or named by the map's sidecar) gives image
     keys and measured builds, and a map alone puts every check on the base
     image (its contexts are unknown, and every choice gets the same plan)."""
@@ -289,14 +289,14 @@ def plans_from_files(*, timeout_map=None, profile: Path | None, workers, config,
 
 # Image keys of a simulated corpus: internal to the plan, since no prover
 # build is at hand; measured builds are matched by shape
-# (runner.context_costs.translate_measured).
+# (runner.provers.hol_light.context_costs.translate_measured).
 SIMULATE_SALT = "proofbatch-simulate"
 
 
 def _plan_corpus(corpus: Path, known: Known, limits: Mapping[str, float], workers, config,
                  default_mem: int, choices) -> dict:
-    from . import context_costs, contexts
-    from .backends import load_problems
+    from .provers.hol_light import context_costs, contexts
+    from .provers import load_problems
     from .planner import make_plan
 
     problems = load_problems(corpus)

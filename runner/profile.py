@@ -35,7 +35,7 @@ from typing import Callable
 import psutil
 
 from . import shards
-from . import backends
+from . import provers as backends
 from .corpus import Problem
 from .errors import InputError
 from .profile_data import ProblemRuns
@@ -63,7 +63,7 @@ class ProfileConfig:
                          "times, so the default is 1", default=1)
     mem_limit: int | None = _help("memory limit per check in bytes; default as for a sweep", default=None)
     hol_light: Path | None = _help("a HOL Light checkout with hol.sh; default: Debian's", default=None)
-    mode: str = _help("bytecode or native (runner/hol_native_auto.py): a profile, and the map "
+    mode: str = _help("bytecode or native (runner/provers/hol_light/native_auto.py): a profile, and the map "
                       "derived from it, is valid for this mode only", default="bytecode")
     context_root: Path | None = _help("where needs/loadt in setup.ml resolve; default: cwd", default=None)
     incremental: bool = _help("profile only problems that are new or whose setup, query or ground "

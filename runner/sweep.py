@@ -23,7 +23,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from . import attempts, map_provenance, shards, timeout_map
-from . import backends
+from . import provers as backends
 from .context_proofs import ContextProofs
 from .corpus import Problem, corpus_fingerprint
 from .errors import InputError
@@ -64,7 +64,7 @@ class SweepConfig:
     hol_light: Path | None = _help("a HOL Light checkout with hol.sh; default: Debian's package",
                                    default=None)
     prover: str | None = _help("hol-light or isabelle; default: from the corpus layout "
-                               "(isabelle.toml means Isabelle; runner/backends.py)", default=None)
+                               "(isabelle.toml means Isabelle; runner/provers/__init__.py)", default=None)
     isabelle: Path | None = _help("an Isabelle installation (ISABELLE_HOME); default: "
                                   "$ISABELLE_HOME, or isabelle on PATH", default=None)
     context_root: Path | None = _help("where needs/loadt in setup.ml resolve; default: the current "
@@ -82,7 +82,7 @@ class SweepConfig:
                                    default=False)
     mode: str = _help("HOL Light execution: bytecode (the toplevel fork server), native (compiled "
                       "with `proofbatch build-native`), or auto (native for checks expected above "
-                      "0.35 s of bytecode time); see runner/hol_native_auto.py", default="bytecode")
+                      "0.35 s of bytecode time); see runner/provers/hol_light/native_auto.py", default="bytecode")
     context_proofs: str = _help("HOL Light: replay (a context runs its proofs as written) or trust "
                                 "(while a context loads, its top-level prove returns the stated "
                                 "theorem unproved; answers still prove for real); part of every image "
@@ -123,7 +123,7 @@ def prepare(config: SweepConfig) -> PreparedSweep:
         raise InputError("--grace", f"{config.grace} is not a grace period in seconds",
                          "pass a number from 0 to 3600")
     check_out_dir(config)
-    selected = backends.select(config)      # HOL Light or Isabelle: runner/backends.py
+    selected = backends.select(config)      # HOL Light or Isabelle: runner/provers/__init__.py
     problems = selected.load(config.corpus, config.answers)
     if config.only is not None:
         wanted = set(config.only)
@@ -161,7 +161,7 @@ def prepare(config: SweepConfig) -> PreparedSweep:
         backend.use_map(loaded)
     # Native and auto modes convert a map's limits to the mode a check runs
     # in (backend.limits_for); a bytecode sweep converts a native map here.
-    from .hol_native_auto import MapModes, converted_warning
+    from .provers.hol_light.native_auto import MapModes, converted_warning
 
     modes, converted = MapModes(loaded), []
 

@@ -11,7 +11,7 @@ packages=(hol-light libnum-ocaml-dev bubblewrap)
 packages+=(slurm-wlm munge slurmdbd mariadb-server)   # the dev Slurm cluster (slurm/)
 packages+=(chromium)   # tests/test_report.py renders the HTML report headless
 # proofbatch build-native: ocamlopt and Dynlink (ocaml), ocamlfind, camlp5 with camlp-streams
-# to read HOL Light's syntax (runner/native_build.py)
+# to read HOL Light's syntax (runner/provers/hol_light/native_build.py)
 packages+=(ocaml ocaml-findlib camlp5 libcamlp-streams-ocaml-dev util-linux)
 python3 -c 'import ensurepip' 2>/dev/null || packages+=(python3-venv)
 missing=()

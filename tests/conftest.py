@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from runner.hol_light import HolLightBackend
-from runner.hol_light_install import find_hol_light
+from runner.provers.hol_light.backend import HolLightBackend
+from runner.provers.hol_light.install import find_hol_light
 from runner.sweep import SweepConfig, prepare, run_sweep
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -83,12 +83,12 @@ def demo_rows(demo_sweep) -> dict[str, dict]:
 
 @pytest.fixture(scope="session")
 def native_build(tmp_path_factory):
-    """HOL Light compiled natively (runner/native_build.py), from scratch,
+    """HOL Light compiled natively (runner/provers/hol_light/native_build.py), from scratch,
     once per test session, into a cache under the session's tmp directory.
     PROOFBATCH_CACHE points there, so sweeps run with mode native find it."""
     import os
 
-    from runner.native_build import build_native
+    from runner.provers.hol_light.native_build import build_native
 
     cache = tmp_path_factory.mktemp("proofbatch-cache")
     os.environ["PROOFBATCH_CACHE"] = str(cache)
@@ -105,10 +105,10 @@ EXTRACTED_FILES = ("binomial.ml", "agm.ml")
 @pytest.fixture(scope="session")
 def extracted_library(tmp_path_factory):
     """Debian's Library/binomial.ml and Library/agm.ml cut into one corpus by
-    runner/extract.py; the Extract result (corpus at ``.out``, ground truths
+    runner/provers/hol_light/extract.py; the Extract result (corpus at ``.out``, ground truths
     in answer.txt). Their needs resolve in HOL Light's own directory, so
     ``extracted_config`` can run them on the shared ``hol_session``."""
-    from runner.extract import ExtractConfig, extract
+    from runner.provers.hol_light.extract import ExtractConfig, extract
 
     return extract(ExtractConfig(files=tuple(HOL_LIBRARY / f for f in EXTRACTED_FILES),
                                  out=tmp_path_factory.mktemp("extracted") / "corpus",

@@ -35,8 +35,7 @@ from runner import cli
 from runner.errors import InputError
 
 from .conftest import ROOT
-from .test_cli import (ADD, FAST_S, NO_BOX, WORD, assert_one_line_error, corpus, hol, no_processes,  # noqa: F401
-                       out, previous_sweep, run, snapshot, tripwire)
+from .test_cli import (ADD, FAST_S, NO_BOX, WORD, assert_one_line_error, corpus, hol, no_processes, out, previous_sweep, run, snapshot, tripwire)
 
 # Import every subcommand's module now: the time limit on a refusal is about
 # validation, not about Python importing scipy on a busy host.

@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 
 from runner import cli
-from runner.context_costs import (PHRASE_S, estimate, origin_of, theorem_of, translate_measured)
+from runner.provers.hol_light.context_costs import (PHRASE_S, estimate, origin_of, theorem_of, translate_measured)
 from runner.context_proofs import ContextProofs
-from runner.contexts import build_context_tree
+from runner.provers.hol_light.contexts import build_context_tree
 from runner.planner_inputs import Known, context_builds
 
 # A proof file "f" of prefix "ex": a definition, then T1 and T2 proved, a
@@ -156,7 +156,7 @@ def test_a_profiles_builds_hold_only_for_the_choice_it_ran_under(tmp_path):
 
 
 def test_a_file_loaded_by_needs_is_charged_once_along_a_chain():
-    from runner.context_costs import LOAD_S
+    from runner.provers.hol_light.context_costs import LOAD_S
 
     needs = 'needs "Library/words.ml";;\n'
     setups = {"ex.h.A": needs, "ex.h.B": needs + "let x = 1;;\n" + needs,

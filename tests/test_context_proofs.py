@@ -1,5 +1,5 @@
 """--context-proofs trust, on real HOL Light (runner/context_proofs.py,
-runner/hol_trust.ml).
+runner/provers/hol_light/ml/hol_trust.ml).
 
 Contexts cut by `proofbatch extract` from Debian's own developments
 (Library/binomial.ml, and Library/agm.ml, whose context needs
@@ -28,11 +28,12 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from runner import contexts, shards
+from runner.provers.hol_light import contexts
+from runner import shards
 from runner.context_proofs import ContextProofs
 from runner.errors import InputError
-from runner.hol_light import HolLightBackend
-from runner.hol_light_install import find_hol_light
+from runner.provers.hol_light.backend import HolLightBackend
+from runner.provers.hol_light.install import find_hol_light
 from runner.results import COLUMNS
 from runner.sweep import check_manifest, prepare
 
@@ -323,7 +324,7 @@ def test_image_keys_include_the_choice():
 
 
 def test_the_trust_module_is_hashed_into_driver_and_native_keys():
-    from runner import hol_light, native_build
+    from runner.provers.hol_light import backend as hol_light, native_build
 
     trust_ml = ROOT / "runner" / "hol_trust.ml"
     assert trust_ml in hol_light.DRIVER_MODULES and trust_ml in native_build.SOURCES

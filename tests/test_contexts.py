@@ -1,4 +1,4 @@
-"""Tests for runner.contexts: phrase splitting and the tree of context images."""
+"""Tests for runner.provers.hol_light.contexts: phrase splitting and the tree of context images."""
 
 from __future__ import annotations
 
@@ -7,8 +7,7 @@ import re
 
 import pytest
 
-from runner.contexts import (ImageNode, build_context_tree, image_key, normal_form, normal_phrases,
-                             split_phrases)
+from runner.provers.hol_light.contexts import (ImageNode, build_context_tree, image_key, normal_form, normal_phrases, split_phrases)
 
 # ---------------------------------------------------------------- splitting
 

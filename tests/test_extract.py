@@ -16,10 +16,10 @@ from pathlib import Path
 import pytest
 
 from runner.cli import main
-from runner.contexts import split_phrases
+from runner.provers.hol_light.contexts import split_phrases
 from runner.corpus import load_corpus
-from runner.extract import MANIFEST, ExtractConfig, extract
-from runner.extract_scan import Skip, Theorem, scan_phrase
+from runner.provers.hol_light.extract import MANIFEST, ExtractConfig, extract
+from runner.provers.hol_light.extract_scan import Skip, Theorem, scan_phrase
 
 from .conftest import DEMO, HOL_LIBRARY, extracted_config, sweep_with
 

@@ -216,8 +216,8 @@ def test_a_checkout_with_hol_sh_is_started_through_its_hol_sh(tmp_path):
     """Users of s2n-bignum-bench build HOL Light from source; its Makefile
     leaves a hol.sh that starts a toplevel with hol.ml loaded. This checkout's
     hol.sh starts Debian's toplevel the same way."""
-    from runner.hol_light import HolLightBackend
-    from runner.hol_light_install import find_hol_light
+    from runner.provers.hol_light.backend import HolLightBackend
+    from runner.provers.hol_light.install import find_hol_light
 
     checkout = tmp_path / "hol-light"
     checkout.mkdir()
@@ -293,7 +293,7 @@ def answers_corpus(root: Path, marker: Path) -> Path:
 def assert_answer_rows(rows: dict[str, dict], marker: Path) -> None:
     import hashlib
 
-    from runner.contexts import split_phrases
+    from runner.provers.hol_light.contexts import split_phrases
 
     cases = answer_cases(marker)
     assert set(rows) == set(cases)
@@ -335,8 +335,8 @@ def test_answers_on_the_bench_module_built_checkout(tmp_path):
 
     import pytest
 
-    from runner.hol_light import HolLightBackend
-    from runner.hol_light_install import find_hol_light
+    from runner.provers.hol_light.backend import HolLightBackend
+    from runner.provers.hol_light.install import find_hol_light
 
     from .conftest import demo_config, sweep_with
 

@@ -1,4 +1,4 @@
-"""runner/hol_text.ml finds the phrase separator of an answer as
+"""runner/provers/hol_light/ml/hol_text.ml finds the phrase separator of an answer as
 runner/contexts.split_phrases finds it in a context: the same OCaml lexer
 rules, written twice (the drivers cannot call Python, and contexts are split
 before any prover runs). Compiled here with plain ocamlopt, as the native
@@ -17,11 +17,11 @@ import shutil
 import pytest
 
 from runner import subproc
-from runner.contexts import split_phrases
+from runner.provers.hol_light.contexts import split_phrases
 
 from .conftest import ROOT
 
-HOL_TEXT = ROOT / "runner" / "hol_text.ml"
+HOL_TEXT = ROOT / "runner" / "provers" / "hol_light" / "ml" / "hol_text.ml"
 
 # Reads one hex-encoded text per line, prints the offset of its first phrase
 # separator (or -1) per line.

@@ -16,8 +16,8 @@ import pytest
 
 from runner import cli
 from runner.corpus import load_corpus
-from runner.hol_light import HolLightBackend
-from runner.hol_light_install import find_hol_light
+from runner.provers.hol_light.backend import HolLightBackend
+from runner.provers.hol_light.install import find_hol_light
 from runner.prover import CheckLimits
 from runner.report import load
 from runner.report_html import render

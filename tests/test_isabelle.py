@@ -20,12 +20,12 @@ import psutil
 import pytest
 
 from cluster.local import LocalExecutor
-from runner import backends
+from runner import provers as backends
 from runner.cli import main
 from runner.errors import InputError
-from runner.isabelle import IsabelleBackend
-from runner.isabelle_corpus import load_description, load_isabelle_corpus
-from runner.isabelle_heap import find_isabelle
+from runner.provers.isabelle.backend import IsabelleBackend
+from runner.provers.isabelle.corpus import load_description, load_isabelle_corpus
+from runner.provers.isabelle.heap import find_isabelle
 from runner.prover import CheckLimits
 from runner.sweep import SweepConfig, prepare, run_sweep
 
@@ -243,7 +243,7 @@ def test_mem_limit_below_an_isabelle_check_is_refused(standin, corpus):
 
 
 def test_a_check_waits_for_memory_and_gives_up_alone(standin, corpus, monkeypatch):
-    monkeypatch.setattr("runner.isabelle.MEMORY_WAIT_ALONE_S", 0.4)
+    monkeypatch.setattr("runner.provers.isabelle.backend.MEMORY_WAIT_ALONE_S", 0.4)
     backend = standin_backend(corpus)
     with backend.start(standin / "w") as session:
         r = session.check(problem(corpus, "arith.add_comm", b"by simp"),
@@ -283,8 +283,8 @@ def test_profile_map_and_run_work_unchanged_on_an_isabelle_corpus(standin, corpu
      "does not prove add_comm_demo"),
 ])
 def test_live_check_theory_catches_what_the_screen_would(tmp_path, edit, reason):
-    from runner import isabelle_check as ic
-    from runner.isabelle_corpus import read_goal
+    from runner.provers.isabelle import check as ic
+    from runner.provers.isabelle.corpus import read_goal
 
     shutil.copytree(DEMO, tmp_path / "demo")
     corpus = tmp_path / "demo"

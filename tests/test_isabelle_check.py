@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from runner import isabelle_check as ic
-from runner.isabelle_corpus import build_candidate, load_description, read_goal
+from runner.provers.isabelle import check as ic
+from runner.provers.isabelle.corpus import build_candidate, load_description, read_goal
 
 DEMO = Path(__file__).resolve().parents[1] / "examples" / "isabelle_demo"
 ISABELLE = ["/opt/Isabelle2024/bin/isabelle"]

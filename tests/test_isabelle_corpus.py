@@ -10,8 +10,7 @@ from pathlib import Path
 import pytest
 
 from runner.errors import InputError
-from runner.isabelle_corpus import (build_candidate, load_description, load_isabelle_corpus,
-                                    read_goal)
+from runner.provers.isabelle.corpus import build_candidate, load_description, load_isabelle_corpus, read_goal
 from runner.verdicts import Verdict
 
 DEMO = Path(__file__).resolve().parents[1] / "examples" / "isabelle_demo"

@@ -13,8 +13,7 @@ from pathlib import Path
 import pytest
 
 from runner.errors import InputError
-from runner.isabelle_heap import (HeapStore, IsabelleInstall, build_heap_argv, heap_key,
-                                  locate_isabelle, session_sources)
+from runner.provers.isabelle.heap import (HeapStore, IsabelleInstall, build_heap_argv, heap_key, locate_isabelle, session_sources)
 
 DEMO = Path(__file__).resolve().parents[1] / "examples" / "isabelle_demo"
 

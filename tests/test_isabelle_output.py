@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from runner import isabelle_output as out
+from runner.provers.isabelle import output as out
 from runner.verdicts import Verdict
 
 SAMPLES = Path(__file__).resolve().parent / "samples" / "isabelle"

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from runner import isabelle_text as it
+from runner.provers.isabelle import text as it
 
 DEMO = Path(__file__).resolve().parents[1] / "examples" / "isabelle_demo"
 

@@ -18,10 +18,10 @@ import pytest
 
 from runner import attempts
 from runner.corpus import load_corpus
-from runner.hol_light_install import find_hol_light
-from runner.hol_native import MODE, NativeHolLightBackend, NativeSession
-from runner.hol_native_auto import RATIO_MIN, MapModes, ModeBackend
-from runner.native_build import build_native, load_build
+from runner.provers.hol_light.install import find_hol_light
+from runner.provers.hol_light.native import MODE, NativeHolLightBackend, NativeSession
+from runner.provers.hol_light.native_auto import RATIO_MIN, MapModes, ModeBackend
+from runner.provers.hol_light.native_build import build_native, load_build
 from runner.prover import CheckLimits
 from runner.sweep import prepare, run_sweep
 from runner.timeout_map import SIDECAR_FORMAT

@@ -10,8 +10,7 @@ import threading
 import pytest
 
 from runner.errors import InputError
-from runner.planner import (Image, PlanCheck, PlanConfig, Workers, make_plan, plan_to_json,
-                            read_plan, write_plan)
+from runner.planner import (Image, PlanCheck, PlanConfig, Workers, make_plan, plan_to_json, read_plan, write_plan)
 from runner.planner_dispatch import LiveQueue
 from runner.simulate import simulate
 

@@ -9,8 +9,7 @@ import pytest
 
 from runner.corpus import Problem
 from runner.errors import InputError
-from runner.timeouts import (TimeLimit, TimeoutPolicy, load_category_timeouts, load_timeout_map,
-                             resolve_limits)
+from runner.timeouts import TimeLimit, TimeoutPolicy, load_category_timeouts, load_timeout_map, resolve_limits
 
 EMONTREDC = "arm.bignum_emontredc_8n.BIGNUM_EMONTREDC_8N_CORRECT"
 ADD = "arm.bignum_add.BIGNUM_ADD_CORRECT"

@@ -24,16 +24,16 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Iterable, Sequence
 
-from .corpus import Problem
-from .errors import InputError
-from .hol_light import MODE as BYTECODE_MODE
-from .hol_light import HolLightBackend
-from .hol_light_install import HolLightInstall
-from .hol_native import MODE as NATIVE_MODE
-from .hol_native import NativeHolLightBackend, NativeSession
-from .hol_native_compile import NativeCompiler, NotNative, Scope
+from ...corpus import Problem
+from ...errors import InputError
+from .backend import MODE as BYTECODE_MODE
+from .backend import HolLightBackend
+from .install import HolLightInstall
+from .native import MODE as NATIVE_MODE
+from .native import NativeHolLightBackend, NativeSession
+from .native_compile import NativeCompiler, NotNative, Scope
 from .native_build import NativeBuild, build_native, resolve
-from .prover import BackendInfo, CheckLimits, CheckResult, ImageBuild, ProverBackend, ProverSession
+from ...prover import BackendInfo, CheckLimits, CheckResult, ImageBuild, ProverBackend, ProverSession
 
 MODES = ("bytecode", "native", "auto")
 # Below this expected bytecode time a check is cheaper in the bytecode fork
@@ -78,7 +78,7 @@ class MapModes:
         self.path, self.mode, self.expected = None, None, {}
         if source is None:
             return
-        from .map_provenance import LoadedMap, load
+        from ...map_provenance import LoadedMap, load
 
         loaded = source if isinstance(source, LoadedMap) else load(Path(source))
         self.path, self.mode = loaded.path, loaded.provenance.mode
@@ -210,12 +210,12 @@ class ModeSession(ProverSession):
 def native_backend(config, install: HolLightInstall, context_root: Path) -> ProverBackend:
     """The backend of ``--mode native|auto`` for a sweep config; builds the
     native HOL Light into the cache first if it is not there."""
-    from . import progress
+    from ... import progress
 
     if config.mode not in MODES:
         raise InputError("--mode", f"{config.mode!r} is not an execution mode", "pass bytecode, native or auto")
     build = build_native(install, log=lambda line: progress.console.print(f"  native build: {line}"))
-    from .sandbox import for_sweep
+    from ...sandbox import for_sweep
 
     # The same box and jail as bytecode checks (runner/sandbox.py).
     native = NativeHolLightBackend(install, build, context_root, grace_s=config.grace,

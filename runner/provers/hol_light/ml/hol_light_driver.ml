@@ -16,7 +16,7 @@
 (* Nothing a check does reaches its image: it runs in a forked child.        *)
 (*                                                                           *)
 (* The driver is this file and the modules it uses, which the native server *)
-(* shares: hol_text.ml, hol_screen.ml and hol_check.ml. runner/hol_light.py *)
+(* shares: hol_text.ml, hol_screen.ml and hol_check.ml. runner/provers/hol_light/backend.py *)
 (* loads them in that order with #mod_use, after #load "unix.cma" and        *)
 (* unset_jrh_lexer (HOL Light's lexer reads all-caps identifiers as values   *)
 (* and backquotes as term quotations, which breaks plain OCaml such as       *)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .. import progress
+from ... import progress
 
 NAME = "extract"
 HELP = "cut HOL Light proof files into a corpus: one problem per top-level theorem"
@@ -23,8 +23,8 @@ def add_arguments(p) -> None:
 
 
 def run(args) -> int:
-    from ..extract import MANIFEST, ExtractConfig, extract
-    from ..hol_light_install import DEBIAN_DIR, find_hol_light
+    from .extract import MANIFEST, ExtractConfig, extract
+    from .install import DEBIAN_DIR, find_hol_light
 
     if args.hol_light is not None:
         hol_dir = find_hol_light(args.hol_light).hol_dir

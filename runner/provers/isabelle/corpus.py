@@ -23,13 +23,13 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import attempts
-from . import isabelle_text as it
+from ... import attempts
+from . import text as it
 # The answer readers are the HOL Light corpus's, so every answer form
 # (answer.txt, answer_<k>.txt, answers.jsonl, --answers DIR or CSV) works alike.
-from .corpus import PROBLEM_ID, Problem, _answers_from_csv, _answers_from_directory, _read_category
-from .errors import InputError
-from .verdicts import Outcome, Verdict
+from ...corpus import PROBLEM_ID, Problem, _answers_from_csv, _answers_from_directory, _read_category
+from ...errors import InputError
+from ...verdicts import Outcome, Verdict
 
 DESCRIPTION = "isabelle.toml"
 ANSWER_FORMS = ("proof", "theory")

@@ -33,11 +33,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Sequence
 
-from . import contexts, subproc
-from .errors import CommandError, InputError, ProverError
-from .hol_light_install import HolLightInstall
+from . import contexts
+from ... import subproc
+from ...errors import CommandError, InputError, ProverError
+from .install import HolLightInstall
 
-HERE = Path(__file__).parent
+# The OCaml driver files live in ml/ beside this module.
+HERE = Path(__file__).parent / "ml"
 QUOT_ML = HERE / "hol_native_quot.ml"
 SLOT_ML = HERE / "hol_native_slot.ml"
 SERVER_ML = HERE / "hol_native_server.ml"

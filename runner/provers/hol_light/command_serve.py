@@ -7,10 +7,10 @@ import sys
 import tempfile
 from pathlib import Path
 
-from ..hol_light import HolLightBackend
-from ..hol_light_install import find_hol_light
-from ..image_server import ImageServer
-from ..sandbox import KINDS, SandboxConfig
+from .backend import HolLightBackend
+from .install import find_hol_light
+from ...image_server import ImageServer
+from ...sandbox import KINDS, SandboxConfig
 
 NAME = "serve"
 HELP = ("keep HOL Light images loaded and serve checks to `proofbatch run --server DIR`, "

@@ -1,7 +1,7 @@
 """proofbatch extract: HOL Light proof files cut into a corpus of problems.
 
 Each top-level theorem (``let NAME = prove (`GOAL`, TACTIC);;`` and its
-variants, see runner/extract_scan.py) becomes a problem folder in
+variants, see runner/provers/hol_light/extract_scan.py) becomes a problem folder in
 s2n-bignum-bench's retrieve layout (runner/corpus.py)::
 
     CORPUS/<id>/setup.ml      the file's phrases before the theorem, as written
@@ -29,8 +29,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from .contexts import split_phrases
-from .corpus import PROBLEM_ID
-from .errors import InputError
+from ...corpus import PROBLEM_ID
+from ...errors import InputError
 from .extract_scan import Skip, Theorem, scan_phrase
 from .native_build import classify, resolve, strip_phrase
 

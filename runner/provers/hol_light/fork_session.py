@@ -1,7 +1,7 @@
 """The runner's side of the HOL Light fork servers, bytecode and native alike.
 
 Both modes run the same server loop, jail and verdict record inside the
-prover (runner/hol_check.ml); what differs is what an image loads (source
+prover (runner/provers/hol_light/ml/hol_check.ml); what differs is what an image loads (source
 text or compiled plugins) and what a CHECK names for its answer. So the
 sessions (hol_light.py, hol_native.py) share this: starting the base image,
 forking a context image, one check in its scratch directory under the
@@ -23,16 +23,17 @@ from typing import Callable, Sequence
 
 import psutil
 
-from . import contexts, events, sandbox
-from .corpus import Problem
-from .errors import ProverError
+from . import contexts
+from ... import events, sandbox
+from ...corpus import Problem
+from ...errors import ProverError
 from .fork_server import ImageFailed, ImageProcess, PipePair
-from .guard import GuardLimits, Observation, kill_tree, watch
+from ...guard import GuardLimits, Observation, kill_tree, watch
 from .image_tree import ImageTree
-from .janitor import Janitor
-from .prover import CheckLimits, CheckResult, ImageBuild, ProverSession
-from .shards import publish
-from .verdicts import Outcome, Verdict
+from ...janitor import Janitor
+from ...prover import CheckLimits, CheckResult, ImageBuild, ProverSession
+from ...shards import publish
+from ...verdicts import Outcome, Verdict
 
 RECORD = re.compile(r"PBV1\t(?P<nonce>[0-9a-f]+)\t(?P<verdict>[A-Z]+)\t(?P<secs>[0-9.]+)\t"
                     r"(?P<peak_kb>\d+)\t(?P<reason>[^\n]*)\n\Z")

@@ -24,8 +24,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Sequence
 
-from . import shards, subproc
-from .errors import CommandError, InputError, ProverError
+from ... import shards, subproc
+from ...errors import CommandError, InputError, ProverError
 
 ISABELLE_FIX = ("no package registry carries Isabelle: unpack Isabelle2024 from "
                 "https://isabelle.in.tum.de and pass --isabelle DIR (or set ISABELLE_HOME, or "

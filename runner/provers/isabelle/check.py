@@ -37,8 +37,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
 
-from . import isabelle_text as it
-from .isabelle_corpus import IsabelleCorpus
+from . import text as it
+from .corpus import IsabelleCorpus
 
 ORIGINAL = "Proofbatch_Original"
 CHECKER = "Proofbatch_Check"

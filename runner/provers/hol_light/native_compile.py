@@ -26,12 +26,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
 
-from . import contexts, subproc
-from .context_proofs import ContextProofs
-from .errors import CommandError
-from .native_build import (UNLIMITED_STACK, NativeBuild, camlp5_argv, classify, resolve,
-                           strip_phrase)
-from .hol_light_install import HolLightInstall
+from . import contexts
+from ... import subproc
+from ...context_proofs import ContextProofs
+from ...errors import CommandError
+from .native_build import UNLIMITED_STACK, NativeBuild, camlp5_argv, classify, resolve, strip_phrase
+from .install import HolLightInstall
 
 # Under --context-proofs trust every context segment and library is compiled
 # with this opened after the core, so its phrases and functions name the

@@ -1,7 +1,7 @@
 """Native HOL Light backend: a natively compiled server, contexts and answers
 compiled into plugins, checks forked from loaded images.
 
-The server (runner/native_build.py) starts with HOL Light already loaded, in
+The server (runner/provers/hol_light/native_build.py) starts with HOL Light already loaded, in
 about a fifth of the bytecode toplevel's time, and runs proofs 2.5-5 times
 faster. It speaks the bytecode driver's protocol, so images, the outside
 guards and the verdict channel are the bytecode backend's own
@@ -21,19 +21,20 @@ import time
 from pathlib import Path
 from typing import Callable, Sequence
 
-from . import contexts, sandbox
-from .context_proofs import ContextProofs
-from .corpus import Problem
-from .errors import ProverError
+from . import contexts
+from ... import sandbox
+from ...context_proofs import ContextProofs
+from ...corpus import Problem
+from ...errors import ProverError
 from .fork_server import ImageFailed, ImageProcess, PipePair
-from .hol_light import HolLightBackend
-from .hol_light_install import HolLightInstall
-from .hol_native_compile import Compiled, NativeCompiler, NotNative, Scope
-from .hol_session import ForkSession, not_run
+from .backend import HolLightBackend
+from .install import HolLightInstall
+from .native_compile import Compiled, NativeCompiler, NotNative, Scope
+from .fork_session import ForkSession, not_run
 from .native_build import NativeBuild
-from .prover import BackendInfo, CheckLimits, CheckResult, ProverBackend, ProverSession
-from .sandbox import SandboxConfig
-from .verdicts import Outcome, Verdict
+from ...prover import BackendInfo, CheckLimits, CheckResult, ProverBackend, ProverSession
+from ...sandbox import SandboxConfig
+from ...verdicts import Outcome, Verdict
 
 MODE = "native-fork"
 FALLBACK_MODE = "bytecode-fork"

@@ -1,6 +1,6 @@
 """What loading each context image costs, estimated before anyone loads it.
 
-An image loads its ``segment`` (runner.contexts.ImageNode) on top of its
+An image loads its ``segment`` (runner.provers.hol_light.contexts.ImageNode) on top of its
 parent. Its build time is, in this order:
 
 1. measured: a build of the same image recorded by a sweep or a profile
@@ -44,7 +44,7 @@ from collections import defaultdict
 from dataclasses import dataclass
 from typing import Mapping
 
-from .context_proofs import ContextProofs
+from ...context_proofs import ContextProofs
 from .contexts import ContextTree, _skip_comment, split_phrases
 
 # CPU seconds one top-level phrase of a context costs to load in Debian's

@@ -15,7 +15,7 @@ from typing import Iterable
 
 from . import contexts
 from .fork_server import ImageFailed, ImageProcess
-from .prover import ImageBuild
+from ...prover import ImageBuild
 
 
 class ImageTree:

@@ -21,8 +21,8 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import subproc
-from .errors import CommandError, InputError
+from ... import subproc
+from ...errors import CommandError, InputError
 
 DEBIAN_DIR = Path("/usr/share/hol-light")
 APT_FIX = "run: apt-get update && apt-get install -y hol-light libnum-ocaml-dev"

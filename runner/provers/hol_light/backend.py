@@ -18,18 +18,19 @@ from typing import Sequence
 
 import psutil
 
-from . import contexts, sandbox
-from .context_proofs import ContextProofs
-from .corpus import Problem
-from .errors import InputError, ProverError
+from . import contexts
+from ... import sandbox
+from ...context_proofs import ContextProofs
+from ...corpus import Problem
+from ...errors import InputError, ProverError
 from .fork_server import ImageFailed, ImageProcess, PipePair
-from .hol_light_install import HolLightInstall
-from .hol_session import ForkSession, not_run
-from .prover import BackendInfo, CheckLimits, CheckResult, ProverBackend
-from .sandbox import SandboxConfig
-from .verdicts import Verdict
+from .install import HolLightInstall
+from .fork_session import ForkSession, not_run
+from ...prover import BackendInfo, CheckLimits, CheckResult, ProverBackend
+from ...sandbox import SandboxConfig
+from ...verdicts import Verdict
 
-DRIVER = Path(__file__).with_name("hol_light_driver.ml")
+DRIVER = Path(__file__).parent / "ml" / "hol_light_driver.ml"
 # The modules the driver uses, in load order; the native server compiles
 # the same files in (native_build.py).
 DRIVER_MODULES = tuple(DRIVER.with_name(name) for name in ("hol_text.ml", "hol_screen.ml",

@@ -24,7 +24,7 @@ from pathlib import Path
 
 import psutil
 
-from .errors import ProverError
+from ...errors import ProverError
 
 
 @dataclass

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .. import progress
+from ... import progress
 
 NAME = "build-native"
 HELP = "compile HOL Light natively (core, server, answer front end) into the cache"
@@ -24,9 +24,9 @@ def add_arguments(p) -> None:
 
 
 def run(args) -> int:
-    from ..hol_light_install import find_hol_light
-    from ..hol_native_auto import precompile_libraries
-    from ..native_build import build_native
+    from .install import find_hol_light
+    from .native_auto import precompile_libraries
+    from .native_build import build_native
 
     install = find_hol_light(args.hol_light)
     say = progress.console.print

@@ -34,7 +34,7 @@ let contains text pat =
 (* OCaml's lexer's (parsing/lexer.mll): inside a comment it also reads       *)
 (* identifiers, strings, quoted strings and character literals, so none of  *)
 (* them can close the comment, and an identifier such as x' or f'a' is one  *)
-(* token, so its primes open no character literal. runner/contexts.py       *)
+(* token, so its primes open no character literal. runner/provers/hol_light/contexts.py       *)
 (* (split_phrases) has the same rules; tests/test_hol_text.py holds the two  *)
 (* to agreement. The lexer is byte-based: a multi-byte UTF-8 letter is never *)
 (* a character literal.                                                     *)

@@ -24,19 +24,18 @@ from typing import Sequence
 
 import psutil
 
-from . import events, isabelle_check as ic
-from . import isabelle_output as io_
-from . import subproc
-from .corpus import Problem
-from .errors import CommandError, InputError, ProverError
-from .guard import TreeSampler, kill_tree
-from .isabelle_corpus import IsabelleCorpus, build_candidate, read_goal
-from .isabelle_heap import (HeapStore, IsabelleInstall, build_heap_argv, built_heap_dir,
-                            heap_key, session_sources)
-from .isabelle_text import GoalTheory
-from .prover import (BackendInfo, CheckLimits, CheckResult, ImageBuild, ProverBackend,
-                     ProverSession)
-from .verdicts import Outcome, Termination, Verdict
+from ... import events
+from . import check as ic
+from . import output as io_
+from ... import subproc
+from ...corpus import Problem
+from ...errors import CommandError, InputError, ProverError
+from ...guard import TreeSampler, kill_tree
+from .corpus import IsabelleCorpus, build_candidate, read_goal
+from .heap import HeapStore, IsabelleInstall, build_heap_argv, built_heap_dir, heap_key, session_sources
+from .text import GoalTheory
+from ...prover import BackendInfo, CheckLimits, CheckResult, ImageBuild, ProverBackend, ProverSession
+from ...verdicts import Outcome, Termination, Verdict
 
 DEFAULT_STORE = Path.home() / ".cache" / "proofbatch" / "isabelle-heaps"
 # The JVM and the heap load before Isabelle's own timer starts: seconds on a
@@ -181,7 +180,7 @@ class IsabelleSession(ProverSession):
         b = self.backend
         argv = ic.build_check_argv(b.install.argv(), b.corpus, files)
         if b.sandbox_kind == "bwrap":
-            from . import sandbox
+            from ... import sandbox
 
             readable = [files.directory, *b.corpus.session_dirs, b.install.executable.parent.parent]
             argv = sandbox.wrap(argv, "bwrap", writable=b.install.home_user, readable=readable,

@@ -20,7 +20,7 @@ import json
 import re
 from dataclasses import dataclass, field
 
-from .verdicts import Outcome, Verdict
+from ...verdicts import Outcome, Verdict
 
 _FINISHED = re.compile(r"^Finished (?P<session>\S+) \((?P<elapsed>\d+:\d\d:\d\d) elapsed time")
 _FAILED = re.compile(r"^(?P<session>\S+) FAILED(?: |$)")

@@ -12,12 +12,23 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
-from .corpus import Problem, load_corpus
-from .errors import InputError
-from .isabelle_corpus import is_isabelle_corpus, load_description, load_isabelle_corpus
-from .prover import ProverBackend
+from ..corpus import Problem, load_corpus
+from ..errors import InputError
+from .isabelle.corpus import is_isabelle_corpus, load_description, load_isabelle_corpus
+from ..prover import ProverBackend
 
 PROVERS = ("hol-light", "isabelle")
+
+# Subcommands a prover adds to `proofbatch`: modules of its package, each with
+# NAME, HELP, add_arguments and run as in runner/commands.
+_COMMANDS = {"hol-light": ("command_serve", "command_build_native", "command_extract")}
+_PACKAGES = {"hol-light": "hol_light", "isabelle": "isabelle"}
+
+
+def command_modules() -> list[str]:
+    """Module names of the provers' own subcommands, in `--help` order."""
+    return [f"{__name__}.{_PACKAGES[prover]}.{module}"
+            for prover in PROVERS for module in _COMMANDS.get(prover, ())]
 
 
 @dataclass(frozen=True)
@@ -63,18 +74,18 @@ def select(config) -> Selected:
 
 
 def _hol_light_backend(config) -> ProverBackend:
-    from .hol_light import HolLightBackend
-    from .hol_light_install import find_hol_light
+    from .hol_light.backend import HolLightBackend
+    from .hol_light.install import find_hol_light
 
     install = find_hol_light(config.hol_light)
     root = Path(config.context_root or Path.cwd())
     if not root.is_dir():
         raise InputError(root, "context root is not a directory", "pass --context-root an existing directory")
     if getattr(config, "mode", "bytecode") != "bytecode":
-        from .hol_native_auto import native_backend
+        from .hol_light.native_auto import native_backend
 
         return native_backend(config, install, root)      # --mode native|auto
-    from .sandbox import for_sweep
+    from ..sandbox import for_sweep
 
     # Checks are boxed (runner/sandbox.py); their own output is kept in OUT/logs.
     return HolLightBackend(install, root, grace_s=config.grace, max_images=config.max_images,
@@ -83,13 +94,13 @@ def _hol_light_backend(config) -> ProverBackend:
 
 
 def _isabelle_backend(config) -> ProverBackend:
-    from .isabelle import IsabelleBackend
-    from .isabelle_heap import find_isabelle
+    from .isabelle.backend import IsabelleBackend
+    from .isabelle.heap import find_isabelle
 
     kind = getattr(config, "sandbox", "auto")
     hidden: tuple[Path, ...] = ()
     if kind == "bwrap":        # only on request: see README, Isabelle
-        from .sandbox import for_sweep, resolve_kind
+        from ..sandbox import for_sweep, resolve_kind
 
         resolve_kind(kind)
         hidden = for_sweep(config).hidden
