@@ -32,12 +32,16 @@ STOP_WAIT_S = 5.0
 class LocalExecutor(Executor):
     name = "local"
 
-    def __init__(self, workers: int = 1, session: ProverSession | None = None):
+    def __init__(self, workers: int = 1, session: ProverSession | None = None,
+                 claim: Callable[[str], bool] | None = None):
         """``session``: an already started session to reuse (its images stay
-        loaded after the sweep); by default one is started and closed here."""
+        loaded after the sweep); by default one is started and closed here.
+        ``claim``: when given, a problem's checks run here only if
+        ``claim(problem_id)`` is True; others pull from the same tasks
+        (cluster/claims.py, Slurm array tasks)."""
         if workers < 1:
             raise ValueError("workers must be at least 1")
-        self.workers, self.session = workers, session
+        self.workers, self.session, self.claim = workers, session, claim
 
     def execute(self, job: SweepJob, on_row: Callable[[ResultRow], None]) -> None:
         own = self.session is None
@@ -68,19 +72,34 @@ class LocalExecutor(Executor):
         stop = threading.Event()
         errors: list[BaseException] = []
         planned = _planned_queue(job, runs, self.workers)
+        # Problems another task held when this one came to them: asked once
+        # more at the end, when a task that died may have given them back.
+        passed: list[list[CheckTask]] = []
+
+        def next_run(i: int) -> list[CheckTask] | None:
+            if planned is not None:
+                return planned.next(i, stop)
+            with take:
+                return next(queue, None)
 
         def tasks(i: int):
-            while True:
-                if planned is not None:
-                    attempts = planned.next(i, stop)
+            while (attempts := next_run(i)) is not None:
+                if self.claim is None or self.claim(attempts[0].problem.problem_id):
+                    yield from attempts
                 else:
                     with take:
-                        attempts: list[CheckTask] | None = next(queue, None)
-                if attempts is None:
-                    return
-                yield from attempts
+                        passed.append(attempts)
+                    for task in attempts:
+                        session.withdraw(task.problem)
                 if planned is not None:
                     planned.done(i)
+            while not stop.is_set():
+                with take:
+                    if not passed:
+                        return
+                    attempts = passed.pop(0)
+                if self.claim(attempts[0].problem.problem_id):
+                    yield from attempts
 
         def run(i: int) -> None:
             name, writer_id = f"{socket.gethostname()}/{os.getpid()}/w{i}", f"{job.run_id}-w{i}"
