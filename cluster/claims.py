@@ -135,6 +135,17 @@ class Pool:
             os.close(fd)
         return True
 
+    def claimable(self, problem_id: str) -> bool:
+        """Whether ``claim`` could take ``problem_id`` now (it does not take it)."""
+        generation, holder = self._current(problem_id)
+        return generation < 0 or holder == self.holder or self._takeable(problem_id, generation, holder)
+
+    def held_alive(self, problem_id: str) -> bool:
+        """Whether a live task other than this one holds ``problem_id``."""
+        generation, holder = self._current(problem_id)
+        return (generation >= 0 and holder != self.holder
+                and not self._takeable(problem_id, generation, holder))
+
     def claim(self, problem_id: str) -> bool:
         """Take ``problem_id`` for this task: True when it is ours (newly, or
         still ours from before a requeue), False while another live task
@@ -149,15 +160,15 @@ class Pool:
                 return True
             # Another task made that generation first: look again.
 
-    def release_holder(self, holder: str, keep: Callable[[str], bool]) -> int:
+    def release_holder(self, holder: str, keep: Callable[[str], bool]) -> list[str]:
         """Return to the pool every claim of ``holder`` whose problem is not
         done (``keep(problem_id)`` is True for problems with all their rows).
         The driver calls this when Slurm says ``holder`` ended for good."""
-        released = 0
-        for problem_id in self._held_by(holder):
+        released = []
+        for problem_id in sorted(self._held_by(holder)):
             generation, _ = self._current(problem_id)
             if not keep(problem_id) and self._make(problem_id, generation + 1, RELEASED):
-                released += 1
+                released.append(problem_id)
         (self.leases / holder).unlink(missing_ok=True)
         return released
 

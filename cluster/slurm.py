@@ -1,19 +1,29 @@
 """The Slurm executor: a sweep as submitit job arrays.
 
 Each array task is one worker on one node. It starts ONE prover session
-(HOL Light costs 70-90 s of CPU to load), builds the images its share needs
-once, and checks its share of the plan with the local executor's threads,
-publishing shards to OUT on the shared filesystem. Never one job per check.
+(HOL Light costs 70-90 s of CPU to load) and pulls problems from the
+sweep's plan as it goes, claiming each on the shared filesystem
+(cluster/claims.py), in the plan's order and preferring the images it holds,
+as the local dispatcher does. It checks them with the local executor's
+threads, publishing shards to OUT. Never one job per check, and never a
+share fixed at submission: when a prediction is off, or a task is
+preempted, the other tasks take what is left.
 
 The driver only submits, watches and merges:
 - job ids go to ``OUT/slurm/jobs.json``, so a driver stopped and started
   again on the same OUT reattaches to the jobs still queued or running
   instead of submitting twice;
 - a preempted or timed-out task is requeued by submitit (``Checkpointable``)
-  and resumes from the shards: finished checks are never redone;
-- when a job ends for good with checks of its share unrecorded (cancelled,
-  killed for memory, node failure), those checks go to a new job, up to
-  ``retries`` times; after that each is recorded as ERROR with the reason.
+  and resumes from the shards and its own claims: finished checks are never
+  redone;
+- when a job ends for good (cancelled, killed for memory, node failure), its
+  unfinished claims go back to the pool at once and a new task is submitted
+  for them, up to ``retries`` times; after that each check is recorded as
+  ERROR with the reason. A task that dies while no driver watches loses its
+  claims when its lease runs out;
+- ``add_tasks``: more array tasks for a sweep already running. They pull
+  from the same pool; this driver watches them (and everyone's rows) until
+  the sweep is done.
 """
 
 from __future__ import annotations
@@ -41,7 +51,8 @@ from runner.worker import CheckTask, result_row
 
 from .base import Executor, SweepJob
 from .local import LocalExecutor
-from .shares import planned_shares, split_shares
+from .claims import Pool, holder_name
+from .shares import planned_shares
 from .slurm_jobs import LEDGER, UNFINISHED, JobRecord, Ledger, final_state, max_array_size, queued_names
 
 # A task holds the base image and its contexts besides the checks; forked
@@ -88,15 +99,17 @@ def task_key(task: CheckTask) -> tuple[str, int]:
     return task.problem.problem_id, task.attempt
 
 
-class ShareWorker(Checkpointable):
-    """One array task: a prover session and a share of the plan.
+class PullWorker(Checkpointable):
+    """One array task: a prover session pulling problems from the pool.
 
-    submitit's ``Checkpointable``: on preemption or timeout the same share is
-    requeued, and rerunning it skips every check already in a shard.
+    submitit's ``Checkpointable``: on preemption or timeout the same task is
+    requeued under the same job id, so it finds its lease and claims again,
+    and rerunning skips every check already in a shard.
     """
 
-    def __init__(self, backend, tasks: list[CheckTask], out: Path, writer_prefix: str, threads: int):
-        self.backend, self.tasks, self.out = backend, tasks, Path(out)
+    def __init__(self, backend, tasks: list[CheckTask], plan, out: Path, writer_prefix: str,
+                 threads: int):
+        self.backend, self.tasks, self.plan, self.out = backend, tasks, plan, Path(out)
         self.writer_prefix, self.threads = writer_prefix, threads
 
     def __call__(self) -> int:
@@ -104,22 +117,31 @@ class ShareWorker(Checkpointable):
         # Less what is recorded and what early stop skips; a repeated answer
         # whose original is recorded reuses its verdict (runner/attempts.py).
         todo, _skipped = attempts.pending(self.tasks, done)
-        if not todo:
-            return 0
-        # For the log, and for benchmarks/slurm_overhead.py (start cost of a task).
-        print(f"proofbatch: share of {len(todo)} checks started at {time.time():.3f}", flush=True)
-        # Slurm sets SLURM_RESTART_COUNT on a requeued job: a fresh writer id
-        # per incarnation keeps its image record apart from the earlier one's.
-        prefix = f"{self.writer_prefix}-r{os.environ.get('SLURM_RESTART_COUNT', '0')}"
-        self._prefix, self._finished = prefix, []
-        # The local executor starts the session (its scratch under the node's
-        # TMPDIR, not the shared OUT) and publishes shards and boards to OUT.
+        pool = Pool(self.out / "slurm", holder_name())
+        pool.start_lease()
         try:
-            LocalExecutor(workers=self.threads).execute(
-                SweepJob(self.backend, todo, self.out, prefix), self._finished.append)
+            # Booting the prover is the dearest thing a task does: not for
+            # a pool others have already taken.
+            if not any(pool.claimable(t.problem.problem_id) for t in todo):
+                return 0
+            # For the log, and for benchmarks/slurm_overhead.py (start cost of a task).
+            print(f"proofbatch: pulling from {len(todo)} checks, started at {time.time():.3f}",
+                  flush=True)
+            # Slurm sets SLURM_RESTART_COUNT on a requeued job: a fresh writer id
+            # per incarnation keeps its image record apart from the earlier one's.
+            prefix = f"{self.writer_prefix}-r{os.environ.get('SLURM_RESTART_COUNT', '0')}"
+            self._prefix, self._finished = prefix, []
+            plan = self.plan.only({task_key(t) for t in todo}) if self.plan is not None else None
+            # The local executor starts the session (its scratch under the node's
+            # TMPDIR, not the shared OUT) and publishes shards and boards to OUT.
+            try:
+                LocalExecutor(workers=self.threads, claim=pool.claim).execute(
+                    SweepJob(self.backend, todo, self.out, prefix, plan), self._finished.append)
+            finally:
+                self._finished = []
+            return len(todo)
         finally:
-            self._finished = []
-        return len(todo)
+            pool.stop_lease()
 
     def checkpoint(self, *args, **kwargs):
         """submitit calls this on preemption or timeout, right before it
