@@ -347,15 +347,14 @@ class SlurmExecutor(Executor):
                     retry += give_up(self._unsettled(by_problem.get(pid, ()), by_key),
                                      self._end_reason(r, r.settled), r.settled)
         covered = {k for r in ledger.records if r.job_id in handles for k in ledger.keys_of(r)}
-        fresh = [t for t in job.tasks if task_key(t) not in covered and task_key(t) not in self._reported]
+        fresh = [t for t in job.tasks if task_key(t) not in covered]
         if retry and not o.add_tasks:
             # Claims of jobs that ended while no driver watched.
             self._submit(job, ledger, retry, 1, max(ledger.tries.get(task_key(t), 0) for t in retry))
             again = {task_key(t) for t in retry}
             fresh = [t for t in fresh if task_key(t) not in again]
         if o.add_tasks:
-            self._submit(job, ledger, [t for t in job.tasks if task_key(t) not in self._reported],
-                         o.add_tasks, 0)
+            self._submit(job, ledger, list(job.tasks), o.add_tasks, 0)
         elif fresh:
             # Jobs still alive keep their nodes: the rest goes to the new ones.
             self._submit(job, ledger, fresh, max(1, o.nodes - len(handles)),
