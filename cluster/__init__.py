@@ -52,6 +52,9 @@ def add_arguments(parser) -> None:
                    help="slurm, dask-slurm: another sbatch option, e.g. qos=high (repeatable)")
     g.add_argument("--slurm-retries", type=int, default=2,
                    help="slurm: new jobs for the checks of a job that ended for good (default 2)")
+    g.add_argument("--add-tasks", type=int, default=0, metavar="N",
+                   help="slurm: N more array tasks for this sweep while it runs; they pull "
+                   "from its pool (run it with the sweep's own arguments and --out)")
     g.add_argument("--scheduler-address", help="dask: address of a running scheduler, tcp://HOST:PORT")
     g.add_argument("--interface", help="dask-slurm: network interface of the workers (e.g. lo)")
 

@@ -165,17 +165,28 @@ class Pool:
         done (``keep(problem_id)`` is True for problems with all their rows).
         The driver calls this when Slurm says ``holder`` ended for good."""
         released = []
-        for problem_id in sorted(self._held_by(holder)):
+        for problem_id in sorted(self.held_by(holder)):
             generation, _ = self._current(problem_id)
             if not keep(problem_id) and self._make(problem_id, generation + 1, RELEASED):
                 released.append(problem_id)
         (self.leases / holder).unlink(missing_ok=True)
         return released
 
-    def _held_by(self, holder: str) -> set[str]:
-        ids = {path.name.split(".claim")[0] for path in self.claims.iterdir() if ".claim" in path.name}
-        return {pid for pid in ids if self._current(pid)[1] == holder}
+    def _claimed(self) -> set[str]:
+        return {path.name.split(".claim")[0] for path in self.claims.iterdir() if ".claim" in path.name}
+
+    def held_by(self, holder: str) -> set[str]:
+        """Problems ``holder`` holds now."""
+        return {pid for pid in self._claimed() if self._current(pid)[1] == holder}
+
+    def ever_held_by(self, holder: str) -> set[str]:
+        """Problems ``holder`` held at some time: every generation stays on disk."""
+        out = set()
+        for path in self.claims.iterdir():
+            if ".claim" in path.name and path.read_text().strip() == holder:
+                out.add(path.name.split(".claim")[0])
+        return out
 
     def mine(self) -> set[str]:
         """Problems this task holds (after a requeue: what it held before)."""
-        return self._held_by(self.holder)
+        return self.held_by(self.holder)

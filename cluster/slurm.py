@@ -1,19 +1,29 @@
 """The Slurm executor: a sweep as submitit job arrays.
 
 Each array task is one worker on one node. It starts ONE prover session
-(HOL Light costs 70-90 s of CPU to load), builds the images its share needs
-once, and checks its share of the plan with the local executor's threads,
-publishing shards to OUT on the shared filesystem. Never one job per check.
+(HOL Light costs 70-90 s of CPU to load) and pulls problems from the
+sweep's plan as it goes, claiming each on the shared filesystem
+(cluster/claims.py), in the plan's order and preferring the images it holds,
+as the local dispatcher does. It checks them with the local executor's
+threads, publishing shards to OUT. Never one job per check, and never a
+share fixed at submission: when a prediction is off, or a task is
+preempted, the other tasks take what is left.
 
 The driver only submits, watches and merges:
 - job ids go to ``OUT/slurm/jobs.json``, so a driver stopped and started
   again on the same OUT reattaches to the jobs still queued or running
   instead of submitting twice;
 - a preempted or timed-out task is requeued by submitit (``Checkpointable``)
-  and resumes from the shards: finished checks are never redone;
-- when a job ends for good with checks of its share unrecorded (cancelled,
-  killed for memory, node failure), those checks go to a new job, up to
-  ``retries`` times; after that each is recorded as ERROR with the reason.
+  and resumes from the shards and its own claims: finished checks are never
+  redone;
+- when a job ends for good (cancelled, killed for memory, node failure), its
+  unfinished claims go back to the pool at once and a new task is submitted
+  for them, up to ``retries`` times; after that each check is recorded as
+  ERROR with the reason. A task that dies while no driver watches loses its
+  claims when its lease runs out;
+- ``add_tasks``: more array tasks for a sweep already running. They pull
+  from the same pool; this driver watches them (and everyone's rows) until
+  the sweep is done.
 """
 
 from __future__ import annotations
@@ -34,14 +44,16 @@ from submitit.slurm.slurm import SlurmJob
 
 from runner import attempts, shards
 from runner.errors import InputError, ProverError
+from runner.planner import PLAN_FILE, write_plan
 from runner.prover import CheckResult
 from runner.results import ResultRow, utcnow
 from runner.verdicts import Outcome, Verdict
 from runner.worker import CheckTask, result_row
 
 from .base import Executor, SweepJob
+from .claims import Pool, holder_name
 from .local import LocalExecutor
-from .shares import planned_shares, split_shares
+from .shares import planned_shares
 from .slurm_jobs import LEDGER, UNFINISHED, JobRecord, Ledger, final_state, max_array_size, queued_names
 
 # A task holds the base image and its contexts besides the checks; forked
@@ -69,6 +81,8 @@ class SlurmOptions:
     extra: tuple[tuple[str, str], ...] = _help("further sbatch options as (name, value), e.g. "
                                                "(('qos', 'high'),)", default=())
     retries: int = _help("new jobs for the checks of a job that ended for good", default=2)
+    add_tasks: int = _help("array tasks to add to this sweep while another driver runs it; "
+                           "0: this driver runs the sweep", default=0)
     max_walltime_min: int = _help("walltime cap per job; a longer share is requeued from its "
                                   "shards when it times out", default=24 * 60)
     poll_s: float = _help("seconds between looks at the jobs and the shards", default=2.0)
@@ -80,23 +94,33 @@ class SlurmOptions:
             if getattr(self, name) < 1:
                 raise InputError(f"--{name.replace('_', '-')}", f"{getattr(self, name)} is not a count",
                                  "pass 1 or more")
+        if self.add_tasks < 0:
+            raise InputError("--add-tasks", f"{self.add_tasks} is negative", "pass 1 or more")
         if self.retries < 0:
             raise InputError("--slurm-retries", f"{self.retries} is negative", "pass 0 or more")
+
+
+def lost_row(task: CheckTask, reason: str, exit_status: str, *, info, run_id: str) -> ResultRow:
+    now = utcnow()
+    return result_row(task, CheckResult(Outcome(Verdict.ERROR, reason), None, 0.0, None, "", exit_status),
+                      info=info, worker="slurm-driver", run_id=run_id, started_at=now, finished_at=now)
 
 
 def task_key(task: CheckTask) -> tuple[str, int]:
     return task.problem.problem_id, task.attempt
 
 
-class ShareWorker(Checkpointable):
-    """One array task: a prover session and a share of the plan.
+class PullWorker(Checkpointable):
+    """One array task: a prover session pulling problems from the pool.
 
-    submitit's ``Checkpointable``: on preemption or timeout the same share is
-    requeued, and rerunning it skips every check already in a shard.
+    submitit's ``Checkpointable``: on preemption or timeout the same task is
+    requeued under the same job id, so it finds its lease and claims again,
+    and rerunning skips every check already in a shard.
     """
 
-    def __init__(self, backend, tasks: list[CheckTask], out: Path, writer_prefix: str, threads: int):
-        self.backend, self.tasks, self.out = backend, tasks, Path(out)
+    def __init__(self, backend, tasks: list[CheckTask], plan, out: Path, writer_prefix: str,
+                 threads: int):
+        self.backend, self.tasks, self.plan, self.out = backend, tasks, plan, Path(out)
         self.writer_prefix, self.threads = writer_prefix, threads
 
     def __call__(self) -> int:
@@ -104,22 +128,31 @@ class ShareWorker(Checkpointable):
         # Less what is recorded and what early stop skips; a repeated answer
         # whose original is recorded reuses its verdict (runner/attempts.py).
         todo, _skipped = attempts.pending(self.tasks, done)
-        if not todo:
-            return 0
-        # For the log, and for benchmarks/slurm_overhead.py (start cost of a task).
-        print(f"proofbatch: share of {len(todo)} checks started at {time.time():.3f}", flush=True)
-        # Slurm sets SLURM_RESTART_COUNT on a requeued job: a fresh writer id
-        # per incarnation keeps its image record apart from the earlier one's.
-        prefix = f"{self.writer_prefix}-r{os.environ.get('SLURM_RESTART_COUNT', '0')}"
-        self._prefix, self._finished = prefix, []
-        # The local executor starts the session (its scratch under the node's
-        # TMPDIR, not the shared OUT) and publishes shards and boards to OUT.
+        pool = Pool(self.out / "slurm", holder_name())
+        pool.start_lease()
         try:
-            LocalExecutor(workers=self.threads).execute(
-                SweepJob(self.backend, todo, self.out, prefix), self._finished.append)
+            # Booting the prover is the dearest thing a task does: not for
+            # a pool others have already taken.
+            if not any(pool.claimable(t.problem.problem_id) for t in todo):
+                return 0
+            # For the log, and for benchmarks/slurm_overhead.py (start cost of a task).
+            print(f"proofbatch: pulling from {len(todo)} checks, started at {time.time():.3f}",
+                  flush=True)
+            # Slurm sets SLURM_RESTART_COUNT on a requeued job: a fresh writer id
+            # per incarnation keeps its image record apart from the earlier one's.
+            prefix = f"{self.writer_prefix}-r{os.environ.get('SLURM_RESTART_COUNT', '0')}"
+            self._prefix, self._finished = prefix, []
+            plan = self.plan.only({task_key(t) for t in todo}) if self.plan is not None else None
+            # The local executor starts the session (its scratch under the node's
+            # TMPDIR, not the shared OUT) and publishes shards and boards to OUT.
+            try:
+                LocalExecutor(workers=self.threads, claim=pool.claim).execute(
+                    SweepJob(self.backend, todo, self.out, prefix, plan), self._finished.append)
+            finally:
+                self._finished = []
+            return len(todo)
         finally:
-            self._finished = []
-        return len(todo)
+            pool.stop_lease()
 
     def checkpoint(self, *args, **kwargs):
         """submitit calls this on preemption or timeout, right before it
@@ -155,40 +188,42 @@ class SlurmExecutor(Executor):
         per_check = max(t.limits.mem_bytes for t in tasks)
         return f"{(IMAGE_ALLOWANCE + o.cpus_per_task * per_check) // 2**20}M"
 
-    def _walltime_min(self, tasks: list[CheckTask], grace_s: float) -> int:
+    def _walltime_min(self, tasks: list[CheckTask], grace_s: float, tasks_pulling: int) -> int:
+        # Each task expects its part of the pool; pulling evens the parts out
+        # only as far as the longest check allows, hence twice that. A task
+        # that runs out of time is requeued and keeps its claims.
         work = sum(t.limits.time_s + grace_s for t in tasks) / self.options.cpus_per_task
-        return max(5, min(self.options.max_walltime_min, math.ceil((BOOT_ALLOWANCE_S + work) / 60)))
+        part = 2 * work / tasks_pulling + max(t.limits.time_s + grace_s for t in tasks)
+        return max(5, min(self.options.max_walltime_min, math.ceil((BOOT_ALLOWANCE_S + part) / 60)))
 
-    def _shares(self, job: SweepJob, tasks: list[CheckTask], keyer,
-                nodes: int) -> list[list[CheckTask]]:
-        """The planner's split when the sweep has a plan; else image groups
-        dealt round-robin. The plan, with this executor's worker shape, goes
-        to OUT/plan.json for ``proofbatch status``."""
-        o = self.options
-        if getattr(job, "plan", None) is None:
-            return split_shares(tasks, nodes, keyer)
-        from runner.planner import PLAN_FILE, write_plan
-
+    def _write_plan(self, job: SweepJob, tasks: list[CheckTask], nodes: int):
+        """The plan with this executor's worker shape, to OUT/plan.json for
+        ``proofbatch status``; what the array tasks dispatch by."""
+        if job.plan is None:
+            return None
         mem = int(self._mem_request(tasks)[:-1]) * 2**20
-        plan, prediction, shares = planned_shares(tasks, job.plan, nodes, o.cpus_per_task, mem)
+        plan, prediction, _ = planned_shares(tasks, job.plan, nodes, self.options.cpus_per_task, mem)
         write_plan(job.out / PLAN_FILE, plan, prediction, run_id=job.run_id)
-        return shares
+        return plan
 
-    def _submit(self, job: SweepJob, ledger: Ledger, shares: list[list[CheckTask]], round_: int) -> None:
+    def _submit(self, job: SweepJob, ledger: Ledger, tasks: list[CheckTask], count: int,
+                round_: int) -> None:
+        """``count`` array tasks pulling from ``tasks`` (in the planned order)."""
         o = self.options
         folder = job.out / "slurm" / "submitit" / f"{job.run_id}-{uuid.uuid4().hex[:6]}"
         chunk = max(1, o.max_array_size or max_array_size())
-        grace = getattr(job.backend, "grace_s", 2.0)
-        # One array per chunk: every task asks for what its largest share needs.
-        # Sites cap array sizes (MaxArraySize); larger sets go in chunks.
-        for start in range(0, len(shares), chunk):
-            part = shares[start:start + chunk]
-            mem = max((self._mem_request(s) for s in part), key=lambda m: int(m[:-1]))
-            minutes = max(self._walltime_min(s, grace) for s in part)
+        plan = self._write_plan(job, tasks, count)
+        mem = self._mem_request(tasks)
+        minutes = self._walltime_min(tasks, job.backend.grace_s, count)
+        pool = f"{job.run_id}-{uuid.uuid4().hex[:8]}"
+        ledger.write_pool(pool, [task_key(t) for t in tasks])
+        # Sites cap array sizes (MaxArraySize): larger sets go in chunks.
+        for start in range(0, count, chunk):
+            size = min(chunk, count - start)
             name = f"proofbatch-{uuid.uuid4().hex[:8]}"
             ex = submitit.SlurmExecutor(folder=folder,
                                         max_num_timeout=2 + math.ceil(
-                                            sum(t.limits.time_s for s in part for t in s)
+                                            sum(t.limits.time_s for t in tasks) / size
                                             / 60 / o.max_walltime_min))
             params = dict(job_name=name, time=minutes, mem=mem, cpus_per_task=o.cpus_per_task,
                           nodes=1, ntasks_per_node=1,
@@ -200,17 +235,16 @@ class SlurmExecutor(Executor):
                 params["additional_parameters"] = dict(o.extra)
             ex.update_parameters(**params)
             n = len(ledger.records)
-            workers = [ShareWorker(job.backend, share, job.out, f"{job.run_id}-s{n + i}",
-                                   o.cpus_per_task) for i, share in enumerate(part)]
+            workers = [PullWorker(job.backend, list(tasks), plan, job.out, f"{job.run_id}-s{n + i}",
+                                  o.cpus_per_task) for i in range(size)]
             try:
-                jobs = ex.submit_array(workers) if len(workers) > 1 else [ex.submit(workers[0])]
+                jobs = ex.submit_array(workers) if size > 1 else [ex.submit(workers[0])]
             except Exception as exc:
                 raise ProverError(f"Slurm refused the sweep's jobs: {exc}") from exc
             submitted = time.time()
-            for j, share in zip(jobs, part):
-                ledger.records.append(JobRecord(j.job_id, name, str(folder),
-                                                [task_key(t) for t in share], round_, mem,
-                                                submitted))
+            for j in jobs:
+                ledger.records.append(JobRecord(j.job_id, name, str(folder), [], round_, mem,
+                                                submitted, pool=pool))
             ledger.save()
 
     # -- watching ------------------------------------------------------------
@@ -252,13 +286,9 @@ class SlurmExecutor(Executor):
             return f"Slurm job {record.job_id} exceeded its memory request (--mem={record.mem}) and was killed"
         return f"Slurm job {record.job_id} ended {state} before checking it"
 
-    def execute(self, job: SweepJob, on_row: Callable[[ResultRow], None]) -> None:
-        o = self.options
-        ledger = Ledger(job.out / "slurm" / LEDGER)
-        by_key = {task_key(t): t for t in job.tasks}
-        wanted = set(by_key)
-        # Reattach: jobs of an earlier driver that Slurm still has, under the
-        # name we gave them (ids restart at 1 when Slurm's state is wiped).
+    def _reattach(self, ledger: Ledger) -> dict[str, SlurmJob]:
+        """Jobs of an earlier driver that Slurm still has, under the name we
+        gave them (ids restart at 1 when Slurm's state is wiped)."""
         open_records = [r for r in ledger.records if r.settled is None]
         queued = queued_names([r.job_id for r in open_records])
         handles: dict[str, SlurmJob] = {}
@@ -266,37 +296,81 @@ class SlurmExecutor(Executor):
             if queued.get(r.job_id) == r.name:
                 handles[r.job_id] = SlurmJob(r.folder, r.job_id)
             else:
-                # It ended while no driver watched; its misses are retried below.
+                # It ended while no driver watched: its claims go back below.
                 r.settled = final_state(r)
-        tries: dict[tuple[str, int], int] = {}
-        for r in ledger.records:
-            if r.settled is not None:
-                for k in r.keys:
-                    tries[k] = tries.get(k, 0) + 1
-        covered = {k for r in ledger.records if r.job_id in handles for k in r.keys}
-        fresh = [t for t in job.tasks if task_key(t) not in covered]
-        if fresh:
-            salt = getattr(job.backend, "salt", "")
-            from runner.provers.hol_light import contexts
-            keyer = lambda t: contexts.image_key(
-                t.problem.setup_path.read_text(encoding="utf-8", errors="replace"), salt)
-            # Checks that earlier jobs failed to finish count their tries.
-            retry_round = max((tries.get(task_key(t), 0) for t in fresh), default=0)
-            # Jobs still alive keep their nodes: the rest goes to the others.
-            nodes = max(1, o.nodes - len(handles))
-            self._submit(job, ledger, self._shares(job, fresh, keyer, nodes), retry_round)
-            for r in ledger.records:
-                if r.settled is None and r.job_id not in handles:
-                    handles[r.job_id] = SlurmJob(r.folder, r.job_id)
-        ledger.save()
+        return handles
+
+    def execute(self, job: SweepJob, on_row: Callable[[ResultRow], None]) -> None:
+        o = self.options
+        # Tasks added to a running sweep keep their own ledger: the driver
+        # that started the sweep owns jobs.json.
+        name = LEDGER if not o.add_tasks else f"added-{job.run_id}.json"
+        ledger = Ledger(job.out / "slurm" / name)
+        pool = Pool(job.out / "slurm", holder="driver")
+        by_key = {task_key(t): t for t in job.tasks}
+        wanted = set(by_key)
+        by_problem: dict[str, list[tuple[str, int]]] = {}
+        for k in by_key:
+            by_problem.setdefault(k[0], []).append(k)
+        for row in self._new_rows(job.out, wanted):
+            on_row(ResultRow(**row))
+        handles = self._reattach(ledger)
+
+        def finished(problem_id: str) -> bool:
+            return not self._unsettled(by_problem.get(problem_id, ()), by_key)
 
         failed_writer = None
+
+        def give_up(keys, reason: str, state: str) -> list[CheckTask]:
+            """Count a try for each of ``keys``; those with tries left come
+            back to be run again, the others are recorded as ERROR."""
+            nonlocal failed_writer
+            retry = []
+            for k in keys:
+                ledger.tries[k] = ledger.tries.get(k, 0) + 1
+                if ledger.tries[k] <= o.retries:
+                    retry.append(by_key[k])
+                    continue
+                failed_writer = failed_writer or shards.ShardWriter(job.out, f"{job.run_id}-slurm-driver")
+                row = lost_row(by_key[k], f"{reason}; {ledger.tries[k]} Slurm jobs ran this check "
+                               "and none finished it", f"slurm {state}", info=job.backend.info,
+                               run_id=job.run_id)
+                failed_writer.add(row)
+                self._reported.add(k)
+                on_row(row)
+            return retry
+
+        retry: list[CheckTask] = []
+        for r in ledger.records:
+            if r.settled is not None and r.job_id not in handles:
+                for pid in pool.release_holder(r.job_id, keep=finished):
+                    retry += give_up(self._unsettled(by_problem.get(pid, ()), by_key),
+                                     self._end_reason(r, r.settled), r.settled)
+        covered = {k for r in ledger.records if r.job_id in handles for k in ledger.keys_of(r)}
+        fresh = [t for t in job.tasks if task_key(t) not in covered]
+        if retry and not o.add_tasks:
+            # Claims of jobs that ended while no driver watched.
+            self._submit(job, ledger, retry, 1, max(ledger.tries.get(task_key(t), 0) for t in retry))
+            again = {task_key(t) for t in retry}
+            fresh = [t for t in fresh if task_key(t) not in again]
+        if o.add_tasks:
+            self._submit(job, ledger, list(job.tasks), o.add_tasks, 0)
+        elif fresh:
+            # Jobs still alive keep their nodes: the rest goes to the new ones.
+            self._submit(job, ledger, fresh, max(1, o.nodes - len(handles)),
+                         max((ledger.tries.get(task_key(t), 0) for t in fresh), default=0))
+        for r in ledger.records:
+            if r.settled is None and r.job_id not in handles:
+                handles[r.job_id] = SlurmJob(r.folder, r.job_id)
+        ledger.save()
+
         ended: dict[str, float] = {}
         try:
             while True:
                 for row in self._new_rows(job.out, wanted):
                     on_row(ResultRow(**row))
                 SlurmJob.watcher.update()
+                retry = []
                 for r in ledger.records:
                     if r.settled is not None or r.job_id not in handles:
                         continue
@@ -312,42 +386,31 @@ class SlurmExecutor(Executor):
                     # Rows the task published just before it ended.
                     for row in self._new_rows(job.out, wanted):
                         on_row(ResultRow(**row))
-                    missing = self._unsettled(r.keys, by_key)
                     r.settled = state
-                    retry = []
-                    for k in missing:
-                        tries[k] = tries.get(k, 0) + 1
-                        if tries[k] <= o.retries:
-                            retry.append(by_key[k])
-                        else:
-                            failed_writer = failed_writer or shards.ShardWriter(
-                                job.out, f"{job.run_id}-slurm-driver")
-                            reason = (f"{self._end_reason(r, state)}; "
-                                      f"{tries[k]} Slurm jobs ran this check and none finished it")
-                            now = utcnow()
-                            row = result_row(
-                                by_key[k],
-                                CheckResult(Outcome(Verdict.ERROR, reason), None, 0.0, None, "",
-                                            f"slurm {state}"),
-                                info=job.backend.info, worker="slurm-driver", run_id=job.run_id,
-                                started_at=now, finished_at=now)
-                            failed_writer.add(row)
-                            self._reported.add(k)
-                            on_row(row)
-                    if retry:
-                        self._submit(job, ledger, [retry], r.round + 1)
-                        for nr in ledger.records:
-                            if nr.settled is None and nr.job_id not in handles:
-                                handles[nr.job_id] = SlurmJob(nr.folder, nr.job_id)
+                    # Its unfinished claims go back to the pool now, not when
+                    # its lease runs out, and a new task comes for them.
+                    for pid in pool.release_holder(r.job_id, keep=finished):
+                        retry += give_up(self._unsettled(by_problem.get(pid, ()), by_key),
+                                         self._end_reason(r, state), state)
                     ledger.save()
                 if all(r.settled is not None for r in ledger.records if r.job_id in handles):
-                    if not self._unsettled(wanted, by_key):
-                        return
                     for row in self._new_rows(job.out, wanted):
                         on_row(ResultRow(**row))
-                    if missing := self._unsettled(wanted, by_key):
-                        raise ProverError(f"Slurm jobs ended with {len(missing)} "
-                                          "checks unrecorded; run the sweep again to resume")
+                    missing = self._unsettled(wanted, by_key)
+                    if not missing:
+                        return
+                    # Tasks of another driver (``add_tasks``) may hold them.
+                    if not any(pool.held_alive(k[0]) for k in missing) and not retry:
+                        last = max((r for r in ledger.records if r.settled is not None),
+                                   key=lambda r: r.submitted)
+                        retry = give_up(missing, self._end_reason(last, last.settled), last.settled)
+                if retry:
+                    self._submit(job, ledger, retry, 1,
+                                 max(ledger.tries.get(task_key(t), 0) for t in retry))
+                    for nr in ledger.records:
+                        if nr.settled is None and nr.job_id not in handles:
+                            handles[nr.job_id] = SlurmJob(nr.folder, nr.job_id)
+                    ledger.save()
                 time.sleep(o.poll_s)
         finally:
             if failed_writer is not None:
@@ -358,4 +421,5 @@ def from_args(args, workers: int) -> SlurmExecutor:
     return SlurmExecutor(SlurmOptions(
         partition=args.partition, nodes=args.nodes, cpus_per_task=args.cpus_per_task,
         mem_per_node=args.mem_per_node, array_parallelism=args.array_parallelism,
-        extra=tuple(args.slurm_extra), retries=args.slurm_retries))
+        extra=tuple(args.slurm_extra), retries=args.slurm_retries,
+        add_tasks=getattr(args, "add_tasks", 0)))

@@ -28,6 +28,10 @@ class JobRecord:
     mem: str
     submitted: float = 0.0          # time.time() when sbatch accepted it
     settled: str | None = None      # the final Slurm state once handled
+    # The pool its array pulls from (OUT/slurm/pools/<pool>.json), shared by
+    # every task of one array instead of a copy of its keys per task; "" for
+    # a job of a fixed share (``keys``), as ledgers before pulling had.
+    pool: str = ""
 
     def as_json(self) -> dict:
         return {**self.__dict__, "keys": [list(k) for k in self.keys]}
@@ -43,10 +47,14 @@ class Ledger:
     def __init__(self, path: Path):
         self.path = path
         self.records: list[JobRecord] = []
+        # Jobs that ran each check and ended for good without finishing it.
+        self.tries: dict[tuple[str, int], int] = {}
+        self._pools: dict[str, list[tuple[str, int]]] = {}
         if path.is_file():
             try:
                 data = json.loads(path.read_text())
                 self.records = [JobRecord.from_json(r) for r in data["jobs"]]
+                self.tries = {(k[0], int(k[1])): int(n) for k, n in data.get("tries", [])}
             except (OSError, ValueError, KeyError, TypeError) as exc:
                 raise InputError(path, f"unreadable Slurm job ledger ({exc})",
                                  "cancel the sweep's jobs (squeue) and delete the file to resubmit"
@@ -54,8 +62,33 @@ class Ledger:
 
     def save(self) -> None:
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        data = {"format": "proofbatch-slurm-jobs/1", "jobs": [r.as_json() for r in self.records]}
+        data = {"format": "proofbatch-slurm-jobs/1", "jobs": [r.as_json() for r in self.records],
+                "tries": [[list(k), n] for k, n in sorted(self.tries.items())]}
         shards.publish(self.path, lambda tmp: tmp.write_text(json.dumps(data, indent=1) + "\n"))
+
+    def _pool_path(self, name: str) -> Path:
+        return self.path.parent / "pools" / f"{name}.json"
+
+    def write_pool(self, name: str, keys: list[tuple[str, int]]) -> None:
+        path = self._pool_path(name)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        text = json.dumps([list(k) for k in keys])
+        shards.publish(path, lambda tmp: tmp.write_text(text))
+        self._pools[name] = list(keys)
+
+    def keys_of(self, record: JobRecord) -> list[tuple[str, int]]:
+        """The checks ``record``'s job may run: its pool's, or its own share's."""
+        if not record.pool:
+            return record.keys
+        if record.pool not in self._pools:
+            try:
+                keys = json.loads(self._pool_path(record.pool).read_text())
+            except (OSError, ValueError) as exc:
+                raise InputError(self._pool_path(record.pool), f"unreadable pool of a Slurm job ({exc})",
+                                 "cancel the sweep's jobs (squeue) and delete OUT/slurm to resubmit"
+                                 ) from None
+            self._pools[record.pool] = [(k[0], int(k[1])) for k in keys]
+        return self._pools[record.pool]
 
 
 def max_array_size() -> int:

@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from cluster.local import LocalExecutor
-from cluster.slurm import ShareWorker
+from cluster.slurm import PullWorker
 from runner import attempts, cli, shards
 from runner.corpus import load_corpus
 from runner.errors import InputError
@@ -317,16 +317,16 @@ def test_progress_and_status_count_skipped_attempts_as_settled(early):
 
 
 @pytest.mark.hol
-def test_a_requeued_slurm_share_reruns_neither_recorded_nor_skipped_attempts(early):
-    """A Slurm array task filters its share as the sweep does: a share whose
+def test_a_requeued_slurm_task_reruns_neither_recorded_nor_skipped_attempts(early):
+    """A Slurm array task filters its pool as the sweep does: a pool whose
     attempts are all recorded or skipped by early stop runs nothing, so
     starts no prover."""
     summary, _, _ = early
     prepared = prepare(attempts_config(summary.out, stop_on_first_ok=True))
     skipped = set(attempts.read_skipped(summary.out))
     share = [t for t in prepared.tasks if (t.problem.problem_id, t.attempt) in skipped]
-    assert share and ShareWorker(prepared.backend, share, summary.out, "requeued", 1)() == 0
-    assert ShareWorker(prepared.backend, prepared.tasks, summary.out, "requeued", 1)() == 0
+    assert share and PullWorker(prepared.backend, share, None, summary.out, "requeued", 1)() == 0
+    assert PullWorker(prepared.backend, prepared.tasks, None, summary.out, "requeued", 1)() == 0
 
 
 @pytest.mark.hol

@@ -23,6 +23,7 @@ import pytest
 from submitit.slurm.slurm import SlurmJob
 
 from cluster.base import SweepJob
+from cluster.claims import Pool
 from cluster.slurm import Ledger, SlurmExecutor, SlurmOptions
 from runner import shards
 from runner.prover import CheckResult
@@ -95,9 +96,16 @@ def cli_driver(out: Path) -> subprocess.Popen:
         start_new_session=True, env={**os.environ, "COLUMNS": "120"})
 
 
-def recorded_by_share(out: Path, ledger) -> dict[str, set]:
-    done = done_keys(out)
-    return {r.job_id: {k for k in r.keys if k in done} for r in ledger}
+def claimed_by(out: Path, job_id: str) -> set[tuple[str, int]]:
+    """The checks an array task claimed from the pool at some time (the
+    demo's problems have one attempt each)."""
+    return {(pid, 0) for pid in Pool(out / "slurm", "observer").ever_held_by(job_id)}
+
+
+def pooled(out: Path, records) -> list[tuple[str, int]]:
+    """The checks the given jobs were submitted to pull from."""
+    ledger = Ledger(out / "slurm" / "jobs.json")
+    return [k for r in records for k in ledger.keys_of(r)]
 
 
 def running_jobs() -> dict[str, str]:
@@ -107,9 +115,9 @@ def running_jobs() -> dict[str, str]:
 
 def run_bad_day(tmp_path_factory, holder: dict) -> dict:
     """The example corpus through `proofbatch run --cluster slurm` with the
-    defaults (2 array tasks). Once both tasks run, the one with the smaller
-    share is scancelled; once the other has recorded verdicts with checks
-    left, it is preempted (submitit's ``_interrupt``: the signals Slurm
+    defaults (2 array tasks pulling from one pool). Once both tasks run and
+    have claimed checks, one is scancelled; once the other has recorded
+    verdicts with checks left, it is preempted (submitit's ``_interrupt``: the signals Slurm
     sends) and the driver is stopped (Ctrl-C); then the driver is started
     again on the same OUT."""
     out = holder["out"] = tmp_path_factory.mktemp("slurm-demo") / "out"
@@ -123,20 +131,20 @@ def run_bad_day(tmp_path_factory, holder: dict) -> dict:
             ledger = Ledger(ledger_path).records
             states = running_jobs()
             return len(ledger) == 2 and all(states.get(r.job_id) == "RUNNING" for r in ledger) \
-                and ledger
-        ledger = wait_for(both_running, 300, "both array tasks running")
-        victim, preempted = sorted(ledger, key=lambda r: len(r.keys))
+                and all(claimed_by(out, r.job_id) for r in ledger) and ledger
+        ledger = wait_for(both_running, 300, "both array tasks running and pulling")
+        victim, preempted = ledger
         subprocess.run(["scancel", victim.job_id], check=True)
         # It may publish rows until Slurm has it killed (KillWait after SIGTERM).
         wait_for(lambda: victim.job_id not in running_jobs(), 60,
                  f"Slurm to end the scancelled task {victim.job_id}")
-        story["victim_missing"] = set(victim.keys) - done_keys(out)
+        story["victim_missing"] = claimed_by(out, victim.job_id) - done_keys(out)
 
         def preempted_has_some_and_more_to_do():
             story["statuses"].append(read_status(out))
-            recorded = set(preempted.keys) & done_keys(out)
-            assert recorded != set(preempted.keys), "the task finished before it could be preempted"
-            return bool(recorded)
+            done = done_keys(out)
+            assert len(done) < len(expected_verdicts()), "the sweep finished before a preemption"
+            return bool(claimed_by(out, preempted.job_id) & done)
         wait_for(preempted_has_some_and_more_to_do, 900, "a verdict from the other array task",
                  poll=0.5)
         SlurmJob(preempted.folder, preempted.job_id)._interrupt()     # preemption, as Slurm signals it
@@ -188,11 +196,11 @@ def test_the_example_corpus_gives_the_expected_verdicts_on_slurm(bad_day, demo_r
 
 def test_a_restarted_driver_reattaches_instead_of_submitting_twice(bad_day):
     before, after = bad_day["ledger_before"], bad_day["ledger_after"]
-    assert len(before) == 2, "the defaults split the corpus over two array tasks"
+    assert len(before) == 2, "the defaults run two array tasks"
     # The first two jobs are still the ones in the ledger; the only new jobs
-    # hold the scancelled task's unfinished checks.
+    # pull the scancelled task's unfinished checks.
     assert [r.job_id for r in after[:2]] == [r.job_id for r in before]
-    assert {k for r in after[2:] for k in r.keys} == bad_day["victim_missing"]
+    assert set(pooled(bad_day["out"], after[2:])) == bad_day["victim_missing"]
     assert all(r.settled is not None for r in after)
 
 
@@ -202,10 +210,10 @@ def test_a_scancelled_array_task_is_finished_elsewhere_with_one_verdict_per_chec
     assert victim.settled == "CANCELLED"      # from accounting: it ended while no driver watched
     retries = after[2:]
     assert retries and all(r.round == 1 for r in retries)
-    # Only what the cancelled task had not recorded ran again, once.
-    retried = [k for r in retries for k in r.keys]
+    # Only what the cancelled task had claimed and not recorded ran again, once.
+    retried = pooled(bad_day["out"], retries)
     assert sorted(retried) == sorted(bad_day["victim_missing"])
-    assert bad_day["victim_missing"], "the cancel landed after the task had finished its share"
+    assert bad_day["victim_missing"], "the cancel landed when the task held no unfinished claim"
     keys = all_shard_keys(bad_day["out"])
     assert len(keys) == len(set(keys)) == len(expected_verdicts())
 
@@ -231,11 +239,10 @@ def test_a_preempted_task_is_requeued_and_resumes_from_its_shards(bad_day):
     out, preempted = bad_day["out"], bad_day["preempted"]
     [record] = [r for r in bad_day["ledger_after"] if r.job_id == preempted.job_id]
     # submitit requeued the same job (the driver submitted nothing for it),
-    # and the requeued incarnation (SLURM_RESTART_COUNT=1) finished the share.
+    # and the requeued incarnation (SLURM_RESTART_COUNT=1) went on pulling.
     assert record.settled == "COMPLETED"
-    assert not set(preempted.keys) & {k for r in bad_day["ledger_after"][2:] for k in r.keys}
     rows = [r for r in shards.read_results(out).to_pylist()
-            if (r["problem_id"], r["attempt"]) in set(preempted.keys)]
+            if (r["problem_id"], r["attempt"]) in claimed_by(out, preempted.job_id)]
     incarnations = {r["run_id"].rsplit("-", 1)[1] for r in rows}
     assert incarnations == {"r0", "r1"}, incarnations
     # Finished checks were never redone: each key once across every shard.
@@ -265,7 +272,7 @@ def test_a_task_over_its_slurm_memory_is_reported_not_lost(tmp_path):
 
 
 def test_arrays_larger_than_the_site_allows_are_submitted_in_chunks(tmp_path):
-    """Three shares with arrays capped at two: two arrays. Every check is
+    """Three array tasks with arrays capped at two: two arrays. Every check is
     already recorded, so each task only rescans the shards and exits: no
     HOL Light load."""
     corpus, timeouts = tiny_corpus(tmp_path, spin_limit=15)
@@ -288,8 +295,10 @@ def test_arrays_larger_than_the_site_allows_are_submitted_in_chunks(tmp_path):
         arrays[r.job_id.split("_")[0]].append(r)
     assert sorted(len(a) for a in arrays.values()) == [1, 2]
     assert all(r.settled == "COMPLETED" for r in records)
-    assert sorted(k for r in records for k in r.keys) == sorted(
-        (t.problem.problem_id, t.attempt) for t in prepared.tasks)
+    # Every task pulls from the same pool: all of the sweep's checks.
+    for r in records:
+        assert sorted(Ledger(out / "slurm" / "jobs.json").keys_of(r)) == sorted(
+            (t.problem.problem_id, t.attempt) for t in prepared.tasks)
 
 
 def test_attempts_skipped_by_early_stop_are_neither_lost_nor_rerun(tmp_path):
@@ -321,3 +330,50 @@ def test_attempts_skipped_by_early_stop_are_neither_lost_nor_rerun(tmp_path):
     assert sorted(p.name for p in (out / shards.SHARDS_DIR).glob("*.parquet")) == \
         sorted(p.name for p in (out / shards.SHARDS_DIR).glob("earlier-run*.parquet")), \
         "the array task ran checks"
+
+
+def test_a_task_added_to_a_running_sweep_pulls_from_its_pool(tmp_path):
+    """A sweep on one array task; while it runs, a second `proofbatch run`
+    of the same sweep with `--add-tasks 1` adds another. Both pull from one
+    pool: the added task checks some of it, and no check runs twice."""
+    corpus = tmp_path / "corpus"
+    for i in range(4):
+        spin = corpus / f"slow.spin{i}"
+        spin.mkdir(parents=True)
+        (spin / "setup.ml").write_text("")
+        (spin / "query.txt").write_text("`F`\n")
+        (spin / "answer.txt").write_text(SPIN + "\n")
+        (spin / "category.txt").write_text("slow\n")
+    timeouts = tmp_path / "timeouts.json"
+    timeouts.write_text(json.dumps({"slow": 20}))
+    out = tmp_path / "out"
+
+    def driver(*extra):
+        return subprocess.Popen(
+            [sys.executable, "-m", "runner.cli", "run", str(corpus), "--out", str(out),
+             "--cluster", "slurm", "--nodes", "1", "--category-timeouts", str(timeouts),
+             "--mem-limit", f"{TEST_MEM_LIMIT // 2**20}M", *extra],
+            cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+            start_new_session=True)
+
+    first = driver()
+    added = None
+    try:
+        wait_for(lambda: (out / "slurm" / "jobs.json").exists(), 120, "the sweep's first job")
+        added = driver("--add-tasks", "1")
+        assert first.wait(timeout=600) == 0, first.communicate()[0]
+        assert added.wait(timeout=600) == 0, added.communicate()[0]
+    finally:
+        for proc in (first, added):
+            if proc is not None and proc.poll() is None:
+                os.killpg(proc.pid, signal.SIGKILL)
+        ids = [r.job_id for name in ("jobs.json", *[p.name for p in (out / "slurm").glob("added-*.json")])
+               for r in Ledger(out / "slurm" / name).records]
+        subprocess.run(["scancel", *ids], capture_output=True)
+    [own] = Ledger(out / "slurm" / "jobs.json").records
+    [extra] = [r for p in (out / "slurm").glob("added-*.json") for r in Ledger(p).records]
+    assert claimed_by(out, extra.job_id), "the added task took no work"
+    assert claimed_by(out, own.job_id), "the sweep's own task took no work"
+    keys = all_shard_keys(out)
+    assert sorted(keys) == sorted(set(keys)) == [(f"slow.spin{i}", 0) for i in range(4)]
+    assert {r["verdict"] for r in shards.read_results(out).to_pylist()} == {"TIMEOUT"}

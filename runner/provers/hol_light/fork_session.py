@@ -149,7 +149,15 @@ class ForkSession(ImageTree, ProverSession):
             loaded = True
         except ImageFailed:
             image.close()
-            raise ImageFailed(node.key, log_reason(log) or "the context did not load") from None
+            reason = log_reason(log)
+            # Slurm's scancel, a preemption or the OOM killer signal every
+            # process of the job at once: the image loading a context dies
+            # with its parent. That says nothing of the context; the session
+            # is gone and its checks must run elsewhere, not be recorded.
+            if not reason and _dies_within(parent, 0.5):
+                raise ProverError(f"image {parent.key} was killed while {node.key} loaded from "
+                                  "it, by a signal from outside") from None
+            raise ImageFailed(node.key, reason or "the context did not load") from None
         finally:
             with self._lock:
                 self._loading.pop(node.key, None)
@@ -246,6 +254,15 @@ class ForkSession(ImageTree, ProverSession):
                 self._base_proc.wait()
             self._base_proc = None
         self._janitor.close()
+
+
+def _dies_within(image: ImageProcess, seconds: float) -> bool:
+    deadline = time.monotonic() + seconds
+    while image.alive():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.02)
+    return True
 
 
 def _context_name(node: contexts.ImageNode) -> str:
