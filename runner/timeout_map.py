@@ -227,13 +227,15 @@ def write_map(map_path: Path, derived: DerivedMap, provenance: dict) -> None:
 
 
 def read_sidecar(map_path: Path) -> dict | None:
-    """The sidecar of a map, or None for a map without one (e.g. the bench's own)."""
+    """Parse the sidecar of a map, or None for a map without one (e.g. the
+    bench's own). The runner reads it through runner.map_provenance.load,
+    which types it and carries it with the map."""
     path = sidecar_path(map_path)
     if not path.exists():
         return None
     try:
-        meta = json.loads(path.read_text())
-    except (OSError, json.JSONDecodeError) as exc:
+        meta = json.loads(path.read_bytes().decode("utf-8"))
+    except (OSError, ValueError) as exc:
         raise InputError(path, f"unreadable timeout-map sidecar ({exc})",
                          "derive the map again, or delete the sidecar to use the map alone") from None
     if not isinstance(meta, dict) or meta.get("format") != SIDECAR_FORMAT:
@@ -272,10 +274,8 @@ def use_map(loaded, prover: str, build: str, mode: str) -> MapUse:
     runner.provers.hol_light.native_auto.MapModes, which says so itself)."""
     if loaded is None:
         return MapUse({}, ())
-    meta = loaded.meta or {}
-    mb = 1 << 20
-    mem = {pid: (int(p["mem_guard_mb"] * mb), int(p["expected_mem_mb"] * mb))
-           for pid, p in meta.get("problems", {}).items() if p.get("expected_mem_mb")}
+    mem = {pid: (p.mem_guard_bytes, p.expected_mem_bytes) for pid, p in loaded.problems.items()
+           if p.expected_mem_bytes and p.mem_guard_bytes is not None}
     prov, warnings = loaded.provenance, []
     convertible = ("bytecode-fork", "native-fork")
     for what, theirs, ours in (("prover", prov.prover, prover), ("hol_build", prov.build, build),
