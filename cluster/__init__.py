@@ -40,21 +40,24 @@ def add_arguments(parser) -> None:
     g = parser.add_argument_group("cluster")
     g.add_argument("--cluster", choices=sorted(EXECUTORS), default="local",
                    help="where checks run (default local: threads on this machine)")
-    g.add_argument("--partition", help="slurm, dask-slurm: partition (default: the cluster's)")
-    g.add_argument("--nodes", type=int, default=2,
-                   help="slurm: array tasks, one worker each; dask-slurm: worker jobs (default 2)")
-    g.add_argument("--cpus-per-task", type=int, default=1,
-                   help="slurm, dask-slurm: checks at once per task or worker (default 1)")
-    g.add_argument("--mem-per-node", type=_size, help="slurm, dask-slurm: memory per task, e.g. 8G "
-                   "(default: 1G for the images + cpus-per-task x --mem-limit)")
-    g.add_argument("--array-parallelism", type=int, help="slurm: array tasks at once (default: --nodes)")
-    g.add_argument("--slurm-extra", type=_extra, action="append", default=[], metavar="NAME=VALUE",
-                   help="slurm, dask-slurm: another sbatch option, e.g. qos=high (repeatable)")
-    g.add_argument("--slurm-retries", type=int, default=2,
-                   help="slurm: new jobs for the checks of a job that ended for good (default 2)")
-    g.add_argument("--add-tasks", type=int, default=0, metavar="N",
-                   help="slurm: N more array tasks for this sweep while it runs; they pull "
-                   "from its pool (run it with the sweep's own arguments and --out)")
+    # Help and defaults are SlurmOptions' (runner/settings.py); dask-slurm's
+    # options (cluster.dask.DaskSlurmOptions) take the same flags.
+    from runner.settings import help_of, option
+
+    from .slurm import SlurmOptions
+
+    def opt(name: str, users: str = "slurm, dask-slurm", then: str = "", **kw):
+        return option(SlurmOptions, name, help=f"{users}: {help_of(SlurmOptions, name)}{then}", **kw)
+
+    g.add_argument("--partition", **opt("partition"))
+    g.add_argument("--nodes", type=int, **opt("nodes", then="; dask-slurm: its worker jobs"))
+    g.add_argument("--cpus-per-task", type=int, **opt("cpus_per_task"))
+    g.add_argument("--mem-per-node", type=_size, **opt("mem_per_node"))
+    g.add_argument("--array-parallelism", type=int, **opt("array_parallelism", "slurm"))
+    g.add_argument("--slurm-extra", type=_extra, action="append", metavar="NAME=VALUE",
+                   **opt("extra", default=[]))
+    g.add_argument("--slurm-retries", type=int, **opt("retries", "slurm"))
+    g.add_argument("--add-tasks", type=int, metavar="N", **opt("add_tasks", "slurm"))
     g.add_argument("--scheduler-address", help="dask: address of a running scheduler, tcp://HOST:PORT")
     g.add_argument("--interface", help="dask-slurm: network interface of the workers (e.g. lo)")
 

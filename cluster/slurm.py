@@ -33,7 +33,7 @@ import os
 import re
 import time
 import uuid
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
@@ -47,6 +47,7 @@ from runner.errors import InputError, ProverError
 from runner.planner import PLAN_FILE, write_plan
 from runner.prover import CheckResult
 from runner.results import ResultRow, utcnow
+from runner.settings import setting as _help
 from runner.verdicts import Outcome, Verdict
 from runner.worker import CheckTask, result_row
 
@@ -65,26 +66,22 @@ BOOT_ALLOWANCE_S = 600.0
 MEMORY_KILL = re.compile(r"exceeded memory limit|oom-kill|out of memory|OUT_OF_MEMORY", re.I)
 
 
-def _help(text: str, **kw):
-    return field(metadata={"help": text}, **kw)
-
-
 @dataclass(frozen=True)
 class SlurmOptions:
     partition: str | None = _help("Slurm partition; default: the cluster's default", default=None)
-    nodes: int = _help("array tasks the sweep is split into, one worker (node) each", default=2)
+    nodes: int = _help("array tasks that pull the sweep's checks, one worker (node) each", default=2)
     cpus_per_task: int = _help("checks each array task runs at once (threads sharing its session)",
                                default=1)
-    mem_per_node: int | None = _help("bytes requested per array task; default: 1 GiB for the images "
-                                     "plus cpus_per_task x the per-check memory limit", default=None)
+    mem_per_node: int | None = _help("bytes requested per array task, e.g. 8G; default: 1 GiB for "
+                                     "the images plus cpus-per-task x --mem-limit", default=None)
     array_parallelism: int | None = _help("array tasks running at once; default: nodes", default=None)
     extra: tuple[tuple[str, str], ...] = _help("further sbatch options as (name, value), e.g. "
-                                               "(('qos', 'high'),)", default=())
+                                               "qos=high (repeatable)", default=())
     retries: int = _help("new jobs for the checks of a job that ended for good", default=2)
     add_tasks: int = _help("array tasks to add to this sweep while another driver runs it; "
                            "0: this driver runs the sweep", default=0)
-    max_walltime_min: int = _help("walltime cap per job; a longer share is requeued from its "
-                                  "shards when it times out", default=24 * 60)
+    max_walltime_min: int = _help("walltime cap per job; a task that runs out is requeued and keeps its "
+                                  "claims", default=24 * 60)
     poll_s: float = _help("seconds between looks at the jobs and the shards", default=2.0)
     max_array_size: int | None = _help("largest array to submit; default: the site's "
                                        "MaxArraySize (scontrol show config)", default=None)

@@ -1,11 +1,14 @@
-"""A timeout map with what it was measured on: read once, declared when it
-cannot say so itself.
+"""A timeout map as the runner uses it: read once, with its sidecar and what
+it was measured on, into one object (``LoadedMap``) that everything else is
+handed instead of a path.
 
-A map's limits and ``prove_secs`` hold only for the execution mode and the
-prover build that measured them (../shared/notes/hol-light.md: proofs run
-2.5-6x slower in the bytecode toplevel than natively). A map derived by
-``proofbatch timeout-map`` says which in its sidecar (``NAME.meta.json``,
-runner/timeout_map.py). A map without one, such as s2n-bignum-bench's own
+The files' formats are read by runner/timeouts.py (the bench's map) and
+runner/timeout_map.py (the sidecar ``NAME.meta.json`` it writes); ``load``
+here is the one caller of both. A map's limits and ``prove_secs`` hold only
+for the execution mode and the prover build that measured them
+(../shared/notes/hol-light.md: proofs run 2.5-6x slower in the bytecode
+toplevel than natively). A map derived by ``proofbatch timeout-map`` says
+which in its sidecar. A map without one, such as s2n-bignum-bench's own
 ``timeout-map.json`` (measured natively), says nothing: a HOL Light sweep
 refuses it until the user declares its mode (``--map-mode native|bytecode``,
 and optionally ``--map-build``). A map measured in another mode than a check
@@ -14,14 +17,15 @@ runs in gets its limits converted by runner.provers.hol_light.native_auto.MapMod
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass
 from pathlib import Path
 from types import MappingProxyType
-from typing import Mapping
+from typing import Any, Mapping
 
 from .errors import InputError
 from .timeout_map import read_sidecar, sidecar_path
-from .timeouts import MapEntry, read_map
+from .timeouts import MapEntry, read_file, read_map
 
 # --map-mode values -> the modes backends record (runner.provers.hol_light.backend.MODE,
 # runner.provers.hol_light.native.MODE); spelled here so that reading a map imports no backend.
@@ -29,6 +33,7 @@ DECLARED_MODES = {"bytecode": "bytecode-fork", "native": "native-fork"}
 # Provers whose checks run in more than one mode; only their sweeps need a
 # map's mode. (Isabelle builds sessions one way.)
 MODAL_PROVERS = ("hol-light",)
+MB = 1 << 20
 
 
 @dataclass(frozen=True)
@@ -40,19 +45,54 @@ class Provenance:
 
 
 @dataclass(frozen=True)
+class ProblemMeta:
+    """What a sidecar says of one problem besides its limit."""
+
+    category: str | None
+    expected_mem_bytes: int | None   # the profiled peak RSS of its check's process tree
+    mem_guard_bytes: int | None      # that peak times the policy's mem_margin
+
+
+@dataclass(frozen=True)
+class Sidecar:
+    """A map's sidecar (runner.timeout_map.write_map), checked and typed."""
+
+    path: Path
+    provenance: Mapping[str, Any]    # prover, hol_build, mode, profile, corpus, ...
+    problems: Mapping[str, ProblemMeta]
+
+    @property
+    def profile(self) -> Path | None:
+        """The profile the map was derived from, as the sidecar names it."""
+        profile = self.provenance.get("profile")
+        return Path(profile) if isinstance(profile, str) and profile else None
+
+
+@dataclass(frozen=True)
 class LoadedMap:
     """A timeout map and its sidecar, read once."""
 
     path: Path
     entries: Mapping[str, MapEntry]
-    meta: Mapping | None            # the sidecar, None for a map without one
+    sidecar: Sidecar | None         # None for a map without one (e.g. the bench's own)
     provenance: Provenance
+    digest: str = ""                # sha256 of the map file's bytes
 
     def limits(self) -> dict[str, float]:
         return {pid: e.timeout_sec for pid, e in self.entries.items()}
 
     def prove_secs(self) -> dict[str, float]:
         return {pid: e.prove_secs for pid, e in self.entries.items() if e.prove_secs is not None}
+
+    @property
+    def problems(self) -> Mapping[str, ProblemMeta]:
+        """What the sidecar says of each problem; nothing without a sidecar."""
+        return MappingProxyType({}) if self.sidecar is None else self.sidecar.problems
+
+    @property
+    def profile(self) -> Path | None:
+        """The profile the map was derived from, as its sidecar names it."""
+        return None if self.sidecar is None else self.sidecar.profile
 
     def describe(self) -> str:
         p = self.provenance
@@ -70,15 +110,17 @@ def load(path: Path, mode: str | None = None, build: str | None = None) -> Loade
     if mode is not None and mode not in DECLARED_MODES:
         raise InputError("--map-mode", f"{mode!r} is not an execution mode",
                          f"pass one of {', '.join(DECLARED_MODES)}")
-    entries = read_map(path)
+    data = read_file(path)
+    entries = read_map(path, data)
     meta = read_sidecar(path)
+    sidecar = None if meta is None else _sidecar(sidecar_path(path), meta)
     declared = DECLARED_MODES.get(mode) if mode else None
-    if meta is not None:
-        prov = meta.get("provenance") or {}
+    if sidecar is not None:
+        prov = sidecar.provenance
         for what, theirs, ours in (("mode", prov.get("mode"), declared),
                                    ("build", prov.get("hol_build"), build)):
             if ours is not None and theirs is not None and ours != theirs:
-                raise InputError(sidecar_path(path), f"the map's sidecar says it was measured with "
+                raise InputError(sidecar.path, f"the map's sidecar says it was measured with "
                                  f"{what} {theirs!r}, but --map-{what} declares {ours!r}",
                                  f"drop --map-{what} (the sidecar knows), or derive the map again")
         provenance = Provenance(prov.get("prover"), prov.get("hol_build") or build,
@@ -87,7 +129,41 @@ def load(path: Path, mode: str | None = None, build: str | None = None) -> Loade
         provenance = Provenance(None, build, declared, "declared")
     else:
         provenance = Provenance(None, None, None, "none")
-    return LoadedMap(path, MappingProxyType(entries), meta, provenance)
+    return LoadedMap(path, MappingProxyType(entries), sidecar, provenance,
+                     hashlib.sha256(data).hexdigest())
+
+
+def _sidecar(path: Path, meta: Mapping) -> Sidecar:
+    """The typed sidecar; a field of the wrong type is one InputError naming it."""
+    def bad(what: str, value) -> InputError:
+        return InputError(path, f"{what} is {value!r}, not what `proofbatch timeout-map` writes",
+                          "derive the map again, or delete the sidecar to use the map alone")
+
+    prov = meta.get("provenance") or {}
+    if not isinstance(prov, dict):
+        raise bad("provenance", prov)
+    for key in ("prover", "hol_build", "mode", "profile"):
+        if prov.get(key) is not None and not isinstance(prov[key], str):
+            raise bad(f"provenance.{key}", prov[key])
+    problems = meta.get("problems") or {}
+    if not isinstance(problems, dict):
+        raise bad("problems", problems)
+    typed = {}
+    for pid, p in problems.items():
+        if not isinstance(p, dict):
+            raise bad(f"problems.{pid}", p)
+        category = p.get("category")
+        if category is not None and not isinstance(category, str):
+            raise bad(f"problems.{pid}.category", category)
+        mem = []
+        for key in ("expected_mem_mb", "mem_guard_mb"):
+            value = p.get(key)
+            if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float))
+                                      or value < 0):
+                raise bad(f"problems.{pid}.{key}", value)
+            mem.append(None if value is None else int(value * MB))
+        typed[pid] = ProblemMeta(category or None, *mem)
+    return Sidecar(path, MappingProxyType(dict(prov)), MappingProxyType(typed))
 
 
 def require_mode(loaded: LoadedMap, prover: str) -> None:
@@ -99,7 +175,6 @@ def require_mode(loaded: LoadedMap, prover: str) -> None:
                      f"sidecar {sidecar_path(loaded.path).name}), and bytecode runs 2.5-6x slower "
                      "than native", "declare it with --map-mode native|bytecode [--map-build B] "
                      "(s2n-bignum-bench's map is native)")
-
 
 
 def coverage(loaded: LoadedMap, problem_ids: list[str]) -> tuple[str, ...]:

@@ -31,20 +31,17 @@ from __future__ import annotations
 
 import json
 import random
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Iterable, Mapping, Sequence
 
 from . import shards
 from .errors import InputError
+from .settings import setting as _help
 
 FORMAT = "proofbatch-plan/1"
 PLAN_FILE = "plan.json"
 POLICIES = ("planned", "naive", "shuffle")
-
-
-def _help(text: str, **kw):
-    return field(metadata={"help": text}, **kw)
 
 
 @dataclass(frozen=True)

@@ -98,16 +98,14 @@ def from_map(loaded) -> Known:
     and, when the sidecar names a profile that is still there, that
     profile's measurements first. ``loaded``: runner.map_provenance.LoadedMap."""
     durations = loaded.prove_secs()
-    meta = loaded.meta or {}
-    problems = meta.get("problems", {})
-    mem = {pid: int(p["expected_mem_mb"] * 2**20) for pid, p in problems.items()
-           if p.get("expected_mem_mb")}
-    categories = {pid: p["category"] for pid, p in problems.items() if p.get("category")}
+    problems = loaded.problems
+    mem = {pid: p.expected_mem_bytes for pid, p in problems.items() if p.expected_mem_bytes}
+    categories = {pid: p.category for pid, p in problems.items() if p.category}
     known = Known([("map", durations)], mem, {}, categories)
-    profile = (meta.get("provenance") or {}).get("profile")
-    if profile and (Path(profile) / "summary.json").is_file():
+    profile = loaded.profile
+    if profile is not None and (profile / "summary.json").is_file():
         try:
-            return combine(from_profile(Path(profile)), known)
+            return combine(from_profile(profile), known)
         except InputError:
             pass                      # a profile moved on since; the map alone stands
     return known

@@ -28,7 +28,7 @@ import os
 import platform
 import socket
 import statistics
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
@@ -39,15 +39,12 @@ from . import provers as backends
 from .corpus import Problem
 from .errors import InputError
 from .profile_data import ProblemRuns
+from .settings import setting as _help
 from .sweep import SweepConfig, SweepSummary, prepare, run_sweep
 
 FORMAT = "proofbatch-profile/1"
 SUMMARY_FORMAT = "proofbatch-profile-summary/1"
 PROVENANCE, SUMMARY, SUMMARY_CSV = "profile.json", "summary.json", "summary.csv"
-
-
-def _help(text: str, **kw):
-    return field(metadata={"help": text}, **kw)
 
 
 @dataclass(frozen=True)
@@ -60,9 +57,11 @@ class ProfileConfig:
                              "correct proof is cut short below it", default=10800.0)
     seed: int = _help("seed of run 1's order; run R uses seed + R - 1", default=0)
     workers: int = _help("checks at once; parallel checks share cores and skew each other's "
-                         "times, so the default is 1", default=1)
-    mem_limit: int | None = _help("memory limit per check in bytes; default as for a sweep", default=None)
-    hol_light: Path | None = _help("a HOL Light checkout with hol.sh; default: Debian's", default=None)
+                         "times", default=1)
+    mem_limit: int | None = _help("memory limit per check in bytes, e.g. 8G; default as for `run`",
+                                  default=None)
+    hol_light: Path | None = _help("a HOL Light checkout built with make (has hol.sh); default: "
+                                   "Debian's", default=None)
     mode: str = _help("bytecode or native (runner/provers/hol_light/native_auto.py): a profile, and the map "
                       "derived from it, is valid for this mode only", default="bytecode")
     context_root: Path | None = _help("where needs/loadt in setup.ml resolve; default: cwd", default=None)

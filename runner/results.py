@@ -5,15 +5,12 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import pyarrow as pa
 
+from .settings import setting as _help
 from .verdicts import Verdict
-
-
-def _help(text: str, **kw):
-    return field(metadata={"help": text}, **kw)
 
 
 @dataclass(frozen=True)

@@ -28,13 +28,14 @@ from __future__ import annotations
 import os
 import secrets
 import shutil
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable
 
 import psutil
 
 from .errors import InputError
+from .settings import setting as _help
 
 KINDS = ("auto", "bwrap", "rlimits", "none")
 
@@ -48,10 +49,6 @@ TREE_CAPS = ("CAP_SYS_CHROOT", "CAP_SETUID", "CAP_SETGID", "CAP_KILL")
 # checks cannot signal or read one another even when they run at once.
 JAIL_UID_BASE = 1 << 30
 JAIL_UID_SPAN = (1 << 30) - 2
-
-
-def _help(text: str, **kw):
-    return field(metadata={"help": text}, **kw)
 
 
 @dataclass(frozen=True)

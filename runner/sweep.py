@@ -14,7 +14,7 @@ import platform
 import secrets
 import socket
 from collections import Counter
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Callable
 
@@ -29,14 +29,11 @@ from .corpus import Problem, corpus_fingerprint
 from .errors import InputError
 from .prover import CheckLimits, ProverBackend
 from .results import ResultRow
+from .settings import setting as _help
 from .timeouts import TimeoutPolicy, load_category_timeouts, resolve_limits
 from .worker import CheckTask
 
 MANIFEST = "sweep.json"
-
-
-def _help(text: str, **kw):
-    return field(metadata={"help": text}, **kw)
 
 
 def default_mem_limit(workers: int) -> int:
@@ -47,22 +44,29 @@ def default_mem_limit(workers: int) -> int:
 @dataclass(frozen=True)
 class SweepConfig:
     corpus: Path = _help("CORPUS/<problem-id>/{setup.ml,query.txt[,category.txt,answer.txt]}")
-    out: Path = _help("sweep directory: shards, results.parquet, results.csv, verdicts.csv")
-    answers: Path | None = _help("answers directory or CSV; default: answer.txt in each problem", default=None)
+    out: Path = _help("sweep directory: shards, results.parquet, results.csv, verdicts.csv; rerun "
+                      "to resume")
+    answers: Path | None = _help("answers DIR/<id>/answer.txt or FILE.csv (problem_id,answer); default: "
+                                 "answer.txt in each problem folder. Several attempts: "
+                                 "DIR/<id>/answer_<k>.txt or answers.jsonl, or an attempt column",
+                                 default=None)
     workers: int = _help("checks run at once on this machine", default=1)
     timeout_map: Path | None = _help("s2n-bignum-bench timeout-map.json: per-problem limits", default=None)
     map_mode: str | None = _help("the mode a timeout map without a sidecar was measured in: native "
-                                 "or bytecode (runner/map_provenance.py)", default=None)
+                                 "or bytecode (required for HOL Light: s2n-bignum-bench's map is "
+                                 "native); limits of another mode than a check runs in are "
+                                 "converted, with a warning (runner/map_provenance.py)", default=None)
     map_build: str | None = _help("the HOL Light build a timeout map without a sidecar was measured "
-                                  "with", default=None)
+                                  "with (warned about when it is not this sweep's)", default=None)
     category_timeouts: Path | None = _help("s2n-bignum-bench timeouts.json: per-category limits", default=None)
     default_timeout: float = _help("limit for problems in neither file, in seconds", default=120.0)
-    mem_limit: int | None = _help("memory limit per check in bytes; default: see default_mem_limit",
-                                  default=None)
+    mem_limit: int | None = _help("memory limit per check in bytes, e.g. 4G; default: 8G or an even "
+                                  "share of 80% of RAM per worker, whichever is smaller "
+                                  "(default_mem_limit)", default=None)
     expected_mem: int = _help("memory a check is expected to need before it may start",
                               default=512 * 2**20)
-    hol_light: Path | None = _help("a HOL Light checkout with hol.sh; default: Debian's package",
-                                   default=None)
+    hol_light: Path | None = _help("a HOL Light checkout built with make (has hol.sh); default: "
+                                   "Debian's package", default=None)
     prover: str | None = _help("hol-light or isabelle; default: from the corpus layout "
                                "(isabelle.toml means Isabelle; runner/provers/__init__.py)", default=None)
     isabelle: Path | None = _help("an Isabelle installation (ISABELLE_HOME); default: "

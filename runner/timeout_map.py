@@ -36,7 +36,7 @@ import dataclasses
 import json
 import math
 import statistics
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
 
@@ -46,12 +46,10 @@ from . import shards
 from .errors import InputError
 from .profile_data import ProblemRuns
 from .timeouts import MapEntry, read_map  # noqa: F401  (read_map is this module's reader too)
+from .settings import setting
 
 SIDECAR_FORMAT = "proofbatch-timeout-map-meta/1"
 
-
-def _help(text: str, default: float):
-    return field(default=default, metadata={"help": text})
 
 
 @dataclass(frozen=True)
@@ -59,25 +57,25 @@ class MapPolicy:
     """How limits are derived. Every field is a number, so that each is one
     command-line option of ``proofbatch timeout-map``."""
 
-    floor_s: float = _help("no limit below this many seconds", 120.0)
-    cap_s: float = _help("no limit above this many seconds; problems clipped here are listed", 10800.0)
-    percentile: float = _help("percentile of a problem's runs that its margin multiplies; 100 is "
-                              "the max", 100.0)
-    heavy_s: float = _help("a problem whose statistic reaches this many seconds is heavy", 60.0)
-    heavy_spread: float = _help("a problem whose runs spread this much (max/min) is heavy", 1.5)
-    spread_min_s: float = _help("spread is read from problems of this many seconds up: it makes "
-                                "them heavy, it raises their margins, and sparse runtime bands "
-                                "borrow it", 1.0)
-    light_margin: float = _help("margin of light problems", 2.0)
-    heavy_margin: float = _help("margin of heavy problems", 3.0)
-    target_false_timeout: float = _help(
+    floor_s: float = setting("no limit below this many seconds", default=120.0)
+    cap_s: float = setting("no limit above this many seconds; problems clipped here are listed", default=10800.0)
+    percentile: float = setting("percentile of a problem's runs that its margin multiplies; 100 is "
+                                "the max", default=100.0)
+    heavy_s: float = setting("a problem whose statistic reaches this many seconds is heavy", default=60.0)
+    heavy_spread: float = setting("a problem whose runs spread this much (max/min) is heavy", default=1.5)
+    spread_min_s: float = setting("spread is read from problems of this many seconds up: it makes "
+                                  "them heavy, it raises their margins, and sparse runtime bands "
+                                  "borrow it", default=1.0)
+    light_margin: float = setting("margin of light problems", default=2.0)
+    heavy_margin: float = setting("margin of heavy problems", default=3.0)
+    target_false_timeout: float = setting(
         "per problem: margins are raised until the pooled run-to-run spread predicts at most this "
-        "probability that a correct proof times out; 0 turns the pooled model off", 1e-4)
-    min_band_df: float = _help("a runtime band with fewer pooled degrees of freedom borrows the "
-                               "spread of all problems", 10.0)
-    resolution_s: float = _help("shorter times are read as this: the prover clock's resolution", 0.001)
-    mem_margin: float = _help("a problem's memory guard is its profiled peak times this, within "
-                              "--mem-limit", 2.0)
+        "probability that a correct proof times out; 0 turns the pooled model off", default=1e-4)
+    min_band_df: float = setting("a runtime band with fewer pooled degrees of freedom borrows the "
+                                 "spread of all problems", default=10.0)
+    resolution_s: float = setting("shorter times are read as this: the prover clock's resolution", default=0.001)
+    mem_margin: float = setting("a problem's memory guard is its profiled peak times this, within "
+                                "--mem-limit", default=2.0)
 
     def __post_init__(self):
         def bad(name: str, why: str, fix: str):
@@ -227,13 +225,15 @@ def write_map(map_path: Path, derived: DerivedMap, provenance: dict) -> None:
 
 
 def read_sidecar(map_path: Path) -> dict | None:
-    """The sidecar of a map, or None for a map without one (e.g. the bench's own)."""
+    """Parse the sidecar of a map, or None for a map without one (e.g. the
+    bench's own). The runner reads it through runner.map_provenance.load,
+    which types it and carries it with the map."""
     path = sidecar_path(map_path)
     if not path.exists():
         return None
     try:
-        meta = json.loads(path.read_text())
-    except (OSError, json.JSONDecodeError) as exc:
+        meta = json.loads(path.read_bytes().decode("utf-8"))
+    except (OSError, ValueError) as exc:
         raise InputError(path, f"unreadable timeout-map sidecar ({exc})",
                          "derive the map again, or delete the sidecar to use the map alone") from None
     if not isinstance(meta, dict) or meta.get("format") != SIDECAR_FORMAT:
@@ -272,10 +272,8 @@ def use_map(loaded, prover: str, build: str, mode: str) -> MapUse:
     runner.provers.hol_light.native_auto.MapModes, which says so itself)."""
     if loaded is None:
         return MapUse({}, ())
-    meta = loaded.meta or {}
-    mb = 1 << 20
-    mem = {pid: (int(p["mem_guard_mb"] * mb), int(p["expected_mem_mb"] * mb))
-           for pid, p in meta.get("problems", {}).items() if p.get("expected_mem_mb")}
+    mem = {pid: (p.mem_guard_bytes, p.expected_mem_bytes) for pid, p in loaded.problems.items()
+           if p.expected_mem_bytes and p.mem_guard_bytes is not None}
     prov, warnings = loaded.provenance, []
     convertible = ("bytecode-fork", "native-fork")
     for what, theirs, ours in (("prover", prov.prover, prover), ("hol_build", prov.build, build),

@@ -92,11 +92,13 @@ class MapEntry:
     timeout_sec: float
 
 
-def read_map(path: Path) -> dict[str, MapEntry]:
-    """Read a timeout map: problem id -> entry. Raises InputError naming the
-    entry at fault. Extra keys in an entry are allowed, as other tools add them."""
+def read_map(path: Path, data: bytes | None = None) -> dict[str, MapEntry]:
+    """Parse a timeout map: problem id -> entry. Raises InputError naming the
+    entry at fault. Extra keys in an entry are allowed, as other tools add them.
+    ``data``: the file's bytes, when read already. The runner reads maps
+    through runner.map_provenance.load, which adds the sidecar."""
     path = Path(path)
-    data = _load_json(path)
+    data = _load_json(path, data)
     if not isinstance(data, list):
         raise InputError(path, f"top level is a JSON {_json_type(data)}, not a list",
                          'write a list of {"problem_id": ..., "timeout_sec": ...} objects')
@@ -127,11 +129,6 @@ def read_map(path: Path) -> dict[str, MapEntry]:
     return out
 
 
-def load_timeout_map(path: Path) -> dict[str, float]:
-    """Read a timeout map: problem id -> seconds."""
-    return {pid: e.timeout_sec for pid, e in read_map(path).items()}
-
-
 def load_category_timeouts(path: Path) -> dict[str, float]:
     """Read category timeouts: category -> seconds."""
     path = Path(path)
@@ -142,13 +139,24 @@ def load_category_timeouts(path: Path) -> dict[str, float]:
     return {cat: _seconds(secs, path, f"category {cat!r}") for cat, secs in data.items()}
 
 
-def _load_json(path: Path) -> Any:
+def read_file(path: Path) -> bytes:
+    """The bytes of an input file, or InputError saying why there are none."""
+    path = Path(path)
     if not path.exists():
         raise InputError(path, "file does not exist", "check the path")
     if not path.is_file():
         raise InputError(path, "not a file", "pass the JSON file itself")
     try:
-        text = path.read_bytes().decode("utf-8")
+        return path.read_bytes()
+    except OSError as exc:
+        raise InputError(path, f"unreadable ({exc.strerror})", "check its permissions") from None
+
+
+def _load_json(path: Path, data: bytes | None = None) -> Any:
+    if data is None:
+        data = read_file(path)
+    try:
+        text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise InputError(path, f"not valid UTF-8 ({exc.reason} at byte {exc.start})",
                          "save the file as UTF-8") from None

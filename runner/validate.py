@@ -7,14 +7,13 @@ acceptance criterion is zero TIMEOUT.
 
 from __future__ import annotations
 
-import hashlib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
 from .profile import Profile, recorded_path
 from .sweep import SweepConfig, SweepSummary, prepare, run_sweep
-from .timeouts import load_timeout_map
+from .map_provenance import load
 
 
 @dataclass(frozen=True)
@@ -56,9 +55,8 @@ def validate(profile: Profile, map_path: Path, executor_for: Callable[[SweepConf
     The sweep goes to ``PROFILE/validations/<map>-<hash>/`` and resumes like
     any sweep. Defects of the profile are left out: they never verified.
     """
-    timeouts = load_timeout_map(map_path)
-    digest = hashlib.sha256(Path(map_path).read_bytes()).hexdigest()[:10]
-    out = profile.path / "validations" / f"{Path(map_path).stem}-{digest}"
+    loaded = load(map_path)
+    out = profile.path / "validations" / f"{Path(map_path).stem}-{loaded.digest[:10]}"
     prov = profile.provenance
     # Validate under the profile's own prover and contexts unless told otherwise.
     hol_light = hol_light or recorded_path(prov, "hol_light", profile.path)
@@ -71,5 +69,5 @@ def validate(profile: Profile, map_path: Path, executor_for: Callable[[SweepConf
     summary = run_sweep(prepare(config), executor_for(config), on_row=on_row, on_start=on_start)
     timed_out = sorted(r["problem_id"] for r in summary.table.to_pylist()
                        if r["problem_id"] in set(config.only) and r["verdict"] == "TIMEOUT")
-    return Validation(map_path=Path(map_path), out=out, headroom=headroom(profile, timeouts),
+    return Validation(map_path=Path(map_path), out=out, headroom=headroom(profile, loaded.limits()),
                       summary=summary, false_timeouts=timed_out)

@@ -118,3 +118,36 @@ def test_a_map_names_how_much_of_the_corpus_it_covers(tmp_path):
     assert refused.value.where == str(stranger)
     assert refused.value.problem.startswith(f"names none of the corpus's {total} problems")
     assert not (tmp_path / "out2").exists()
+
+
+def test_the_loaded_map_carries_its_sidecar(tmp_path):
+    """Read once: limits, memory, categories and the profile it came from are
+    all on the one object a sweep, the planner and the backend are handed."""
+    tmap = bench_map(tmp_path / "derived.json", mode="bytecode-fork", profile=str(tmp_path / "prof"))
+    meta = json.loads(tmap.with_name("derived.meta.json").read_text())
+    meta["problems"] = {IDS[0]: {"category": "arith", "expected_mem_mb": 400.0, "mem_guard_mb": 800.0},
+                        IDS[1]: {"category": "lists", "expected_mem_mb": None, "mem_guard_mb": None}}
+    tmap.with_name("derived.meta.json").write_text(json.dumps(meta))
+    loaded = load(tmap)
+    assert loaded.limits() == {pid: 120 for pid in IDS}
+    assert loaded.problems[IDS[0]].expected_mem_bytes == 400 << 20
+    assert loaded.problems[IDS[0]].mem_guard_bytes == 800 << 20
+    assert loaded.problems[IDS[1]].expected_mem_bytes is None
+    assert loaded.profile == tmp_path / "prof" and loaded.sidecar.path.name == "derived.meta.json"
+    assert len(loaded.digest) == 64
+    assert load(bench_map(tmp_path / "bench.json")).problems == {}
+
+
+@pytest.mark.parametrize("problems, complaint", [
+    ({IDS[0]: {"expected_mem_mb": "lots"}}, f"problems.{IDS[0]}.expected_mem_mb is 'lots'"),
+    ({IDS[0]: {"category": 7}}, f"problems.{IDS[0]}.category is 7"),
+    ([IDS[0]], "problems is ["),
+])
+def test_a_sidecar_of_the_wrong_shape_is_one_line_naming_it(tmp_path, capsys, problems, complaint):
+    tmap = bench_map(tmp_path / "derived.json", mode="bytecode-fork")
+    sidecar = tmap.with_name("derived.meta.json")
+    sidecar.write_text(json.dumps({"format": SIDECAR_FORMAT, "provenance": {}, "problems": problems}))
+    assert cli.main(["simulate", "--timeout-map", str(tmap), "--workers", "1"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and str(sidecar) in err and complaint in err
+    assert "derive the map again" in err

@@ -18,6 +18,7 @@ import pytest
 
 from runner import attempts
 from runner.corpus import load_corpus
+from runner.map_provenance import load
 from runner.provers.hol_light.install import find_hol_light
 from runner.provers.hol_light.native import MODE, NativeHolLightBackend, NativeSession
 from runner.provers.hol_light.native_auto import RATIO_MIN, MapModes, ModeBackend
@@ -205,9 +206,9 @@ def test_auto_routes_by_expected_time_and_converts_limits_loudly(native_build, t
         {"problem_id": "arith.add_comm", "prove_secs": 0.01, "timeout_sec": 10}]))
     (tmp_path / "map.meta.json").write_text(json.dumps({"format": SIDECAR_FORMAT,
                                                          "provenance": {"mode": "bytecode-fork"}}))
-    assert MapModes(tmap).mode == "bytecode-fork"
+    assert MapModes(load(tmap)).mode == "bytecode-fork"
     native = NativeHolLightBackend(find_hol_light(), native_build, DEMO)
-    auto = ModeBackend("auto", native, tmap)
+    auto = ModeBackend("auto", native, load(tmap))
     problems = {p.problem_id: p for p in load_corpus(DEMO, None)}
     assert auto.route(problems["heavy.big_mod"]) == MODE
     assert auto.route(problems["arith.add_comm"]) == "bytecode-fork"

@@ -21,7 +21,7 @@ from cluster.local import LocalExecutor
 from runner import cli, shards
 from runner.errors import InputError
 from runner.profile import ProfileConfig, load_profile, profile, recorded_path
-from runner.timeouts import load_timeout_map
+from runner.map_provenance import load
 
 from .conftest import DEMO, TEST_MEM_LIMIT, expected_verdicts
 
@@ -132,7 +132,7 @@ def test_derived_map_validates_with_no_false_timeout(demo_profile, hol_session, 
     cfg, result, _ = demo_profile
     map_path = tmp_path / "demo.json"
     assert cli.main(["timeout-map", str(cfg.out), "--out", str(map_path)]) == 0
-    timeouts = load_timeout_map(map_path)
+    timeouts = load(map_path).limits()
     assert set(timeouts) == ok_ids()
     assert all(120 <= t <= 10800 for t in timeouts.values())
 

@@ -15,7 +15,8 @@ from runner import cli, profile
 from runner.errors import InputError
 from runner.profile_data import ProblemRuns
 from runner.timeout_map import MapPolicy, derive, read_sidecar, sidecar_path, write_map
-from runner.timeouts import load_timeout_map, read_map
+from runner.map_provenance import load
+from runner.timeouts import read_map
 
 from .test_timeouts import BENCH_MAP, EMONTREDC
 
@@ -87,7 +88,7 @@ def test_the_map_is_the_bench_format_both_ways(tmp_path):
     data = json.loads(ours.read_text())
     assert [set(e) for e in data] == [{"problem_id", "prove_secs", "timeout_sec"}]
     assert data[0]["prove_secs"] == 1.5               # the median: the expected duration
-    assert load_timeout_map(ours) == {"x": 120.0}
+    assert load(ours).limits() == {"x": 120.0}
     assert sidecar_path(ours).name == "ours.meta.json"
     meta = read_sidecar(ours)["problems"]["x"]
     assert meta["expected_mem_mb"] == 420.0 and meta["mem_guard_mb"] == 840.0

@@ -9,7 +9,8 @@ import pytest
 
 from runner.corpus import Problem
 from runner.errors import InputError
-from runner.timeouts import TimeLimit, TimeoutPolicy, load_category_timeouts, load_timeout_map, resolve_limits
+from runner.map_provenance import load
+from runner.timeouts import TimeLimit, TimeoutPolicy, load_category_timeouts, resolve_limits
 
 EMONTREDC = "arm.bignum_emontredc_8n.BIGNUM_EMONTREDC_8N_CORRECT"
 ADD = "arm.bignum_add.BIGNUM_ADD_CORRECT"
@@ -44,6 +45,11 @@ def assert_error(exc: InputError, where: Path | str, *fragments: str) -> None:
 
 
 # --- loading --------------------------------------------------------------
+
+def load_timeout_map(path: Path) -> dict[str, float]:
+    """A map's limits as a sweep reads them, through the one loader."""
+    return load(path).limits()
+
 
 def test_load_bench_timeout_map(tmp_path):
     limits = load_timeout_map(write(tmp_path / "timeout-map.json", BENCH_MAP))

@@ -12,6 +12,7 @@ from rich.table import Table
 
 from .. import progress
 from ..profile import Profile, ProfileConfig, profile
+from ..settings import help_of, option
 from ..sweep import prepare
 from . import size
 
@@ -20,28 +21,24 @@ HELP = "check the ground-truth proofs several times and record what each costs"
 
 
 def add_arguments(p) -> None:
-    p.add_argument("corpus", type=Path, help="CORPUS/<problem-id>/{setup.ml,query.txt}")
-    p.add_argument("--answers", type=Path, help="ground truth: DIR/<id>/answer.txt or FILE.csv; "
-                   "default: answer.txt in each problem folder")
-    p.add_argument("--out", type=Path, required=True, help="profile directory, e.g. profiles/NAME")
-    p.add_argument("--runs", type=int, default=3, help="runs over the corpus (default 3)")
-    p.add_argument("--ceiling", type=float, default=10800.0,
-                   help="time limit of every profiled check, seconds (default: the cap, 10800)")
-    p.add_argument("--seed", type=int, default=0, help="seed of the runs' shuffled orders (default 0)")
-    p.add_argument("--workers", type=int, default=1,
-                   help="checks at once (default 1: parallel checks skew each other's times)")
-    p.add_argument("--mem-limit", type=size, help="per check, e.g. 8G (default as for `run`)")
-    p.add_argument("--hol-light", type=Path, help="HOL Light checkout built with make (has hol.sh)")
-    p.add_argument("--context-root", type=Path, help="where needs/loadt resolve (default: cwd)")
-    p.add_argument("--mode", choices=("bytecode", "native"), default="bytecode",
-                   help="HOL Light execution to profile (default bytecode); maps are per mode")
-    p.add_argument("--context-proofs", choices=("replay", "trust"), default="replay",
-                   help="how contexts load for the timed runs (default replay; see `run`)")
-    p.add_argument("--verify-trust", action="store_true",
-                   help="then check every ground truth once more with contexts loaded the other "
-                   "way (trust after replay): a verdict that differs is listed as a defect")
-    p.add_argument("--incremental", action="store_true",
-                   help="profile only new or changed problems (setup, query or ground truth)")
+    # Help and defaults are ProfileConfig's (runner/settings.py), written once.
+    def opt(name: str, **kw):
+        return option(ProfileConfig, name, **kw)
+
+    p.add_argument("corpus", type=Path, help=help_of(ProfileConfig, "corpus"))
+    p.add_argument("--answers", type=Path, **opt("answers"))
+    p.add_argument("--out", type=Path, required=True, help=help_of(ProfileConfig, "out"))
+    p.add_argument("--runs", type=int, **opt("runs"))
+    p.add_argument("--ceiling", type=float, **opt("ceiling_s"))
+    p.add_argument("--seed", type=int, **opt("seed"))
+    p.add_argument("--workers", type=int, **opt("workers"))
+    p.add_argument("--mem-limit", type=size, **opt("mem_limit"))
+    p.add_argument("--hol-light", type=Path, **opt("hol_light"))
+    p.add_argument("--context-root", type=Path, **opt("context_root"))
+    p.add_argument("--mode", choices=("bytecode", "native"), **opt("mode"))
+    p.add_argument("--context-proofs", choices=("replay", "trust"), **opt("context_proofs"))
+    p.add_argument("--verify-trust", action="store_true", **opt("verify_trust"))
+    p.add_argument("--incremental", action="store_true", **opt("incremental"))
     p.add_argument("--map", type=Path, help="then derive this timeout map from the profile "
                    "(default policy; see `proofbatch timeout-map`)")
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from .. import progress
+from ..settings import help_of, option
 from ..sweep import SweepConfig, prepare, run_sweep
 from . import size
 
@@ -13,53 +14,34 @@ HELP = "check every problem of a corpus and record one verdict each"
 
 
 def add_arguments(run) -> None:
-    run.add_argument("corpus", type=Path, help="CORPUS/<problem-id>/{setup.ml,query.txt}")
-    run.add_argument("--answers", type=Path, help="answers DIR/<id>/answer.txt or FILE.csv "
-                     "(problem_id,answer); default: answer.txt in each problem folder. Several "
-                     "attempts: DIR/<id>/answer_<k>.txt or answers.jsonl, or an attempt column")
-    run.add_argument("--out", type=Path, required=True, help="sweep directory; rerun to resume")
-    run.add_argument("--workers", type=int, default=1, help="checks at once (default 1)")
-    run.add_argument("--timeout-map", type=Path, help="s2n-bignum-bench timeout-map.json")
-    run.add_argument("--map-mode", choices=("native", "bytecode"),
-                     help="the mode a timeout map without a sidecar was measured in (required for "
-                     "HOL Light: s2n-bignum-bench's map is native); limits of another mode than "
-                     "a check runs in are converted, with a warning")
-    run.add_argument("--map-build", metavar="B", help="the HOL Light build such a map was measured "
-                     "with (warned about when it is not this sweep's)")
-    run.add_argument("--category-timeouts", type=Path, help="s2n-bignum-bench timeouts.json")
-    run.add_argument("--default-timeout", type=float, default=120.0,
-                     help="seconds, for problems in neither file (default 120)")
-    run.add_argument("--mem-limit", type=size, help="per check, e.g. 4G (default: 8G or an even "
-                     "share of 80%% of RAM per worker, whichever is smaller)")
-    run.add_argument("--hol-light", type=Path, help="HOL Light checkout built with make (has hol.sh)")
-    run.add_argument("--prover", choices=("hol-light", "isabelle"),
-                     help="default: from the corpus (isabelle.toml means Isabelle)")
-    run.add_argument("--isabelle", type=Path, metavar="DIR",
-                     help="Isabelle installation (default: $ISABELLE_HOME, or isabelle on PATH)")
-    run.add_argument("--context-root", type=Path,
-                     help="directory that needs/loadt in setup.ml resolve against (default: cwd)")
-    run.add_argument("--grace", type=float, default=2.0,
-                     help="seconds past the limit before the outside kill (default 2)")
-    run.add_argument("--policy", choices=("planned", "naive", "shuffle"), default="planned",
-                     help="dispatch order (default planned: longest first, context affinity, "
-                     "memory packing; runner/planner.py); naive: corpus order; shuffle: seeded")
-    run.add_argument("--seed", type=int, default=0, help="seed of shuffle and tie-breaking (default 0)")
-    run.add_argument("--sandbox", choices=("auto", "bwrap", "rlimits", "none"), default="auto",
-                     help="the box checks run in (default auto: bwrap when installed and root, "
-                     "else rlimits; see README, Sandbox)")
+    # Help and defaults are SweepConfig's (runner/settings.py), written once.
+    def opt(name: str, **kw):
+        return option(SweepConfig, name, **kw)
+
+    run.add_argument("corpus", type=Path, help=help_of(SweepConfig, "corpus"))
+    run.add_argument("--answers", type=Path, **opt("answers"))
+    run.add_argument("--out", type=Path, required=True, help=help_of(SweepConfig, "out"))
+    run.add_argument("--workers", type=int, **opt("workers"))
+    run.add_argument("--timeout-map", type=Path, **opt("timeout_map"))
+    run.add_argument("--map-mode", choices=("native", "bytecode"), **opt("map_mode"))
+    run.add_argument("--map-build", metavar="B", **opt("map_build"))
+    run.add_argument("--category-timeouts", type=Path, **opt("category_timeouts"))
+    run.add_argument("--default-timeout", type=float, **opt("default_timeout"))
+    run.add_argument("--mem-limit", type=size, **opt("mem_limit"))
+    run.add_argument("--hol-light", type=Path, **opt("hol_light"))
+    run.add_argument("--prover", choices=("hol-light", "isabelle"), **opt("prover"))
+    run.add_argument("--isabelle", type=Path, metavar="DIR", **opt("isabelle"))
+    run.add_argument("--context-root", type=Path, **opt("context_root"))
+    run.add_argument("--grace", type=float, **opt("grace"))
+    run.add_argument("--policy", choices=("planned", "naive", "shuffle"), **opt("policy"))
+    run.add_argument("--seed", type=int, **opt("seed"))
+    run.add_argument("--sandbox", choices=("auto", "bwrap", "rlimits", "none"), **opt("sandbox"))
     run.add_argument("--server", type=Path, metavar="DIR",
                      help="check in the images of `proofbatch serve DIR` instead of loading HOL "
                      "Light here (local threads)")
-    run.add_argument("--mode", choices=("bytecode", "native", "auto"), default="bytecode",
-                     help="HOL Light execution (default bytecode): native compiles HOL Light once "
-                     "per machine (proofbatch build-native) and checks in batches; auto runs checks "
-                     "expected above 0.35 s of bytecode time natively, the rest in bytecode")
-    run.add_argument("--context-proofs", choices=("replay", "trust"), default="replay",
-                     help="HOL Light contexts: replay their proofs as written (default), or trust "
-                     "them: while a context loads, a top-level prove returns its statement without "
-                     "running the tactic; answers always prove for real (README, Trusted contexts)")
-    run.add_argument("--stop-on-first-ok", action="store_true",
-                     help="skip a problem's remaining attempts once one is OK (listed in skipped.csv)")
+    run.add_argument("--mode", choices=("bytecode", "native", "auto"), **opt("mode"))
+    run.add_argument("--context-proofs", choices=("replay", "trust"), **opt("context_proofs"))
+    run.add_argument("--stop-on-first-ok", action="store_true", **opt("stop_on_first_ok"))
     import cluster
 
     cluster.add_arguments(run)    # --cluster and each executor's options

@@ -14,6 +14,7 @@ from ..errors import InputError
 from ..map_provenance import DECLARED_MODES
 from ..planner import POLICIES, PlanConfig, Workers, read_plan
 from ..planner_inputs import plans_from_files
+from ..settings import help_of
 from ..simulate import Prediction, simulate
 from ..sizes import format_size
 from ..sweep import SweepConfig
@@ -43,23 +44,22 @@ def add_arguments(p) -> None:
                    "of each context's earlier proofs are charged) or trust (returned unproved); "
                    "default replay. Image core-hours are printed for both")
     p.add_argument("--map-mode", choices=tuple(DECLARED_MODES), default=None,
-                   help="the mode a map without a sidecar was measured in (the bench's is native); "
-                        "shown beside the figures")
-    p.add_argument("--map-build", default=None, help="the HOL Light build that measured such a map")
+                   help=help_of(SweepConfig, "map_mode") + "; shown beside the figures")
+    p.add_argument("--map-build", default=None, help=help_of(SweepConfig, "map_build"))
     p.add_argument("--workers", type=int, help="workers in all (default: nodes x cores per node)")
-    p.add_argument("--nodes", type=int, help="machines (default 1)")
-    p.add_argument("--cores-per-node", type=int, help="checks at once per machine "
-                   "(default: workers / nodes)")
-    p.add_argument("--mem-per-node", type=size, help="memory per machine, e.g. 192G "
-                   "(default: 6 GiB per core, the bench's advice)")
+    p.add_argument("--nodes", type=int, help=help_of(Workers, "nodes"))
+    p.add_argument("--cores-per-node", type=int, help=help_of(Workers, "cores_per_node", default=False)
+                   + " (default: workers / nodes)")
+    p.add_argument("--mem-per-node", type=size, help=help_of(Workers, "mem_per_node", default=False)
+                   + ", e.g. 192G (default: 6 GiB per core, the bench's advice)")
     p.add_argument("--max-images", type=int, default=None,
-                   help="loaded images each machine keeps, the base included; beyond it the least "
-                        "recently used idle one is evicted and built again when needed (default: "
-                        "the plan's, else 8 as a sweep's sessions keep)")
+                   help=help_of(Workers, "images_per_node", default=False)
+                   + f" (default: the plan's, else {SESSION_MAX_IMAGES} as a sweep's sessions keep)")
     p.add_argument("--policy", choices=POLICIES, default=None,
-                   help="our policy (default planned, or the plan's); naive is always shown beside it")
+                   help=help_of(PlanConfig, "policy", default=False) + "; default planned, or the "
+                   "plan's; naive is always shown beside it")
     p.add_argument("--seed", type=int, default=None,
-                   help="seed of shuffle and tie-breaking (default 0, or the plan's)")
+                   help=help_of(PlanConfig, "seed", default=False) + " (default 0, or the plan's)")
     p.add_argument("--core-hour-price", type=float, help="price of one core-hour, for the cost")
     p.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
 

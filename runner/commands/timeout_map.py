@@ -12,6 +12,7 @@ from rich.table import Table
 from .. import progress
 from ..errors import InputError
 from ..profile import Profile, load_profile, recorded_path
+from ..settings import help_of
 from ..timeout_map import DerivedMap, MapPolicy, derive, write_map
 
 NAME = "timeout-map"
@@ -27,11 +28,11 @@ def add_arguments(p) -> None:
                    "--map); passes with zero TIMEOUT")
     p.add_argument("--map", type=Path, help="an existing map to validate instead of deriving one")
     p.add_argument("--workers", type=int, default=1, help="checks at once while validating (default 1)")
-    policy = p.add_argument_group("policy", "how limits are derived (defaults in parentheses)")
+    policy = p.add_argument_group("policy", "how limits are derived")
     # One option per MapPolicy field, so that the help text lives in one place.
     for f in dataclasses.fields(MapPolicy):
         policy.add_argument("--" + f.name.replace("_", "-"), dest=f"policy_{f.name}", type=float,
-                            default=None, metavar="X", help=f"{f.metadata['help']} ({f.default:g})")
+                            default=None, metavar="X", help=help_of(MapPolicy, f.name))
 
 
 def _policy(args) -> MapPolicy:

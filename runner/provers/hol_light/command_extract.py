@@ -5,25 +5,25 @@ from __future__ import annotations
 from pathlib import Path
 
 from ... import progress
+from ...settings import help_of, option
+from .extract import ExtractConfig
 
 NAME = "extract"
 HELP = "cut HOL Light proof files into a corpus: one problem per top-level theorem"
 
 
 def add_arguments(p) -> None:
-    p.add_argument("files", type=Path, nargs="+", metavar="FILE",
-                   help="HOL Light proof files (.ml); each `let NAME = prove (...)` becomes a problem")
-    p.add_argument("--out", type=Path, required=True,
-                   help="corpus directory to write (new, empty, or an earlier extract of the same files)")
-    p.add_argument("--prefix", help="first part of each id <prefix>.<file stem>.<NAME> "
-                   "(default: the file's folder name, e.g. Library)")
-    p.add_argument("--category", default="generic", help="category of every problem (default generic)")
+    # Help and defaults are ExtractConfig's (runner/settings.py).
+    p.add_argument("files", type=Path, nargs="+", metavar="FILE", help=help_of(ExtractConfig, "files"))
+    p.add_argument("--out", type=Path, required=True, help=help_of(ExtractConfig, "out"))
+    p.add_argument("--prefix", **option(ExtractConfig, "prefix"))
+    p.add_argument("--category", **option(ExtractConfig, "category"))
     p.add_argument("--hol-light", type=Path, help="HOL Light checkout that the corpus will be run "
                    "with, to resolve needs/loadt (default: Debian's package)")
 
 
 def run(args) -> int:
-    from .extract import MANIFEST, ExtractConfig, extract
+    from .extract import MANIFEST, extract
     from .install import DEBIAN_DIR, find_hol_light
 
     if args.hol_light is not None:

@@ -11,6 +11,8 @@ from .backend import HolLightBackend
 from .install import find_hol_light
 from ...image_server import ImageServer
 from ...sandbox import KINDS, SandboxConfig
+from ...settings import option
+from ...sweep import SweepConfig
 
 NAME = "serve"
 HELP = ("keep HOL Light images loaded and serve checks to `proofbatch run --server DIR`, "
@@ -19,15 +21,14 @@ HELP = ("keep HOL Light images loaded and serve checks to `proofbatch run --serv
 
 def add_arguments(p) -> None:
     p.add_argument("dir", type=Path, help="directory for the server's socket and key (made 0700)")
-    p.add_argument("--hol-light", type=Path, help="HOL Light checkout built with make (has hol.sh)")
-    p.add_argument("--context-root", type=Path,
-                   help="directory that needs/loadt in setup.ml resolve against (default: cwd)")
-    p.add_argument("--max-images", type=int, default=8, help="loaded contexts kept at once")
-    p.add_argument("--grace", type=float, default=2.0,
-                   help="seconds past the limit before the outside kill (default 2)")
-    p.add_argument("--sandbox", choices=KINDS, default="auto", help="the box checks run in")
-    p.add_argument("--context-proofs", choices=("replay", "trust"), default="replay",
-                   help="contexts replay their proofs (default) or trust them (see `run`)")
+    # Help and defaults as for `proofbatch run` (SweepConfig, SandboxConfig).
+    p.add_argument("--hol-light", type=Path, **option(SweepConfig, "hol_light"))
+    p.add_argument("--context-root", type=Path, **option(SweepConfig, "context_root"))
+    p.add_argument("--max-images", type=int, **option(SweepConfig, "max_images"))
+    p.add_argument("--grace", type=float, **option(SweepConfig, "grace"))
+    p.add_argument("--sandbox", choices=KINDS, **option(SandboxConfig, "kind"))
+    p.add_argument("--context-proofs", choices=("replay", "trust"),
+                   **option(SweepConfig, "context_proofs"))
 
 
 def run(args) -> int:

@@ -31,6 +31,7 @@ from pathlib import Path
 from .contexts import split_phrases
 from ...corpus import PROBLEM_ID
 from ...errors import InputError
+from ...settings import setting as _help
 from .extract_scan import Skip, Theorem, scan_phrase
 from .native_build import classify, resolve, strip_phrase
 
@@ -38,17 +39,16 @@ MANIFEST = "extract.json"
 FORMAT = 1
 
 
-def _help(text: str, **kw):
-    return field(metadata={"help": text}, **kw)
-
-
 @dataclass(frozen=True)
 class ExtractConfig:
-    files: tuple[Path, ...] = _help("HOL Light proof files (.ml) to cut into problems, in order")
-    out: Path = _help("corpus directory to write; replaced whole, atomically")
-    prefix: str | None = _help("first part of every id; default: each file's parent folder name",
+    files: tuple[Path, ...] = _help("HOL Light proof files (.ml) to cut into problems, in order; "
+                                    "each `let NAME = prove (...)` becomes a problem")
+    out: Path = _help("corpus directory to write (new, empty, or an earlier extract of the same "
+                      "files); replaced whole, atomically")
+    prefix: str | None = _help("first part of each id <prefix>.<file stem>.<NAME>; default: each "
+                               "file's parent folder name, e.g. Library",
                                default=None)
-    category: str = _help("written to every category.txt", default="generic")
+    category: str = _help("category of every problem, written to its category.txt", default="generic")
     hol_dir: Path | None = _help("HOL Light directory that needs/loadt resolve against besides the "
                                  "context root; None: do not check", default=None)
 

@@ -26,6 +26,7 @@ from typing import Iterable, Sequence
 
 from ...corpus import Problem
 from ...errors import InputError
+from ...map_provenance import LoadedMap
 from .backend import MODE as BYTECODE_MODE
 from .backend import HolLightBackend
 from .install import HolLightInstall
@@ -71,18 +72,14 @@ def precompile_libraries(build: NativeBuild, install: HolLightInstall, names: It
 class MapModes:
     """The timeout map's expected times and mode, for routing and limits.
 
-    ``source`` is a map read by runner.map_provenance.load (a sweep reads its
-    map once and passes it here), or a path it reads with that loader."""
+    ``loaded`` is the sweep's map as runner.map_provenance.load read it once
+    (a LoadedMap), or None for a sweep without a map."""
 
-    def __init__(self, source=None):
+    def __init__(self, loaded: LoadedMap | None = None):
         self.path, self.mode, self.expected = None, None, {}
-        if source is None:
-            return
-        from ...map_provenance import LoadedMap, load
-
-        loaded = source if isinstance(source, LoadedMap) else load(Path(source))
-        self.path, self.mode = loaded.path, loaded.provenance.mode
-        self.expected = loaded.prove_secs()
+        if loaded is not None:
+            self.path, self.mode = loaded.path, loaded.provenance.mode
+            self.expected = loaded.prove_secs()
 
     def bytecode_secs(self, problem_id: str) -> float | None:
         secs = self.expected.get(problem_id)
@@ -103,13 +100,13 @@ class ModeBackend(ProverBackend):
     """``--mode native`` or ``--mode auto``: native and bytecode sessions
     behind one, each started only when a check needs it."""
 
-    def __init__(self, mode: str, native: NativeHolLightBackend, map_source=None,
+    def __init__(self, mode: str, native: NativeHolLightBackend, loaded_map: LoadedMap | None = None,
                  threshold_s: float = THRESHOLD_S):
         if mode not in ("native", "auto"):
             raise ValueError(mode)
         self.mode, self.native, self.threshold_s = mode, native, threshold_s
         self.bytecode: HolLightBackend = native.fallback
-        self.maps = MapModes(map_source)
+        self.maps = MapModes(loaded_map)
         self.salt, self.context_root = native.salt, native.context_root
         self.install, self.grace_s = native.install, native.grace_s
         self.info = BackendInfo(prover="hol-light", build=native.info.build,
@@ -131,9 +128,9 @@ class ModeBackend(ProverBackend):
             self.converted.append(problem.problem_id)
         return adjusted
 
-    def use_map(self, loaded) -> None:
-        """Route and convert by ``loaded`` (runner.map_provenance.LoadedMap),
-        the map the sweep read; before any session starts."""
+    def use_map(self, loaded: LoadedMap | None) -> None:
+        """Route and convert by ``loaded``, the map the sweep read; before
+        any session starts."""
         self.maps = MapModes(loaded)
 
     def warnings(self) -> tuple[str, ...]:

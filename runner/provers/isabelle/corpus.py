@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import tomllib
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 from ... import attempts
@@ -29,14 +29,11 @@ from . import text as it
 # (answer.txt, answer_<k>.txt, answers.jsonl, --answers DIR or CSV) works alike.
 from ...corpus import PROBLEM_ID, Problem, _answers_from_csv, _answers_from_directory, _read_category
 from ...errors import InputError
+from ...settings import setting as _help
 from ...verdicts import Outcome, Verdict
 
 DESCRIPTION = "isabelle.toml"
 ANSWER_FORMS = ("proof", "theory")
-
-
-def _help(text: str, **kw):
-    return field(metadata={"help": text}, **kw)
 
 
 @dataclass(frozen=True)
