@@ -39,13 +39,11 @@ from distributed import Client, WorkerPlugin, as_completed, get_worker
 from distributed.scheduler import KilledWorker
 
 from runner import attempts, shards
-from runner.provers.hol_light import contexts
 from runner.errors import InputError, ProverError
-from runner.prover import CheckResult
-from runner.results import ResultRow, utcnow
+from runner.prover import JobAllowances
+from runner.results import ResultRow
 from runner.status import RunningBoard
-from runner.verdicts import Outcome, Verdict
-from runner.worker import CheckTask, result_row, work
+from runner.worker import CheckTask, lost_row, work
 
 from .base import Executor, SweepJob
 
@@ -178,7 +176,7 @@ class DaskExecutor(Executor):
                           key=lambda p: p.problem_id)
         [context] = client.scatter([(job.backend, problems)], broadcast=True)
         workers = sorted(client.scheduler_info()["workers"])
-        salt = getattr(job.backend, "salt", "")
+        image_of = job.backend.image_plan(problems, {}).image_of
         group_of: dict[str, int] = {}
         futures = {}
         # Problems come in the planner's order, heaviest first (runner/planner.py:
@@ -188,8 +186,7 @@ class DaskExecutor(Executor):
         runs = attempts.problem_runs(job.tasks)
         for rank, run in enumerate(runs):
             problem = run[0].problem
-            setup = problem.setup_path.read_text(encoding="utf-8", errors="replace")
-            group = group_of.setdefault(contexts.image_key(setup, salt), len(group_of))
+            group = group_of.setdefault(image_of[problem.problem_id], len(group_of))
             fut = client.submit(check_on_worker, run, context, out, job.run_id,
                                 key=f"problem-{job.run_id}-{problem.problem_id}",
                                 priority=len(runs) - rank, pure=False,
@@ -223,14 +220,11 @@ class DaskExecutor(Executor):
         done = shards.scan(job.out, repair=False, columns=shards.LIGHT).done
         rows = [ResultRow(**r) for k, r in received.items() if k not in done]
         done = done | received
-        now = utcnow()
         for run, reason in lost:
             unsettled, _skipped = attempts.pending(run, done)
             for task in unsettled:
-                row = result_row(task, CheckResult(Outcome(Verdict.ERROR, reason), None, 0.0, None,
-                                                   "", "dask worker lost"),
-                                 info=job.backend.info, worker="dask-driver", run_id=job.run_id,
-                                 started_at=now, finished_at=now)
+                row = lost_row(task, reason, "dask worker lost", info=job.backend.info,
+                               worker="dask-driver", run_id=job.run_id)
                 rows.append(row)
                 on_row(row)
         if rows:
@@ -252,12 +246,12 @@ class DaskSlurmOptions:
     walltime: str = field(default="24:00:00", metadata={"help": "walltime of each worker job"})
 
 
-def slurm_client_factory(options: DaskSlurmOptions, job_out: Path, mem_limit: int):
+def slurm_client_factory(options: DaskSlurmOptions, job_out: Path, mem_limit: int,
+                         allowances: JobAllowances):
     """A callable starting a dask-jobqueue SLURMCluster and a client on it."""
-    from .slurm import IMAGE_ALLOWANCE
 
     def start():
-        memory = options.memory or IMAGE_ALLOWANCE + options.cores * mem_limit
+        memory = options.memory or allowances.image_bytes + options.cores * mem_limit
         cluster = SLURMCluster(
             queue=options.partition, cores=options.cores, processes=1, memory=f"{memory // 2**20}MiB",
             walltime=options.walltime, interface=options.interface, python=sys.executable,
@@ -286,7 +280,7 @@ class DaskSlurmExecutor(DaskExecutor):
 
     def execute(self, job: SweepJob, on_row: Callable[[ResultRow], None]) -> None:
         mem_limit = max(t.limits.mem_bytes for t in job.tasks)
-        self.client_factory = slurm_client_factory(self.options, job.out, mem_limit)
+        self.client_factory = slurm_client_factory(self.options, job.out, mem_limit, job.backend.allowances)
         super().execute(job, on_row)
 
 

@@ -45,11 +45,10 @@ from submitit.slurm.slurm import SlurmJob
 from runner import attempts, shards
 from runner.errors import InputError, ProverError
 from runner.planner import PLAN_FILE, write_plan
-from runner.prover import CheckResult
-from runner.results import ResultRow, utcnow
+from runner.results import ResultRow
 from runner.settings import setting as _help
-from runner.verdicts import Outcome, Verdict
-from runner.worker import CheckTask, result_row
+from runner.verdicts import Verdict
+from runner.worker import CheckTask, lost_row
 
 from .base import Executor, SweepJob
 from .claims import Pool, holder_name
@@ -57,12 +56,6 @@ from .local import LocalExecutor
 from .shares import planned_shares
 from .slurm_jobs import LEDGER, UNFINISHED, JobRecord, Ledger, final_state, max_array_size, queued_names
 
-# A task holds the base image and its contexts besides the checks; forked
-# checks share the image's pages, but Slurm's jobacct_gather adds up the RSS
-# of every process, so the request counts them again.
-IMAGE_ALLOWANCE = 2**30
-# Loading HOL Light cold: 70-90 s of CPU, several times that on a busy node.
-BOOT_ALLOWANCE_S = 600.0
 MEMORY_KILL = re.compile(r"exceeded memory limit|oom-kill|out of memory|OUT_OF_MEMORY", re.I)
 
 
@@ -95,12 +88,6 @@ class SlurmOptions:
             raise InputError("--add-tasks", f"{self.add_tasks} is negative", "pass 1 or more")
         if self.retries < 0:
             raise InputError("--slurm-retries", f"{self.retries} is negative", "pass 0 or more")
-
-
-def lost_row(task: CheckTask, reason: str, exit_status: str, *, info, run_id: str) -> ResultRow:
-    now = utcnow()
-    return result_row(task, CheckResult(Outcome(Verdict.ERROR, reason), None, 0.0, None, "", exit_status),
-                      info=info, worker="slurm-driver", run_id=run_id, started_at=now, finished_at=now)
 
 
 def task_key(task: CheckTask) -> tuple[str, int]:
@@ -183,7 +170,7 @@ class SlurmExecutor(Executor):
         if o.mem_per_node is not None:
             return f"{max(1, o.mem_per_node // 2**20)}M"
         per_check = max(t.limits.mem_bytes for t in tasks)
-        return f"{(IMAGE_ALLOWANCE + o.cpus_per_task * per_check) // 2**20}M"
+        return f"{(self._allowances.image_bytes + o.cpus_per_task * per_check) // 2**20}M"
 
     def _walltime_min(self, tasks: list[CheckTask], grace_s: float, tasks_pulling: int) -> int:
         # Each task expects its part of the pool; pulling evens the parts out
@@ -191,7 +178,8 @@ class SlurmExecutor(Executor):
         # that runs out of time is requeued and keeps its claims.
         work = sum(t.limits.time_s + grace_s for t in tasks) / self.options.cpus_per_task
         part = 2 * work / tasks_pulling + max(t.limits.time_s + grace_s for t in tasks)
-        return max(5, min(self.options.max_walltime_min, math.ceil((BOOT_ALLOWANCE_S + part) / 60)))
+        return max(5, min(self.options.max_walltime_min,
+                          math.ceil((self._allowances.boot_s + part) / 60)))
 
     def _write_plan(self, job: SweepJob, tasks: list[CheckTask], nodes: int):
         """The plan with this executor's worker shape, to OUT/plan.json for
@@ -299,6 +287,7 @@ class SlurmExecutor(Executor):
 
     def execute(self, job: SweepJob, on_row: Callable[[ResultRow], None]) -> None:
         o = self.options
+        self._allowances = job.backend.allowances
         # Tasks added to a running sweep keep their own ledger: the driver
         # that started the sweep owns jobs.json.
         name = LEDGER if not o.add_tasks else f"added-{job.run_id}.json"
@@ -331,7 +320,7 @@ class SlurmExecutor(Executor):
                 failed_writer = failed_writer or shards.ShardWriter(job.out, f"{job.run_id}-slurm-driver")
                 row = lost_row(by_key[k], f"{reason}; {ledger.tries[k]} Slurm jobs ran this check "
                                "and none finished it", f"slurm {state}", info=job.backend.info,
-                               run_id=job.run_id)
+                               worker="slurm-driver", run_id=job.run_id)
                 failed_writer.add(row)
                 self._reported.add(k)
                 on_row(row)
@@ -419,4 +408,4 @@ def from_args(args, workers: int) -> SlurmExecutor:
         partition=args.partition, nodes=args.nodes, cpus_per_task=args.cpus_per_task,
         mem_per_node=args.mem_per_node, array_parallelism=args.array_parallelism,
         extra=tuple(args.slurm_extra), retries=args.slurm_retries,
-        add_tasks=getattr(args, "add_tasks", 0)))
+        add_tasks=args.add_tasks))

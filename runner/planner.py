@@ -84,7 +84,7 @@ class PlanCheck:
 
 @dataclass(frozen=True)
 class Image:
-    key: str = _help("image key (runner.provers.hol_light.contexts.image_key)")
+    key: str = _help("image key (the backend's image plan, runner.prover.ImagePlan)")
     parent: str | None = _help("the image it is forked from; None for the base")
     build_s: float = _help("seconds to build it on top of its parent")
     source: str = _help("measured (a sweep's or profile's images/*.json), estimated (from the "

@@ -20,8 +20,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable, Mapping, Sequence
 
+from . import provers
 from .errors import InputError
-from .planner import Image, PlanCheck
+from .planner import Image, PlanCheck, make_plan
+from .profile_data import load_profile
 
 # ../shared/notes/hol-light.md: HOL Light starts cold in 75-90 s of CPU
 # (benchmarks/overhead.py measured 65.8 s here); `needs "Library/words.ml"`
@@ -81,8 +83,6 @@ def measured_builds(dirs: Iterable[Path]) -> dict[str, tuple[str | None, float]]
 def from_profile(path: Path) -> Known:
     """Durations (median prove_secs), memory (largest peak RSS) and image
     builds measured by ``proofbatch profile``."""
-    from .profile import load_profile
-
     profile = load_profile(path)
     durations = {r.problem_id: statistics.median(r.prove_secs) for r in profile.runs}
     mem = {r.problem_id: int(max(r.peak_rss_mb) * 2**20) for r in profile.runs if r.peak_rss_mb}
@@ -189,48 +189,35 @@ def prices(known: Known) -> dict[str, float]:
     return out
 
 
-def context_builds(tree, known: Known, choice, measured: Mapping[str, float] | None = None):
-    """Build seconds of every context image of ``tree`` but the base: measured
-    (``measured``, by tree key) first, else estimated from its segment under
-    ``choice`` (runner.context_proofs.ContextProofs); with the estimates."""
-    from .provers.hol_light import context_costs
-
-    costs = context_costs.estimate(tree, prices(known))
-    measured = measured or {}
-    return {k: measured.get(k, c.build_s(choice)) for k, c in costs.items()}, costs
-
-
-def plan_sweep(tasks: Sequence, salt: str, *, workers, config, timeout_map=None,
-               out: Path, context_proofs=None):
-    """The plan of a sweep's tasks (runner.worker.CheckTask, in corpus order).
+def plan_sweep(tasks: Sequence, backend, *, workers, config, timeout_map=None, out: Path):
+    """The plan of a sweep's tasks (runner.worker.CheckTask, in corpus order)
+    on ``backend`` (a runner.prover.ProverBackend), whose image plan says
+    which image each problem needs and what building it is expected to cost.
 
     ``timeout_map`` is the sweep's map as read once (runner.map_provenance).
     Memory needs are the tasks' own (the sweep resolved them from the map's
     sidecar and --mem-limit); image builds measured by earlier runs of the
-    same sweep come first, then those of the map's profile, then estimates
-    of each context's load under ``context_proofs`` (default replay)."""
-    from .provers.hol_light import contexts
-    from .context_proofs import ContextProofs
-    from .planner import make_plan
-
-    setups = {}
-    for t in tasks:
-        p = t.problem
-        if p.problem_id not in setups:
-            setups[p.problem_id] = p.setup_path.read_text(encoding="utf-8", errors="replace")
-    tree = contexts.build_context_tree(setups, salt)
+    same sweep come first, then those of the map's profile, then the
+    backend's estimates."""
     known = combine(Known(builds=measured_builds([out])),
                     from_map(timeout_map) if timeout_map else Known())
     known = Known(known.durations, {}, known.builds, known.categories, known.images)
+    problems = list({t.problem.problem_id: t.problem for t in tasks}.values())
+    images = backend.image_plan(problems, prices(known))
     items = [Item(t.problem.problem_id, t.attempt, t.problem.category,
-                  tree.image_of[t.problem.problem_id], t.limits.time_s, t.limits.expected_mem_bytes)
+                  images.image_of[t.problem.problem_id], t.limits.time_s, t.limits.expected_mem_bytes)
              for t in tasks]
-    checks = expected_checks(items, known)
-    parents = {k: n.parent for k, n in tree.nodes.items()}
-    estimated, _ = context_builds(tree, known, ContextProofs(context_proofs or ContextProofs.REPLAY))
-    images = images_for({c.image_key for c in checks}, parents, tree.base, known.builds,
-                        estimated=estimated)
-    return make_plan(checks, images, tree.base, workers, config)
+    return make_plan(expected_checks(items, known), images_of_plan(images, known.builds), images.base,
+                     workers, config)
+
+
+def images_of_plan(plan, measured: Mapping[str, tuple[str | None, float]]) -> dict[str, Image]:
+    """The planner's images of an image plan: measured builds win over the plan's estimates."""
+    keys = set(plan.image_of.values())
+    images = images_for(keys, plan.parent, plan.base, measured, base_s=plan.build_s[plan.base],
+                        estimated=plan.build_s)
+    return {k: (Image(k, i.parent, i.build_s, plan.source.get(k, i.source))
+                if i.source == "estimated" else i) for k, i in images.items()}
 
 
 def plan_from_files(*, timeout_map=None, profile: Path | None, workers, config,
@@ -256,8 +243,6 @@ def plans_from_files(*, timeout_map=None, profile: Path | None, workers, config,
     without one, a profile (given, or named by the map's sidecar) gives image
     keys and measured builds, and a map alone puts every check on the base
     image (its contexts are unknown, and every choice gets the same plan)."""
-    from .planner import make_plan
-
     if timeout_map is None and profile is None:
         raise InputError("simulate", "nothing to plan", "pass --timeout-map FILE or --profile DIR")
     parts, limits = [], {}
@@ -285,40 +270,18 @@ def plans_from_files(*, timeout_map=None, profile: Path | None, workers, config,
     return {c: plan for c in choices}
 
 
-# Image keys of a simulated corpus: internal to the plan, since no prover
-# build is at hand; measured builds are matched by shape
-# (runner.provers.hol_light.context_costs.translate_measured).
-SIMULATE_SALT = "proofbatch-simulate"
-
-
 def _plan_corpus(corpus: Path, known: Known, limits: Mapping[str, float], workers, config,
                  default_mem: int, choices) -> dict:
-    from .provers.hol_light import context_costs, contexts
-    from .provers import load_problems
-    from .planner import make_plan
-
-    problems = load_problems(corpus)
-    setups = {p.problem_id: p.setup_path.read_text(encoding="utf-8", errors="replace")
-              for p in problems}
-    tree = contexts.build_context_tree(setups, SIMULATE_SALT)
-    del setups
-    measured = context_costs.translate_measured(tree, known.images, known.builds)
-    # The base boots: a measured boot of the profile counts, as a default would.
-    roots = [s for k, (parent, s) in known.builds.items() if parent is None]
-    base_s = statistics.median(roots) if roots else DEFAULT_BASE_BUILD_S
-    items = [Item(p.problem_id, 0, p.category, tree.image_of[p.problem_id],
-                  limits.get(p.problem_id, 0.0), default_mem) for p in problems]
-    checks = expected_checks(items, known)
-    parents = {k: n.parent for k, n in tree.nodes.items()}
-    costs = context_costs.estimate(tree, prices(known))
+    prover = provers.detect(corpus)
+    problems = provers.load_problems(corpus, prover=prover)
+    by_choice, measured = provers.offline_image_plans(prover, problems, prices(known), choices,
+                                                      known.images, known.builds)
     plans = {}
-    for choice in choices:
+    for choice, images in by_choice.items():
         # A profile's builds were measured under its own choice only.
         ours = measured if str(choice) == (known.builds_choice or "replay") else {}
-        estimated = {k: ours.get(k, c.build_s(choice)) for k, c in costs.items()}
-        images = images_for({c.image_key for c in checks}, parents, tree.base, {}, base_s=base_s,
-                            estimated=estimated)
-        images = {k: (Image(k, i.parent, i.build_s, "measured") if k in ours else i)
-                  for k, i in images.items()}
-        plans[choice] = make_plan(checks, images, tree.base, workers, config)
+        items = [Item(p.problem_id, 0, p.category, images.image_of[p.problem_id],
+                      limits.get(p.problem_id, 0.0), default_mem) for p in problems]
+        planned = images_of_plan(images, {k: (images.parent.get(k), s) for k, s in ours.items()})
+        plans[choice] = make_plan(expected_checks(items, known), planned, images.base, workers, config)
     return plans

@@ -21,9 +21,7 @@ in its own seeded random order so that scheduling effects vary between runs.
 
 from __future__ import annotations
 
-import datetime as dt
 import hashlib
-import json
 import os
 import platform
 import socket
@@ -38,13 +36,14 @@ from . import shards
 from . import provers as backends
 from .corpus import Problem
 from .errors import InputError
-from .profile_data import ProblemRuns
+# The profile's files and their reader live in profile_data, which the
+# planner reads without the sweep; they are this module's API too.
+from .profile_data import (FORMAT, PROVENANCE, SUMMARY, SUMMARY_CSV, SUMMARY_FORMAT,  # noqa: F401
+                           Defect, ProblemRuns, Profile, _now, _read_json, _write_json,
+                           load_profile, write_profile)
 from .settings import setting as _help
 from .sweep import SweepConfig, SweepSummary, prepare, run_sweep
 
-FORMAT = "proofbatch-profile/1"
-SUMMARY_FORMAT = "proofbatch-profile-summary/1"
-PROVENANCE, SUMMARY, SUMMARY_CSV = "profile.json", "summary.json", "summary.csv"
 
 
 @dataclass(frozen=True)
@@ -75,23 +74,6 @@ class ProfileConfig:
                                default=False)
 
 
-@dataclass(frozen=True)
-class Defect:
-    problem_id: str
-    verdict: str
-    reason: str
-    run: str
-
-
-@dataclass(frozen=True)
-class Profile:
-    path: Path
-    provenance: dict
-    runs: list[ProblemRuns]
-    defects: list[Defect]
-    stats: list[dict]
-
-
 def content_hash(problem: Problem) -> str:
     """What a problem's profile depends on: its setup, query and ground truth."""
     h = hashlib.sha256()
@@ -120,21 +102,6 @@ def machine() -> dict:
     return {"host": socket.gethostname(), "platform": platform.platform(),
             "cpu": platform.processor() or platform.machine(), "cores": os.cpu_count(),
             "memory_bytes": psutil.virtual_memory().total, "python": platform.python_version()}
-
-
-def _now() -> str:
-    return dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
-
-
-def _write_json(path: Path, data) -> None:
-    shards.publish(path, lambda tmp: tmp.write_text(json.dumps(data, indent=2) + "\n"))
-
-
-def _read_json(path: Path, what: str):
-    try:
-        return json.loads(path.read_text())
-    except (OSError, json.JSONDecodeError) as exc:
-        raise InputError(path, f"unreadable {what} ({exc})", "restore it, or profile into a new --out") from None
 
 
 def _sweep_config(cfg: ProfileConfig, out: Path, only, seed: int,
@@ -328,36 +295,3 @@ def _write_summary(out: Path, provenance: dict, in_corpus: set[str]) -> None:
               f"{max(p['peak_rss_mb']):.1f}" if p["peak_rss_mb"] else ""] for p in problems]
     shards.publish(out / SUMMARY_CSV, lambda tmp: tmp.write_text(
         "\n".join(",".join(str(c) for c in row) for row in [header, *lines]) + "\n"))
-
-
-def load_profile(path: Path) -> Profile:
-    """Read a profile directory written by ``profile``."""
-    path = Path(path)
-    prov_path, summary_path = path / PROVENANCE, path / SUMMARY
-    if not prov_path.is_file() or not summary_path.is_file():
-        raise InputError(path, "not a finished profile (no profile.json and summary.json)",
-                         "pass a directory written by `proofbatch profile`, or rerun that to finish it")
-    provenance = _read_json(prov_path, "profile provenance")
-    summary = _read_json(summary_path, "profile summary")
-    if provenance.get("format") != FORMAT or summary.get("format") != SUMMARY_FORMAT:
-        raise InputError(path, "unknown profile format", f"profile again with this proofbatch ({FORMAT})")
-    runs = [ProblemRuns(problem_id=p["problem_id"], category=p["category"],
-                        prove_secs=tuple(p["prove_secs"]), peak_rss_mb=tuple(p["peak_rss_mb"]),
-                        wall_secs=tuple(p["wall_secs"]), image_key=p["image_key"])
-            for p in summary["problems"]]
-    defects = [Defect(d["problem_id"], d["verdict"], d["reason"], d["run"]) for d in summary["defects"]]
-    return Profile(path=path, provenance=provenance, runs=runs, defects=defects, stats=summary["problems"])
-
-
-def write_profile(path: Path, runs: list[ProblemRuns], provenance: dict) -> Path:
-    """Write ``runs`` as a profile directory that ``load_profile`` reads: the
-    inverse of it, for profiles made elsewhere (a synthetic workload, another
-    tool's measurements). ``provenance`` says where they came from."""
-    path = Path(path)
-    path.mkdir(parents=True, exist_ok=True)
-    _write_json(path / PROVENANCE, {"format": FORMAT, "generations": [], "problems": {}, **provenance})
-    _write_json(path / SUMMARY, {"format": SUMMARY_FORMAT, "written": _now(), "defects": [], "problems": [
-        {"problem_id": r.problem_id, "category": r.category, "prove_secs": list(r.prove_secs),
-         "peak_rss_mb": list(r.peak_rss_mb), "wall_secs": list(r.wall_secs or r.prove_secs),
-         "image_key": r.image_key} for r in runs]})
-    return path

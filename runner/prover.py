@@ -1,9 +1,13 @@
-"""The prover-backend interface: HOL Light now, Isabelle next.
+"""The prover-backend interface: all the sweep, the planner and the
+executors know of a prover.
 
-A backend knows how to start a *session* on one host. A session owns that
-host's loaded images and runs checks in them; it is shared by the host's
-worker threads. Every executor (local, Slurm, Dask) drives sessions through
-this interface only, so adding a prover touches one module.
+A backend (one per prover package under runner/provers/) resolves an
+installation once, says what a plan and a batch job need to know of it
+(image plan, allowances, limits, warnings) and starts *sessions*. A session
+owns one host's loaded images and runs checks in them; it is shared by the
+host's worker threads. Every executor (local, Slurm, Dask) drives sessions
+through this interface only, so adding a prover touches its own package and
+the registry (runner/provers/__init__.py).
 """
 
 from __future__ import annotations
@@ -11,7 +15,7 @@ from __future__ import annotations
 import abc
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Sequence
+from typing import Mapping, Sequence
 
 from .corpus import Problem
 from .verdicts import Outcome
@@ -60,6 +64,30 @@ class ImageBuild:
     finished_at: float = 0.0        # epoch seconds; places the build on a sweep's timeline
 
 
+@dataclass(frozen=True)
+class ImagePlan:
+    """The images a session would build for some problems, as a plan needs
+    them: which image each problem's checks run in, the tree they form, and
+    what building each is expected to cost."""
+
+    base: str                               # the booted prover every other image derives from
+    image_of: Mapping[str, str]             # problem id -> key of the image its checks run in
+    parent: Mapping[str, str | None]        # image key -> its parent's key (None for the base)
+    build_s: Mapping[str, float]            # image key -> expected seconds to build it from its parent
+    source: Mapping[str, str] = field(default_factory=dict)  # image key -> "estimated" or "default"
+
+
+@dataclass(frozen=True)
+class JobAllowances:
+    """What a batch job (a Slurm array task, a Dask worker job) must request
+    for the prover besides its checks."""
+
+    image_bytes: int = field(metadata={"help": "memory of the loaded images a task holds, counted "
+                                               "once besides its checks' limits"})
+    boot_s: float = field(metadata={"help": "walltime before a task's first check: starting the "
+                                            "prover on a busy node"})
+
+
 class ProverSession(abc.ABC):
     """A prover running on one host, with its images. Thread-safe.
 
@@ -100,10 +128,45 @@ class ProverSession(abc.ABC):
 
 
 class ProverBackend(abc.ABC):
-    """Resolves a prover installation once and starts sessions of it."""
+    """Resolves a prover installation once and starts sessions of it.
+
+    Besides ``info``, a backend has ``salt`` (its cache key: what its image
+    keys and a resumed sweep's identity depend on), ``grace_s`` (seconds
+    past a check's limit before the outside kill), ``context_root`` (the
+    directory contexts resolve against, recorded in the manifest) and
+    ``allowances``. The methods with a body are defaults a prover may keep.
+    """
 
     info: BackendInfo
+    salt: str
+    grace_s: float
+    context_root: Path
+    allowances: JobAllowances
 
     @abc.abstractmethod
     def start(self, workdir: Path) -> ProverSession:
         """Start a session whose scratch files live under ``workdir``."""
+
+    @abc.abstractmethod
+    def image_plan(self, problems: Sequence[Problem], prove_secs: Mapping[str, float]) -> ImagePlan:
+        """The images a session of this backend builds for ``problems``;
+        ``prove_secs`` (expected proof seconds by problem id, possibly of
+        problems outside the list) may price loading contexts whose proofs
+        are among them."""
+
+    def check_mem_limit(self, mem_bytes: int, where: str = "--mem-limit") -> None:
+        """Raise InputError when no check could pass under ``mem_bytes``
+        (the prover's own floor); ``where`` names the flag to blame."""
+
+    def use_map(self, loaded) -> None:
+        """The sweep's timeout map as read once (runner.map_provenance.LoadedMap,
+        or None), before ``limits_for`` and before any session starts."""
+
+    def limits_for(self, problem: Problem, limits: CheckLimits) -> CheckLimits:
+        """The limits ``problem``'s checks run under, given those the sweep
+        resolved (e.g. a map's limit converted to the mode the check runs in)."""
+        return limits
+
+    def warnings(self) -> tuple[str, ...]:
+        """What to say before the sweep starts, after every ``limits_for``."""
+        return ()

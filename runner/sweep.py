@@ -22,14 +22,19 @@ import psutil
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from . import attempts, map_provenance, shards, timeout_map
+from cluster.base import SweepJob
+
+from . import attempts, heartbeat, map_provenance, shards, timeout_map
 from . import provers as backends
 from .context_proofs import ContextProofs
 from .corpus import Problem, corpus_fingerprint
 from .errors import InputError
+from .planner import PLAN_FILE, PlanConfig, Workers, write_plan
+from .planner_inputs import plan_sweep
 from .prover import CheckLimits, ProverBackend
 from .results import ResultRow
 from .settings import setting as _help
+from .simulate import predict
 from .timeouts import TimeoutPolicy, load_category_timeouts, resolve_limits
 from .worker import CheckTask
 
@@ -148,37 +153,26 @@ def prepare(config: SweepConfig) -> PreparedSweep:
     limits = resolve_limits(problems, policy)
     mem = config.mem_limit or default_mem_limit(config.workers)
     backend = selected.build(config)
-    if hasattr(backend, "check_mem_limit"):
-        try:
-            backend.check_mem_limit(mem)
-        except InputError as exc:
-            if config.mem_limit is not None:
-                raise
-            # The limit was derived from --workers: that is the flag to change.
-            raise InputError("--workers", f"{config.workers} workers share this machine's memory: "
-                             f"{exc.problem}",
-                             "pass fewer --workers, or a --mem-limit (e.g. 2G)") from None
+    try:
+        backend.check_mem_limit(mem)
+    except InputError as exc:
+        if config.mem_limit is not None:
+            raise
+        # The limit was derived from --workers: that is the flag to change.
+        raise InputError("--workers", f"{config.workers} workers share this machine's memory: "
+                         f"{exc.problem}",
+                         "pass fewer --workers, or a --mem-limit (e.g. 2G)") from None
     info = backend.info
-    # A map's sidecar gives each problem its profiled memory need and guard.
+    # A map's sidecar gives each problem its profiled memory need and guard;
+    # the backend turns its limits into those of the mode a check runs in.
     map_use = timeout_map.use_map(loaded, info.prover, info.build, info.mode)
-    if hasattr(backend, "use_map"):
-        backend.use_map(loaded)
-    # Native and auto modes convert a map's limits to the mode a check runs
-    # in (backend.limits_for); a bytecode sweep converts a native map here.
-    from .provers.hol_light.native_auto import MapModes, converted_warning
-
-    modes, converted = MapModes(loaded), []
+    backend.use_map(loaded)
 
     def limits_of(p: Problem) -> CheckLimits:
         guard, expected = map_use.memory(p.problem_id, mem, min(config.expected_mem, mem))
-        chosen = CheckLimits(time_s=limits[p.problem_id].seconds, time_source=limits[p.problem_id].source,
-                             mem_bytes=guard, expected_mem_bytes=expected)
-        if hasattr(backend, "limits_for"):
-            return backend.limits_for(p, chosen)
-        adjusted = modes.convert(chosen, info.mode)
-        if adjusted is not chosen:
-            converted.append(p.problem_id)
-        return adjusted
+        return backend.limits_for(p, CheckLimits(
+            time_s=limits[p.problem_id].seconds, time_source=limits[p.problem_id].source,
+            mem_bytes=guard, expected_mem_bytes=expected))
 
     # One task per attempt of each problem (runner/attempts.py).
     tasks = [task for p in problems
@@ -186,10 +180,9 @@ def prepare(config: SweepConfig) -> PreparedSweep:
     # Whatever the order of problems, a problem's attempts must stay one
     # contiguous run in attempt order: a worker drains the run against one
     # loaded context, stopping early and reusing duplicates as it goes.
-    ordered, plan = order(tasks, backend.salt, config, loaded)
+    ordered, plan = order(tasks, backend, config, loaded)
     return PreparedSweep(config, problems, attempts.contiguous(ordered), backend,
-                         warnings=covered + map_use.warnings + converted_warning(modes, len(converted))
-                         + (backend.warnings() if hasattr(backend, "warnings") else ()), plan=plan)
+                         warnings=covered + map_use.warnings + backend.warnings(), plan=plan)
 
 
 def check_out_dir(config: SweepConfig) -> None:
@@ -215,19 +208,16 @@ def check_out_dir(config: SweepConfig) -> None:
                          "use a new --out for this corpus, or pass the corpus it was run on")
 
 
-def order(tasks: list[CheckTask], salt: str, config: SweepConfig, loaded=None):
+def order(tasks: list[CheckTask], backend: ProverBackend, config: SweepConfig, loaded=None):
     """The planner's order of the tasks and the plan (runner/planner.py):
     longest expected first with context affinity and memory packing
     (``planned``), corpus order (``naive``) or seeded random (``shuffle``),
     for one node of ``config.workers`` cores and 80% of this machine's memory."""
-    from .planner import PlanConfig, Workers
-    from .planner_inputs import plan_sweep
-
     workers = Workers(1, config.workers, int(0.8 * psutil.virtual_memory().total),
                       images_per_node=config.max_images)
-    plan = plan_sweep(tasks, salt, workers=workers, config=PlanConfig(policy=config.policy, seed=config.seed),
-                      timeout_map=loaded, out=config.out,
-                      context_proofs=getattr(config, "context_proofs", None))
+    plan = plan_sweep(tasks, backend, workers=workers,
+                      config=PlanConfig(policy=config.policy, seed=config.seed),
+                      timeout_map=loaded, out=config.out)
     by_key = {(t.problem.problem_id, t.attempt): t for t in tasks}
     return [by_key[(c.problem_id, c.attempt)] for c in plan.checks], plan
 
@@ -273,7 +263,7 @@ def check_manifest(prepared: PreparedSweep, done: shards.Done | None = None) -> 
     path = cfg.out / MANIFEST
     manifest = {
         "prover": info.prover, "hol_build": info.build, "mode": info.mode,
-        "sandbox": getattr(info, "sandbox", "none"),
+        "sandbox": info.sandbox,
         "mem_limit": cfg.mem_limit,
         "context_proofs": info.context_proofs,
         "corpus": str(cfg.corpus.resolve()), "corpus_fingerprint": corpus_fingerprint(prepared.problems),
@@ -332,10 +322,6 @@ def run_sweep(prepared: PreparedSweep, executor, on_row: Callable[[ResultRow], N
 
     ``on_start(total, settled)`` is called once, ``on_row`` with each row,
     and ``on_skip(n)`` when a row settles n more attempts (early stop)."""
-    from cluster.base import SweepJob
-
-    from . import heartbeat
-
     cfg = prepared.config
     scan = shards.scan(cfg.out, columns=shards.LIGHT)
     manifest = check_manifest(prepared, scan.done)
@@ -362,9 +348,6 @@ def run_sweep(prepared: PreparedSweep, executor, on_row: Callable[[ResultRow], N
     if pending:
         plan = None
         if prepared.plan is not None:
-            from .planner import PLAN_FILE, write_plan
-            from .simulate import predict
-
             plan = prepared.plan.only((t.problem.problem_id, t.attempt) for t in pending)
             write_plan(cfg.out / PLAN_FILE, plan, predict(plan), run_id=run_id)
             beat.plan(plan)

@@ -62,6 +62,15 @@ def result_row(task: CheckTask, result: CheckResult, *, info: BackendInfo, worke
         context_proofs=info.context_proofs)
 
 
+def lost_row(task: CheckTask, reason: str, exit_status: str, *, info: BackendInfo, worker: str,
+             run_id: str) -> ResultRow:
+    """The ERROR row of a check an executor lost (its job or worker died and
+    no retry finished it): recorded, with the reason, never dropped."""
+    now = utcnow()
+    return result_row(task, CheckResult(Outcome(Verdict.ERROR, reason), None, 0.0, None, "", exit_status),
+                      info=info, worker=worker, run_id=run_id, started_at=now, finished_at=now)
+
+
 def unanswered(task: CheckTask) -> CheckResult:
     """A problem without an answer still gets its one verdict, without a check."""
     return CheckResult(Outcome(Verdict.ERROR, "no answer given for this problem"),

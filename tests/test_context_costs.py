@@ -14,7 +14,8 @@ from runner import cli
 from runner.provers.hol_light.context_costs import (PHRASE_S, estimate, origin_of, theorem_of, translate_measured)
 from runner.context_proofs import ContextProofs
 from runner.provers.hol_light.contexts import build_context_tree
-from runner.planner_inputs import Known, context_builds
+from runner.planner_inputs import Known, images_of_plan
+from runner.provers.hol_light.plans import BOOT_S, plans_of_tree
 
 # A proof file "f" of prefix "ex": a definition, then T1 and T2 proved, a
 # helper lemma that is no problem, then T3. Problem ex.f.Tk is cut at Tk.
@@ -71,11 +72,12 @@ def test_a_theorem_of_an_inlined_file_is_priced_only_when_its_name_is_unique():
 
 def test_measured_builds_win_over_estimates():
     tree = build_context_tree(SETUPS, "salt")
-    known = Known(durations=[("map", PROVE_SECS)])
     t2 = tree.image_of["ex.f.T2"]
-    builds, _ = context_builds(tree, known, ContextProofs.REPLAY, measured={t2: 42.0})
-    assert builds[t2] == 42.0
-    assert builds[tree.image_of["ex.f.T3"]] == pytest.approx(2 * PHRASE_S + 3.0)
+    [plan] = plans_of_tree(tree, PROVE_SECS, (ContextProofs.REPLAY,), BOOT_S).values()
+    images = images_of_plan(plan, {t2: (tree.nodes[t2].parent, 42.0)})
+    assert (images[t2].build_s, images[t2].source) == (42.0, "measured")
+    t3 = images[tree.image_of["ex.f.T3"]]
+    assert (t3.build_s, t3.source) == (pytest.approx(2 * PHRASE_S + 3.0), "estimated")
     # A profile recorded the same tree under its own salt: matched by shape.
     theirs = build_context_tree(SETUPS, "another prover build")
     recorded = {n.key: (n.parent, 10.0 * n.depth) for n in theirs.nodes.values()}

@@ -222,6 +222,29 @@ def test_whole_sweep_on_the_standin_writes_rows_and_resumes(standin, corpus):
     assert again.ran_now == 0 and again.resumed == 4
 
 
+def test_the_plan_counts_the_images_the_isabelle_session_builds(standin, corpus):
+    """The planner asks the backend for its images: on the Isabelle demo the
+    plan has the one parent heap every check loads, which the session
+    really builds, and no HOL Light boot or per-context images."""
+    out = standin / "out"
+    config = SweepConfig(corpus=corpus, out=out, workers=2, isabelle=STANDIN,
+                         category_timeouts=corpus / "timeouts.json")
+    prepared = prepare(config)
+    plan = prepared.plan
+    assert [i.key for i in plan.images.values()] == [prepared.backend.key]
+    assert {c.image_key for c in plan.checks} == {prepared.backend.key}
+    assert len(plan.checks) == len(prepared.problems) > 1
+    heap = plan.images[prepared.backend.key]
+    assert heap.parent is None and heap.source == "default"
+    assert heap.build_s == prepared.backend.HEAP_BUILD_S          # not HOL Light's 70 s boot
+    with prepared.backend.start(standin / "session") as session:
+        built = [b.key for b in session.image_builds]
+    assert built == list(plan.images)
+    # Once the heap is in the store, the plan says it costs nothing to build.
+    stored = prepare(config).plan.images[prepared.backend.key]
+    assert (stored.build_s, stored.source) == (0.0, "stored")
+
+
 # -- live: a real Isabelle --------------------------------------------------------
 
 

@@ -4,7 +4,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import cluster
+from cluster.local import LocalExecutor
+
 from .. import progress
+from ..errors import InputError
+from ..image_server import RemoteSession
 from ..settings import help_of, option
 from ..sweep import SweepConfig, prepare, run_sweep
 from . import size
@@ -42,8 +47,6 @@ def add_arguments(run) -> None:
     run.add_argument("--mode", choices=("bytecode", "native", "auto"), **opt("mode"))
     run.add_argument("--context-proofs", choices=("replay", "trust"), **opt("context_proofs"))
     run.add_argument("--stop-on-first-ok", action="store_true", **opt("stop_on_first_ok"))
-    import cluster
-
     cluster.add_arguments(run)    # --cluster and each executor's options
 
 
@@ -59,18 +62,11 @@ def run(args) -> int:
     prepared = prepare(config)
     for warning in prepared.warnings:
         progress.console.print(f"[bold yellow]warning:[/] {warning}")
-    import cluster
-
     executor = cluster.make_executor(args, config.workers)
     if args.server is not None:
-        from cluster.local import LocalExecutor
-
-        from ..image_server import RemoteSession
         remote = RemoteSession(args.server)
-        served = getattr(remote.info, "context_proofs", "") or "replay"
+        served = remote.info.context_proofs or "replay"
         if served != config.context_proofs:
-            from ..errors import InputError
-
             raise InputError(args.server, f"serves images with --context-proofs {served}, not "
                              f"{config.context_proofs}", f"pass --context-proofs {served}, or serve "
                              f"with --context-proofs {config.context_proofs}")

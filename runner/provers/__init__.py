@@ -1,5 +1,7 @@
-"""Backend selection, in one place: which prover a corpus is for, how its
-problems are read, and how its backend is built.
+"""The prover registry, and the one way into a prover's package: which
+prover a corpus is for, how its problems are read, how its backend is built,
+how a corpus is planned with no installation at hand, and the subcommands a
+prover adds. Nothing else outside runner/provers/<prover>/ imports from it.
 
 The kind comes from ``--prover`` when given, else from the corpus layout: a
 corpus with ``isabelle.toml`` is an Isabelle corpus (isabelle_corpus), any
@@ -12,10 +14,18 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
+from ..context_proofs import ContextProofs
 from ..corpus import Problem, load_corpus
 from ..errors import InputError
+from ..prover import ImagePlan, ProverBackend
+from ..sandbox import for_sweep, resolve_kind
+from .hol_light import plans as hol_light_plans
+from .hol_light.backend import HolLightBackend
+from .hol_light.install import find_hol_light
+from .hol_light.native_auto import native_backend
+from .isabelle.backend import IsabelleBackend
 from .isabelle.corpus import is_isabelle_corpus, load_description, load_isabelle_corpus
-from ..prover import ProverBackend
+from .isabelle.heap import find_isabelle
 
 PROVERS = ("hol-light", "isabelle")
 
@@ -58,52 +68,63 @@ def load_problems(corpus: Path, answers: Path | None = None, prover: str | None 
 
 def select(config) -> Selected:
     """Reader and backend builder for the sweep ``config`` (a SweepConfig)."""
-    kind = detect(config.corpus, getattr(config, "prover", None))
+    kind = detect(config.corpus, config.prover)
     if kind == "isabelle":
-        if str(getattr(config, "context_proofs", "replay")) != "replay":
+        if str(config.context_proofs) != "replay":
             raise InputError("--context-proofs", f"{config.context_proofs} is for HOL Light contexts; "
                              f"{config.corpus} is an Isabelle corpus, whose theories always run "
                              "their proofs", "drop --context-proofs")
         if config.hol_light is not None:
             raise InputError("--hol-light", "given for an Isabelle corpus", "drop it, or pass --isabelle DIR")
+        if str(config.mode) != "bytecode":
+            raise InputError("--mode", f"{config.mode} is for HOL Light; {config.corpus} is an Isabelle "
+                             "corpus, whose checks run in `isabelle build`", "drop --mode")
+        if config.context_root is not None:
+            raise InputError("--context-root", f"given for the Isabelle corpus {config.corpus}, whose "
+                             "theories resolve against its isabelle.toml", "drop --context-root")
         return Selected(kind, load_isabelle_corpus, _isabelle_backend)
-    if getattr(config, "isabelle", None) is not None:
+    if config.isabelle is not None:
         raise InputError("--isabelle", "given for a HOL Light corpus",
                          "drop it, or add isabelle.toml to the corpus")
     return Selected(kind, load_corpus, _hol_light_backend)
 
 
 def _hol_light_backend(config) -> ProverBackend:
-    from .hol_light.backend import HolLightBackend
-    from .hol_light.install import find_hol_light
-
     install = find_hol_light(config.hol_light)
     root = Path(config.context_root or Path.cwd())
     if not root.is_dir():
         raise InputError(root, "context root is not a directory", "pass --context-root an existing directory")
-    if getattr(config, "mode", "bytecode") != "bytecode":
-        from .hol_light.native_auto import native_backend
-
+    if config.mode != "bytecode":
         return native_backend(config, install, root)      # --mode native|auto
-    from ..sandbox import for_sweep
-
     # Checks are boxed (runner/sandbox.py); their own output is kept in OUT/logs.
     return HolLightBackend(install, root, grace_s=config.grace, max_images=config.max_images,
                            sandbox_config=for_sweep(config), log_dir=Path(config.out) / "logs",
-                           context_proofs=getattr(config, "context_proofs", "replay"))
+                           context_proofs=config.context_proofs)
 
 
 def _isabelle_backend(config) -> ProverBackend:
-    from .isabelle.backend import IsabelleBackend
-    from .isabelle.heap import find_isabelle
-
-    kind = getattr(config, "sandbox", "auto")
+    kind = config.sandbox
     hidden: tuple[Path, ...] = ()
     if kind == "bwrap":        # only on request: see README, Isabelle
-        from ..sandbox import for_sweep, resolve_kind
-
         resolve_kind(kind)
         hidden = for_sweep(config).hidden
-    return IsabelleBackend(find_isabelle(getattr(config, "isabelle", None)),
+    return IsabelleBackend(find_isabelle(config.isabelle),
                            load_description(config.corpus), grace_s=config.grace,
                            sandbox_kind=kind, hidden=hidden)
+
+
+def offline_image_plans(prover: str, problems: list[Problem], prove_secs, choices,
+                        profiled: dict[str, str], builds) -> tuple[dict, dict[str, float]]:
+    """Image plans of ``problems`` under each choice of context proofs, for
+    ``simulate --corpus`` (no installation at hand), and the builds a
+    profile measured laid over those images (``profiled``: problem id ->
+    image key profiled; ``builds``: key -> (parent, seconds))."""
+    if prover == "hol-light":
+        return hol_light_plans.offline_plans(problems, prove_secs, choices, profiled, builds)
+    # Isabelle: one parent heap, however its contexts load their proofs;
+    # keyed by the heap a profile recorded, when it recorded one.
+    key = next(iter(set(profiled.values())), "isabelle-heap")
+    one = ImagePlan(key, {p.problem_id: key for p in problems}, {key: None},
+                    {key: IsabelleBackend.HEAP_BUILD_S}, {key: "default"})
+    measured = {key: builds[key][1]} if key in builds else {}
+    return {ContextProofs(c): one for c in choices}, measured

@@ -25,8 +25,10 @@ from ...corpus import Problem
 from ...errors import InputError, ProverError
 from .fork_server import ImageFailed, ImageProcess, PipePair
 from .install import HolLightInstall
+from .map_modes import BYTECODE_MODE, MapModes, converted_warning
+from .plans import ALLOWANCES, image_plan
 from .fork_session import ForkSession, not_run
-from ...prover import BackendInfo, CheckLimits, CheckResult, ProverBackend
+from ...prover import BackendInfo, CheckLimits, CheckResult, ImagePlan, ProverBackend
 from ...sandbox import SandboxConfig
 from ...verdicts import Verdict
 
@@ -35,7 +37,7 @@ DRIVER = Path(__file__).parent / "ml" / "hol_light_driver.ml"
 # the same files in (native_build.py).
 DRIVER_MODULES = tuple(DRIVER.with_name(name) for name in ("hol_text.ml", "hol_screen.ml",
                                                            "hol_trust.ml", "hol_check.ml"))
-MODE = "bytecode-fork"
+MODE = BYTECODE_MODE
 # A lone check may not start until the host has the memory it is expected to
 # need; if nothing else is running to free some, waiting longer is pointless.
 MEMORY_WAIT_ALONE_S = 30.0
@@ -66,6 +68,8 @@ def trust_phrases(choice: ContextProofs) -> list[str]:
 
 
 class HolLightBackend(ProverBackend):
+    allowances = ALLOWANCES
+
     def __init__(self, install: HolLightInstall, context_root: Path, *,
                  boot_timeout_s: float = 1800.0, image_timeout_s: float = 10800.0,
                  max_images: int = 8, grace_s: float = 2.0,
@@ -93,6 +97,23 @@ class HolLightBackend(ProverBackend):
         self.salt = f"{install.build}|{self.context_root}|driver-{driver}{trust}"
         self.info = BackendInfo(prover="hol-light", build=install.build, mode=MODE,
                                 sandbox=self.sandbox_kind, context_proofs=str(self.context_proofs))
+        self._maps, self._converted = MapModes(None), []
+
+    def image_plan(self, problems: Sequence[Problem], prove_secs) -> ImagePlan:
+        return image_plan(problems, prove_secs, self.salt, self.context_proofs)
+
+    def use_map(self, loaded) -> None:
+        self._maps = MapModes(loaded)
+
+    def limits_for(self, problem: Problem, limits: CheckLimits) -> CheckLimits:
+        """A native map's limits, converted for bytecode (runner/provers/hol_light/map_modes.py)."""
+        adjusted = self._maps.convert(limits, MODE)
+        if adjusted is not limits:
+            self._converted.append(problem.problem_id)
+        return adjusted
+
+    def warnings(self) -> tuple[str, ...]:
+        return converted_warning(self._maps, len(self._converted))
 
     def check_mem_limit(self, mem_bytes: int, where: str = "--mem-limit") -> None:
         """Refuse a per-check memory limit that no check can stay under."""

@@ -31,13 +31,15 @@ from .backend import HolLightBackend
 from .install import HolLightInstall
 from .native_compile import Compiled, NativeCompiler, NotNative, Scope
 from .fork_session import ForkSession, not_run
+from .map_modes import BYTECODE_MODE, NATIVE_MODE
 from .native_build import NativeBuild
-from ...prover import BackendInfo, CheckLimits, CheckResult, ProverBackend, ProverSession
+from .plans import ALLOWANCES, image_plan
+from ...prover import BackendInfo, CheckLimits, CheckResult, ImagePlan, ProverBackend, ProverSession
 from ...sandbox import SandboxConfig
 from ...verdicts import Outcome, Verdict
 
-MODE = "native-fork"
-FALLBACK_MODE = "bytecode-fork"
+MODE = NATIVE_MODE
+FALLBACK_MODE = BYTECODE_MODE
 # Native OCaml turns a stack overflow into Stack_overflow at the stack's
 # rlimit. The bytecode toplevel stops at 16M words (128 MB, system.ml); a
 # native frame is no bigger, so 1 GiB keeps every deep-but-finite proof the
@@ -74,6 +76,11 @@ class NativeHolLightBackend(ProverBackend):
         self.fallback = HolLightBackend(install, context_root, grace_s=grace_s, max_images=max_images,
                                         sandbox_config=sandbox_config, log_dir=log_dir,
                                         context_proofs=self.context_proofs)
+
+    allowances = ALLOWANCES
+
+    def image_plan(self, problems: Sequence[Problem], prove_secs) -> ImagePlan:
+        return image_plan(problems, prove_secs, self.salt, self.context_proofs)
 
     def start(self, workdir: Path) -> "NativeSession":
         return NativeSession(self, Path(workdir))

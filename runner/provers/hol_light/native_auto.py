@@ -27,27 +27,21 @@ from typing import Iterable, Sequence
 from ...corpus import Problem
 from ...errors import InputError
 from ...map_provenance import LoadedMap
-from .backend import MODE as BYTECODE_MODE
 from .backend import HolLightBackend
 from .install import HolLightInstall
-from .native import MODE as NATIVE_MODE
+from .map_modes import BYTECODE_MODE, NATIVE_MODE, MapModes, converted_warning
 from .native import NativeHolLightBackend, NativeSession
 from .native_compile import NativeCompiler, NotNative, Scope
 from .native_build import NativeBuild, build_native, resolve
-from ...prover import BackendInfo, CheckLimits, CheckResult, ImageBuild, ProverBackend, ProverSession
+from .plans import ALLOWANCES
+from ...prover import (BackendInfo, CheckLimits, CheckResult, ImageBuild, ImagePlan, ProverBackend,
+                       ProverSession)
 
 MODES = ("bytecode", "native", "auto")
 # Below this expected bytecode time a check is cheaper in the bytecode fork
 # server than compiled on its own (../shared/notes/hol-light.md: "native wins
 # once a proof takes more than about 0.35 s in bytecode").
 THRESHOLD_S = 0.35
-# Bytecode time / native time: 4.0-7.4x for the example corpus's heavy proofs
-# in three runs of benchmarks/native.py here (README), 2.5-6x for real
-# s2n-bignum proofs (../shared/notes/hol-light.md). Conversions take the end
-# of the range that lengthens the limit.
-RATIO_MIN, RATIO_MAX = 2.5, 7.4
-
-
 def precompile_libraries(build: NativeBuild, install: HolLightInstall, names: Iterable[Path],
                          context_root: Path) -> list[tuple[str, Path]]:
     """Compile library files into the build's cache, as a context's
@@ -67,33 +61,6 @@ def precompile_libraries(build: NativeBuild, install: HolLightInstall, names: It
                                  "load it in bytecode mode instead (--mode bytecode)") from None
             out += [(str(name), plugin) for plugin in scope.plugins if plugin.parent == build.dir / "libs"]
     return out
-
-
-class MapModes:
-    """The timeout map's expected times and mode, for routing and limits.
-
-    ``loaded`` is the sweep's map as runner.map_provenance.load read it once
-    (a LoadedMap), or None for a sweep without a map."""
-
-    def __init__(self, loaded: LoadedMap | None = None):
-        self.path, self.mode, self.expected = None, None, {}
-        if loaded is not None:
-            self.path, self.mode = loaded.path, loaded.provenance.mode
-            self.expected = loaded.prove_secs()
-
-    def bytecode_secs(self, problem_id: str) -> float | None:
-        secs = self.expected.get(problem_id)
-        if secs is None:
-            return None
-        return secs * RATIO_MAX if self.mode == NATIVE_MODE else secs
-
-    def convert(self, limits: CheckLimits, run_mode: str) -> CheckLimits:
-        if limits.time_source != "map" or self.mode not in (NATIVE_MODE, BYTECODE_MODE) \
-                or self.mode == run_mode:
-            return limits
-        factor = 1 / RATIO_MIN if run_mode == NATIVE_MODE else RATIO_MAX
-        return replace(limits, time_s=max(1.0, round(limits.time_s * factor, 1)),
-                       time_source=f"map ({self.mode} x{factor:.2f})")
 
 
 class ModeBackend(ProverBackend):
@@ -136,19 +103,13 @@ class ModeBackend(ProverBackend):
     def warnings(self) -> tuple[str, ...]:
         return converted_warning(self.maps, len(self.converted))
 
+    allowances = ALLOWANCES
+
+    def image_plan(self, problems: Sequence[Problem], prove_secs) -> ImagePlan:
+        return self.native.image_plan(problems, prove_secs)
+
     def start(self, workdir: Path) -> "ModeSession":
         return ModeSession(self, Path(workdir))
-
-
-def converted_warning(maps: MapModes, count: int) -> tuple[str, ...]:
-    """The warning of a sweep whose ``count`` checks got converted limits."""
-    if not count:
-        return ()
-    other = BYTECODE_MODE if maps.mode == NATIVE_MODE else NATIVE_MODE
-    return (f"{maps.path}: measured in {maps.mode} mode, but {count} checks run in {other} "
-            f"mode; their limits were CONVERTED with the measured bytecode/native ratio "
-            f"({RATIO_MIN}-{RATIO_MAX}x), not measured. Profile in this mode for limits you can "
-            f"trust.",)
 
 
 class ModeSession(ProverSession):
@@ -218,6 +179,6 @@ def native_backend(config, install: HolLightInstall, context_root: Path) -> Prov
     native = NativeHolLightBackend(install, build, context_root, grace_s=config.grace,
                                    max_images=config.max_images, sandbox_config=for_sweep(config),
                                    log_dir=Path(config.out) / "logs",
-                                   context_proofs=getattr(config, "context_proofs", "replay"))
+                                   context_proofs=config.context_proofs)
     # The sweep hands over its map, read once (ModeBackend.use_map).
     return ModeBackend(config.mode, native)

@@ -34,7 +34,8 @@ from ...guard import TreeSampler, kill_tree
 from .corpus import IsabelleCorpus, build_candidate, read_goal
 from .heap import HeapStore, IsabelleInstall, build_heap_argv, built_heap_dir, heap_key, session_sources
 from .text import GoalTheory
-from ...prover import BackendInfo, CheckLimits, CheckResult, ImageBuild, ProverBackend, ProverSession
+from ...prover import (BackendInfo, CheckLimits, CheckResult, ImageBuild, ImagePlan, JobAllowances,
+                       ProverBackend, ProverSession)
 from ...verdicts import Outcome, Termination, Verdict
 
 DEFAULT_STORE = Path.home() / ".cache" / "proofbatch" / "isabelle-heaps"
@@ -48,9 +49,23 @@ MEMORY_WAIT_ALONE_S = 30.0
 # The JVM of `isabelle build` plus poly with a HOL heap loaded: about a GiB
 # resident before any proof runs.
 MIN_CHECK_BYTES = 1 << 30
+# Building the parent session's heap when the store lacks it. Not measured
+# here (no registry carries Isabelle, see README): a placeholder the plan
+# marks "default", until a built heap's heap.json gives the real figure.
+HEAP_BUILD_S = 600.0
+ALLOWANCES = JobAllowances(
+    # Each check is its own `isabelle` process tree and its limit covers it
+    # (MIN_CHECK_BYTES); the heap is a file the checks map, not a process a
+    # task holds besides them.
+    image_bytes=0,
+    # A task whose store lacks the heap builds it before its first check.
+    boot_s=HEAP_BUILD_S + STARTUP_ALLOWANCE_S)
 
 
 class IsabelleBackend(ProverBackend):
+    allowances = ALLOWANCES
+    HEAP_BUILD_S = HEAP_BUILD_S
+
     def __init__(self, install: IsabelleInstall, corpus: IsabelleCorpus, *, grace_s: float = 2.0,
                  startup_s: float = STARTUP_ALLOWANCE_S, threads: int = 1,
                  store: Path | None = None, sandbox_kind: str = "none",
@@ -68,12 +83,19 @@ class IsabelleBackend(ProverBackend):
         self.store = HeapStore(store or corpus.heap_store or DEFAULT_STORE)
         self.key = heap_key(install.version, install.ml_identifier, corpus.parent_session,
                             session_sources(corpus.session_dirs))
-        # Read by the sweep (order, manifest) as for HOL Light.
         self.salt = self.key
         self.context_root = corpus.root
         self.info = BackendInfo(prover="isabelle",
                                 build=f"{install.version}/{corpus.parent_session}-{self.key[:12]}",
                                 mode=ic.MODE, sandbox=self.sandbox_kind)
+
+    def image_plan(self, problems: Sequence[Problem], prove_secs) -> ImagePlan:
+        """One image: the parent session's heap, which every check loads. It
+        costs nothing when the store has it (checks copy it in), else a build."""
+        stored = self.store.lookup(self.key, self.corpus.parent_session)
+        secs, source = (0.0, "stored") if stored is not None else (HEAP_BUILD_S, "default")
+        return ImagePlan(self.key, {p.problem_id: self.key for p in problems}, {self.key: None},
+                         {self.key: secs}, {self.key: source})
 
     def check_mem_limit(self, mem_bytes: int, where: str = "--mem-limit") -> None:
         """Refuse a per-check limit below what the JVM and a loaded HOL heap
