@@ -15,10 +15,15 @@ import select
 import signal
 import time
 from dataclasses import dataclass, field
+from typing import Callable
 
 import psutil
 
 from .verdicts import Termination, Verdict
+
+# A lone check may not start until the host has the memory it is expected to
+# need; if nothing else is running to free some, waiting longer is pointless.
+MEMORY_WAIT_ALONE_S = 30.0
 
 
 @dataclass(frozen=True)
@@ -98,6 +103,56 @@ def cap_address_space(proc: psutil.Process, limits: GuardLimits) -> None:
         pass
 
 
+def admit(expected_bytes: int, running: Callable[[], int]) -> str | None:
+    """Wait until the host has ``expected_bytes`` available for a check about
+    to start. ``running()`` counts the checks of this session running now:
+    while any runs, one will end and free memory; alone, after
+    MEMORY_WAIT_ALONE_S the check is refused, and the reason returned."""
+    waited_alone = 0.0
+    while (available := psutil.virtual_memory().available) < expected_bytes:
+        if running() == 0:
+            waited_alone += 0.2
+            if waited_alone >= MEMORY_WAIT_ALONE_S:
+                return (f"not started: expected to need {expected_bytes >> 20} MiB, "
+                        f"the host has {available >> 20} MiB available")
+        time.sleep(0.2)
+    return None
+
+
+def enforce(root: psutil.Process | None, limits: GuardLimits, deadline: float, term: Termination, *,
+            wait: Callable[[float], bool], kill: Callable[[], None], timeout_reason: str,
+            tree: str = "", settled: Callable[[], bool] = lambda: False,
+            stop: Callable[[], str | None] = lambda: None) -> int:
+    """The one guard loop every prover's checks run under. Until ``wait(s)``
+    (which blocks up to ``s`` seconds) says the check is over, sample the
+    resident memory of the tree under ``root`` every ``limits.poll_s`` and
+    ``kill()`` it past ``limits.mem_bytes`` (MEMOUT), at ``deadline``
+    (monotonic; TIMEOUT with ``timeout_reason``) or when ``stop()`` gives a
+    reason (ERROR). Once ``settled()`` (the check's own verdict is in) it
+    only waits: the first cause wins (verdicts.Termination). ``tree`` names
+    the processes measured, for the reason. Returns the peak sampled."""
+    sampler = TreeSampler(root) if root is not None else None
+    peak = 0
+    # Past the deadline it still waits a little between kills: the tree takes
+    # a moment to die, and a zero wait would spin.
+    while not wait(max(0.005, min(limits.poll_s, deadline - time.monotonic()))):
+        if settled():
+            continue
+        if sampler is not None:
+            peak = max(peak, sampler.sample())
+        if peak > limits.mem_bytes:
+            term.set(Verdict.MEMOUT, f"memory guard: {peak >> 20} MiB passed the "
+                     f"{limits.mem_bytes >> 20} MiB limit{tree}; killed")
+            kill()
+        elif time.monotonic() >= deadline:
+            term.set(Verdict.TIMEOUT, timeout_reason)
+            kill()
+        elif (reason := stop()) is not None:
+            term.set(Verdict.ERROR, reason)
+            kill()
+    return peak
+
+
 def watch(pid: int, verdict_fd: int, limits: GuardLimits, started: float) -> Observation:
     """Follow one check until its verdict pipe closes and it has exited.
 
@@ -109,35 +164,29 @@ def watch(pid: int, verdict_fd: int, limits: GuardLimits, started: float) -> Obs
     # REAP, so its pid cannot be reused while we watch it.
     proc = psutil.Process(pid)
     cap_address_space(proc, limits)
-    sampler = TreeSampler(proc)
-    deadline = started + limits.time_s + limits.grace_s
     chunks: list[bytes] = []
-    record_in = eof = False
-    while True:
-        wait = max(0.0, min(limits.poll_s, deadline - time.monotonic()))
+    record_in = False
+
+    def over(wait: float) -> bool:
+        """Read what the check writes on its verdict pipe; over at EOF or exit."""
+        nonlocal record_in
         if select.select([verdict_fd], [], [], wait)[0]:
             chunk = os.read(verdict_fd, 65536)
-            if chunk:
-                chunks.append(chunk)
-                record_in = record_in or b"\n" in chunk
-                if sum(map(len, chunks)) > 1 << 16:
-                    obs.termination.set(Verdict.ERROR, "verdict channel overflow; killed")
-                    kill_tree(pid, proc)
-                continue
-            eof = True
-        if eof or not _running(proc):
-            break
-        if record_in:
-            continue   # the verdict is in and the check is exiting: the first cause won
-        obs.peak_rss_bytes = max(obs.peak_rss_bytes, sampler.sample())
-        if obs.peak_rss_bytes > limits.mem_bytes:
-            obs.termination.set(Verdict.MEMOUT, f"memory guard: {obs.peak_rss_bytes >> 20} MiB "
-                                f"passed the {limits.mem_bytes >> 20} MiB limit; killed")
-            kill_tree(pid, proc)
-        elif time.monotonic() >= deadline:
-            obs.termination.set(Verdict.TIMEOUT, f"time limit {limits.time_s:g} s (+{limits.grace_s:g} s"
-                                " grace) passed without a verdict; killed from outside")
-            kill_tree(pid, proc)
+            if not chunk:
+                return True
+            chunks.append(chunk)
+            record_in = record_in or b"\n" in chunk
+            if sum(map(len, chunks)) > 1 << 16:
+                obs.termination.set(Verdict.ERROR, "verdict channel overflow; killed")
+                kill_tree(pid, proc)
+            return False
+        return not _running(proc)
+
+    obs.peak_rss_bytes = enforce(
+        proc, limits, started + limits.time_s + limits.grace_s, obs.termination, wait=over,
+        kill=lambda: kill_tree(pid, proc), settled=lambda: record_in,
+        timeout_reason=f"time limit {limits.time_s:g} s (+{limits.grace_s:g} s grace) passed "
+                       "without a verdict; killed from outside")
     # The writer closed its end: the check is exiting. Give it a moment, then insist.
     _wait_exit(proc, limits.grace_s)
     if _running(proc):

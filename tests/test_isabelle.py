@@ -266,7 +266,7 @@ def test_mem_limit_below_an_isabelle_check_is_refused(standin, corpus):
 
 
 def test_a_check_waits_for_memory_and_gives_up_alone(standin, corpus, monkeypatch):
-    monkeypatch.setattr("runner.provers.isabelle.backend.MEMORY_WAIT_ALONE_S", 0.4)
+    monkeypatch.setattr("runner.guard.MEMORY_WAIT_ALONE_S", 0.4)
     backend = standin_backend(corpus)
     with backend.start(standin / "w") as session:
         r = session.check(problem(corpus, "arith.add_comm", b"by simp"),

@@ -12,17 +12,16 @@ references) reaches the image or the next check.
 from __future__ import annotations
 
 import hashlib
-import time
 from pathlib import Path
 from typing import Sequence
 
-import psutil
 
 from . import contexts
 from ... import sandbox
 from ...context_proofs import ContextProofs
 from ...corpus import Problem
 from ...errors import InputError, ProverError
+from ...guard import admit
 from .fork_server import ImageFailed, ImageProcess, PipePair
 from .install import HolLightInstall
 from .map_modes import BYTECODE_MODE, MapModes, converted_warning
@@ -38,9 +37,6 @@ DRIVER = Path(__file__).parent / "ml" / "hol_light_driver.ml"
 DRIVER_MODULES = tuple(DRIVER.with_name(name) for name in ("hol_text.ml", "hol_screen.ml",
                                                            "hol_trust.ml", "hol_check.ml"))
 MODE = BYTECODE_MODE
-# A lone check may not start until the host has the memory it is expected to
-# need; if nothing else is running to free some, waiting longer is pointless.
-MEMORY_WAIT_ALONE_S = 30.0
 # Resident size of Debian's bytecode HOL Light with hol.ml loaded, measured
 # here at 358-400 MB (../shared/notes/hol-light.md). A check's memory counts
 # its image's pages, so a limit below this stops every check at once.
@@ -196,7 +192,7 @@ class HolLightSession(ForkSession):
             except ImageFailed as failed:
                 return not_run(Verdict.ERROR, f"setup: {failed.reason}", key)
             try:
-                refusal = self._wait_for_memory(limits)
+                refusal = admit(limits.expected_mem_bytes, lambda: self._running)
                 if refusal:
                     return not_run(Verdict.ERROR, refusal, key)
                 return self._run_check(image, problem, limits)
@@ -219,17 +215,6 @@ class HolLightSession(ForkSession):
                 self._images.pop(k).close()
             if self.base_key in dead:
                 raise ProverError("the base HOL Light image died; start the sweep again to resume")
-
-    def _wait_for_memory(self, limits: CheckLimits) -> str | None:
-        waited_alone = 0.0
-        while (available := psutil.virtual_memory().available) < limits.expected_mem_bytes:
-            if self._running == 0:
-                waited_alone += 0.2
-                if waited_alone >= MEMORY_WAIT_ALONE_S:
-                    return (f"not started: expected to need {limits.expected_mem_bytes >> 20} MiB, "
-                            f"the host has {available >> 20} MiB available")
-            time.sleep(0.2)
-        return None
 
     def _run_check(self, image: ImageProcess, problem: Problem, limits: CheckLimits) -> CheckResult:
         """One check in ``image``: the answer's text goes beside its jail."""

@@ -30,7 +30,7 @@ from . import output as io_
 from ... import subproc
 from ...corpus import Problem
 from ...errors import CommandError, InputError, ProverError
-from ...guard import TreeSampler, kill_tree
+from ...guard import GuardLimits, admit, enforce, kill_tree
 from .corpus import IsabelleCorpus, build_candidate, read_goal
 from .heap import HeapStore, IsabelleInstall, build_heap_argv, built_heap_dir, heap_key, session_sources
 from .text import GoalTheory
@@ -43,9 +43,6 @@ DEFAULT_STORE = Path.home() / ".cache" / "proofbatch" / "isabelle-heaps"
 # quiet host, more under load. The outside kill allows for it.
 STARTUP_ALLOWANCE_S = 30.0
 HEAP_BUILD_TIMEOUT_S = 6 * 3600.0
-# A lone check may not start until the host has the memory it is expected to
-# need; if nothing else runs to free some, waiting longer is pointless.
-MEMORY_WAIT_ALONE_S = 30.0
 # The JVM of `isabelle build` plus poly with a HOL heap loaded: about a GiB
 # resident before any proof runs.
 MIN_CHECK_BYTES = 1 << 30
@@ -164,7 +161,7 @@ class IsabelleSession(ProverSession):
         if candidate.refusal is not None:
             return CheckResult(candidate.refusal, None, time.monotonic() - started, None,
                                self.backend.key, "not run")
-        refusal = self._wait_for_memory(limits)
+        refusal = admit(limits.expected_mem_bytes, self._running_count)
         if refusal:
             return CheckResult(Outcome(Verdict.ERROR, refusal), None, time.monotonic() - started,
                                None, self.backend.key, "not run")
@@ -182,21 +179,6 @@ class IsabelleSession(ProverSession):
             log = self.backend.install.heaps_dir / "log"
             for name in (f"{session}.db", session, f"{session}.gz"):
                 (log / name).unlink(missing_ok=True)
-
-    def _wait_for_memory(self, limits: CheckLimits) -> str | None:
-        """A check starts once the host has the memory it is expected to need;
-        alone on the host, waiting longer than MEMORY_WAIT_ALONE_S frees nothing."""
-        waited_alone = 0.0
-        while (available := psutil.virtual_memory().available) < limits.expected_mem_bytes:
-            with self._lock:
-                alone = not self._running
-            if alone:
-                waited_alone += 0.2
-                if waited_alone >= MEMORY_WAIT_ALONE_S:
-                    return (f"not started: expected to need {limits.expected_mem_bytes >> 20} MiB, "
-                            f"the host has {available >> 20} MiB available")
-            time.sleep(0.2)
-        return None
 
     def _run(self, files: ic.CheckFiles, limits: CheckLimits, started: float) -> CheckResult:
         b = self.backend
@@ -236,22 +218,23 @@ class IsabelleSession(ProverSession):
         secs = report.elapsed_s if outcome.verdict is Verdict.OK else None
         return CheckResult(outcome, secs, wall, peak or None, b.key, status, b.sandbox_kind)
 
+    def _running_count(self) -> int:
+        with self._lock:
+            return len(self._running)
+
     def _watch(self, proc: subprocess.Popen, limits: CheckLimits,
                started: float) -> tuple[Termination, int]:
-        """Wait for the check, killing its tree at the memory limit or past
-        the deadline. The JVM reserves far more address space than it uses,
-        so RLIMIT_AS (the HOL Light backstop) cannot be used here."""
-        term, peak = Termination(), 0
-        deadline = started + limits.time_s + self.backend.grace_s + self.backend.startup_s
+        """Wait for the check under runner.guard.enforce. The JVM reserves
+        far more address space than it uses, so RLIMIT_AS (the HOL Light
+        backstop) cannot be used here."""
+        b, term = self.backend, Termination()
         try:
             root = psutil.Process(proc.pid)
         except psutil.Error:
             root = None
-        sampler = TreeSampler(root) if root is not None else None
         killed: list[psutil.Process] = []
 
-        def kill(verdict: Verdict, reason: str) -> None:
-            term.set(verdict, reason)
+        def kill() -> None:
             if root is not None:
                 try:
                     killed.extend([root] + root.children(recursive=True))
@@ -259,22 +242,19 @@ class IsabelleSession(ProverSession):
                     pass
                 kill_tree(proc.pid, root)
 
-        while proc.poll() is None:
-            if sampler is not None:
-                peak = max(peak, sampler.sample())
-            if peak > limits.mem_bytes:
-                kill(Verdict.MEMOUT, f"memory guard: {peak >> 20} MiB passed the "
-                     f"{limits.mem_bytes >> 20} MiB limit (isabelle, java and poly); killed")
-            elif time.monotonic() >= deadline:
-                kill(Verdict.TIMEOUT, f"time limit {limits.time_s:g} s (+{self.backend.grace_s:g} s "
-                     f"grace, +{self.backend.startup_s:g} s startup) passed; killed from outside")
-            elif self._closed:
-                kill(Verdict.ERROR, "the session closed during the check")
+        def over(wait: float) -> bool:
             try:
-                proc.wait(timeout=0.05)
+                proc.wait(timeout=wait)
             except subprocess.TimeoutExpired:
-                pass
-        proc.wait()
+                return False
+            return True
+
+        peak = enforce(root, GuardLimits(limits.time_s, limits.mem_bytes, b.grace_s, poll_s=0.05),
+                       started + limits.time_s + b.grace_s + b.startup_s, term, wait=over, kill=kill,
+                       tree=" (isabelle, java and poly)",
+                       timeout_reason=f"time limit {limits.time_s:g} s (+{b.grace_s:g} s grace, "
+                                      f"+{b.startup_s:g} s startup) passed; killed from outside",
+                       stop=lambda: "the session closed during the check" if self._closed else None)
         # A killed process lives on until the kernel has torn it down (a big
         # heap takes a moment): the check is over only when its tree is gone.
         psutil.wait_procs(killed, timeout=10)
