@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import dataclasses
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 
 def setting(help: str, **kw) -> Any:
@@ -76,3 +76,9 @@ def option(cls, name: str, **overrides) -> dict[str, Any]:
         pass
     kw.update(overrides)
     return kw
+
+
+def options_of(cls) -> Callable[..., dict[str, Any]]:
+    """``option`` bound to ``cls``: ``opt = options_of(SweepConfig)``, then
+    ``parser.add_argument("--workers", type=int, **opt("workers"))``."""
+    return lambda name, **overrides: option(cls, name, **overrides)

@@ -13,17 +13,19 @@ from cluster.claims import Pool
 PROBLEMS = [f"p{i:03d}" for i in range(200)]
 
 
-def _claim_all(root, holder, start, queue):
-    pool = Pool(root, holder, lease_s=30)
+def _claim_all(root, holder, lease_s, start, queue):
+    pool = Pool(root, holder, lease_s=lease_s)
     pool.start_lease()
     start.wait()
     queue.put((holder, [p for p in PROBLEMS if pool.claim(p)]))
 
 
-def _race(root, holders):
+def _race(root, holders, lease_s=30.0):
+    """Each holder, in its own process, claims every problem it can, all
+    starting at once; what each won."""
     ctx = mp.get_context("fork")
     start, queue = ctx.Event(), ctx.Queue()
-    procs = [ctx.Process(target=_claim_all, args=(root, h, start, queue)) for h in holders]
+    procs = [ctx.Process(target=_claim_all, args=(root, h, lease_s, start, queue)) for h in holders]
     for p in procs:
         p.start()
     start.set()
@@ -70,28 +72,13 @@ def test_a_dead_tasks_claims_return_after_its_lease_and_a_live_ones_never(tmp_pa
         live.join()
 
 
-def _take_over(root, holder, start, queue):
-    pool = Pool(root, holder, lease_s=1.0)
-    pool.start_lease()
-    start.wait()
-    queue.put((holder, [p for p in PROBLEMS if pool.claim(p)]))
-
-
 def test_tasks_taking_over_the_same_stale_claims_never_both_win(tmp_path):
     gone = Pool(tmp_path, "9_0", lease_s=1.0)
     gone.renew()
     assert all(gone.claim(p) for p in PROBLEMS)
     old = time.time() - 60
     os.utime(tmp_path / "leases" / "9_0", (old, old))          # its holder stopped renewing
-    ctx = mp.get_context("fork")
-    start, queue = ctx.Event(), ctx.Queue()
-    procs = [ctx.Process(target=_take_over, args=(tmp_path, f"9_{i}", start, queue)) for i in (1, 2, 3)]
-    for p in procs:
-        p.start()
-    start.set()
-    won = dict(queue.get(timeout=60) for _ in procs)
-    for p in procs:
-        p.join(timeout=10)
+    won = _race(tmp_path, ["9_1", "9_2", "9_3"], lease_s=1.0)
     assert sorted(p for ps in won.values() for p in ps) == PROBLEMS
 
 

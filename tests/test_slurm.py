@@ -33,7 +33,7 @@ from runner.sweep import prepare, run_sweep
 from runner.verdicts import Outcome, Verdict
 from runner.worker import result_row
 
-from .conftest import DEMO, ROOT, TEST_MEM_LIMIT, demo_config, expected_verdicts
+from .conftest import DEMO, ROOT, TEST_MEM_LIMIT, demo_config, expected_verdicts, make_corpus
 from .slurm_cluster import sacct, slurm_cluster  # noqa: F401  (fixture)
 from .test_attempts import attempts_config, kept_by_early_stop
 from .test_resume import SPIN
@@ -336,14 +336,8 @@ def test_a_task_added_to_a_running_sweep_pulls_from_its_pool(tmp_path):
     """A sweep on one array task; while it runs, a second `proofbatch run`
     of the same sweep with `--add-tasks 1` adds another. Both pull from one
     pool: the added task checks some of it, and no check runs twice."""
-    corpus = tmp_path / "corpus"
-    for i in range(4):
-        spin = corpus / f"slow.spin{i}"
-        spin.mkdir(parents=True)
-        (spin / "setup.ml").write_text("")
-        (spin / "query.txt").write_text("`F`\n")
-        (spin / "answer.txt").write_text(SPIN + "\n")
-        (spin / "category.txt").write_text("slow\n")
+    corpus = make_corpus(tmp_path / "corpus", {f"slow.spin{i}": ("", "`F`\n", SPIN + "\n")
+                                                for i in range(4)}, category="slow")
     timeouts = tmp_path / "timeouts.json"
     timeouts.write_text(json.dumps({"slow": 20}))
     out = tmp_path / "out"

@@ -12,7 +12,7 @@ from rich.table import Table
 
 from .. import progress
 from ..profile import Profile, ProfileConfig, profile
-from ..settings import help_of, option
+from ..settings import help_of, options_of
 from ..sweep import prepare
 from . import size
 
@@ -21,9 +21,7 @@ HELP = "check the ground-truth proofs several times and record what each costs"
 
 
 def add_arguments(p) -> None:
-    # Help and defaults are ProfileConfig's (runner/settings.py), written once.
-    def opt(name: str, **kw):
-        return option(ProfileConfig, name, **kw)
+    opt = options_of(ProfileConfig)      # help and defaults written once, in the dataclass
 
     p.add_argument("corpus", type=Path, help=help_of(ProfileConfig, "corpus"))
     p.add_argument("--answers", type=Path, **opt("answers"))

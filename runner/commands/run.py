@@ -10,7 +10,7 @@ from cluster.local import LocalExecutor
 from .. import progress
 from ..errors import InputError
 from ..image_server import RemoteSession
-from ..settings import help_of, option
+from ..settings import help_of, options_of
 from ..sweep import SweepConfig, prepare, run_sweep
 from . import size
 
@@ -19,9 +19,7 @@ HELP = "check every problem of a corpus and record one verdict each"
 
 
 def add_arguments(run) -> None:
-    # Help and defaults are SweepConfig's (runner/settings.py), written once.
-    def opt(name: str, **kw):
-        return option(SweepConfig, name, **kw)
+    opt = options_of(SweepConfig)      # help and defaults written once, in the dataclass
 
     run.add_argument("corpus", type=Path, help=help_of(SweepConfig, "corpus"))
     run.add_argument("--answers", type=Path, **opt("answers"))

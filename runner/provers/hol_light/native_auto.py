@@ -6,14 +6,8 @@ check natively when its expected bytecode time is above ``THRESHOLD_S`` and
 in the bytecode fork server otherwise; a check with no expected time runs
 natively, batched, where compiling it costs milliseconds.
 
-A timeout map is valid for the mode it was measured in (its sidecar's
-provenance says which, or --map-mode declares it: runner/map_provenance.py).
-A check that runs in the other mode gets the map's limit converted with
-the bytecode/native ratios measured on this project's machine
-(benchmarks/native.py), conservatively: a bytecode limit becomes a
-native one divided by the *smallest* ratio, a native limit a bytecode one
-multiplied by the *largest*, so a correct proof is not cut short. Every
-conversion is announced before the sweep starts.
+A check that runs in another mode than the timeout map was measured in
+gets its limit converted (map_modes.py), and says so.
 """
 
 from __future__ import annotations
