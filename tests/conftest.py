@@ -5,8 +5,10 @@ proofs, as a sweep reuses them across checks."""
 from __future__ import annotations
 
 import csv
+import threading
 from pathlib import Path
 
+import psutil
 import pytest
 
 from runner.provers.hol_light.backend import HolLightBackend
@@ -17,6 +19,93 @@ ROOT = Path(__file__).resolve().parents[1]
 DEMO = ROOT / "examples" / "hol_light_demo"
 TEST_MEM_LIMIT = 2 * 2**30
 
+
+# -- the hol marker holds by construction ---------------------------------------
+
+# Fixtures that boot HOL Light (or build it natively): a test using any of
+# them, directly or through another fixture, is a `hol` test.
+HOL_FIXTURES = {"hol_session", "demo_sweep", "demo_rows", "native_build", "extracted_library",
+                "extracted_sweep"}
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        if HOL_FIXTURES & set(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.hol)
+
+
+class _OcamlWatch:
+    """Samples this process's descendants while tests run: a test that is
+    not marked `hol` and starts OCaml (HOL Light's toplevel or compiler) is
+    reported, and fails the run, so `-m "not hol"` really runs without it."""
+
+    def __init__(self):
+        self.current, self.offenders = None, set()
+        self.before: set[int] = set()       # OCaml already running when the test began
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, daemon=True, name="ocaml-watch")
+        self._thread.start()
+
+    def _loop(self):
+        me = psutil.Process()
+        while not self._stop.wait(0.25):
+            item = self.current
+            if item is None or item.get_closest_marker("hol") is not None:
+                continue
+            if self.ocaml(me) - self.before:
+                self.offenders.add(item.nodeid)
+
+    @staticmethod
+    def ocaml(me=None) -> set[int]:
+        """Pids of OCaml processes under this one (session fixtures' images included)."""
+        found = set()
+        try:
+            children = (me or psutil.Process()).children(recursive=True)
+        except psutil.Error:
+            return found
+        for child in children:
+            try:
+                if child.name().startswith("ocaml"):
+                    found.add(child.pid)
+            except psutil.Error:
+                continue
+        return found
+
+    def stop(self):
+        self._stop.set()
+
+
+_WATCH: _OcamlWatch | None = None
+
+
+def pytest_sessionstart(session):
+    global _WATCH
+    _WATCH = _OcamlWatch()
+
+
+def pytest_runtest_setup(item):
+    if _WATCH is not None:
+        _WATCH.before = _WATCH.ocaml()
+        _WATCH.current = item
+
+
+def pytest_runtest_teardown(item):
+    if _WATCH is not None:
+        _WATCH.current = None
+
+
+def pytest_sessionfinish(session, exitstatus):
+    if _WATCH is None:
+        return
+    _WATCH.stop()
+    if _WATCH.offenders:
+        print("\ntests not marked `hol` that started OCaml (mark them, or use a HOL fixture):")
+        for nodeid in sorted(_WATCH.offenders):
+            print(f"  {nodeid}")
+        session.exitstatus = 1
+
+
+# -- the demo corpus ------------------------------------------------------------
 
 def expected_verdicts() -> dict[str, str]:
     with open(DEMO / "expected_verdicts.csv", newline="") as f:

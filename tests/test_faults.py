@@ -38,6 +38,9 @@ from runner.verdicts import Verdict
 from .conftest import DEMO, ROOT
 from .test_hol_light import check, problem
 
+# Every test here boots HOL Light or checks in it.
+pytestmark = pytest.mark.hol
+
 SEED = 20260601
 KILLS = 20
 TRIVIAL, SLOW = 30, 16

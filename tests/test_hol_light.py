@@ -11,11 +11,16 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from runner.corpus import Problem
 from runner.prover import CheckLimits
 from runner.verdicts import Verdict
 
 from .conftest import TEST_MEM_LIMIT, expected_verdicts
+
+# Every test here boots HOL Light or checks in it.
+pytestmark = pytest.mark.hol
 
 
 def problem(root: Path, pid: str, query: str, answer: str, setup: str = "") -> Problem:

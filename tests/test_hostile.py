@@ -29,6 +29,9 @@ from runner.verdicts import Verdict
 from .conftest import DEMO, ROOT, demo_config, sweep_with
 from .test_hol_light import check, problem
 
+# Every test here boots HOL Light or checks in it.
+pytestmark = pytest.mark.hol
+
 HOSTILE = ROOT / "examples" / "hostile"
 MARKERS = (Path("/tmp/proofbatch-hostile-shell"), Path("/tmp/proofbatch-hostile-write"))
 PORT = 47321        # jail.network connects here

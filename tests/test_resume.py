@@ -3,6 +3,8 @@ repeating anything: kill -9 of the runner mid-sweep, a torn shard."""
 
 from __future__ import annotations
 
+import pytest
+
 import json
 import os
 import shutil
@@ -17,6 +19,9 @@ import psutil
 from runner import shards
 
 from .conftest import DEMO, ROOT, demo_config, sweep_with
+
+# Every test here boots HOL Light or checks in it.
+pytestmark = pytest.mark.hol
 
 LIGHT = ["arith.add_comm", "lists.append_nil", "lists.length_append", "logic.drinker",
          "logic.taut_contrapos", "sets.subset_trans", "sets.union_comm"]
