@@ -10,6 +10,10 @@ import argparse
 import importlib
 
 from runner.errors import InputError
+from runner.settings import help_of, option
+from runner.sizes import parse_size
+
+from .local import LocalExecutor
 
 # name -> (module, factory function in it taking (args, workers))
 EXECUTORS: dict[str, tuple[str, str]] = {
@@ -21,7 +25,6 @@ EXECUTORS: dict[str, tuple[str, str]] = {
 
 
 def _size(text: str) -> int:
-    from runner.sizes import parse_size
     try:
         return parse_size(text)
     except ValueError as exc:
@@ -42,8 +45,8 @@ def add_arguments(parser) -> None:
                    help="where checks run (default local: threads on this machine)")
     # Help and defaults are SlurmOptions' (runner/settings.py); dask-slurm's
     # options (cluster.dask.DaskSlurmOptions) take the same flags.
-    from runner.settings import help_of, option
-
+    # Imported here, not above: cluster.slurm imports submitit, which a
+    # sweep on another executor never needs.
     from .slurm import SlurmOptions
 
     def opt(name: str, users: str = "slurm, dask-slurm", then: str = "", **kw):
@@ -63,7 +66,6 @@ def add_arguments(parser) -> None:
 
 
 def local_from_args(args, workers: int):
-    from .local import LocalExecutor
     return LocalExecutor(workers=workers)
 
 

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Callable
 
 from runner.attempts import problem_runs
+from runner.planner_dispatch import LiveQueue
 from runner.prover import ProverSession
 from runner.results import ResultRow
 from runner.shards import ShardWriter
@@ -143,8 +144,6 @@ def _planned_queue(job: SweepJob, runs: list[list[CheckTask]], workers: int):
     on one node of ``workers`` cores; None when the job has no plan."""
     if job.plan is None:
         return None
-    from runner.planner_dispatch import LiveQueue
-
     plan = job.plan
     if plan.workers.nodes != 1 or plan.workers.count != workers:
         plan = plan.with_workers(dataclasses.replace(plan.workers, nodes=1,

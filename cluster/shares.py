@@ -10,6 +10,7 @@ import dataclasses
 from typing import Sequence
 
 from runner.worker import CheckTask
+from runner.simulate import simulate
 
 
 def planned_shares(tasks: Sequence[CheckTask], plan, nodes: int, cores: int, mem_per_node: int):
@@ -18,8 +19,6 @@ def planned_shares(tasks: Sequence[CheckTask], plan, nodes: int, cores: int, mem
     it, in their predicted start order. Returns (plan, prediction, shares);
     the plan carries the worker shape, so ``proofbatch status`` divides the
     work left by the right number of workers."""
-    from runner.simulate import simulate
-
     keys = {(t.problem.problem_id, t.attempt) for t in tasks}
     plan = plan.only(keys).with_workers(dataclasses.replace(
         plan.workers, nodes=nodes, cores_per_node=cores, mem_per_node=max(1, mem_per_node)))

@@ -1,189 +1,36 @@
-"""Many answers per problem, as LLM provers sample them for pass@k.
+"""Running many answers per problem, as LLM provers sample them for pass@k
+(runner/answers.py reads them).
 
 Each answer is an *attempt*, identified by (problem_id, attempt) in tasks,
-result rows, shards and resume. A problem folder (the corpus's own, or
-``--answers DIR/<problem-id>``) gives its attempts in one of two forms::
-
-    answer.txt        attempt 0
-    answer_<k>.txt    attempt k (a decimal number without leading zeros)
-
-or::
-
-    answers.jsonl     one JSON string per non-blank line: attempts 0, 1, 2, ...
-
-and ``--answers FILE.csv`` may have an ``attempt`` column next to
-``problem_id`` and ``answer``. Loading lives here; ``runner.corpus`` calls it.
-Every answer, from any of these, is unwrapped here from its markdown fence
-as s2n-bignum-bench unwraps it (``given_answer``); its row says so.
-
-Running: all attempts of a problem are one contiguous run of tasks, in
-attempt order, and one worker drains the run (``problem_runs``), so it forks
-them all from the one loaded context, reuses the verdict of an identical
-earlier answer (``dedup_of``) and, with ``--stop-on-first-ok``, skips the
-rest once one attempt is OK. A skipped attempt is not a check, so it gets no
-result row and no verdict (the verdict set stays closed); it is listed in
-``OUT/skipped.csv`` and a resumed sweep re-derives it from the recorded OK.
+result rows, shards and resume. All attempts of a problem are one
+contiguous run of tasks, in attempt order, and one worker drains the run
+(``problem_runs``), so it forks them all from the one loaded context, reuses
+the verdict of an identical earlier answer (``dedup_of``) and, with
+``--stop-on-first-ok``, skips the rest once one attempt is OK. A skipped
+attempt is not a check, so it gets no result row and no verdict (the verdict
+set stays closed); it is listed in ``OUT/skipped.csv`` and a resumed sweep
+re-derives it from the recorded OK.
 """
 
 from __future__ import annotations
 
 import csv
 import dataclasses
-import json
-import re
 import threading
-from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Iterable, Sequence
+from typing import TYPE_CHECKING, Sequence
 
-from .errors import InputError
+from . import shards
+from .answers import Answer
+from .corpus import Problem
+from .prover import CheckLimits, CheckResult
+from .tasks import CheckTask
 from .verdicts import Outcome, Verdict
 
 if TYPE_CHECKING:
     import pyarrow as pa
 
-    from .corpus import Problem
-    from .prover import CheckLimits, CheckResult
-    from .worker import CheckTask
-
-ANSWER_FILE = "answer.txt"
-JSONL_FILE = "answers.jsonl"
 SKIPPED_FILE = "skipped.csv"
-_NUMBERED = re.compile(r"answer_(.*)\.txt")
-_ATTEMPT = re.compile(r"0|[1-9][0-9]*")
-# The result rows store attempts as Arrow int32 (runner/results.py).
-MAX_ATTEMPT = 2**31 - 1
-
-
-@dataclass(frozen=True)
-class Answer:
-    """One attempt's answer text and where it came from."""
-
-    attempt: int
-    text: bytes       # what is checked
-    source: str       # a file path, "FILE line N"
-    # The answer as given, when ``text`` was unwrapped from it (its last
-    # markdown-fenced block); None when ``text`` is the answer as given.
-    given: bytes | None = None
-
-
-# s2n-bignum-bench's grader (combine-answer-and-setup.py, since 675f83f) reads
-# answer.txt in Python's text mode (universal newlines) and, when the answer
-# has a markdown-fenced block with any info string (```ocaml, ```hol, ...),
-# checks the content of the last one, stripped, with one newline after it.
-# Language models write their answers that way.
-_FENCED = re.compile(r"```[a-zA-Z0-9_+-]*\s*\n(.*?)\n```", re.DOTALL)
-
-
-def unwrap_fence(given: bytes) -> bytes | None:
-    """The text the bench checks for an answer with a markdown fence, or
-    None when it has none (the answer is checked as given). Bytes that are
-    not UTF-8 pass through unchanged (surrogateescape)."""
-    text = given.decode("utf-8", "surrogateescape").replace("\r\n", "\n").replace("\r", "\n")
-    blocks = _FENCED.findall(text)
-    if not blocks:
-        return None
-    return (blocks[-1].strip() + "\n").encode("utf-8", "surrogateescape")
-
-
-def given_answer(attempt: int, given: bytes, source: str) -> Answer:
-    """An attempt as read from any answer source: the one place where a
-    fenced answer is unwrapped."""
-    inner = unwrap_fence(given)
-    return Answer(attempt, given, source) if inner is None else Answer(attempt, inner, source, given)
-
-
-def _attempt_number(text: str, where, fix: str) -> int:
-    text = text.strip()
-    if not _ATTEMPT.fullmatch(text) or int(text) > MAX_ATTEMPT:
-        raise InputError(where, f"attempt {text!r} is not a whole number from 0 to {MAX_ATTEMPT} "
-                         "(without leading zeros)", fix)
-    return int(text)
-
-
-# -- loading -------------------------------------------------------------------
-
-def from_folder(folder: Path) -> list[Answer]:
-    """The attempts in one problem folder, by attempt; [] when it has none."""
-    numbered = sorted(p for p in folder.iterdir() if p.is_file() and _NUMBERED.fullmatch(p.name))
-    plain, jsonl = folder / ANSWER_FILE, folder / JSONL_FILE
-    if jsonl.is_file():
-        if numbered or plain.is_file():
-            other = (numbered or [plain])[0]
-            raise InputError(folder, f"has both {JSONL_FILE} and {other.name}",
-                             f"keep one form: {JSONL_FILE}, or answer.txt and answer_<k>.txt")
-        return from_jsonl(jsonl)
-    found: dict[int, Answer] = {}
-    if plain.is_file():
-        found[0] = given_answer(0, plain.read_bytes(), str(plain))
-    for path in numbered:
-        k = _attempt_number(_NUMBERED.fullmatch(path.name).group(1), path,
-                            "name the file answer_<k>.txt with k = 0, 1, 2, ...")
-        if k in found:
-            raise InputError(path, f"attempt {k} is also given by {Path(found[k].source).name}",
-                             "keep one file per attempt")
-        found[k] = given_answer(k, path.read_bytes(), str(path))
-    return [found[k] for k in sorted(found)]
-
-
-def from_jsonl(path: Path) -> list[Answer]:
-    """``answers.jsonl``: attempt k is the k-th non-blank line, a JSON string."""
-    data = path.read_bytes()
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        line = data[: exc.start].count(b"\n") + 1
-        raise InputError(path, f"line {line} is not valid UTF-8 ({exc.reason})",
-                         "save the file as UTF-8") from None
-    out: list[Answer] = []
-    fix = 'write one JSON string per line, e.g. "ARITH_TAC"'
-    for number, line in enumerate(text.splitlines(), start=1):
-        if not line.strip():
-            continue
-        try:
-            value = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise InputError(path, f"line {number} is not JSON ({exc.msg} at column {exc.colno})",
-                             fix) from None
-        if not isinstance(value, str):
-            raise InputError(path, f"line {number} is a JSON {type(value).__name__}, not a string",
-                             fix)
-        out.append(given_answer(len(out), value.encode("utf-8"), f"{path} line {number}"))
-    if not out:
-        raise InputError(path, "has no answers", f"{fix}, or delete the file")
-    return out
-
-
-def from_csv(path: Path, header_line: int, header: list[str],
-             rows: Iterable[tuple[int, list[str]]], ids: set[str]) -> dict[str, list[Answer]]:
-    """A CSV with ``problem_id``, ``attempt`` and ``answer`` columns (any
-    others are allowed), already split into records by runner.corpus."""
-    if header.count("attempt") > 1:
-        raise InputError(path, f"header on line {header_line} has column attempt twice",
-                         "keep one of them")
-    id_col, attempt_col, answer_col = (header.index(c) for c in ("problem_id", "attempt", "answer"))
-    by_id: dict[str, dict[int, Answer]] = {}
-    first_line: dict[tuple[str, int], int] = {}
-    for line, record in rows:
-        if len(record) != len(header):
-            raise InputError(path, f"line {line} has {len(record)} fields but the header has "
-                             f"{len(header)}", "quote answers that contain commas, quotes or newlines")
-        pid = record[id_col].strip()
-        if pid not in ids:
-            raise InputError(path, f"line {line}: unknown problem id {pid!r}",
-                             "remove the row, or check that the answers belong to this corpus")
-        k = _attempt_number(record[attempt_col], f"{path} line {line}",
-                            "number each problem's attempts 0, 1, 2, ...")
-        if (pid, k) in first_line:
-            raise InputError(path, f"problem {pid} attempt {k} appears on line "
-                             f"{first_line[pid, k]} and line {line}",
-                             "keep one answer per (problem_id, attempt)")
-        first_line[pid, k] = line
-        by_id.setdefault(pid, {})[k] = given_answer(k, record[answer_col].encode("utf-8"),
-                                                    f"{path} line {line}")
-    if not by_id:
-        raise InputError(path, "answers CSV has a header but no answers", "add one row per attempt")
-    return {pid: [found[k] for k in sorted(found)] for pid, found in by_id.items()}
 
 
 def answers_of(problem: Problem) -> list[Answer]:
@@ -206,8 +53,6 @@ def same_text(a: bytes, b: bytes) -> bool:
 def tasks_for(problem: Problem, limits: CheckLimits, *, stop_on_first_ok: bool = False) -> list[CheckTask]:
     """One task per attempt, in attempt order. A later attempt whose text is
     the same as an earlier one's gets ``dedup_of`` = that earlier attempt."""
-    from .worker import CheckTask
-
     answers = answers_of(problem)
     if not answers:    # still one verdict: ERROR "no answer given"
         return [CheckTask(problem, limits, skip_if_solved=stop_on_first_ok)]
@@ -245,8 +90,6 @@ def problem_runs(tasks: Sequence[CheckTask]) -> list[list[CheckTask]]:
 
 
 def _result_of(row: dict) -> CheckResult:
-    from .prover import CheckResult
-
     return CheckResult(Outcome(Verdict(row["verdict"]), row["reason"]), row["prove_secs"],
                        row["wall_secs"], None, row["image_key"], row["exit_status"])
 
@@ -259,10 +102,8 @@ def pending(tasks: Sequence[CheckTask], done) -> tuple[list[CheckTask], list[tup
     (``--stop-on-first-ok``). A duplicate whose original was recorded by an
     earlier run carries that row's result, so it is not checked again.
     """
-    from .shards import Done
-
-    if not isinstance(done, Done):
-        done = Done.from_rows(done.values())
+    if not isinstance(done, shards.Done):
+        done = shards.Done.from_rows(done.values())
     # Membership and solved problems in Arrow compute: a million recorded
     # rows cost no Python pass; only the tasks themselves are walked.
     keys = [(t.problem.problem_id, t.attempt) for t in tasks]
@@ -335,8 +176,6 @@ class Drain:
 
         None when this worker did not see that attempt (another executor split
         the run): then the duplicate is checked like any attempt."""
-        from .prover import CheckResult
-
         self._on(task)
         if task.dedup_of is None:
             return None
@@ -360,15 +199,13 @@ def record_skipped(out: Path, tasks: Sequence[CheckTask], table: pa.Table) -> in
     Returns how many there are."""
     import pyarrow.compute as pc
 
-    from .shards import Done, publish
-
     # In Arrow compute: the merged table may hold a million rows.
     keys = [(t.problem.problem_id, t.attempt) for t in tasks if t.skip_if_solved]
     ok = table.filter(pc.equal(table["verdict"], Verdict.OK.value))
     first_ok = ok.group_by("problem_id").aggregate([("attempt", "min")]) if keys else ok
     solved_by = dict(zip(first_ok["problem_id"].to_pylist(),
                          first_ok["attempt_min"].to_pylist())) if keys else {}
-    recorded = Done(table).has(keys)
+    recorded = shards.Done(table).has(keys)
     skipped = sorted(k for k, seen in zip(keys, recorded) if not seen and k[0] in solved_by)
     path = Path(out) / SKIPPED_FILE
     if not skipped:
@@ -380,7 +217,7 @@ def record_skipped(out: Path, tasks: Sequence[CheckTask], table: pa.Table) -> in
             w = csv.writer(fh, lineterminator="\n")
             w.writerow(["problem_id", "attempt", "solved_by"])
             w.writerows([pid, k, solved_by[pid]] for pid, k in skipped)
-    publish(path, write)
+    shards.publish(path, write)
     return len(skipped)
 
 

@@ -40,7 +40,8 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from . import shards
+from .done import SHARDS_DIR, Done, dedupe, read_shard
+from .publish import _fsync_dir, publish
 
 FAN_IN = 32
 PREFIX = "compact-L"
@@ -106,17 +107,17 @@ def _try_lock(shards_dir: Path):
 def _publish_folded(shards_dir: Path, inputs: list[Path], table: pa.Table, level: int) -> Path:
     """Publish ``table`` (the de-duplicated rows of ``inputs``) as one shard
     of ``level``, then delete the inputs."""
-    counts = shards.Done(table).verdict_counts()
+    counts = Done(table).verdict_counts()
     record = {"level": level, "rows": table.num_rows, "inputs": len(inputs),
               "counts": dict(counts), "writer_seqs": _writer_seqs(inputs)}
     path = shards_dir / f"{PREFIX}{level}-{socket.gethostname()}-{os.getpid()}-{time.time_ns()}.parquet"
     stamped = table.replace_schema_metadata({META_KEY: json.dumps(record).encode()})
-    shards.publish(path, lambda tmp: pq.write_table(stamped, tmp))
+    publish(path, lambda tmp: pq.write_table(stamped, tmp))
     # Only now: until this point a kill leaves the inputs, and afterwards
     # the new shard, or both (readers dedupe).
     for p in inputs:
         p.unlink(missing_ok=True)
-    shards._fsync_dir(shards_dir)
+    _fsync_dir(shards_dir)
     return path
 
 
@@ -124,7 +125,7 @@ def _fold(shards_dir: Path, inputs: list[Path], level: int) -> Path | None:
     tables, used = [], []
     for path in inputs:
         try:
-            table = shards.read_shard(path)
+            table = read_shard(path)
         except FileNotFoundError:
             continue
         if table is not None:           # unreadable: left for repair's quarantine
@@ -132,7 +133,7 @@ def _fold(shards_dir: Path, inputs: list[Path], level: int) -> Path | None:
             used.append(path)
     if not used:
         return None
-    table = shards.dedupe(pa.concat_tables(tables).combine_chunks())
+    table = dedupe(pa.concat_tables(tables).combine_chunks())
     return _publish_folded(shards_dir, used, table, level)
 
 
@@ -150,7 +151,7 @@ def compact(out_dir: Path, *, fan_in: int | None = None) -> list[Path]:
     the next level; returns the shards written. Safe while writers publish
     and readers scan; does nothing if another compaction holds the lock."""
     fan_in = fan_in or FAN_IN
-    shards_dir = Path(out_dir) / shards.SHARDS_DIR
+    shards_dir = Path(out_dir) / SHARDS_DIR
     if not shards_dir.is_dir():
         return []
     made: list[Path] = []

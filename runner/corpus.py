@@ -10,7 +10,7 @@
 Answers may instead come from a directory laid out like the corpus
 (``DIR/<problem-id>/answer.txt``) or from a CSV with ``problem_id`` and
 ``answer`` columns, as the bench's challenger CSV has. A problem may have
-several answers (attempts, for pass@k): see runner/attempts.py for the forms.
+several answers (attempts, for pass@k): see runner/answers.py for the forms.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable
 
-from . import attempts as attempt_files
+from . import answers as attempt_files
 from .errors import InputError
 
 PROBLEM_ID = re.compile(r"[A-Za-z0-9_.+-]+")
@@ -51,11 +51,11 @@ class Problem:
     category: str
     answer: bytes | None
     answer_source: str
-    # Every answer given, by attempt (runner/attempts.py); ``answer`` is the
+    # Every answer given, by attempt (runner/answers.py); ``answer`` is the
     # lowest attempt's. Empty when there is none, or for one attempt's copy.
     attempts: tuple[attempt_files.Answer, ...] = ()
     # The answer as given when ``answer`` was unwrapped from its markdown
-    # fence (attempts.unwrap_fence), else None.
+    # fence (answers.unwrap_fence), else None.
     answer_given: bytes | None = None
 
 

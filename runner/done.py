@@ -14,8 +14,9 @@ from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.compute as pc
+import pyarrow.parquet as pq
 
-from .results import COLUMNS, SCHEMA
+from .results import COLUMNS, OPTIONAL_COLUMNS, SCHEMA
 from .verdicts import Verdict
 
 # A key in two shards keeps the row that finished first (a check run twice,
@@ -32,6 +33,31 @@ _ORDER = [("problem_id", "ascending"), ("attempt", "ascending"), ("finished_at",
 # The time limit too: a resume refuses limits other than those its rows ran under.
 LIGHT: tuple[str, ...] = ("problem_id", "attempt", "verdict", "finished_at", "run_id", "worker",
                           "timeout_s")
+
+
+SHARDS_DIR = "shards"       # OUT/shards: where every writer publishes its shards
+
+
+def read_shard(path: Path, columns: tuple[str, ...] = COLUMNS) -> pa.Table | None:
+    """The shard's ``columns`` in SCHEMA, or None if it is unreadable or
+    lacks a column of SCHEMA (other than OPTIONAL_COLUMNS).
+
+    Raises FileNotFoundError if it is gone: a compaction folded it into a
+    shard published before it was deleted (``scan`` then lists again)."""
+    try:
+        pf = pq.ParquetFile(path)
+        present = set(pf.schema_arrow.names)
+        if any(c not in present and c not in OPTIONAL_COLUMNS for c in COLUMNS):
+            return None
+        table = pf.read(columns=[c for c in columns if c in present])
+        for name in columns:
+            if name not in present:
+                table = table.append_column(name, pa.nulls(len(table), SCHEMA.field(name).type))
+        return table.select(list(columns)).cast(pa.schema([SCHEMA.field(c) for c in columns]))
+    except FileNotFoundError:
+        raise
+    except (OSError, pa.ArrowException, ValueError):
+        return None
 
 
 def dedupe(table: pa.Table) -> pa.Table:
@@ -124,8 +150,6 @@ class Done(Mapping):
         if not keys or not len(self):
             return {}
         if self.table.num_columns < len(COLUMNS):
-            from .shards import read_shard
-
             tables = [t for p in self.paths if p.exists() and (t := read_shard(p)) is not None]
             return Done(dedupe(pa.concat_tables(tables))).rows(keys) if tables else {}
         wanted = key_strings(pa.array([k[0] for k in keys], pa.string()),

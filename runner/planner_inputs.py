@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Iterable, Mapping, Sequence
 
 from . import provers
+from .context_proofs import ContextProofs
 from .errors import InputError
 from .planner import Image, PlanCheck, make_plan
 from .profile_data import load_profile
@@ -224,8 +225,6 @@ def plan_from_files(*, timeout_map=None, profile: Path | None, workers, config,
                     default_mem: int = 512 * 2**20, corpus: Path | None = None,
                     context_proofs=None):
     """One plan; see plans_from_files."""
-    from .context_proofs import ContextProofs
-
     choice = ContextProofs(context_proofs or ContextProofs.REPLAY)
     return plans_from_files(timeout_map=timeout_map, profile=profile, workers=workers,
                             config=config, default_mem=default_mem, corpus=corpus,

@@ -19,52 +19,20 @@ import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from .done import LIGHT, Done, dedupe, key_strings  # noqa: F401  (shards.Done, shards.LIGHT: the API)
-from .results import COLUMNS, OPTIONAL_COLUMNS, SCHEMA, ResultRow, rows_to_table
+from . import compaction, results_csv
+from .done import LIGHT, SHARDS_DIR, Done, dedupe, read_shard  # noqa: F401  (the API)
+from .publish import _fsync_dir, publish  # noqa: F401  (shards.publish: the API)
+from .results import COLUMNS, ResultRow, rows_to_table
 
-SHARDS_DIR = "shards"
 QUARANTINE_DIR = "quarantine"
-
-
-def _fsync_dir(directory: Path) -> None:
-    # POSIX: a rename is only durable once the directory holding the entry is
-    # fsynced; without it a power loss can bring back the old directory state.
-    fd = os.open(directory, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 def _is_temp(name: str) -> bool:
     return name.startswith(".") and name.endswith(".tmp")
-
-
-def publish(path: Path, write: Callable[[Path], None]) -> None:
-    """Make ``path`` appear with the content ``write`` produces, or not at all.
-
-    As submitit's ``temporary_save_path``: ``write`` fills a temp file in the
-    same directory (``os.replace`` is atomic only within one filesystem), the
-    temp file is fsynced (otherwise the rename can reach the disk before the
-    data and a crash leaves a complete-looking empty file), renamed over
-    ``path``, and the directory is fsynced. On failure the temp is removed.
-    """
-    path = Path(path)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    try:
-        write(tmp)
-        with open(tmp, "rb") as fh:
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
-    _fsync_dir(path.parent)
 
 
 class ShardWriter:
@@ -104,8 +72,6 @@ class ShardWriter:
         self._timer.start()
 
     def _flush_when_due(self) -> None:
-        from . import compaction
-
         while not self._wake.wait(self.flush_secs / 2):
             with self._lock:
                 if self._closed:
@@ -123,8 +89,6 @@ class ShardWriter:
                     pass    # an optimisation: its inputs stay, the next round retries
 
     def _highest_seq(self) -> int:
-        from . import compaction
-
         pattern = re.compile(re.escape(self.writer_id) + r"-(\d+)\.parquet")
         # Compacted shards record the highest sequence they absorbed per
         # writer: a name is never reused after its shard was folded away.
@@ -210,28 +174,6 @@ def _quarantine(path: Path) -> Path:
     return dest
 
 
-def read_shard(path: Path, columns: tuple[str, ...] = COLUMNS) -> pa.Table | None:
-    """The shard's ``columns`` in SCHEMA, or None if it is unreadable or
-    lacks a column of SCHEMA (other than OPTIONAL_COLUMNS).
-
-    Raises FileNotFoundError if it is gone: a compaction folded it into a
-    shard published before it was deleted (``scan`` then lists again)."""
-    try:
-        pf = pq.ParquetFile(path)
-        present = set(pf.schema_arrow.names)
-        if any(c not in present and c not in OPTIONAL_COLUMNS for c in COLUMNS):
-            return None
-        table = pf.read(columns=[c for c in columns if c in present])
-        for name in columns:
-            if name not in present:
-                table = table.append_column(name, pa.nulls(len(table), SCHEMA.field(name).type))
-        return table.select(list(columns)).cast(pa.schema([SCHEMA.field(c) for c in columns]))
-    except FileNotFoundError:
-        raise
-    except (OSError, pa.ArrowException, ValueError):
-        return None
-
-
 _read_shard = read_shard    # the name tests and older callers use
 
 
@@ -293,8 +235,6 @@ def scan(out_dir: Path, *, repair: bool = True, columns: tuple[str, ...] | None 
     table = dedupe(pa.concat_tables(tables).combine_chunks())
     result.done = Done(table, list(result.shards))
     if repair and cols == COLUMNS:
-        from . import compaction
-
         folded = compaction.fold_all(shards_dir, result.shards, table)
         if folded is not None:
             result.folded, result.shards = [folded], [folded]
@@ -318,8 +258,6 @@ def merge(out_dir: Path) -> pa.Table:
     hidden behind a FAIL); else the verdict of attempt 0, or of the lowest
     attempt. Per-attempt verdicts are in results.csv.
     """
-    from . import results_csv
-
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     table = read_results(out_dir, repair=True)

@@ -10,32 +10,16 @@ from __future__ import annotations
 import hashlib
 import socket
 import threading
-from dataclasses import dataclass
 from typing import Callable, Iterator
 
 from . import events
 from .attempts import Drain
-from .corpus import Problem
-from .prover import BackendInfo, CheckLimits, CheckResult, ProverSession
+from .tasks import CheckTask  # noqa: F401  (runner.worker.CheckTask: where executors take it)
+from .prover import BackendInfo, CheckResult, ProverSession
 from .results import ResultRow, utcnow
 from .shards import ShardWriter
 from .status import RunningBoard
 from .verdicts import Outcome, Verdict
-
-
-@dataclass(frozen=True)
-class CheckTask:
-    problem: Problem
-    limits: CheckLimits
-    attempt: int = 0
-    # Attempts (runner/attempts.py): an earlier attempt of the problem with
-    # the same answer text, whose verdict this one reuses without a check;
-    # that attempt's result when an earlier run recorded it; and whether to
-    # skip this attempt once the worker saw the problem solved
-    # (--stop-on-first-ok).
-    dedup_of: int | None = None
-    reuse: CheckResult | None = None
-    skip_if_solved: bool = False
 
 
 def result_row(task: CheckTask, result: CheckResult, *, info: BackendInfo, worker: str,

@@ -21,7 +21,7 @@ import pytest
 
 from cluster.local import LocalExecutor
 from cluster.slurm import PullWorker
-from runner import attempts, cli, shards
+from runner import answers, attempts, cli, shards
 from runner.corpus import load_corpus
 from runner.errors import InputError
 from runner.prover import ProverSession
@@ -425,7 +425,7 @@ FENCED = "Here is the proof:\n\n```ocaml\nREWRITE_TAC[ADD_SYM] THEN\nARITH_TAC\n
     ("```ocaml\n(* ;; *) ARITH_TAC\n```", "(* ;; *) ARITH_TAC\n"),
 ])
 def test_a_fenced_answer_is_its_last_fenced_block_as_the_bench_reads_it(given, checked):
-    assert attempts.unwrap_fence(given.encode()) == checked.encode()
+    assert answers.unwrap_fence(given.encode()) == checked.encode()
 
 
 @pytest.mark.parametrize("given", [
@@ -434,7 +434,7 @@ def test_a_fenced_answer_is_its_last_fenced_block_as_the_bench_reads_it(given, c
 def test_an_answer_without_a_whole_fenced_block_is_checked_as_given(given):
     # The bench's grader unwraps nothing here either (its strip.sh, which drops
     # a last line with ```, is a tool for its own problem set, not the grader).
-    assert attempts.unwrap_fence(given.encode()) is None
+    assert answers.unwrap_fence(given.encode()) is None
 
 
 def test_every_answer_source_unwraps_and_keeps_the_answer_as_given(tmp_path):

@@ -10,11 +10,14 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
+from cluster.local import LocalExecutor
+
 from .. import progress
 from ..profile import Profile, ProfileConfig, profile
 from ..settings import help_of, options_of
 from ..sweep import prepare
 from . import size
+from .timeout_map import derive_and_write
 
 NAME = "profile"
 HELP = "check the ground-truth proofs several times and record what each costs"
@@ -42,8 +45,6 @@ def add_arguments(p) -> None:
 
 
 def run(args) -> int:
-    from cluster.local import LocalExecutor
-
     cfg = ProfileConfig(corpus=args.corpus, out=args.out, answers=args.answers, runs=args.runs,
                         ceiling_s=args.ceiling, seed=args.seed, workers=args.workers,
                         mem_limit=args.mem_limit, hol_light=args.hol_light,
@@ -71,7 +72,6 @@ def run(args) -> int:
         result = profile(cfg, executor_for, on_run=on_run, on_row=bar.row, on_start=bar.start)
     print_profile(result, Console())
     if args.map:
-        from .timeout_map import derive_and_write
         derive_and_write(result, args.map, Console())
     return 0
 

@@ -9,11 +9,14 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
+from cluster.local import LocalExecutor
+
 from .. import progress
 from ..errors import InputError
 from ..profile import Profile, load_profile, recorded_path
 from ..settings import help_of
 from ..timeout_map import DerivedMap, MapPolicy, derive, write_map
+from ..validate import validate
 
 NAME = "timeout-map"
 HELP = "derive a per-problem timeout map from a profile (s2n-bignum-bench's format), or validate one"
@@ -110,10 +113,6 @@ def print_spread(derived: DerivedMap, out: Console) -> None:
 
 
 def _validate(result: Profile, map_path: Path, workers: int, out: Console) -> int:
-    from cluster.local import LocalExecutor
-
-    from ..validate import validate
-
     with progress.SweepProgress() as bar:
         v = validate(result, map_path, lambda c: LocalExecutor(workers=c.workers), workers=workers,
                      on_row=bar.row, on_start=bar.start)

@@ -5,6 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from ... import progress
+from .install import find_hol_light
+from .native_auto import precompile_libraries
+from .native_build import build_native
 
 NAME = "build-native"
 HELP = "compile HOL Light natively (core, server, answer front end) into the cache"
@@ -24,10 +27,6 @@ def add_arguments(p) -> None:
 
 
 def run(args) -> int:
-    from .install import find_hol_light
-    from .native_auto import precompile_libraries
-    from .native_build import build_native
-
     install = find_hol_light(args.hol_light)
     say = progress.console.print
     build = build_native(install, args.cache, force=args.force, log=lambda line: say(f"  {line}"))

@@ -5,6 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from ... import progress
+from .extract import MANIFEST, extract
+from .install import DEBIAN_DIR, find_hol_light
 from ...settings import help_of, option
 from .extract import ExtractConfig
 
@@ -23,9 +25,6 @@ def add_arguments(p) -> None:
 
 
 def run(args) -> int:
-    from .extract import MANIFEST, extract
-    from .install import DEBIAN_DIR, find_hol_light
-
     if args.hol_light is not None:
         hol_dir = find_hol_light(args.hol_light).hol_dir
     else:

@@ -21,6 +21,8 @@ from typing import Iterable, Sequence
 from ...corpus import Problem
 from ...errors import InputError
 from ...map_provenance import LoadedMap
+from ... import progress
+from ...sandbox import for_sweep
 from .backend import HolLightBackend
 from .install import HolLightInstall
 from .map_modes import BYTECODE_MODE, NATIVE_MODE, MapModes, converted_warning
@@ -162,13 +164,9 @@ class ModeSession(ProverSession):
 def native_backend(config, install: HolLightInstall, context_root: Path) -> ProverBackend:
     """The backend of ``--mode native|auto`` for a sweep config; builds the
     native HOL Light into the cache first if it is not there."""
-    from ... import progress
-
     if config.mode not in MODES:
         raise InputError("--mode", f"{config.mode!r} is not an execution mode", "pass bytecode, native or auto")
     build = build_native(install, log=lambda line: progress.console.print(f"  native build: {line}"))
-    from ...sandbox import for_sweep
-
     # The same box and jail as bytecode checks (runner/sandbox.py).
     native = NativeHolLightBackend(install, build, context_root, grace_s=config.grace,
                                    max_images=config.max_images, sandbox_config=for_sweep(config),

@@ -30,7 +30,8 @@ from . import contexts
 from ... import subproc
 from ...context_proofs import ContextProofs
 from ...errors import CommandError
-from .native_build import UNLIMITED_STACK, NativeBuild, camlp5_argv, classify, resolve, strip_phrase
+from .native_build import (UNLIMITED_STACK, NativeBuild, camlp5_argv, classify, inline_core, resolve,
+                           strip_phrase)
 from .install import HolLightInstall
 
 # Under --context-proofs trust every context segment and library is compiled
@@ -112,7 +113,6 @@ class NativeCompiler:
         self._library_names: dict[Path, str] = {}
 
     def _core_files(self) -> frozenset[Path]:
-        from .native_build import inline_core
         if self.build.core_module != "Hol_core":
             return frozenset()
         return frozenset(inline_core(self.install.hol_dir)[1])

@@ -28,6 +28,7 @@ from ... import events
 from . import check as ic
 from . import output as io_
 from ... import subproc
+from ... import sandbox
 from ...corpus import Problem
 from ...errors import CommandError, InputError, ProverError
 from ...guard import GuardLimits, admit, enforce, kill_tree
@@ -184,8 +185,6 @@ class IsabelleSession(ProverSession):
         b = self.backend
         argv = ic.build_check_argv(b.install.argv(), b.corpus, files)
         if b.sandbox_kind == "bwrap":
-            from ... import sandbox
-
             readable = [files.directory, *b.corpus.session_dirs, b.install.executable.parent.parent]
             argv = sandbox.wrap(argv, "bwrap", writable=b.install.home_user, readable=readable,
                                 hidden=b.hidden, chdir=files.directory)

@@ -23,7 +23,7 @@ from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
-from ... import attempts
+from ... import answers as answer_files
 from . import text as it
 # The answer readers are the HOL Light corpus's, so every answer form
 # (answer.txt, answer_<k>.txt, answers.jsonl, --answers DIR or CSV) works alike.
@@ -169,7 +169,7 @@ def load_isabelle_corpus(corpus: Path, answers: Path | None = None) -> list[Prob
         read_goal(path)
     ids = set(theories)
     if answers is None:
-        by_id = {d.name: attempts.from_folder(d) for d in folders}
+        by_id = {d.name: answer_files.from_folder(d) for d in folders}
         missing = "no answer.txt in the problem folder"
     elif Path(answers).is_dir():
         by_id, missing = _answers_from_directory(Path(answers), ids), f"no answer.txt in {answers}/<problem-id>"
