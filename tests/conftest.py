@@ -47,12 +47,17 @@ class _OcamlWatch:
         self._thread.start()
 
     def _loop(self):
-        me = psutil.Process()
+        me, last, seen = psutil.Process(), None, {}
         while not self._stop.wait(0.25):
             item = self.current
             if item is None or item.get_closest_marker("hol") is not None:
                 continue
-            if self.ocaml(me) - self.before:
+            # A toplevel that lives a second or more: HOL Light booting or
+            # loading, not a probe such as `ocamlfind query`.
+            new = self.ocaml(me) - self.before
+            seen = {pid: (seen.get(pid, 0) if item is last else 0) + 1 for pid in new}
+            last = item
+            if any(n >= 4 for n in seen.values()):
                 self.offenders.add(item.nodeid)
 
     @staticmethod
