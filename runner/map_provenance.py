@@ -76,7 +76,7 @@ class LoadedMap:
     entries: Mapping[str, MapEntry]
     sidecar: Sidecar | None         # None for a map without one (e.g. the bench's own)
     provenance: Provenance
-    digest: str = ""                # sha256 of the map file's bytes
+    digest: str                     # sha256 of the map file's bytes
 
     def limits(self) -> dict[str, float]:
         return {pid: e.timeout_sec for pid, e in self.entries.items()}
