@@ -59,7 +59,7 @@ def _rows(lo: int, hi: int):
         peak_rss_mb=None if i % 5 else 300.0 + i % 17, timeout_s=60.0, timeout_source="map",
         worker=f"node{i % 4}/123/w{i % 8}", host=f"node{i % 4}",
         started_at=T0 + dt.timedelta(seconds=i / 8), finished_at=T0 + dt.timedelta(seconds=i / 8 + 1),
-        image_key=f"img{i % 40}", hol_build="2.0", mode="bytecode-fork", exit_status="exited 0",
+        image_key=f"img{i % 40}", prover_build="2.0", mode="bytecode", exit_status="exited 0",
         answer_sha256=f"{i:064x}", run_id="bench-run") for i in range(lo, hi)]
 
 
@@ -108,7 +108,7 @@ def generate(out: Path, rows: int, per: int, *, compact: bool) -> dict:
                 compaction.compact(out)
                 compact_s += time.perf_counter() - c
     (out / "sweep.json").write_text(json.dumps({"checks": rows, "corpus": "/bench/corpus",
-                                                "config": {"workers": 8}, "hol_build": "2.0"}))
+                                                "config": {"workers": 8}, "prover_build": "2.0"}))
     if compact:
         # What the runner leaves while it runs: its heartbeat (runner/heartbeat.py).
         done = shards.scan(out, repair=False).done

@@ -16,7 +16,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from .results import COLUMNS, OPTIONAL_COLUMNS, SCHEMA
+from .results import COLUMNS, OPTIONAL_COLUMNS, RENAMED, SCHEMA
 from .verdicts import Verdict
 
 # A key in two shards keeps the row that finished first (a check run twice,
@@ -47,9 +47,14 @@ def read_shard(path: Path, columns: tuple[str, ...] = COLUMNS) -> pa.Table | Non
     try:
         pf = pq.ParquetFile(path)
         present = set(pf.schema_arrow.names)
+        # An older shard's name for a column renamed since (results.RENAMED).
+        older = {new: old for new, old in RENAMED.items() if new not in present and old in present}
+        present |= set(older)
         if any(c not in present and c not in OPTIONAL_COLUMNS for c in COLUMNS):
             return None
-        table = pf.read(columns=[c for c in columns if c in present])
+        table = pf.read(columns=[older.get(c, c) for c in columns if c in present])
+        newer = {old: new for new, old in older.items()}
+        table = table.rename_columns([newer.get(n, n) for n in table.column_names])
         for name in columns:
             if name not in present:
                 table = table.append_column(name, pa.nulls(len(table), SCHEMA.field(name).type))

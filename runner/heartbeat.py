@@ -23,6 +23,7 @@ from collections import Counter, deque
 from pathlib import Path
 
 from . import shards
+from .prover import Mode
 
 STATUS_FILE = "status.json"
 INTERVAL = 2.0
@@ -148,7 +149,7 @@ def resume_command(manifest: dict, out: Path) -> str:
         parts += ["--default-timeout", f"{cfg['default_timeout']:g}"]
     if int(cfg.get("workers") or 1) != 1:
         parts += ["--workers", str(cfg["workers"])]
-    if cfg.get("mode") and cfg.get("mode") != "bytecode":
+    if cfg.get("mode") and Mode.of(cfg["mode"]) != Mode.BYTECODE:
         parts += ["--mode", str(cfg["mode"])]
     if cfg.get("stop_on_first_ok"):
         parts.append("--stop-on-first-ok")

@@ -24,15 +24,15 @@ from types import MappingProxyType
 from typing import Any, Mapping
 
 from .errors import InputError
+from .prover import Mode, Prover
 from .timeout_map import read_sidecar, sidecar_path
 from .timeouts import MapEntry, read_file, read_map
 
-# --map-mode values -> the modes backends record (runner.provers.hol_light.backend.MODE,
-# runner.provers.hol_light.native.MODE); spelled here so that reading a map imports no backend.
-DECLARED_MODES = {"bytecode": "bytecode-fork", "native": "native-fork"}
+# --map-mode values -> the modes checks run in (runner.prover.Mode).
+DECLARED_MODES = {"bytecode": Mode.BYTECODE, "native": Mode.NATIVE}
 # Provers whose checks run in more than one mode; only their sweeps need a
 # map's mode. (Isabelle builds sessions one way.)
-MODAL_PROVERS = ("hol-light",)
+MODAL_PROVERS = (Prover.HOL_LIGHT,)
 MB = 1 << 20
 
 
@@ -40,7 +40,7 @@ MB = 1 << 20
 class Provenance:
     prover: str | None
     build: str | None
-    mode: str | None        # a backend's mode name, e.g. native-fork; None: unknown
+    mode: Mode | str | None  # what measured it (runner.prover.Mode); None: unknown
     source: str             # "sidecar", "declared" or "none"
 
 
@@ -117,14 +117,17 @@ def load(path: Path, mode: str | None = None, build: str | None = None) -> Loade
     declared = DECLARED_MODES.get(mode) if mode else None
     if sidecar is not None:
         prov = sidecar.provenance
-        for what, theirs, ours in (("mode", prov.get("mode"), declared),
-                                   ("build", prov.get("hol_build"), build)):
+        # Sidecars written before the vocabulary of modes and the prover_build
+        # key say bytecode-fork/native-fork and hol_build: read as today's.
+        theirs_build = prov.get("prover_build") or prov.get("hol_build")
+        for what, theirs, ours in (("mode", Mode.of(prov.get("mode")), declared),
+                                   ("build", theirs_build, build)):
             if ours is not None and theirs is not None and ours != theirs:
                 raise InputError(sidecar.path, f"the map's sidecar says it was measured with "
-                                 f"{what} {theirs!r}, but --map-{what} declares {ours!r}",
+                                 f"{what} '{theirs}', but --map-{what} declares '{ours}'",
                                  f"drop --map-{what} (the sidecar knows), or derive the map again")
-        provenance = Provenance(prov.get("prover"), prov.get("hol_build") or build,
-                                prov.get("mode") or declared, "sidecar")
+        provenance = Provenance(prov.get("prover"), theirs_build or build,
+                                Mode.of(prov.get("mode")) or declared, "sidecar")
     elif declared is not None or build is not None:
         provenance = Provenance(None, build, declared, "declared")
     else:
@@ -142,7 +145,7 @@ def _sidecar(path: Path, meta: Mapping) -> Sidecar:
     prov = meta.get("provenance") or {}
     if not isinstance(prov, dict):
         raise bad("provenance", prov)
-    for key in ("prover", "hol_build", "mode", "profile"):
+    for key in ("prover", "prover_build", "hol_build", "mode", "profile"):
         if prov.get(key) is not None and not isinstance(prov[key], str):
             raise bad(f"provenance.{key}", prov[key])
     problems = meta.get("problems") or {}

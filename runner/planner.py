@@ -29,6 +29,7 @@ timetable.
 
 from __future__ import annotations
 
+import enum
 import json
 import random
 from dataclasses import asdict, dataclass, replace
@@ -41,7 +42,17 @@ from .settings import setting as _help
 
 FORMAT = "proofbatch-plan/1"
 PLAN_FILE = "plan.json"
-POLICIES = ("planned", "naive", "shuffle")
+
+
+class Policy(enum.StrEnum):
+    """The order checks are dispatched in."""
+
+    PLANNED = "planned"    # longest expected first, with context affinity and memory packing
+    NAIVE = "naive"        # corpus order
+    SHUFFLE = "shuffle"    # seeded random
+
+
+POLICIES = tuple(p.value for p in Policy)    # as the command line offers them
 
 
 @dataclass(frozen=True)

@@ -21,7 +21,7 @@ from collections import defaultdict, deque
 from dataclasses import dataclass
 from typing import Callable, Mapping
 
-from .planner import Plan, PlanCheck, units_of
+from .planner import Plan, PlanCheck, Policy, units_of
 
 WAIT = "wait"   # take(): nothing fits this node's free memory until a check ends
 _CLASS_UNIT, _CLASS_STEP = 2**26, 2**0.25     # memory classes: up to 64 MiB, then +19% each
@@ -104,7 +104,7 @@ class Dispatcher:
         checks = plan.checks
         self.units = units_of(checks)
         self.image = [checks[a].image_key for a, _ in self.units]
-        self.affinity = cfg.policy == "planned"
+        self.affinity = cfg.policy == Policy.PLANNED
         self.lookahead = cfg.lookahead if self.affinity else 1
         self.cores = workers.cores_per_node
         self.workers = workers.count

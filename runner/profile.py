@@ -38,6 +38,7 @@ from .corpus import Problem
 from .errors import InputError
 # The profile's files and their reader live in profile_data, which the
 # planner reads without the sweep; they are this module's API too.
+from .planner import Policy
 from .profile_data import (FORMAT, PROVENANCE, SUMMARY, SUMMARY_CSV, SUMMARY_FORMAT,  # noqa: F401
                            Defect, ProblemRuns, Profile, _now, _read_json, _write_json,
                            load_profile, write_profile)
@@ -108,7 +109,7 @@ def _sweep_config(cfg: ProfileConfig, out: Path, only, seed: int,
                   context_proofs: str | None = None) -> SweepConfig:
     return SweepConfig(corpus=cfg.corpus, out=out, answers=cfg.answers, workers=cfg.workers,
                        default_timeout=cfg.ceiling_s, mem_limit=cfg.mem_limit, hol_light=cfg.hol_light,
-                       context_root=cfg.context_root, only=tuple(sorted(only)), policy="shuffle",
+                       context_root=cfg.context_root, only=tuple(sorted(only)), policy=Policy.SHUFFLE,
                        seed=seed, mode=cfg.mode, context_proofs=context_proofs or cfg.context_proofs)
 
 
@@ -185,7 +186,7 @@ def profile(cfg: ProfileConfig, executor_for: Callable[[SweepConfig], object],
         first = prepare(_sweep_config(cfg, cfg.out / generation["runs"][0]["dir"],
                                       generation["problems"], generation["runs"][0]["seed"]))
         cfg.out.mkdir(parents=True, exist_ok=True)
-        provenance.update(hol_build=first.backend.info.build, mode=first.backend.info.mode,
+        provenance.update(prover_build=first.backend.info.build, mode=str(first.backend.info.mode),
                           prover=first.backend.info.prover,
                           context_root=record_path(first.backend.context_root, cfg.out),
                           hol_light=record_path(cfg.hol_light, cfg.out),
@@ -286,7 +287,7 @@ def _write_summary(out: Path, provenance: dict, in_corpus: set[str]) -> None:
             "spread": max(times) / min(times) if min(times) > 0 else None,
             "wall_secs": [r["wall_secs"] for r in rows], "peak_rss_mb": rss,
             "image_key": rows[0]["image_key"], "hosts": sorted({r["host"] for r in rows}),
-            "mode": rows[0]["mode"], "hol_build": rows[0]["hol_build"]})
+            "mode": rows[0]["mode"], "prover_build": rows[0]["prover_build"]})
     summary = {"format": SUMMARY_FORMAT, "written": _now(), "problems": problems, "defects": defects}
     _write_json(out / SUMMARY, summary)
     header = ["problem_id", "category", "runs", "min", "median", "max", "spread", "peak_rss_mb"]

@@ -13,12 +13,47 @@ the registry (runner/provers/__init__.py).
 from __future__ import annotations
 
 import abc
+import enum
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Mapping, Sequence
 
 from .corpus import Problem
 from .verdicts import Outcome
+
+
+class Prover(enum.StrEnum):
+    """The provers proofbatch knows (runner/provers/<prover>/)."""
+
+    HOL_LIGHT = "hol-light"
+    ISABELLE = "isabelle"
+
+
+class Mode(enum.StrEnum):
+    """How checks run: the one vocabulary of rows, manifests, profiles and
+    maps. ``auto`` is what a sweep asks for (native or bytecode per check);
+    each check's row says which of the two it ran in."""
+
+    BYTECODE = "bytecode"            # HOL Light's toplevel, forked per check
+    NATIVE = "native"                # HOL Light compiled natively, forked per check
+    AUTO = "auto"
+    BUILD_SESSION = "build-session"  # Isabelle: one `isabelle build` per check
+
+    @classmethod
+    def _missing_(cls, value):
+        # Sweeps, profiles and maps written before this vocabulary.
+        return {"bytecode-fork": cls.BYTECODE, "native-fork": cls.NATIVE}.get(value)
+
+    @classmethod
+    def of(cls, text: str | None) -> "Mode | str | None":
+        """``text`` as a Mode, old names included; None stays None, and a
+        name from outside the vocabulary is kept as it was written."""
+        if not text:
+            return None
+        try:
+            return cls(text)
+        except ValueError:
+            return text
 
 
 @dataclass(frozen=True)
@@ -49,7 +84,7 @@ class CheckResult:
 class BackendInfo:
     prover: str     # "hol-light"
     build: str      # identifies the prover build
-    mode: str       # execution mode, e.g. "bytecode-fork"
+    mode: str       # execution mode (Mode), e.g. "bytecode"
     sandbox: str = "none"   # the box checks run in: bwrap, rlimits or none (runner/sandbox.py)
     context_proofs: str = ""  # HOL Light: replay or trust (runner/context_proofs.py); "" elsewhere
 

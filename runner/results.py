@@ -30,8 +30,9 @@ class ResultRow:
     started_at: dt.datetime = _help("when the check was dispatched (UTC)")
     finished_at: dt.datetime = _help("when its verdict was recorded (UTC)")
     image_key: str = _help("key of the loaded context the check forked from")
-    hol_build: str = _help("the prover build, e.g. Debian's hol-light package version")
-    mode: str = _help("execution mode, e.g. bytecode-fork")
+    prover_build: str = _help("the prover build, e.g. Debian's hol-light package version "
+                              "(hol_build in shards written before the name was the prover's)")
+    mode: str = _help("how the check ran (runner.prover.Mode), e.g. bytecode")
     exit_status: str = _help("how the check process ended, as its image reaped it")
     answer_sha256: str = _help("hash of the answer text that was checked")
     run_id: str = _help("the sweep invocation that produced the row")
@@ -80,6 +81,9 @@ SCHEMA = pa.schema([pa.field(name, _ARROW_TYPES.get(name, pa.string())) for name
 KEY = ("problem_id", "attempt")
 # Columns added after shards were first written: older shards lack them, and
 # reading fills them with nulls.
+# Columns renamed since shards were first written: today's name -> the name
+# older shards have. Readers take either (runner.done.read_shard).
+RENAMED: dict[str, str] = {"prover_build": "hol_build"}
 OPTIONAL_COLUMNS: tuple[str, ...] = ("dedup_of", "sandbox", "wait_secs", "answer_unwrapped",
                                      "context_proofs")
 

@@ -25,6 +25,7 @@ under is recorded in its result row and in the sweep's ``sweep.json``.
 
 from __future__ import annotations
 
+import enum
 import os
 import secrets
 import shutil
@@ -37,7 +38,18 @@ import psutil
 from .errors import InputError
 from .settings import setting as _help
 
-KINDS = ("auto", "bwrap", "rlimits", "none")
+
+
+class SandboxKind(enum.StrEnum):
+    """The box checks run in."""
+
+    AUTO = "auto"          # bwrap where it works, else rlimits
+    BWRAP = "bwrap"        # bubblewrap: no network, the host read-only, the results hidden
+    RLIMITS = "rlimits"    # resource limits only
+    NONE = "none"
+
+
+KINDS = tuple(k.value for k in SandboxKind)    # as the command line offers them
 
 # Capabilities the image tree keeps inside bwrap: chroot and setuid/setgid
 # for the per-check jail, kill so that an image can stop its jailed checks
@@ -79,9 +91,9 @@ def resolve_kind(requested: str) -> str:
     namespaces here, the session fails to start and says so.
     """
     have_bwrap = shutil.which("bwrap") is not None and os.geteuid() == 0
-    if requested == "auto":
-        return "bwrap" if have_bwrap else "rlimits"
-    if requested == "bwrap" and not have_bwrap:
+    if requested == SandboxKind.AUTO:
+        return SandboxKind.BWRAP if have_bwrap else SandboxKind.RLIMITS
+    if requested == SandboxKind.BWRAP and not have_bwrap:
         why = "bwrap is not installed" if shutil.which("bwrap") is None else "we are not root"
         raise InputError("--sandbox bwrap", f"cannot sandbox with bubblewrap: {why}",
                          "apt-get install bubblewrap and run as root, or pass --sandbox rlimits")
@@ -89,7 +101,7 @@ def resolve_kind(requested: str) -> str:
 
 
 def jails(kind: str) -> bool:
-    return kind == "bwrap"
+    return kind == SandboxKind.BWRAP
 
 
 def jail_uid() -> int:
@@ -100,7 +112,7 @@ def wrap(argv: Iterable[str], kind: str, *, writable: Path, readable: Iterable[P
          hidden: Iterable[Path], chdir: Path) -> list[str]:
     """The command that starts the prover tree inside the sandbox ``kind``."""
     argv = list(argv)
-    if kind != "bwrap":
+    if kind != SandboxKind.BWRAP:
         return argv
     args = ["bwrap", "--die-with-parent", "--unshare-net", "--unshare-ipc", "--unshare-uts",
             "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp",
@@ -146,7 +158,7 @@ def limit_tree(pid: int, config: SandboxConfig, kind: str = "bwrap") -> None:
     a fork bomb. (For an unjailed non-root prover it would count the user's
     every process.)
     """
-    if kind == "none":
+    if kind == SandboxKind.NONE:
         return
     proc = psutil.Process(pid)
     proc.rlimit(psutil.RLIMIT_CORE, (0, 0))
@@ -183,5 +195,5 @@ def for_sweep(config) -> SandboxConfig:
     corpus = Path(config.corpus)
     folders = [d for d in corpus.iterdir() if d.is_dir()] if corpus.is_dir() else []
     hidden = [Path(config.out)] + ([Path(config.answers)] if config.answers else [])
-    return SandboxConfig(kind=getattr(config, "sandbox", "auto"),
+    return SandboxConfig(kind=config.sandbox,
                          hidden=tuple(hidden + ground_truth(folders)))

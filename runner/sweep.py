@@ -31,7 +31,7 @@ from .corpus import Problem, corpus_fingerprint
 from .errors import InputError
 from .planner import PLAN_FILE, PlanConfig, Workers, write_plan
 from .planner_inputs import plan_sweep
-from .prover import CheckLimits, ProverBackend
+from .prover import CheckLimits, Mode, Prover, ProverBackend
 from .results import ResultRow
 from .settings import setting as _help
 from .simulate import predict
@@ -262,7 +262,7 @@ def check_manifest(prepared: PreparedSweep, done: shards.Done | None = None) -> 
     cfg, info = prepared.config, prepared.backend.info
     path = cfg.out / MANIFEST
     manifest = {
-        "prover": info.prover, "hol_build": info.build, "mode": info.mode,
+        "prover": info.prover, "prover_build": info.build, "mode": str(info.mode),
         "sandbox": info.sandbox,
         "mem_limit": cfg.mem_limit,
         "context_proofs": info.context_proofs,
@@ -281,10 +281,14 @@ def check_manifest(prepared: PreparedSweep, done: shards.Done | None = None) -> 
         except (OSError, json.JSONDecodeError) as exc:
             raise InputError(path, f"unreadable sweep manifest ({exc})",
                              "restore it or use a new --out") from None
-        for key in ("hol_build", "mode"):
+        # Manifests written before today's names say hol_build, and
+        # bytecode-fork or native-fork (runner.prover.Mode reads them).
+        old = {**old, "prover_build": old.get("prover_build", old.get("hol_build")),
+               "mode": Mode.of(old.get("mode"))}
+        for key in ("prover_build", "mode"):
             if old.get(key) != manifest[key]:
-                raise InputError(path, f"this sweep was run with {key} {old.get(key)!r}, "
-                                 f"not {manifest[key]!r}; mixing them would make results incomparable",
+                raise InputError(path, f"this sweep was run with {key} '{old.get(key)}', "
+                                 f"not '{manifest[key]}'; mixing them would make results incomparable",
                                  "use a new --out, or the same HOL Light")
         # Manifests written before these were recorded say nothing of them.
         for key, flag in (("sandbox", "--sandbox"), ("mem_limit", "--mem-limit")):
@@ -297,7 +301,7 @@ def check_manifest(prepared: PreparedSweep, done: shards.Done | None = None) -> 
                              "use a new --out, or the limits it was run with "
                              "(--timeout-map, --category-timeouts, --default-timeout)")
         # A manifest from before the choice existed was a replay sweep.
-        was = old.get("context_proofs", str(ContextProofs.REPLAY) if old.get("prover") == "hol-light"
+        was = old.get("context_proofs", str(ContextProofs.REPLAY) if old.get("prover") == Prover.HOL_LIGHT
                       else "")
         if was != manifest["context_proofs"]:
             raise InputError(path, f"this sweep was run with --context-proofs {was or 'none'}, not "

@@ -44,6 +44,7 @@ import numpy as np
 
 from . import shards
 from .errors import InputError
+from .prover import Mode
 from .profile_data import ProblemRuns
 from .timeouts import MapEntry, read_map  # noqa: F401  (read_map is this module's reader too)
 from .settings import setting
@@ -275,13 +276,13 @@ def use_map(loaded, prover: str, build: str, mode: str) -> MapUse:
     mem = {pid: (p.mem_guard_bytes, p.expected_mem_bytes) for pid, p in loaded.problems.items()
            if p.expected_mem_bytes and p.mem_guard_bytes is not None}
     prov, warnings = loaded.provenance, []
-    convertible = ("bytecode-fork", "native-fork")
-    for what, theirs, ours in (("prover", prov.prover, prover), ("hol_build", prov.build, build),
-                               ("mode", prov.mode, mode)):
-        if what == "mode" and theirs in convertible and (ours in convertible or ours == "auto"):
+    convertible = (Mode.BYTECODE, Mode.NATIVE)
+    for what, theirs, ours in (("prover", prov.prover, prover), ("prover_build", prov.build, build),
+                               ("mode", prov.mode, Mode.of(mode))):
+        if what == "mode" and theirs in convertible and (ours in convertible or ours == Mode.AUTO):
             continue
         if theirs and theirs != ours:
-            warnings.append(f"{loaded.path}: this map was measured with {what} {theirs!r}, but the "
-                            f"sweep runs {what} {ours!r}; its limits may be wrong for these checks "
+            warnings.append(f"{loaded.path}: this map was measured with {what} '{theirs}', but the "
+                            f"sweep runs {what} '{ours}'; its limits may be wrong for these checks "
                             "(profile again with this prover and mode)")
     return MapUse(mem, tuple(warnings))

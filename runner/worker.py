@@ -32,7 +32,7 @@ def result_row(task: CheckTask, result: CheckResult, *, info: BackendInfo, worke
         peak_rss_mb=None if result.peak_rss_bytes is None else result.peak_rss_bytes / 2**20,
         timeout_s=task.limits.time_s, timeout_source=task.limits.time_source,
         worker=worker, host=socket.gethostname(), started_at=started_at, finished_at=finished_at,
-        image_key=result.image_key, hol_build=info.build, mode=result.mode or info.mode,
+        image_key=result.image_key, prover_build=info.build, mode=str(result.mode or info.mode),
         exit_status=result.exit_status,
         # The hash of the answer as given, fenced or not: it names the
         # submission (a row of the user's CSV or JSONL), and the checked text

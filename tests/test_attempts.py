@@ -390,7 +390,7 @@ def recorded_row():
     return ResultRow(problem_id="arith.add_comm", attempt=0, category="arith", verdict="OK",
                      reason="proved", prove_secs=0.01, wall_secs=0.02, peak_rss_mb=None,
                      timeout_s=10.0, timeout_source="category", worker="w", host="h",
-                     started_at=now, finished_at=now, image_key="k", hol_build="b", mode="m",
+                     started_at=now, finished_at=now, image_key="k", prover_build="b", mode="m",
                      exit_status="exited 0", answer_sha256="0" * 64, run_id="old")
 
 

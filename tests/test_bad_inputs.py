@@ -278,7 +278,7 @@ def test_a_resume_under_other_time_limits_is_refused(corpus, hol, tmp_path):
             problem_id=task.problem.problem_id, attempt=0, category=task.problem.category,
             verdict="OK", reason="proved", prove_secs=0.1, wall_secs=0.2, peak_rss_mb=None,
             timeout_s=60.0, timeout_source="default", worker="w0", host="h", started_at=now,
-            finished_at=now, image_key="k", hol_build=first.backend.info.build,
+            finished_at=now, image_key="k", prover_build=first.backend.info.build,
             mode=first.backend.info.mode, exit_status="exit 0", answer_sha256="", run_id="r"))
     before = snapshot(out_dir)
     with pytest.raises(InputError) as refused:

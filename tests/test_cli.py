@@ -36,7 +36,10 @@ from pathlib import Path
 import pytest
 
 from runner import cli
-from runner.sweep import SweepConfig, prepare
+from runner.errors import InputError
+from runner.sweep import SweepConfig, check_manifest, prepare
+
+from .conftest import DEMO
 
 PROOFBATCH = Path(sys.executable).with_name("proofbatch")
 FAST_S = 2.0  # validation reads a few small files; HOL Light takes minutes to load
@@ -410,3 +413,20 @@ def test_hol_sh_that_is_not_executable(run, corpus, hol):
     (hol / "hol.sh").chmod(0o644)
     result = run(corpus, "--hol-light", hol)
     assert_one_line_error(result, hol / "hol.sh", "hol.sh")
+
+
+def test_a_sweep_begun_before_prover_build_and_one_mode_vocabulary_resumes(tmp_path):
+    """sweep.json written by an older proofbatch says hol_build and
+    bytecode-fork: resuming it with the same build is this sweep, and
+    another build is still refused. (No prover starts: nothing is checked.)"""
+    out = tmp_path / "out"
+    prepared = prepare(SweepConfig(corpus=DEMO, out=out, workers=1))
+    manifest = check_manifest(prepared)
+    assert manifest["prover_build"] == prepared.backend.info.build and manifest["mode"] == "bytecode"
+    old = {k: v for k, v in manifest.items() if k != "prover_build"}
+    (out / "sweep.json").write_text(json.dumps({**old, "hol_build": manifest["prover_build"],
+                                                "mode": "bytecode-fork"}))
+    check_manifest(prepared)
+    (out / "sweep.json").write_text(json.dumps({**old, "hol_build": "another", "mode": "bytecode-fork"}))
+    with pytest.raises(InputError, match="prover_build 'another'"):
+        check_manifest(prepared)

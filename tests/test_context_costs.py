@@ -119,7 +119,7 @@ def test_simulate_plans_a_corpus_on_its_contexts_under_both_choices(tmp_path, ca
     # Proofs: 2 + 3 + 5 s and 0.02 s dispatch each, whatever the choice.
     assert replay["proof_core_hours"] == pytest.approx(10.06 / 3600)
     assert trust["proof_core_hours"] == pytest.approx(10.06 / 3600)
-    assert out["context_proofs"] == "replay" and "native-fork (declared)" in out["map"]
+    assert out["context_proofs"] == "replay" and "native (declared)" in out["map"]
     assert cli.main(["simulate", "--timeout-map", str(tmap), "--corpus", str(corpus),
                      "--workers", "1"]) == 0
     printed = capsys.readouterr().out

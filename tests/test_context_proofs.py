@@ -339,7 +339,7 @@ def test_shards_written_before_the_column_still_read(tmp_path):
     row = ResultRow(problem_id="p", attempt=0, category="c", verdict="OK", reason="proved",
                     prove_secs=0.1, wall_secs=0.2, peak_rss_mb=None, timeout_s=10.0,
                     timeout_source="default", worker="w", host="h", started_at=utcnow(),
-                    finished_at=utcnow(), image_key="k", hol_build="b", mode="bytecode-fork",
+                    finished_at=utcnow(), image_key="k", prover_build="b", mode="bytecode",
                     exit_status="exit 0", answer_sha256="", run_id="r")
     (tmp_path / shards.SHARDS_DIR).mkdir()
     path = tmp_path / shards.SHARDS_DIR / "w-000001.parquet"
@@ -402,7 +402,7 @@ def test_native_ground_truths_are_ok_under_both_and_ran_natively(native_trust_sw
         rows = {pid: found[choice][pid] for pid in ids}
         bad = {pid: (r["verdict"], r["reason"]) for pid, r in rows.items() if r["verdict"] != "OK"}
         assert not bad, f"native, {choice}: {bad}"
-        assert {r["mode"] for r in rows.values()} == {"native-fork"}
+        assert {r["mode"] for r in rows.values()} == {"native"}
         assert {r["context_proofs"] for r in rows.values()} == {choice}
 
 
@@ -412,4 +412,4 @@ def test_native_trust_probes_match_bytecode(native_trust_sweeps, pid):
     verdict, reason = PROBES_UNDER_TRUST[pid]
     row = found["trust"][pid]
     assert row["verdict"] == verdict and reason in row["reason"], (row["verdict"], row["reason"])
-    assert row["mode"] == "native-fork", row["reason"]
+    assert row["mode"] == "native", row["reason"]

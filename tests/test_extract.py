@@ -297,8 +297,8 @@ def test_every_extracted_ground_truth_checks_ok_natively(native_build, extracted
         session.close()
     rows = summary.table.to_pylist()
     assert len(rows) == len(extracted_library.problems)
-    assert {(r["verdict"], r["mode"]) for r in rows} == {("OK", "native-fork")}, \
+    assert {(r["verdict"], r["mode"]) for r in rows} == {("OK", "native")}, \
         [(r["problem_id"], r["verdict"], r["mode"], r["reason"]) for r in rows
-         if (r["verdict"], r["mode"]) != ("OK", "native-fork")]
+         if (r["verdict"], r["mode"]) != ("OK", "native")]
     print(f"\nnative sweep of {len(rows)} extracted problems: {wall:.1f} s wall; proofs "
           f"{sum(r['prove_secs'] or 0 for r in rows):.1f} s")

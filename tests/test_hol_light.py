@@ -56,8 +56,8 @@ def test_every_result_has_a_one_line_reason_and_the_contract_columns(demo_rows, 
         # Checked in the box by default; the demo's unanswered problems ran no check.
         assert row["sandbox"] == (hol_session.backend.sandbox_kind if row["exit_status"] != "not run"
                                   else ""), pid
-        assert row["mode"] == "bytecode-fork"
-        assert row["hol_build"].startswith("debian-hol-light-")
+        assert row["mode"] == "bytecode"
+        assert row["prover_build"].startswith("debian-hol-light-")
         assert row["timeout_source"] == "category"
 
 
@@ -325,7 +325,7 @@ def test_answers_as_the_bench_and_models_write_them(hol_session, tmp_path):
                                                   category_timeouts=None, default_timeout=30.0))
     rows = {row["problem_id"]: row for row in summary.table.to_pylist()}
     assert_answer_rows(rows, marker)
-    assert {row["mode"] for row in rows.values()} == {"bytecode-fork"}
+    assert {row["mode"] for row in rows.values()} == {"bytecode"}
     # A user sees the unwrap in results.csv.
     import csv
     with open(tmp_path / "out" / "results.csv", newline="") as f:
@@ -358,4 +358,4 @@ def test_answers_on_the_bench_module_built_checkout(tmp_path):
                                                   hol_light=Path(value)))
     rows = {row["problem_id"]: row for row in summary.table.to_pylist()}
     assert_answer_rows(rows, marker)
-    assert {row["hol_build"] for row in rows.values()} == {install.build}
+    assert {row["prover_build"] for row in rows.values()} == {install.build}

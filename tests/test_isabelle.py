@@ -213,7 +213,7 @@ def test_whole_sweep_on_the_standin_writes_rows_and_resumes(standin, corpus):
     rows = {r["problem_id"]: r for r in summary.table.to_pylist()}
     assert {k: r["verdict"] for k, r in rows.items()} == {
         "arith.add_comm": "OK", "lists.rev_rev": "OK", "fault.sorry": "CHEATING", "fault.ml_escape": "ERROR"}
-    assert {r["hol_build"] for r in rows.values()} == {prepared.backend.info.build}
+    assert {r["prover_build"] for r in rows.values()} == {prepared.backend.info.build}
     assert {r["mode"] for r in rows.values()} == {"build-session"}
     assert rows["arith.add_comm"]["timeout_s"] == 60 and rows["arith.add_comm"]["timeout_source"] == "category"
     with open(out / "verdicts.csv", newline="") as f:

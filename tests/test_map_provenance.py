@@ -55,10 +55,10 @@ def test_declared_native_in_a_bytecode_sweep_is_converted_and_warned(tmp_path):
     limits = {t.problem.problem_id: t.limits for t in prepared.tasks}
     for pid in IDS:
         assert limits[pid].time_s == pytest.approx(120 * RATIO_MAX)
-        assert limits[pid].time_source == f"map (native-fork x{RATIO_MAX:.2f})"
+        assert limits[pid].time_source == f"map (native x{RATIO_MAX:.2f})"
     assert limits["logic.drinker"].time_source == "category"          # not in the map: unchanged
     [warning] = beside_coverage(prepared)
-    assert "CONVERTED" in warning and f"{len(IDS)} checks run in bytecode-fork" in warning
+    assert "CONVERTED" in warning and f"{len(IDS)} checks run in bytecode mode" in warning
     assert str(tmap) in warning
 
 
@@ -72,14 +72,14 @@ def test_declared_bytecode_in_a_bytecode_sweep_stands_as_it_is(tmp_path):
     other = prepare(demo_config(tmp_path / "out2", timeout_map=tmap, map_mode="bytecode",
                                 map_build="checkout-5e62421"))
     [warning] = beside_coverage(other)
-    assert "checkout-5e62421" in warning and "hol_build" in warning
+    assert "checkout-5e62421" in warning and "prover_build" in warning
 
 
 def test_a_declaration_that_contradicts_the_sidecar_is_refused(tmp_path):
     tmap = bench_map(tmp_path / "derived.json", mode="bytecode-fork", prover="hol-light")
-    assert load(tmap).provenance.mode == "bytecode-fork"
+    assert load(tmap).provenance.mode == "bytecode"     # written before: bytecode-fork
     assert load(tmap, mode="bytecode").provenance.source == "sidecar"
-    with pytest.raises(InputError, match="--map-mode declares 'native-fork'"):
+    with pytest.raises(InputError, match="--map-mode declares 'native'"):
         load(tmap, mode="native")
     # A derived map needs no declaration.
     prepared = prepare(demo_config(tmp_path / "out", timeout_map=tmap))
@@ -98,9 +98,9 @@ def test_a_native_sweep_converts_a_declared_bytecode_map(native_build, tmp_path)
     limits = {t.problem.problem_id: t.limits for t in prepared.tasks}
     for pid in IDS:
         assert limits[pid].time_s == round(120 / RATIO_MIN, 1)
-        assert limits[pid].time_source == f"map (bytecode-fork x{1 / RATIO_MIN:.2f})"
+        assert limits[pid].time_source == f"map (bytecode x{1 / RATIO_MIN:.2f})"
     [warning] = beside_coverage(prepared)
-    assert "CONVERTED" in warning and f"{len(IDS)} checks run in native-fork" in warning
+    assert "CONVERTED" in warning and f"{len(IDS)} checks run in native mode" in warning
 
 
 def test_a_map_names_how_much_of_the_corpus_it_covers(tmp_path):

@@ -119,9 +119,9 @@ def test_wrong_or_missing_ground_truths_are_defects_and_never_timed(demo_profile
 def test_the_profile_describes_itself(demo_profile):
     cfg, result, _ = demo_profile
     prov = result.provenance
-    assert recorded_path(prov, "corpus", cfg.out) == DEMO.resolve() and prov["mode"] == "bytecode-fork"
+    assert recorded_path(prov, "corpus", cfg.out) == DEMO.resolve() and prov["mode"] == "bytecode"
     assert not Path(prov["corpus"]).is_absolute()     # the profile moves with its corpus
-    assert prov["hol_build"].startswith("debian-hol-light")
+    assert prov["prover_build"].startswith("debian-hol-light")
     assert set(prov["problems"]) == set(expected_verdicts())
     assert all(len(p["content_sha256"]) == 64 for p in prov["problems"].values())
     assert prov["generations"][0]["machine"]["cores"] >= 1

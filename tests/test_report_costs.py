@@ -28,7 +28,7 @@ def row(pid: str, run: str, worker: str, start: float, end: float, prove: float 
         prove_secs=prove, wall_secs=end - start, peak_rss_mb=None, timeout_s=60.0,
         timeout_source="default", worker=f"host/1/{worker}", host="host",
         started_at=T0 + dt.timedelta(seconds=start), finished_at=T0 + dt.timedelta(seconds=end),
-        image_key="k", hol_build="b", mode="bytecode-fork", exit_status="exit 0",
+        image_key="k", prover_build="b", mode="bytecode", exit_status="exit 0",
         answer_sha256="", run_id=run, wait_secs=wait)
 
 

@@ -7,10 +7,12 @@ import datetime as dt
 import os
 import threading
 
+import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from runner.results import COLUMNS, SCHEMA, ResultRow
+from runner.compaction import compact
+from runner.results import COLUMNS, SCHEMA, ResultRow, rows_to_table
 from runner.shards import ShardWriter, merge, publish, read_results, scan
 
 T0 = dt.datetime(2024, 5, 1, 12, 0, 0, tzinfo=dt.timezone.utc)
@@ -25,7 +27,7 @@ def row(problem_id: str, attempt: int = 0, *, verdict: str = "OK", wall: float =
         reason=reason, prove_secs=prove_secs, wall_secs=wall, peak_rss_mb=None,
         timeout_s=60.0, timeout_source="default", worker=worker, host="node1",
         started_at=T0, finished_at=T0 + dt.timedelta(seconds=finished),
-        image_key="img", hol_build="1.0", mode="bytecode-fork", exit_status="exited 0",
+        image_key="img", prover_build="1.0", mode="bytecode", exit_status="exited 0",
         answer_sha256="ab" * 32, run_id="run1",
     )
 
@@ -272,3 +274,26 @@ def test_an_old_shard_without_the_newer_columns_still_resumes(tmp_path):
         assert set(s.done) == {("new", 0), ("old", 0)} and s.quarantined == []
         assert s.done.verdict_counts() == {"OK": 1, "FAIL": 1}
     assert scan(tmp_path).done[("old", 0)]["dedup_of"] is None
+
+
+def test_shards_written_before_prover_build_are_read_merged_and_folded(tmp_path):
+    """Rows written before the column was the prover's (``hol_build``, modes
+    ``bytecode-fork``) are read as today's, beside new ones: resume, merge and
+    compaction of a sweep begun by an older proofbatch lose nothing."""
+    old = rows_to_table([row(f"old{i}", finished=i) for i in range(3)])
+    old = old.rename_columns(["hol_build" if n == "prover_build" else n for n in old.column_names])
+    old = old.set_column(old.column_names.index("mode"), "mode",
+                         pa.array(["bytecode-fork"] * 3, pa.string()))
+    (tmp_path / "shards").mkdir()
+    pq.write_table(old, tmp_path / "shards" / "old-000001.parquet")
+    with ShardWriter(tmp_path, "new", flush_rows=1, flush_secs=1e9) as w:
+        for i in range(3):
+            w.add(row(f"new{i}", finished=i))
+    done = scan(tmp_path).done
+    assert sorted(done) == sorted([(f"old{i}", 0) for i in range(3)] + [(f"new{i}", 0) for i in range(3)])
+    assert {done[(f"old{i}", 0)]["prover_build"] for i in range(3)} == {"1.0"}
+    table = merge(tmp_path)
+    assert "hol_build" not in table.column_names and table.num_rows == 6
+    assert set(table["prover_build"].to_pylist()) == {"1.0"}
+    compact(tmp_path, fan_in=2)
+    assert sorted(scan(tmp_path).done) == sorted(done)

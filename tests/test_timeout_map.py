@@ -207,9 +207,9 @@ def test_a_sweep_takes_memory_needs_from_the_map_and_warns_of_another_mode(tmp_p
     assert limits["logic.drinker"].mem_bytes == 8 << 30               # not in the map: --mem-limit
     # A native map in a bytecode sweep: its limits are converted (x RATIO_MAX), loudly.
     assert limits["arith.add_comm"].time_s == 120 * RATIO_MAX
-    assert limits["arith.add_comm"].time_source == f"map (native-fork x{RATIO_MAX:.2f})"
+    assert limits["arith.add_comm"].time_source == f"map (native x{RATIO_MAX:.2f})"
     [warning] = beside_coverage(prepared)
-    assert "native-fork" in warning and "bytecode-fork" in warning and str(native) in warning
+    assert "measured in native mode" in warning and "run in bytecode mode" in warning and str(native) in warning
     assert "CONVERTED" in warning and "2 checks" in warning
 
     small = prepare(demo_config(tmp_path / "out2", timeout_map=native, mem_limit=1500 << 20))

@@ -13,6 +13,7 @@ from cluster.local import LocalExecutor
 
 from .. import progress
 from ..errors import InputError
+from ..prover import Mode
 from ..profile import Profile, load_profile, recorded_path
 from ..settings import help_of
 from ..timeout_map import DerivedMap, MapPolicy, derive, write_map
@@ -75,7 +76,9 @@ def derive_and_write(result: Profile, map_path: Path, out: Console, policy: MapP
     prov = result.provenance
     write_map(map_path, derived, {
         "profile": str(result.path), "corpus": str(recorded_path(prov, "corpus", result.path)),
-        "prover": prov.get("prover"), "hol_build": prov.get("hol_build"), "mode": prov.get("mode"),
+        # Profiles written before today's names say hol_build and bytecode-fork.
+        "prover": prov.get("prover"), "prover_build": prov.get("prover_build") or prov.get("hol_build"),
+        "mode": str(Mode.of(prov.get("mode"))) if prov.get("mode") else None,
         "generations": [g["id"] for g in prov.get("generations", [])],
         "problems": {pid: p["content_sha256"] for pid, p in prov.get("problems", {}).items()},
         "defects": [d.problem_id for d in result.defects],

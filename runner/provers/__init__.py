@@ -17,7 +17,7 @@ from typing import Callable
 from ..context_proofs import ContextProofs
 from ..corpus import Problem, load_corpus
 from ..errors import InputError
-from ..prover import ImagePlan, ProverBackend
+from ..prover import ImagePlan, Prover, ProverBackend
 from ..sandbox import for_sweep, resolve_kind
 from .hol_light import plans as hol_light_plans
 from .hol_light.backend import HolLightBackend
@@ -27,7 +27,7 @@ from .isabelle.backend import IsabelleBackend
 from .isabelle.corpus import is_isabelle_corpus, load_description, load_isabelle_corpus
 from .isabelle.heap import find_isabelle
 
-PROVERS = ("hol-light", "isabelle")
+PROVERS = tuple(p.value for p in Prover)    # as --prover offers them
 
 # Subcommands a prover adds to `proofbatch`: modules of its package, each with
 # NAME, HELP, add_arguments and run as in runner/commands.

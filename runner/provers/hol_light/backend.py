@@ -27,7 +27,7 @@ from .install import HolLightInstall
 from .map_modes import BYTECODE_MODE, MapModes, converted_warning
 from .plans import ALLOWANCES, image_plan
 from .fork_session import ForkSession, not_run
-from ...prover import BackendInfo, CheckLimits, CheckResult, ImagePlan, ProverBackend
+from ...prover import BackendInfo, CheckLimits, CheckResult, ImagePlan, Prover, ProverBackend
 from ...sandbox import SandboxConfig
 from ...verdicts import Verdict
 
@@ -91,7 +91,7 @@ class HolLightBackend(ProverBackend):
         # image) the context text. Replay keeps the keys it always had.
         trust = "" if self.context_proofs is ContextProofs.REPLAY else f"|proofs-{self.context_proofs}"
         self.salt = f"{install.build}|{self.context_root}|driver-{driver}{trust}"
-        self.info = BackendInfo(prover="hol-light", build=install.build, mode=MODE,
+        self.info = BackendInfo(prover=Prover.HOL_LIGHT, build=install.build, mode=MODE,
                                 sandbox=self.sandbox_kind, context_proofs=str(self.context_proofs))
         self._maps, self._converted = MapModes(None), []
 

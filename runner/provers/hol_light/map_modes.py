@@ -15,10 +15,10 @@ from __future__ import annotations
 from dataclasses import replace
 
 from ...map_provenance import LoadedMap
-from ...prover import CheckLimits
+from ...prover import CheckLimits, Mode
 
 # The modes HOL Light checks run in, as rows and maps record them.
-BYTECODE_MODE, NATIVE_MODE = "bytecode-fork", "native-fork"
+BYTECODE_MODE, NATIVE_MODE = Mode.BYTECODE, Mode.NATIVE
 # Bytecode time / native time: 4.0-7.4x for the example corpus's heavy proofs
 # in three runs of benchmarks/native.py here (README), 2.5-6x for real
 # s2n-bignum proofs (../shared/notes/hol-light.md). Conversions take the end

@@ -34,7 +34,8 @@ from .fork_session import ForkSession, not_run
 from .map_modes import BYTECODE_MODE, NATIVE_MODE
 from .native_build import NativeBuild
 from .plans import ALLOWANCES, image_plan
-from ...prover import BackendInfo, CheckLimits, CheckResult, ImagePlan, ProverBackend, ProverSession
+from ...prover import (BackendInfo, CheckLimits, CheckResult, ImagePlan, Prover, ProverBackend,
+                       ProverSession)
 from ...sandbox import SandboxConfig
 from ...verdicts import Outcome, Verdict
 
@@ -71,7 +72,7 @@ class NativeHolLightBackend(ProverBackend):
         self.sandbox_kind = sandbox.resolve_kind(sandbox_config.kind)
         trust = "" if self.context_proofs is ContextProofs.REPLAY else f"|proofs-{self.context_proofs}"
         self.salt = f"{install.build}|{self.context_root}|native-{build.key}{trust}"
-        self.info = BackendInfo(prover="hol-light", build=install.build, mode=MODE,
+        self.info = BackendInfo(prover=Prover.HOL_LIGHT, build=install.build, mode=MODE,
                                 sandbox=self.sandbox_kind, context_proofs=str(self.context_proofs))
         self.fallback = HolLightBackend(install, context_root, grace_s=grace_s, max_images=max_images,
                                         sandbox_config=sandbox_config, log_dir=log_dir,

@@ -30,10 +30,10 @@ from .native import NativeHolLightBackend, NativeSession
 from .native_compile import NativeCompiler, NotNative, Scope
 from .native_build import NativeBuild, build_native, resolve
 from .plans import ALLOWANCES
-from ...prover import (BackendInfo, CheckLimits, CheckResult, ImageBuild, ImagePlan, ProverBackend,
+from ...prover import (BackendInfo, Mode, Prover, CheckLimits, CheckResult, ImageBuild, ImagePlan, ProverBackend,
                        ProverSession)
 
-MODES = ("bytecode", "native", "auto")
+MODES = (Mode.BYTECODE, Mode.NATIVE, Mode.AUTO)    # what --mode asks for
 # Below this expected bytecode time a check is cheaper in the bytecode fork
 # server than compiled on its own (../shared/notes/hol-light.md: "native wins
 # once a proof takes more than about 0.35 s in bytecode").
@@ -65,21 +65,21 @@ class ModeBackend(ProverBackend):
 
     def __init__(self, mode: str, native: NativeHolLightBackend, loaded_map: LoadedMap | None = None,
                  threshold_s: float = THRESHOLD_S):
-        if mode not in ("native", "auto"):
+        if mode not in (Mode.NATIVE, Mode.AUTO):
             raise ValueError(mode)
         self.mode, self.native, self.threshold_s = mode, native, threshold_s
         self.bytecode: HolLightBackend = native.fallback
         self.maps = MapModes(loaded_map)
         self.salt, self.context_root = native.salt, native.context_root
         self.install, self.grace_s = native.install, native.grace_s
-        self.info = BackendInfo(prover="hol-light", build=native.info.build,
-                                mode=NATIVE_MODE if mode == "native" else "auto",
+        self.info = BackendInfo(prover=Prover.HOL_LIGHT, build=native.info.build,
+                                mode=Mode(mode),
                                 sandbox=native.info.sandbox,
                                 context_proofs=native.info.context_proofs)
         self.converted: list[str] = []
 
     def route(self, problem: Problem) -> str:
-        if self.mode == "native":
+        if self.mode == Mode.NATIVE:
             return NATIVE_MODE
         secs = self.maps.bytecode_secs(problem.problem_id)
         return BYTECODE_MODE if secs is not None and secs <= self.threshold_s else NATIVE_MODE

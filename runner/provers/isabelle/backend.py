@@ -35,7 +35,7 @@ from ...guard import GuardLimits, admit, enforce, kill_tree
 from .corpus import IsabelleCorpus, build_candidate, read_goal
 from .heap import HeapStore, IsabelleInstall, build_heap_argv, built_heap_dir, heap_key, session_sources
 from .text import GoalTheory
-from ...prover import (BackendInfo, CheckLimits, CheckResult, ImageBuild, ImagePlan, JobAllowances,
+from ...prover import (BackendInfo, CheckLimits, CheckResult, ImageBuild, ImagePlan, JobAllowances, Prover,
                        ProverBackend, ProverSession)
 from ...verdicts import Outcome, Termination, Verdict
 
@@ -83,7 +83,7 @@ class IsabelleBackend(ProverBackend):
                             session_sources(corpus.session_dirs))
         self.salt = self.key
         self.context_root = corpus.root
-        self.info = BackendInfo(prover="isabelle",
+        self.info = BackendInfo(prover=Prover.ISABELLE,
                                 build=f"{install.version}/{corpus.parent_session}-{self.key[:12]}",
                                 mode=ic.MODE, sandbox=self.sandbox_kind)
 

@@ -38,11 +38,12 @@ from pathlib import Path
 from typing import Sequence
 
 from . import text as it
+from ...prover import Mode
 from .corpus import IsabelleCorpus
 
 ORIGINAL = "Proofbatch_Original"
 CHECKER = "Proofbatch_Check"
-MODE = "build-session"
+MODE = Mode.BUILD_SESSION
 
 
 def _quote(name: str) -> str:
