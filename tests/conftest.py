@@ -4,20 +4,18 @@ proofs, as a sweep reuses them across checks."""
 
 from __future__ import annotations
 
-import csv
+import os
+import shutil
+import subprocess
 import threading
-from pathlib import Path
 
 import psutil
 import pytest
 
 from runner.provers.hol_light.backend import HolLightBackend
 from runner.provers.hol_light.install import find_hol_light
-from runner.sweep import SweepConfig, prepare, run_sweep
 
-ROOT = Path(__file__).resolve().parents[1]
-DEMO = ROOT / "examples" / "hol_light_demo"
-TEST_MEM_LIMIT = 2 * 2**30
+from .helpers import DEMO, EXTRACTED_FILES, HOL_LIBRARY, ROOT, demo_config, extracted_config, sweep_with
 
 
 # -- the hol marker holds by construction ---------------------------------------
@@ -112,10 +110,6 @@ def pytest_sessionfinish(session, exitstatus):
 
 # -- the demo corpus ------------------------------------------------------------
 
-def expected_verdicts() -> dict[str, str]:
-    with open(DEMO / "expected_verdicts.csv", newline="") as f:
-        return {row["Problem"]: row["Verdict"] for row in csv.DictReader(f)}
-
 
 @pytest.fixture(scope="session")
 def hol_backend() -> HolLightBackend:
@@ -127,41 +121,6 @@ def hol_session(hol_backend, tmp_path_factory):
     session = hol_backend.start(tmp_path_factory.mktemp("hol-session"))
     yield session
     session.close()
-
-
-def beside_coverage(prepared) -> tuple[str, ...]:
-    """The warnings other than the map's coverage of the corpus (these maps
-    name a few demo problems: runner/map_provenance.coverage says so)."""
-    return tuple(w for w in prepared.warnings if not (w.startswith("MAP: ") and " covers " in w))
-
-
-def make_corpus(root: Path, problems: dict[str, tuple[str, str, str]],
-                category: str | None = None) -> Path:
-    """problem id -> (setup.ml, query, answer); ``category`` written to each
-    problem's category.txt when given."""
-    for pid, (setup, query, answer) in problems.items():
-        d = root / pid
-        d.mkdir(parents=True)
-        (d / "setup.ml").write_text(setup)
-        (d / "query.txt").write_text(query)
-        (d / "answer.txt").write_text(answer)
-        if category is not None:
-            (d / "category.txt").write_text(category)
-    return root
-
-
-def demo_config(out: Path, **overrides) -> SweepConfig:
-    settings = dict(corpus=DEMO, out=out, category_timeouts=DEMO / "timeouts.json",
-                    workers=2, mem_limit=TEST_MEM_LIMIT, context_root=DEMO)
-    settings.update(overrides)
-    return SweepConfig(**settings)
-
-
-def sweep_with(session, config: SweepConfig):
-    """Run a sweep on the local executor, reusing the shared session."""
-    from cluster.local import LocalExecutor
-
-    return run_sweep(prepare(config), LocalExecutor(workers=config.workers, session=session))
 
 
 @pytest.fixture(scope="session")
@@ -191,10 +150,6 @@ def native_build(tmp_path_factory):
 
 # -- corpora cut from real developments by `proofbatch extract` ---------------
 
-HOL_LIBRARY = Path("/usr/share/hol-light/Library")
-# binomial.ml needs nothing; agm.ml's context starts with needs "Library/products.ml".
-EXTRACTED_FILES = ("binomial.ml", "agm.ml")
-
 
 @pytest.fixture(scope="session")
 def extracted_library(tmp_path_factory):
@@ -209,16 +164,6 @@ def extracted_library(tmp_path_factory):
                                  hol_dir=HOL_LIBRARY.parent))
 
 
-def extracted_config(corpus: Path, out: Path, **overrides) -> SweepConfig:
-    """A sweep of an extracted Library corpus. Its needs resolve in HOL
-    Light's directory whatever the root; the demo's root keeps the salt of
-    ``hol_backend``, so the sweep shares ``hol_session`` and its base image."""
-    settings = dict(corpus=corpus, out=out, workers=2, mem_limit=TEST_MEM_LIMIT,
-                    context_root=DEMO, default_timeout=300.0)
-    settings.update(overrides)
-    return SweepConfig(**settings)
-
-
 @pytest.fixture(scope="session")
 def extracted_sweep(hol_session, extracted_library, tmp_path_factory):
     """The extracted corpus's ground truths swept once, bytecode, contexts
@@ -230,3 +175,27 @@ def extracted_sweep(hol_session, extracted_library, tmp_path_factory):
         extracted_library.out, tmp_path_factory.mktemp("extracted-sweep") / "out"))
     rows = {row["problem_id"]: row for row in summary.table.to_pylist()}
     return summary, rows, time.monotonic() - started
+
+
+def _up() -> bool:
+    if shutil.which("scontrol") is None:
+        return False
+    return subprocess.run(["scontrol", "ping"], capture_output=True, text=True).stdout.count("UP") > 0
+
+
+@pytest.fixture(scope="session")
+def slurm_cluster() -> None:
+    if not _up():
+        if os.geteuid() != 0:
+            reason = "the dev Slurm cluster needs root (slurm/start-dev-cluster.sh)"
+            if os.environ.get("CI"):
+                pytest.fail(reason)
+            pytest.skip(reason)
+        proc = subprocess.run(["bash", str(ROOT / "slurm" / "start-dev-cluster.sh")],
+                              capture_output=True, text=True)
+        if proc.returncode != 0:
+            reason = f"slurm/start-dev-cluster.sh failed: {proc.stderr.strip()[-400:]}"
+            if os.environ.get("CI"):
+                pytest.fail(reason)
+            pytest.skip(reason)
+    assert _up(), "slurmctld does not answer scontrol ping"

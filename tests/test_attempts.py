@@ -15,93 +15,21 @@ from __future__ import annotations
 import csv
 import json
 from collections import defaultdict
-from pathlib import Path
 
 import pytest
 
-from cluster.local import LocalExecutor
 from cluster.slurm import PullWorker
 from runner import answers, attempts, cli, shards
 from runner.corpus import load_corpus
 from runner.errors import InputError
-from runner.prover import ProverSession
 from runner.status import read_status
-from runner.sweep import prepare, run_sweep
+from runner.sweep import prepare
 
-from .conftest import DEMO, ROOT, demo_config
-
-ATTEMPTS = ROOT / "examples" / "hol_light_demo_attempts"
-
-
-def expected() -> dict[tuple[str, int], tuple[str, int | None]]:
-    """(problem, attempt) -> (verdict, the attempt a repeat reuses)."""
-    with open(ATTEMPTS / "expected_verdicts.csv", newline="") as f:
-        return {(r["Problem"], int(r["Attempt"])): (r["Verdict"], int(r["DedupOf"]) if r["DedupOf"] else None)
-                for r in csv.DictReader(f)}
-
-
-IDS = tuple(sorted({pid for pid, _ in expected()}))
-
-
-class CountingSession(ProverSession):
-    """The shared HOL Light session, listing every check it runs."""
-
-    def __init__(self, inner: ProverSession):
-        self.inner, self.info, self.checked = inner, inner.info, []
-
-    @property
-    def image_builds(self):
-        return self.inner.image_builds
-
-    def prepare(self, problems):
-        self.inner.prepare(problems)
-
-    def image_key(self, problem):
-        return self.inner.image_key(problem)
-
-    def check(self, problem, limits):
-        self.checked.append((problem.problem_id, problem.answer.strip()))
-        return self.inner.check(problem, limits)
-
-    def close(self):
-        pass     # the session fixture owns it
-
-
-def attempts_config(out: Path, **overrides):
-    settings = dict(answers=ATTEMPTS, only=IDS)
-    settings.update(overrides)
-    return demo_config(out, **settings)
-
-
-def sweep_attempts(session, out: Path, *, on_row=lambda row: None, progress=None, **overrides):
-    """Sweep the attempts fixture; returns (summary, the checks really run).
-    ``progress``, a dict, gets what a progress bar is told: the start
-    (total, settled), the rows and the attempts skipped."""
-    counting = CountingSession(session)
-    config = attempts_config(out, **overrides)
-    told = progress if progress is not None else {}
-    told.update(start=None, rows=0, skipped=0)
-
-    def row_in(row):
-        told["rows"] += 1
-        on_row(row)
-
-    summary = run_sweep(prepare(config), LocalExecutor(workers=config.workers, session=counting),
-                        on_row=row_in, on_start=lambda total, done: told.update(start=(total, done)),
-                        on_skip=lambda n: told.update(skipped=told["skipped"] + n))
-    return summary, counting.checked
+from .helpers import ATTEMPTS, attempts_config, DEMO, expected, first_ok, kept_by_early_stop, sweep_attempts
 
 
 def rows_by_key(table) -> dict[tuple[str, int], dict]:
     return {(r["problem_id"], r["attempt"]): r for r in table.to_pylist()}
-
-
-def first_ok(exp) -> dict[str, int]:
-    out: dict[str, int] = {}
-    for (pid, k), (verdict, _) in sorted(exp.items()):
-        if verdict == "OK" and pid not in out:
-            out[pid] = k
-    return out
 
 
 class Interrupt(KeyboardInterrupt):
@@ -120,12 +48,6 @@ def early(hol_session, tmp_path_factory):
     summary, checked = sweep_attempts(hol_session, tmp_path_factory.mktemp("early") / "out",
                                       stop_on_first_ok=True, progress=progress)
     return summary, checked, progress
-
-
-def kept_by_early_stop() -> dict[tuple[str, int], tuple[str, int | None]]:
-    """The expected rows of an early-stop sweep: each attempt up to the first OK."""
-    exp, solved_at = expected(), first_ok(expected())
-    return {key: v for key, v in exp.items() if key[0] not in solved_at or key[1] <= solved_at[key[0]]}
 
 
 # -- input -------------------------------------------------------------------------

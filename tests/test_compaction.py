@@ -22,8 +22,8 @@ import pyarrow.parquet as pq
 from runner import compaction
 from runner.shards import ShardWriter, merge, scan
 
-from .conftest import ROOT
-from .test_shards import row
+from .helpers import ROOT
+from .helpers import row
 
 SEED = 20261123
 KILLS = 20
@@ -155,7 +155,7 @@ import sys, datetime as dt
 sys.path.insert(0, ".")
 from runner import compaction
 from runner.shards import ShardWriter
-from tests.test_shards import row
+from tests.helpers import row
 compaction.FAN_IN = 3
 out = sys.argv[1]
 print("ready", flush=True)

@@ -10,8 +10,9 @@ import pytest
 from runner.corpus import Problem, corpus_fingerprint, load_corpus
 from runner.errors import InputError
 
+from .helpers import ADD
+
 KECCAK = "x86.sha3_keccak_f1600.WORD_NEG_EL_DEMORGAN"
-ADD = "arm.bignum_add.BIGNUM_ADD_CORRECT"
 
 
 def make_problem(corpus: Path, pid: str, *, setup="needs \"arm/proofs/base.ml\";;\n",

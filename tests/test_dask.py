@@ -23,11 +23,10 @@ from runner import attempts
 from runner.status import read_status
 from runner.sweep import prepare, run_sweep
 
-from .conftest import DEMO, demo_config, expected_verdicts
-from .slurm_cluster import slurm_cluster  # noqa: F401  (fixture, by name)
-from .test_attempts import attempts_config, kept_by_early_stop
-from .test_attempts import expected as expected_attempts
-from .test_resume import SPIN
+from .helpers import DEMO, demo_config, expected_verdicts
+from .helpers import attempts_config, kept_by_early_stop
+from .helpers import expected as expected_attempts
+from .helpers import SPIN
 
 pytestmark = pytest.mark.hol
 

@@ -35,8 +35,8 @@ from runner.errors import ProverError
 from runner.image_server import ImageServer
 from runner.verdicts import Verdict
 
-from .conftest import DEMO, ROOT
-from .test_hol_light import check, problem
+from .helpers import DEMO, ROOT
+from .helpers import check, problem
 
 # Every test here boots HOL Light or checks in it.
 pytestmark = pytest.mark.hol

@@ -17,7 +17,7 @@ from runner import cli, heartbeat, shards, status
 from runner.planner import PlanCheck, Workers
 from runner.results import ResultRow
 
-from .test_shards import row
+from .helpers import row
 
 
 class _Plan:        # the two attributes Heartbeat.plan reads of runner.planner.Plan

@@ -17,7 +17,7 @@ from runner.map_provenance import load
 from runner.sweep import prepare
 from runner.timeout_map import SIDECAR_FORMAT
 
-from .conftest import DEMO, beside_coverage, demo_config
+from .helpers import DEMO, beside_coverage, demo_config
 
 IDS = ("arith.add_comm", "lists.append_nil")
 

@@ -28,7 +28,7 @@ from runner import cli, passk
 from runner.errors import InputError
 from runner.passk import ProblemTally, compute, pass_at_k
 
-from .test_attempts import sweep_attempts
+from .helpers import sweep_attempts
 
 KS = (1, 2, 4, 5)
 # The hand-computed figures of the fixture (see the module docstring).

@@ -23,7 +23,7 @@ from runner.errors import InputError
 from runner.profile import ProfileConfig, load_profile, profile, recorded_path
 from runner.map_provenance import load
 
-from .conftest import DEMO, TEST_MEM_LIMIT, expected_verdicts
+from .helpers import DEMO, TEST_MEM_LIMIT, expected_verdicts
 
 pytestmark = pytest.mark.hol
 

@@ -22,7 +22,7 @@ from runner.report import PARTS, compare, load
 from runner.report_html import render
 from runner.sweep import prepare, run_sweep
 
-from .conftest import DEMO, demo_config, expected_verdicts
+from .helpers import DEMO, demo_config, expected_verdicts
 
 pytestmark = pytest.mark.hol
 

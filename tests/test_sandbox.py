@@ -5,7 +5,7 @@ The story: inside, the network is gone, the filesystem is read-only but for
 the work directory, the results and the ground truth are hidden, only the
 capabilities the per-check jail needs are left, and the whole thing dies
 with the runner. (The jail itself is tried with real checks in
-tests/test_hostile.py.)
+tests/hol_light/test_hostile.py.)
 """
 
 from __future__ import annotations

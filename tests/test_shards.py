@@ -12,24 +12,10 @@ import pyarrow.parquet as pq
 import pytest
 
 from runner.compaction import compact
-from runner.results import COLUMNS, SCHEMA, ResultRow, rows_to_table
+from runner.results import COLUMNS, SCHEMA, rows_to_table
 from runner.shards import ShardWriter, merge, publish, read_results, scan
 
-T0 = dt.datetime(2024, 5, 1, 12, 0, 0, tzinfo=dt.timezone.utc)
-
-
-def row(problem_id: str, attempt: int = 0, *, verdict: str = "OK", wall: float = 0.1,
-        finished: float = 0.0, reason: str = "proved", prove_secs: float | None = 0.05,
-        worker: str = "w0") -> ResultRow:
-    """A ResultRow with plausible defaults; ``finished`` is seconds after T0."""
-    return ResultRow(
-        problem_id=problem_id, attempt=attempt, category="generic", verdict=verdict,
-        reason=reason, prove_secs=prove_secs, wall_secs=wall, peak_rss_mb=None,
-        timeout_s=60.0, timeout_source="default", worker=worker, host="node1",
-        started_at=T0, finished_at=T0 + dt.timedelta(seconds=finished),
-        image_key="img", prover_build="1.0", mode="bytecode", exit_status="exited 0",
-        answer_sha256="ab" * 32, run_id="run1",
-    )
+from .helpers import T0, row
 
 
 def shard_names(out):

@@ -10,7 +10,7 @@ import pytest
 
 from runner import cli
 
-from .conftest import ROOT
+from .helpers import ROOT
 from runner.planner import Image, PlanCheck, PlanConfig, Workers, make_plan
 from runner.simulate import simulate
 

@@ -33,10 +33,9 @@ from runner.sweep import prepare, run_sweep
 from runner.verdicts import Outcome, Verdict
 from runner.worker import result_row
 
-from .conftest import DEMO, ROOT, TEST_MEM_LIMIT, demo_config, expected_verdicts, make_corpus
-from .slurm_cluster import sacct, slurm_cluster  # noqa: F401  (fixture)
-from .test_attempts import attempts_config, kept_by_early_stop
-from .test_resume import SPIN
+from .helpers import DEMO, demo_config, expected_verdicts, make_corpus, ROOT, sacct, TEST_MEM_LIMIT
+from .helpers import attempts_config, kept_by_early_stop
+from .helpers import SPIN
 
 pytestmark = [pytest.mark.hol, pytest.mark.slurm, pytest.mark.usefixtures("slurm_cluster")]
 

@@ -14,7 +14,6 @@ import pytest
 from cluster.slurm_jobs import queued_names
 from runner.errors import CommandError
 
-from .slurm_cluster import slurm_cluster  # noqa: F401  (fixture)
 
 pytestmark = [pytest.mark.slurm, pytest.mark.usefixtures("slurm_cluster")]
 

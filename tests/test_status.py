@@ -14,8 +14,8 @@ import pytest
 from runner import cli
 from runner.status import read_status
 
-from .conftest import DEMO, demo_config, sweep_with
-from .test_resume import SPIN
+from .helpers import DEMO, demo_config, sweep_with
+from .helpers import SPIN
 
 pytestmark = pytest.mark.hol
 

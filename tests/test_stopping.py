@@ -25,7 +25,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from .conftest import ROOT, make_corpus
+from .helpers import ROOT, make_corpus
 
 pytestmark = pytest.mark.hol
 

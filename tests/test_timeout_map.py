@@ -18,7 +18,7 @@ from runner.timeout_map import MapPolicy, derive, read_sidecar, sidecar_path, wr
 from runner.map_provenance import load
 from runner.timeouts import read_map
 
-from .test_timeouts import BENCH_MAP, EMONTREDC
+from .helpers import BENCH_MAP, EMONTREDC
 
 # The bench's method alone: no pooled model.
 BENCH_ONLY = MapPolicy(target_false_timeout=0)
@@ -193,7 +193,7 @@ def test_a_sweep_takes_memory_needs_from_the_map_and_warns_of_another_mode(tmp_p
     from runner.sweep import prepare
     from runner.timeout_map import MIN_GUARD_BYTES
 
-    from .conftest import beside_coverage, demo_config
+    from .helpers import beside_coverage, demo_config
 
     m = derive([runs("arith.add_comm", 0.01, 0.01, 0.01, rss=(900.0, 950.0, 1000.0)),
                 runs("lists.append_nil", 0.01, 0.01, 0.01, rss=(300.0, 300.0, 300.0))], MapPolicy())

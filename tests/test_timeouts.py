@@ -12,16 +12,10 @@ from runner.errors import InputError
 from runner.map_provenance import load
 from runner.timeouts import TimeLimit, TimeoutPolicy, load_category_timeouts, resolve_limits
 
-EMONTREDC = "arm.bignum_emontredc_8n.BIGNUM_EMONTREDC_8N_CORRECT"
-ADD = "arm.bignum_add.BIGNUM_ADD_CORRECT"
+from .helpers import ADD, BENCH_MAP, EMONTREDC
+
 KECCAK = "x86.sha3_keccak_f1600.WORD_NEG_EL_DEMORGAN"
 
-# Shaped like the bench's files (values taken from them).
-BENCH_MAP = [
-    {"problem_id": EMONTREDC, "prove_secs": 9300.683, "timeout_sec": 10800},
-    {"problem_id": ADD, "prove_secs": 11.268, "timeout_sec": 120},
-    {"problem_id": "arm.not_in_this_sweep.LEMMA", "prove_secs": 0.03, "timeout_sec": 120},
-]
 BENCH_CATEGORIES = {"program_state": 600, "bit_vector": 600, "generic": 1200,
                     "functional_correctness_x86": 7200, "functional_correctness_arm": 7200}
 

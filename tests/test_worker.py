@@ -8,7 +8,7 @@ from runner.shards import ShardWriter
 from runner.worker import CheckTask, work
 from runner.prover import CheckLimits
 
-from .test_hol_light import problem
+from .helpers import problem
 
 pytestmark = pytest.mark.hol
 

@@ -13,7 +13,7 @@ from runner.errors import InputError
 from runner.provers.isabelle.corpus import build_candidate, load_description, load_isabelle_corpus, read_goal
 from runner.verdicts import Verdict
 
-DEMO = Path(__file__).resolve().parents[1] / "examples" / "isabelle_demo"
+DEMO = Path(__file__).resolve().parents[2] / "examples" / "isabelle_demo"
 
 
 def expected() -> dict[str, tuple[str, str]]:

@@ -19,7 +19,7 @@ import pytest
 from runner import subproc
 from runner.provers.hol_light.contexts import split_phrases
 
-from .conftest import ROOT
+from ..helpers import ROOT
 
 HOL_TEXT = ROOT / "runner" / "provers" / "hol_light" / "ml" / "hol_text.ml"
 

@@ -8,7 +8,7 @@ from pathlib import Path
 from runner.provers.isabelle import check as ic
 from runner.provers.isabelle.corpus import build_candidate, load_description, read_goal
 
-DEMO = Path(__file__).resolve().parents[1] / "examples" / "isabelle_demo"
+DEMO = Path(__file__).resolve().parents[2] / "examples" / "isabelle_demo"
 ISABELLE = ["/opt/Isabelle2024/bin/isabelle"]
 
 

@@ -28,7 +28,7 @@ from runner.prover import CheckLimits
 from runner.sweep import prepare, run_sweep
 from runner.timeout_map import SIDECAR_FORMAT
 
-from .conftest import DEMO, ROOT, TEST_MEM_LIMIT, demo_config, expected_verdicts, make_corpus
+from ..helpers import DEMO, ROOT, TEST_MEM_LIMIT, demo_config, expected_verdicts, make_corpus
 
 pytestmark = pytest.mark.hol
 LIMITS = CheckLimits(time_s=30.0, time_source="test", mem_bytes=TEST_MEM_LIMIT, expected_mem_bytes=0)
@@ -274,7 +274,7 @@ def test_answers_as_the_bench_and_models_write_them_natively(native_build, tmp_p
     gives the same verdicts, and no answer falls back to bytecode."""
     from cluster.local import LocalExecutor
 
-    from .test_hol_light import answers_corpus, assert_answer_rows
+    from ..helpers import answers_corpus, assert_answer_rows
 
     marker = tmp_path / "ran"
     corpus = answers_corpus(tmp_path / "corpus", marker)

@@ -27,11 +27,8 @@ a hol.sh that is a directory or is not executable.
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
 import time
-from pathlib import Path
 
 import pytest
 
@@ -39,164 +36,13 @@ from runner import cli
 from runner.errors import InputError
 from runner.sweep import SweepConfig, check_manifest, prepare
 
-from .conftest import DEMO
-
-PROOFBATCH = Path(sys.executable).with_name("proofbatch")
-FAST_S = 2.0  # validation reads a few small files; HOL Light takes minutes to load
-
-WORD = "x86.sha3_keccak_f1600.WORD_NEG_EL_DEMORGAN"
-# The tripwire HOL Light records being started in a file under the test's
-# temp dir; inside the sandbox (runner/sandbox.py) that write would fail, and
-# the tripwire could never fire. These tests are about validation, not the box.
-NO_BOX = ("--sandbox", "none")
-ADD = "arm.bignum_add.BIGNUM_ADD_CORRECT"
+from ..helpers import ADD, assert_one_line_error, DEMO, NO_BOX, previous_sweep, PROOFBATCH, snapshot, WORD
 
 
 # -- building input -----------------------------------------------------------
 
-def make_problem(corpus: Path, pid: str, *, query: str | None = "`!x:int64. word_not x = x`\n",
-                 category: str | None = None, answer: str | None = "WORD_BLAST_TAC\n") -> Path:
-    d = corpus / pid
-    d.mkdir(parents=True)
-    (d / "setup.ml").write_text('let proofbatch_test_context = 1;;\n')
-    if query is not None:
-        (d / "query.txt").write_text(query)
-    if category is not None:
-        (d / "category.txt").write_text(category)
-    if answer is not None:
-        (d / "answer.txt").write_text(answer)
-    return d
-
-
-@pytest.fixture
-def corpus(tmp_path) -> Path:
-    """Two valid problems: one in category bit_vector, one in the default category."""
-    root = tmp_path / "corpus"
-    make_problem(root, WORD, category="bit_vector\n")
-    make_problem(root, ADD, query="`1 + 1 = 2`\n", answer="ARITH_TAC\n")
-    return root
-
-
-@pytest.fixture
-def tripwire(tmp_path) -> Path:
-    """The file the fake HOL Light writes when something starts it."""
-    return tmp_path / "hol-light-was-started"
-
-
-@pytest.fixture
-def hol(tmp_path, tripwire) -> Path:
-    """A HOL Light checkout as far as validation can tell, that only trips the wire."""
-    checkout = tmp_path / "hol-light"
-    checkout.mkdir()
-    hol_sh = checkout / "hol.sh"
-    # It reads the phrases it is sent before giving up, as a toplevel would
-    # (one that exits unread makes runner/provers/hol_light/backend.py _boot's stdin write race
-    # into an unhandled BrokenPipeError).
-    hol_sh.write_text(f"#!/bin/sh\necho \"$0 $*\" >> '{tripwire}'\ncat > /dev/null\nexit 1\n")
-    hol_sh.chmod(0o755)
-    return checkout
-
-
-def previous_sweep(out: Path) -> None:
-    """What an earlier sweep leaves under --out (contents only need to be distinctive)."""
-    (out / "shards").mkdir(parents=True)
-    (out / "sweep.json").write_text(json.dumps({"prover": "hol-light", "hol_build": "old",
-                                                "mode": "bytecode-fork"}, indent=2) + "\n")
-    (out / "shards" / "node7-123-20240101T000000-w0.parquet").write_bytes(bytes(range(256)) * 4)
-    (out / "results.parquet").write_bytes(b"PAR1" + os.urandom(512) + b"PAR1")
-    (out / "results.csv").write_text(f"problem_id,verdict\n{WORD},PROVED\n")
-    (out / "verdicts.csv").write_text(f"problem_id,verdict\n{WORD},PROVED\n")
-
-
-def snapshot(root: Path) -> dict[str, tuple]:
-    """Every path under ``root`` with its bytes (files) and mtime: what "untouched" means."""
-    snap = {}
-    for path in sorted(root.rglob("*")):
-        st = path.stat()
-        content = path.read_bytes() if path.is_file() else "<dir>"
-        snap[str(path.relative_to(root))] = (content, st.st_mtime_ns)
-    return snap
-
-
-@pytest.fixture(params=["fresh", "previous-sweep"])
-def out(request, tmp_path):
-    """--out either does not exist yet or holds a previous sweep; yields a checker
-    that asserts it is exactly as it was."""
-    path = tmp_path / "out"
-    if request.param == "previous-sweep":
-        previous_sweep(path)
-    before = snapshot(path) if path.exists() else None
-
-    class Out:
-        def __init__(self):
-            self.path = path
-
-        def assert_untouched(self):
-            if before is None:
-                assert not path.exists(), f"--out was created: {sorted(map(str, path.rglob('*')))}"
-            else:
-                assert snapshot(path) == before, "--out changed"
-
-    return Out()
-
 
 # -- running the CLI ----------------------------------------------------------
-
-@pytest.fixture
-def no_processes(monkeypatch):
-    """Fail the test if anything in this process starts a program (HOL Light,
-    dpkg-query, ocaml -vnum, git...): validating input needs none."""
-    started = []
-
-    def refuse(argv, *args, **kwargs):
-        started.append(argv)
-        raise AssertionError(f"a process was started during validation: {argv!r}")
-
-    monkeypatch.setattr(subprocess, "Popen", refuse)
-    return started
-
-
-@pytest.fixture
-def run(capsys, no_processes, tripwire, out):
-    """Run ``proofbatch run CORPUS --out OUT ARGS`` in-process; return
-    (exit code, stdout, stderr lines), after checking that it was fast, started
-    nothing and left --out alone."""
-
-    def run_cli(corpus: Path, *args) -> tuple[int, str, list[str]]:
-        argv = ["run", str(corpus), "--out", str(out.path), *NO_BOX, *map(str, args)]
-        started = time.monotonic()
-        try:
-            code = cli.main(argv)
-        except SystemExit as exc:        # argparse's own errors
-            code = exc.code
-        elapsed = time.monotonic() - started
-        captured = capsys.readouterr()
-        assert elapsed < FAST_S, f"rejecting bad input took {elapsed:.1f} s"
-        assert no_processes == []
-        assert not tripwire.exists(), f"HOL Light was started: {tripwire.read_text()}"
-        out.assert_untouched()
-        return code, captured.out, captured.err.splitlines()
-
-    return run_cli
-
-
-def assert_one_line_error(result, where: Path | str, *fragments: str) -> str:
-    """Exit 2, nothing on stdout, one stderr line naming ``where``, what is
-    wrong and the fix (each given fragment, in order)."""
-    code, stdout, err = result
-    assert code == 2, (code, err)
-    assert stdout == ""
-    assert len(err) == 1, err
-    line = err[0]
-    assert line.startswith(f"proofbatch: error: {where}: "), line
-    rest = line[len(f"proofbatch: error: {where}: "):]
-    assert "; " in rest, f"no fix after the problem: {line}"
-    position = 0
-    for fragment in fragments:
-        found = rest.find(fragment, position)
-        assert found >= 0, (fragment, line)
-        position = found + len(fragment)
-    return line
 
 
 # -- controls: the baseline is valid, and the tripwire works ------------------

@@ -9,7 +9,7 @@ import pytest
 
 from runner.provers.isabelle import text as it
 
-DEMO = Path(__file__).resolve().parents[1] / "examples" / "isabelle_demo"
+DEMO = Path(__file__).resolve().parents[2] / "examples" / "isabelle_demo"
 
 
 def words(text: str) -> list[str]:

@@ -37,7 +37,7 @@ from runner.provers.hol_light.install import find_hol_light
 from runner.results import COLUMNS
 from runner.sweep import check_manifest, prepare
 
-from .conftest import DEMO, ROOT, demo_config, extracted_config, sweep_with
+from ..helpers import DEMO, ROOT, demo_config, extracted_config, sweep_with
 
 pytestmark = pytest.mark.hol
 HOSTILE = ROOT / "examples" / "hostile"
@@ -177,7 +177,7 @@ def hosted_sweeps(hol_session, trust_session, hosted_corpus, tmp_path_factory):
     if hol_session.backend.sandbox_kind != "bwrap":
         pytest.skip("the hostile catalogue's jail.* cases need the bwrap sandbox (bubblewrap, root)")
     tmp = tmp_path_factory.mktemp("trust-hosted-sweeps")
-    # As tests/test_hostile.py: the catalogue's categories are its own.
+    # As tests/hol_light/test_hostile.py: the catalogue's categories are its own.
     return {choice: sweep_rows(session, hosted_corpus, tmp / choice, choice, category_timeouts=None,
                                default_timeout=20.0)
             for choice, session in sessions_of(hol_session, trust_session).items()}

@@ -4,7 +4,7 @@ without touching --out.
 
 The contract and its machinery (a tripwire HOL Light that records being
 started, a check that --out is byte-for-byte untouched, a refusal to start
-any process) live in tests/test_cli.py, which also holds these cases of the
+any process) live in tests/cli/test_cli.py, which also holds these cases of the
 catalogue:
 
 - a missing corpus: test_corpus_path_that_does_not_exist
@@ -34,8 +34,7 @@ import pytest
 from runner import cli
 from runner.errors import InputError
 
-from .conftest import ROOT
-from .test_cli import (ADD, FAST_S, NO_BOX, WORD, assert_one_line_error, corpus, hol, no_processes, out, previous_sweep, run, snapshot, tripwire)
+from ..helpers import ADD, assert_one_line_error, FAST_S, NO_BOX, previous_sweep, ROOT, snapshot, WORD
 
 # Import every subcommand's module now: the time limit on a refusal is about
 # validation, not about Python importing scipy on a busy host.

@@ -15,7 +15,7 @@ import pytest
 from runner.errors import InputError
 from runner.provers.isabelle.heap import (HeapStore, IsabelleInstall, build_heap_argv, heap_key, locate_isabelle, session_sources)
 
-DEMO = Path(__file__).resolve().parents[1] / "examples" / "isabelle_demo"
+DEMO = Path(__file__).resolve().parents[2] / "examples" / "isabelle_demo"
 
 
 @pytest.fixture

@@ -26,8 +26,8 @@ import pytest
 from runner import sandbox
 from runner.verdicts import Verdict
 
-from .conftest import DEMO, ROOT, demo_config, sweep_with
-from .test_hol_light import check, problem
+from ..helpers import DEMO, ROOT, demo_config, sweep_with
+from ..helpers import check, problem
 
 # Every test here boots HOL Light or checks in it.
 pytestmark = pytest.mark.hol

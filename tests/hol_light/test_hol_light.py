@@ -13,30 +13,12 @@ from pathlib import Path
 
 import pytest
 
-from runner.corpus import Problem
-from runner.prover import CheckLimits
 from runner.verdicts import Verdict
 
-from .conftest import TEST_MEM_LIMIT, expected_verdicts
+from ..helpers import answers_corpus, assert_answer_rows, check, expected_verdicts, problem, TEST_MEM_LIMIT
 
 # Every test here boots HOL Light or checks in it.
 pytestmark = pytest.mark.hol
-
-
-def problem(root: Path, pid: str, query: str, answer: str, setup: str = "") -> Problem:
-    folder = root / pid
-    folder.mkdir(parents=True)
-    (folder / "setup.ml").write_text(setup)
-    (folder / "query.txt").write_text(f"`{query}`\n")
-    return Problem(problem_id=pid, directory=folder, setup_path=folder / "setup.ml",
-                   query_path=folder / "query.txt", category="generic",
-                   answer=answer.encode(), answer_source=str(folder))
-
-
-def check(session, p: Problem, time_s: float = 10.0):
-    session.prepare([p])
-    return session.check(p, CheckLimits(time_s=time_s, time_source="default",
-                                        mem_bytes=TEST_MEM_LIMIT, expected_mem_bytes=2**20))
 
 
 # -- the example corpus ---------------------------------------------------------
@@ -187,7 +169,7 @@ def test_a_memory_bomb_is_killed_and_the_check_beside_it_is_unaffected(
 
     import psutil
 
-    from .conftest import DEMO, demo_config, sweep_with
+    from ..helpers import DEMO, demo_config, sweep_with
 
     corpus = tmp_path / "corpus"
     for pid in ("fault.memout", "heavy.big_mod"):
@@ -238,86 +220,9 @@ def test_a_checkout_with_hol_sh_is_started_through_its_hol_sh(tmp_path):
 
 # -- answers as models and the bench write them ----------------------------------------
 
-# A context and a ground truth in the bench's shape: its proofs keep notes in
-# comments, ";;" included (arm.bignum_mod_n25519.BIGNUM_MOD_N25519_SAFE has
-# "(* safety_print_log := 1;; revealed that ... *)").
-ANSWERS_SETUP = "let PB_DOUBLE = new_definition `pb_double n = n + n`;;\n"
-ANSWERS_QUERY = "`!n. pb_double n = 2 * n`\n"
-GROUND_TRUTH = ("GEN_TAC THEN REWRITE_TAC[PB_DOUBLE] THEN\n"
-                "(* safety_print_log := 1;; revealed that the goal is linear *)\nARITH_TAC\n")
-SEMICOLONS = "syntax: ';;' is not allowed in an answer"
-ONE_EXPRESSION = "syntax: the answer must be exactly one OCaml expression"
-
-
-def answer_cases(marker: Path) -> dict[str, tuple[str, str, str | None, bool]]:
-    """problem id -> (answer.txt, verdict, start of the reason or None, unwrapped).
-    Every refused answer would touch ``marker`` if any of it ran."""
-    run = f'let _ = Sys.command "touch {marker}"'
-    return {
-        "ans.ground_truth": (GROUND_TRUTH, "OK", None, False),
-        "ans.fenced": (f"Here is the proof:\n\n```ocaml\n{GROUND_TRUTH}```\n", "OK", None, True),
-        "ans.fenced_last": (f"```ocaml\nALL_TAC\n```\nBetter:\n```hol\n{GROUND_TRUTH}```", "OK", None, True),
-        "ans.nested_comment": ("(* (* ;; *) ;; *) " + GROUND_TRUTH, "OK", None, False),
-        "ans.string": ('(ignore ";;"; ' + GROUND_TRUTH.strip() + ")", "OK", None, False),
-        "ans.quoted_string": ("(ignore {|;; *)|}; " + GROUND_TRUTH.strip() + ")", "OK", None, False),
-        "ans.char_in_comment": ("(* '\"' ;; *) " + GROUND_TRUTH, "OK", None, False),
-        # A real separator, however it is dressed: refused before anything runs.
-        "ans.plain_separator": (f"ARITH_TAC;; {run}", "ERROR", SEMICOLONS, False),
-        "ans.trailing_separator": ("ARITH_TAC;;\n", "ERROR", SEMICOLONS, False),
-        "ans.closer_in_string": (f'ARITH_TAC (* "*)" *) ;; {run}', "ERROR", SEMICOLONS, False),
-        "ans.opener_in_string": (f'(ignore "(*"; ARITH_TAC) ;; {run}', "ERROR", SEMICOLONS, False),
-        "ans.quote_char": (f"(ignore '\"'; ARITH_TAC) ;; {run}", "ERROR", SEMICOLONS, False),
-        "ans.opener_in_quoted": (f"(ignore {{|(*|}}; ARITH_TAC) ;; {run}", "ERROR", SEMICOLONS, False),
-        "ans.fenced_separator": (f"```ocaml\nARITH_TAC;; {run}\n```", "ERROR", SEMICOLONS, True),
-        # HOL Light's lexer (camlp5's) reads these comments otherwise than
-        # OCaml's: there a quote skips the character after it, and a quoted
-        # extension opens no quoted string. Its ";;" is found by that lexer.
-        "ans.camlp5_quote": (f"ARITH_TAC (* '\" *) ;; {run} (* \"\" *)", "ERROR", SEMICOLONS, False),
-        "ans.camlp5_quoted_extension": (f"ARITH_TAC (* {{%ext| *) ;; {run} (* |}} *)", "ERROR",
-                                        SEMICOLONS, False),
-        # One expression: a definition is none, even of it (the name newer
-        # pa_j gives a bare expression), as in the bench.
-        "ans.let_it": ("let it = ARITH_TAC", "ERROR", ONE_EXPRESSION, False),
-        "ans.let_it_typed": ("let it : tactic = ARITH_TAC", "ERROR", ONE_EXPRESSION, False),
-        # (camlp5's toplevel reads one definition per phrase: a syntax error there)
-        "ans.two_definitions": ("let x = 1 let y = 2", "ERROR", "syntax:", False),
-    }
-
-
-def answers_corpus(root: Path, marker: Path) -> Path:
-    for pid, (answer, *_rest) in answer_cases(marker).items():
-        d = root / pid
-        d.mkdir(parents=True)
-        (d / "setup.ml").write_text(ANSWERS_SETUP)
-        (d / "query.txt").write_text(ANSWERS_QUERY)
-        (d / "category.txt").write_text("defs\n")
-        (d / "answer.txt").write_text(answer)
-    return root
-
-
-def assert_answer_rows(rows: dict[str, dict], marker: Path) -> None:
-    import hashlib
-
-    from runner.provers.hol_light.contexts import split_phrases
-
-    cases = answer_cases(marker)
-    assert set(rows) == set(cases)
-    for pid, (answer, verdict, reason, unwrapped) in cases.items():
-        row = rows[pid]
-        assert row["verdict"] == verdict, (pid, row["reason"])
-        if reason is not None:
-            assert row["reason"].startswith(reason), (pid, row["reason"])
-        assert row["answer_unwrapped"] is unwrapped, pid
-        assert row["answer_sha256"] == hashlib.sha256(answer.encode()).hexdigest(), pid
-    # The camlp5 cases are ones that OCaml's rules (and so the screen's first
-    # pass) read as a single phrase: HOL Light's own lexer is what refused them.
-    for pid in ("ans.camlp5_quote", "ans.camlp5_quoted_extension"):
-        assert len(split_phrases(cases[pid][0])) == 1
-    assert not marker.exists()
-
 
 def test_answers_as_the_bench_and_models_write_them(hol_session, tmp_path):
-    from .conftest import demo_config, sweep_with
+    from ..helpers import demo_config, sweep_with
 
     marker = tmp_path / "ran"
     corpus = answers_corpus(tmp_path / "corpus", marker)
@@ -343,7 +248,7 @@ def test_answers_on_the_bench_module_built_checkout(tmp_path):
     from runner.provers.hol_light.backend import HolLightBackend
     from runner.provers.hol_light.install import find_hol_light
 
-    from .conftest import demo_config, sweep_with
+    from ..helpers import demo_config, sweep_with
 
     value = os.environ.get("PROOFBATCH_BENCH_HOL_LIGHT")
     if not value or not (Path(value) / "hol.sh").is_file():

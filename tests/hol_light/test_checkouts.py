@@ -33,7 +33,7 @@ from runner.provers.hol_light.native import MODE, NativeHolLightBackend, NativeS
 from runner.provers.hol_light.native_build import build_key, build_native, toolchain_versions
 from runner.prover import CheckLimits
 
-from .conftest import DEMO, ROOT, TEST_MEM_LIMIT, demo_config, expected_verdicts, make_corpus, sweep_with
+from ..helpers import DEMO, ROOT, TEST_MEM_LIMIT, demo_config, expected_verdicts, make_corpus, sweep_with
 
 # The checkouts' problems are in a category of the demo's timeouts.json.
 CATEGORY = "arith"

@@ -21,7 +21,7 @@ from runner.corpus import load_corpus
 from runner.provers.hol_light.extract import MANIFEST, ExtractConfig, extract
 from runner.provers.hol_light.extract_scan import Skip, Theorem, scan_phrase
 
-from .conftest import DEMO, HOL_LIBRARY, extracted_config, sweep_with
+from ..helpers import DEMO, HOL_LIBRARY, extracted_config, sweep_with
 
 # -- the scanner -------------------------------------------------------------
 

@@ -15,7 +15,7 @@ import pytest
 from runner.provers.isabelle import output as out
 from runner.verdicts import Verdict
 
-SAMPLES = Path(__file__).resolve().parent / "samples" / "isabelle"
+SAMPLES = Path(__file__).resolve().parents[1] / "samples" / "isabelle"
 NONCE = "0123456789abcdef"
 
 

@@ -29,7 +29,7 @@ from runner.provers.isabelle.heap import find_isabelle
 from runner.prover import CheckLimits
 from runner.sweep import SweepConfig, prepare, run_sweep
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 DEMO = ROOT / "examples" / "isabelle_demo"
 HOL_DEMO = ROOT / "examples" / "hol_light_demo"
 STANDIN = ROOT / "tests" / "samples" / "isabelle" / "standin"

@@ -22,7 +22,7 @@ from runner.prover import CheckLimits
 from runner.report import load
 from runner.report_html import render
 
-from .conftest import TEST_MEM_LIMIT, demo_config, sweep_with
+from ..helpers import TEST_MEM_LIMIT, demo_config, sweep_with
 
 pytestmark = pytest.mark.hol
 
