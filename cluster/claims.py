@@ -146,18 +146,20 @@ class Pool:
         return (generation >= 0 and holder != self.holder
                 and not self._takeable(problem_id, generation, holder))
 
-    def claim(self, problem_id: str) -> bool:
-        """Take ``problem_id`` for this task: True when it is ours (newly, or
-        still ours from before a requeue), False while another live task
-        holds it. A stale claim (its holder's lease ran out) is taken over."""
+    def claim(self, problem_id: str) -> str:
+        """Take ``problem_id`` for this task. Says how: "new" (no one held
+        it), "mine" (ours from before a requeue), "taken" (from a task whose
+        lease ran out, or that the driver released: it may have recorded
+        some or all of the problem's checks first), or "" while another live
+        task holds it."""
         while True:
             generation, holder = self._current(problem_id)
             if holder == self.holder:
-                return True
+                return "mine"
             if generation >= 0 and not self._takeable(problem_id, generation, holder):
-                return False
+                return ""
             if self._make(problem_id, generation + 1, self.holder):
-                return True
+                return "new" if generation < 0 else "taken"
             # Another task made that generation first: look again.
 
     def release_holder(self, holder: str, keep: Callable[[str], bool]) -> list[str]:

@@ -127,10 +127,24 @@ class PullWorker(Checkpointable):
             prefix = f"{self.writer_prefix}-r{os.environ.get('SLURM_RESTART_COUNT', '0')}"
             self._prefix, self._finished = prefix, []
             plan = self.plan.only({task_key(t) for t in todo}) if self.plan is not None else None
+            runs = {}
+            for t in todo:
+                runs.setdefault(t.problem.problem_id, []).append(t)
+
+            def claim(problem_id: str) -> bool:
+                how = pool.claim(problem_id)
+                if how != "taken":
+                    return bool(how)
+                # Its last holder ended after this task listed its work, and
+                # may have recorded the problem's checks first: not again.
+                done = shards.scan(self.out, repair=False, columns=shards.LIGHT).done
+                left, _skipped = attempts.pending(runs[problem_id], done)
+                return bool(left)
+
             # The local executor starts the session (its scratch under the node's
             # TMPDIR, not the shared OUT) and publishes shards and boards to OUT.
             try:
-                LocalExecutor(workers=self.threads, claim=pool.claim).execute(
+                LocalExecutor(workers=self.threads, claim=claim).execute(
                     SweepJob(self.backend, todo, self.out, prefix, plan), self._finished.append)
             finally:
                 self._finished = []

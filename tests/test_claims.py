@@ -63,7 +63,7 @@ def test_a_dead_tasks_claims_return_after_its_lease_and_a_live_ones_never(tmp_pa
         os.kill(dead.pid, signal.SIGKILL)
         dead.join()
         time.sleep(2.5)                                         # past the dead one's lease
-        assert all(other.claim(p) for p in PROBLEMS[:10])
+        assert all(other.claim(p) == "taken" for p in PROBLEMS[:10])
         # The live one renewed its lease all along: its claims stay its own.
         assert not any(other.claim(p) for p in PROBLEMS[10:20])
         assert other.holder_of(PROBLEMS[0]) == "7_2" and other.holder_of(PROBLEMS[10]) == "7_1"
@@ -99,7 +99,7 @@ def test_the_driver_gives_back_an_ended_jobs_unfinished_claims_at_once(tmp_path)
 def test_a_requeued_task_finds_its_claims_again(tmp_path):
     first = Pool(tmp_path, "5_3")
     first.renew()
-    assert first.claim("a") and first.claim("b")
+    assert first.claim("a") == first.claim("b") == "new"
     again = Pool(tmp_path, "5_3")             # same job id after Slurm's requeue
-    assert again.mine() == {"a", "b"} and again.claim("a")
+    assert again.mine() == {"a", "b"} and again.claim("a") == "mine"
     assert not Pool(tmp_path, "5_4").claim("a")

@@ -326,11 +326,11 @@ def test_image_keys_include_the_choice():
 def test_the_trust_module_is_hashed_into_driver_and_native_keys():
     from runner.provers.hol_light import backend as hol_light, native_build
 
-    trust_ml = ROOT / "runner" / "hol_trust.ml"
+    trust_ml = ROOT / "runner" / "provers" / "hol_light" / "ml" / "hol_trust.ml"
     assert trust_ml in hol_light.DRIVER_MODULES and trust_ml in native_build.SOURCES
     # Loaded before the module that clears its flag.
     assert hol_light.DRIVER_MODULES.index(trust_ml) < hol_light.DRIVER_MODULES.index(
-        ROOT / "runner" / "hol_check.ml")
+        trust_ml.with_name("hol_check.ml"))
 
 
 def test_shards_written_before_the_column_still_read(tmp_path):
