@@ -18,7 +18,10 @@ import csv
 import dataclasses
 import threading
 from pathlib import Path
-from typing import TYPE_CHECKING, Sequence
+from typing import Sequence
+
+import pyarrow as pa
+import pyarrow.compute as pc
 
 from . import shards
 from .answers import Answer
@@ -26,9 +29,6 @@ from .corpus import Problem
 from .prover import CheckLimits, CheckResult
 from .tasks import CheckTask
 from .verdicts import Outcome, Verdict
-
-if TYPE_CHECKING:
-    import pyarrow as pa
 
 SKIPPED_FILE = "skipped.csv"
 
@@ -197,8 +197,6 @@ def record_skipped(out: Path, tasks: Sequence[CheckTask], table: pa.Table) -> in
     """Publish OUT/skipped.csv (problem_id, attempt, solved_by): the planned
     attempts that early stop skipped. Removes a stale one when there are none.
     Returns how many there are."""
-    import pyarrow.compute as pc
-
     # In Arrow compute: the merged table may hold a million rows.
     keys = [(t.problem.problem_id, t.attempt) for t in tasks if t.skip_if_solved]
     ok = table.filter(pc.equal(table["verdict"], Verdict.OK.value))
