@@ -1,6 +1,6 @@
 """Building the context tree of a bench-sized corpus: comment-insensitive
 keys (runner.provers.hol_light.contexts today) against keys on the raw text (the baseline:
-runner/provers/hol_light/contexts.py as of commit ac9f4b5, read from git), in one run.
+runner/contexts.py as of commit ac9f4b5, before the prover packages, read from git), in one run.
 
 The corpus is synthetic but shaped like s2n-bignum-bench's: every setup
 opens with comments naming its own proof file, then inlines the same
@@ -36,7 +36,7 @@ BASELINE_COMMIT = "ac9f4b5"
 
 
 def baseline_module() -> types.ModuleType:
-    source = subproc.run(["git", "-C", str(ROOT), "show", f"{BASELINE_COMMIT}:runner/provers/hol_light/contexts.py"])
+    source = subproc.run(["git", "-C", str(ROOT), "show", f"{BASELINE_COMMIT}:runner/contexts.py"])
     module = types.ModuleType("contexts_baseline")
     sys.modules[module.__name__] = module        # dataclasses look their module up
     exec(compile(source, "contexts_baseline.py", "exec"), module.__dict__)
