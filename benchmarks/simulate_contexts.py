@@ -3,7 +3,7 @@ problems with s2n-bignum-bench's own timeout map, under --context-proofs
 replay and trust, at 8, 64 and 512 workers (nodes of 8 cores, 8 images
 kept per node as a sweep's sessions do).
 
-The corpus is cut here from the real sources, as the bench cuts its own
+The corpus is cut from the real sources by s2n_cut.py, as the bench cuts its own
 (collect-problems.py, retrieve-problem.py): s2n-bignum at the bench's pin
 (51147aa) and HOL Light at its pin (5e62421), read from the bare mirrors.
 A problem ``arm.<file>.<THM>[.N]`` of the map gets as ``setup.ml`` its
@@ -27,7 +27,6 @@ import argparse
 import dataclasses
 import json
 import random
-import re
 import shutil
 import subprocess
 import sys
@@ -36,92 +35,21 @@ import time
 from collections import defaultdict
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
+from s2n_cut import Inliner, cut_corpus, git_source  # also puts the project root on sys.path
 
-from runner.provers.hol_light.context_costs import _code_start, theorem_of  # noqa: E402
-from runner.provers.hol_light.contexts import split_phrases  # noqa: E402
+from runner.context_proofs import ContextProofs  # noqa: E402
+from runner.map_provenance import load  # noqa: E402
+from runner.planner import PlanConfig, Workers  # noqa: E402
+from runner.planner_inputs import plan_from_files, plans_from_files  # noqa: E402
+from runner.provers.hol_light.context_costs import PHRASE_S, estimate  # noqa: E402
+from runner.provers.hol_light.contexts import build_context_tree  # noqa: E402
+from runner.provers.hol_light.plans import SIMULATE_SALT  # noqa: E402
+from runner.simulate import simulate  # noqa: E402
 
 MIRRORS = Path("/work/.mirror")
 BENCH = MIRRORS / "kings-crown+s2n-bignum-bench" / "repo"
 S2N = (MIRRORS / "awslabs+s2n-bignum" / "repo", "51147aa")
 HOL = (MIRRORS / "jrh13+hol-light" / "repo", "5e62421")
-LOAD = re.compile(r"(needs|loadt|loads)\s*\"([^\"]+)\"\s*;;")
-DUP = re.compile(r"\.(\d+)$")
-
-
-def git_show(repo: tuple[Path, str], path: str) -> str | None:
-    r = subprocess.run(["git", "-C", str(repo[0]), "show", f"{repo[1]}:{path}"],
-                       capture_output=True, text=True)
-    return r.stdout if r.returncode == 0 else None
-
-
-class Inliner:
-    """Text of a file with its needs/loadt/loads inlined, each file once."""
-
-    def __init__(self):
-        self.cache: dict[str, str | None] = {}
-
-    def source(self, path: str) -> str | None:
-        if path not in self.cache:
-            self.cache[path] = git_show(S2N, path) or git_show(HOL, path)
-        return self.cache[path]
-
-    def inline(self, text: str, loaded: set[str]) -> str:
-        out = []
-        for phrase in split_phrases(text):
-            m = LOAD.match(phrase, _code_start(phrase))
-            if m is None:
-                out.append(phrase)
-                continue
-            path = m.group(2)
-            body = self.source(path)
-            if body is None:            # e.g. HOL Light's own core, already in the base image
-                out.append(phrase)
-                continue
-            if path in loaded:
-                continue
-            loaded.add(path)
-            out.append(self.inline(body, loaded))
-        return "".join(out)
-
-
-def cut_corpus(ids_by_file: dict[str, list[str]], corpus: Path) -> tuple[int, int, int]:
-    """Write the problems; return (problems, skipped, prefix lines)."""
-    inliner = Inliner()
-    written = skipped = prefix_lines = 0
-    for stem, ids in sorted(ids_by_file.items()):
-        text = inliner.source(f"arm/proofs/{stem}.ml")
-        if text is None:
-            skipped += len(ids)
-            continue
-        own = [p for p in split_phrases(text)]
-        prefix, body = [], []
-        for phrase in own:                  # the file's loads first, then its own phrases
-            (prefix if LOAD.match(phrase, _code_start(phrase)) else body).append(phrase)
-        head = inliner.inline("".join(prefix), set())
-        prefix_lines = max(prefix_lines, head.count("\n"))
-        seen: dict[str, int] = defaultdict(int)
-        cut: dict[tuple[str, int], int] = {}
-        for i, phrase in enumerate(body):
-            name = theorem_of(phrase)
-            if name is not None:
-                cut[(name, seen[name])] = i
-                seen[name] += 1
-        for pid in ids:
-            m = DUP.search(pid)
-            k = int(m.group(1)) if m else 0
-            name = DUP.sub("", pid).rpartition(".")[2]
-            if (name, k) not in cut:
-                skipped += 1
-                continue
-            d = corpus / pid
-            d.mkdir(parents=True)
-            (d / "setup.ml").write_text(head + "".join(body[:cut[(name, k)]]))
-            (d / "query.txt").write_text("`T`\n")
-            written += 1
-    return written, skipped, prefix_lines
 
 
 def main() -> int:
@@ -130,14 +58,6 @@ def main() -> int:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
-    from runner.provers.hol_light.context_costs import PHRASE_S, estimate
-    from runner.context_proofs import ContextProofs
-    from runner.provers.hol_light.contexts import build_context_tree
-    from runner.map_provenance import load
-    from runner.planner import PlanConfig, Workers
-    from runner.planner_inputs import SIMULATE_SALT, plan_from_files, plans_from_files
-    from runner.simulate import simulate
-
     tmp = Path(tempfile.mkdtemp(prefix="proofbatch-simctx-"))
     tmap = tmp / "timeout-map.json"
     tmap.write_text(subprocess.run(["git", "-C", str(BENCH), "show", "HEAD:timeout-map.json"],
@@ -150,7 +70,8 @@ def main() -> int:
     files = sorted(by_file)
     chosen = sorted(random.Random(args.seed).sample(files, min(args.files, len(files))))
     t0 = time.monotonic()
-    n, skipped, prefix_lines = cut_corpus({f: by_file[f] for f in chosen}, tmp / "corpus")
+    n, skipped, prefix_lines = cut_corpus({f: by_file[f] for f in chosen}, tmp / "corpus",
+                                          Inliner(git_source(*S2N), git_source(*HOL)))
     print(f"corpus: {n} problems of {len(chosen)} arm files (seed {args.seed}), {skipped} map ids "
           f"not found as `let THM = prove` phrases; longest inlined prefix {prefix_lines:,} lines; "
           f"cut in {time.monotonic() - t0:.0f} s")
