@@ -21,15 +21,18 @@ building the loaded contexts (OUT/images/*.json) is counted apart.
 
 from __future__ import annotations
 
+import dataclasses
 import html
 import json
 import math
 from collections import Counter, defaultdict
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 from typing import Iterable, Sequence
 
 import pyarrow as pa
+import pyarrow.compute as pc
 from rich.table import Table
 
 from . import attempts, shards
@@ -75,25 +78,46 @@ class ProblemTally:
     wall_secs: float    # of its checks
 
 
-def tally(table: pa.Table, skipped: Iterable[tuple[str, int]] = ()) -> list[ProblemTally]:
-    """Tally result rows (the runner.results contract) per problem; ``skipped``
-    are the (problem_id, attempt) keys early stop skipped."""
-    rows = table.select(["problem_id", "attempt", "category", "verdict", "wall_secs",
-                         "dedup_of"]).to_pylist()
-    by_problem: dict[str, list[dict]] = defaultdict(list)
-    for r in rows:
-        by_problem[r["problem_id"]].append(r)
-    skips = Counter(pid for pid, _ in skipped if pid in by_problem)
-    out = []
-    for pid in sorted(by_problem):
-        rs = by_problem[pid]
-        verdicts = Counter(r["verdict"] for r in rs)
-        out.append(ProblemTally(
-            problem_id=pid, category=rs[0]["category"], n=len(rs) + skips[pid],
-            ok=verdicts[Verdict.OK.value], cheating=verdicts[Verdict.CHEATING.value],
-            checks=sum(r["dedup_of"] is None for r in rs), skipped=skips[pid],
-            wall_secs=sum(r["wall_secs"] or 0.0 for r in rs)))
-    return out
+# A ProblemTally per row: what ``tally`` returns and ``compute`` reads.
+TALLY = pa.schema([("problem_id", pa.string()), ("category", pa.string()), ("n", pa.int64()),
+                   ("ok", pa.int64()), ("cheating", pa.int64()), ("checks", pa.int64()),
+                   ("skipped", pa.int64()), ("wall_secs", pa.float64())])
+# What a tally reads of each result row.
+COLUMNS = ("problem_id", "attempt", "category", "verdict", "wall_secs", "dedup_of")
+
+
+def _is(values, verdict: Verdict):
+    return pc.cast(pc.equal(values, verdict.value), pa.int64())
+
+
+def tally(table: pa.Table, skipped: Iterable[tuple[str, int]] = ()) -> pa.Table:
+    """Tally result rows (the runner.results contract) per problem, in Arrow:
+    one row per problem in TALLY, sorted by problem_id; a problem's category
+    is that of its first row. ``skipped`` are the (problem_id, attempt) keys
+    early stop skipped."""
+    verdict = table["verdict"]
+    per_row = pa.table({"problem_id": table["problem_id"], "category": table["category"],
+                        "ok": _is(verdict, Verdict.OK), "cheating": _is(verdict, Verdict.CHEATING),
+                        "checks": pc.cast(pc.is_null(table["dedup_of"]), pa.int64()),
+                        "wall_secs": pc.fill_null(table["wall_secs"], 0.0)})
+    sums = per_row.group_by("problem_id", use_threads=False).aggregate(
+        [("category", "first"), ([], "count_all")]
+        + [(c, "sum") for c in ("ok", "cheating", "checks", "wall_secs")])
+    skips = pa.table({"problem_id": pa.array([pid for pid, _ in skipped], pa.string())}).group_by(
+        "problem_id").aggregate([([], "count_all")]).rename_columns(["problem_id", "skipped"])
+    sums = sums.join(skips, "problem_id", join_type="left outer")
+    skipped_n = pc.fill_null(sums["skipped"], 0)
+    return pa.table([sums["problem_id"], sums["category_first"],
+                     pc.add(sums["count_all"], skipped_n), sums["ok_sum"], sums["cheating_sum"],
+                     sums["checks_sum"], skipped_n, sums["wall_secs_sum"]],
+                    schema=TALLY).sort_by("problem_id")
+
+
+def tallies_table(problems: Sequence[ProblemTally] | pa.Table) -> pa.Table:
+    """``problems`` as a TALLY table (a table is returned as it is)."""
+    if isinstance(problems, pa.Table):
+        return problems
+    return pa.Table.from_pylist([dataclasses.asdict(p) for p in problems], schema=TALLY)
 
 
 def image_build_secs(out: Path) -> float:
@@ -108,14 +132,15 @@ def image_build_secs(out: Path) -> float:
     return total
 
 
-def tally_sweep(out: Path) -> list[ProblemTally]:
+def tally_sweep(out: Path) -> pa.Table:
     """The tallies of the sweep directory ``out`` (read-only)."""
     out = Path(out)
     if not (out / "sweep.json").is_file():
         raise InputError(out, "not a sweep directory (no sweep.json)",
                          "pass the --out directory of a `proofbatch run`")
-    tallies = tally(shards.read_results(out), attempts.read_skipped(out))
-    if not tallies:
+    rows = shards.scan(out, repair=False, columns=COLUMNS).done.table
+    tallies = tally(rows, attempts.read_skipped(out))
+    if not tallies.num_rows:
         raise InputError(out, "the sweep has no results yet", "run it first, or wait for a verdict")
     return tallies
 
@@ -123,24 +148,32 @@ def tally_sweep(out: Path) -> list[ProblemTally]:
 @dataclass(frozen=True)
 class PassAtK:
     ks: tuple[int, ...]
-    problems: tuple[ProblemTally, ...]
+    tallies: pa.Table                   # TALLY: one row per problem
     overall: dict[int, float]
     by_category: dict[str, dict[int, float]]
     cheat: dict[int, float]             # cheat@k: k attempts include a CHEATING one
     distribution: dict[int, int]        # OK attempts per problem -> problems
     image_secs: float
 
+    @cached_property
+    def problems(self) -> tuple[ProblemTally, ...]:
+        """One ProblemTally per problem, made when asked for (a pass over them)."""
+        return tuple(ProblemTally(**row) for row in self.tallies.to_pylist())
+
+    def _sum(self, column: str):
+        return pc.sum(self.tallies[column]).as_py() or 0
+
     @property
     def attempts(self) -> int:
-        return sum(p.n for p in self.problems)
+        return self._sum("n")
 
     @property
     def checks(self) -> int:
-        return sum(p.checks for p in self.problems)
+        return self._sum("checks")
 
     @property
     def skipped(self) -> int:
-        return sum(p.skipped for p in self.problems)
+        return self._sum("skipped")
 
     @property
     def deduplicated(self) -> int:
@@ -148,15 +181,15 @@ class PassAtK:
 
     @property
     def solved(self) -> int:
-        return sum(p.ok > 0 for p in self.problems)
+        return self.tallies.filter(pc.greater(self.tallies["ok"], 0)).num_rows
 
     @property
     def cheating_attempts(self) -> int:
-        return sum(p.cheating for p in self.problems)
+        return self._sum("cheating")
 
     @property
     def check_core_hours(self) -> float:
-        return sum(p.wall_secs for p in self.problems) / 3600
+        return self._sum("wall_secs") / 3600
 
     @property
     def image_core_hours(self) -> float:
@@ -174,35 +207,48 @@ class PassAtK:
         return self.skipped > 0
 
 
-def _mean(values: list[float]) -> float:
-    return sum(values) / len(values)
+def _means(tallies: pa.Table, ks: tuple[int, ...], successes: str,
+           by: tuple[str, ...] = ()) -> dict[tuple, dict[int, float]]:
+    """The mean over problems of pass@k, c being the ``successes`` column
+    (ok, or cheating for cheat@k), per group of the ``by`` columns (the key
+    () without any). A sweep can hold a million problems but few distinct
+    (n, c): pass_at_k runs once per distinct pair, weighted by its problems."""
+    counts = tallies.group_by([*by, "n", successes]).aggregate([([], "count_all")])
+    sums: dict[tuple, dict[int, float]] = defaultdict(lambda: dict.fromkeys(ks, 0.0))
+    sizes: Counter = Counter()
+    for row in counts.to_pylist():
+        key = tuple(row[c] for c in by)
+        sizes[key] += row["count_all"]
+        for k in ks:
+            sums[key][k] += row["count_all"] * pass_at_k(row["n"], row[successes], k)
+    return {key: {k: total / sizes[key] for k, total in per_k.items()}
+            for key, per_k in sums.items()}
 
 
-def compute(problems: Sequence[ProblemTally], ks: Sequence[int], *, image_secs: float = 0.0,
-            where: str = "--k") -> PassAtK:
-    """pass@k for each k in ``ks``; refuses (InputError) a k above some
-    problem's number of attempts, since pass@k is then undefined."""
-    if not problems:
+def compute(problems: Sequence[ProblemTally] | pa.Table, ks: Sequence[int], *,
+            image_secs: float = 0.0, where: str = "--k") -> PassAtK:
+    """pass@k for each k in ``ks``, over ProblemTally or a TALLY table;
+    refuses (InputError) a k above some problem's number of attempts, since
+    pass@k is then undefined."""
+    tallies = tallies_table(problems)
+    if not tallies.num_rows:
         raise InputError(where, "no problems to compute pass@k over", "run a sweep first")
     ks = tuple(sorted(set(ks)))
-    fewest = min(problems, key=lambda p: (p.n, p.problem_id))
-    if fewest.n < ks[-1]:
-        raise InputError(where, f"problem {fewest.problem_id} has {fewest.n} attempts, fewer than "
-                         f"k={ks[-1]}, so pass@{ks[-1]} is undefined",
-                         f"use k of at most {fewest.n}, or give every problem at least {ks[-1]} attempts")
-    categories: dict[str, list[ProblemTally]] = defaultdict(list)
-    for p in problems:
-        categories[p.category].append(p)
-
-    def figure(group: Sequence[ProblemTally], k: int, cheat: bool = False) -> float:
-        return _mean([pass_at_k(p.n, p.cheating if cheat else p.ok, k) for p in group])
-
+    fewest = tallies.take(pc.select_k_unstable(
+        tallies, k=1, sort_keys=[("n", "ascending"), ("problem_id", "ascending")])).to_pylist()[0]
+    if fewest["n"] < ks[-1]:
+        raise InputError(where, f"problem {fewest['problem_id']} has {fewest['n']} attempts, fewer "
+                         f"than k={ks[-1]}, so pass@{ks[-1]} is undefined",
+                         f"use k of at most {fewest['n']}, or give every problem at least "
+                         f"{ks[-1]} attempts")
+    distribution = tallies.group_by("ok").aggregate([([], "count_all")])
     return PassAtK(
-        ks=ks, problems=tuple(problems),
-        overall={k: figure(problems, k) for k in ks},
-        by_category={c: {k: figure(g, k) for k in ks} for c, g in sorted(categories.items())},
-        cheat={k: figure(problems, k, cheat=True) for k in ks},
-        distribution=dict(sorted(Counter(p.ok for p in problems).items())),
+        ks=ks, tallies=tallies,
+        overall=_means(tallies, ks, "ok")[()],
+        by_category={c: v for (c,), v in sorted(_means(tallies, ks, "ok", ("category",)).items())},
+        cheat=_means(tallies, ks, "cheating")[()],
+        distribution=dict(sorted(zip(distribution["ok"].to_pylist(),
+                                     distribution["count_all"].to_pylist()))),
         image_secs=image_secs)
 
 
@@ -223,14 +269,14 @@ class Comparison:
 
 def compare(out_a: Path, out_b: Path, ks: Sequence[int]) -> Comparison:
     ta, tb = tally_sweep(out_a), tally_sweep(out_b)
-    common = {p.problem_id for p in ta} & {p.problem_id for p in tb}
-    if not common:
+    common_a = ta.filter(pc.is_in(ta["problem_id"], value_set=tb["problem_id"]))
+    common_b = tb.filter(pc.is_in(tb["problem_id"], value_set=ta["problem_id"]))
+    if not common_a.num_rows:
         raise InputError(out_b, f"has no problem in common with {out_a}",
                          "compare two runs over the same corpus")
     return Comparison(
-        a=compute([p for p in ta if p.problem_id in common], ks, where=str(out_a)),
-        b=compute([p for p in tb if p.problem_id in common], ks, where=str(out_b)),
-        only_a=len(ta) - len(common), only_b=len(tb) - len(common))
+        a=compute(common_a, ks, where=str(out_a)), b=compute(common_b, ks, where=str(out_b)),
+        only_a=ta.num_rows - common_a.num_rows, only_b=tb.num_rows - common_b.num_rows)
 
 
 # -- rendering ---------------------------------------------------------------------
@@ -240,8 +286,9 @@ def _pct(x: float) -> str:
 
 
 def _rows(r: PassAtK) -> list[tuple[str, list[str]]]:
-    sizes = Counter(p.category for p in r.problems)
-    rows = [(f"all ({len(r.problems)} problems)", [_pct(r.overall[k]) for k in r.ks])]
+    counts = pc.value_counts(r.tallies["category"])
+    sizes = dict(zip(counts.field("values").to_pylist(), counts.field("counts").to_pylist()))
+    rows = [(f"all ({r.tallies.num_rows} problems)", [_pct(r.overall[k]) for k in r.ks])]
     rows += [(f"{c} ({sizes[c]})", [_pct(v[k]) for k in r.ks]) for c, v in r.by_category.items()]
     rows.append((f"cheat@k ({r.cheating_attempts} CHEATING attempts, never a success)",
                  [_pct(r.cheat[k]) for k in r.ks]))
@@ -252,7 +299,7 @@ def _cost_lines(r: PassAtK) -> list[str]:
     per = r.core_hours_per_solved
     lines = [f"{r.attempts} attempts: {r.checks} checked, {r.deduplicated} deduplicated "
              f"(same answer text), {r.skipped} skipped by early stop",
-             f"solved {r.solved} of {len(r.problems)} problems; cost {r.check_core_hours:.4f} "
+             f"solved {r.solved} of {r.tallies.num_rows} problems; cost {r.check_core_hours:.4f} "
              f"core-hours of checks + {r.image_core_hours:.4f} of image builds = "
              + (f"{per:.4f} core-hours per solved problem" if per is not None else
                 "nothing solved")]
@@ -279,7 +326,7 @@ def tables(r: PassAtK, title: str = "pass@k") -> list:
 
 
 def comparison_table(cmp: Comparison, name_a: str = "A", name_b: str = "B") -> Table:
-    table = Table(title=f"pass@k: {name_a} vs {name_b} over {len(cmp.a.problems)} common problems"
+    table = Table(title=f"pass@k: {name_a} vs {name_b} over {cmp.a.tallies.num_rows} common problems"
                   + (f" ({cmp.only_a} only in A, {cmp.only_b} only in B)"
                      if cmp.only_a or cmp.only_b else ""))
     for col in ("k", name_a, name_b, "B - A"):

@@ -1,6 +1,7 @@
 """Where a sweep's time went, read from its directory alone: the shards
-(runner.shards.read_results), the image builds (``OUT/images/*.json``), the
-manifest (``OUT/sweep.json``) and the plan (``OUT/plan.json``).
+(runner.shards.scan, only the columns a report shows), the image builds
+(``OUT/images/*.json``), the manifest (``OUT/sweep.json``) and the plan
+(``OUT/plan.json``).
 
 Core-hours are what was paid: every worker of a run, from the boot of its
 session to its last verdict. They split into:
@@ -20,6 +21,11 @@ session to its last verdict. They split into:
 A worker's utilization is on the same span: the share of its run, boot
 included, that it spent checking, building or waiting.
 
+A sweep can hold a million rows (issue 16): every figure is computed in
+Arrow compute over the columns, and only small results (counts per verdict
+or category, per-worker sums, the slowest checks, the throughput curve at
+the resolution of its plot) become Python objects.
+
 ``runner.report_html`` and ``proofbatch report`` render a ``SweepReport``;
 ``compare`` sets two sweeps of one corpus side by side.
 """
@@ -31,6 +37,10 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
 from . import shards
 from .errors import InputError
 from .planner import PLAN_FILE
@@ -38,6 +48,14 @@ from .verdicts import Verdict
 
 WASTED = ("TIMEOUT", "MEMOUT")
 PARTS = ("proof", "image builds", "waiting", "dispatch overhead", "TIMEOUT", "MEMOUT", "idle")
+# What a report reads of each row: its figures, and the slowest checks'
+# table. Hashes, images and hosts, the bulk of a row, stay on disk.
+COLUMNS = ("problem_id", "attempt", "category", "verdict", "reason", "prove_secs", "wall_secs",
+           "timeout_s", "worker", "started_at", "finished_at", "run_id", "wait_secs")
+# The throughput plot is 1200 px wide: a curve of more points than this
+# draws the same line, so a longer one keeps the last verdict of each of
+# this many equal spans of time.
+THROUGHPUT_POINTS = 4000
 
 
 @dataclass(frozen=True)
@@ -57,11 +75,15 @@ class Run:
 class SweepReport:
     out: Path
     manifest: dict
-    rows: list[dict]
+    table: pa.Table                      # one row per check (COLUMNS), sorted by key
     runs: list[Run]
     builds: list[dict]                   # every image build: key, parent, secs, run_id, host
     seconds: dict[str, float]            # PARTS -> worker seconds
     plan: dict | None = None
+
+    @property
+    def checks(self) -> int:
+        return self.table.num_rows
 
     @property
     def makespan_s(self) -> float:
@@ -72,17 +94,24 @@ class SweepReport:
         return sum(self.seconds.values()) / 3600.0
 
     def verdicts(self) -> Counter:
-        return Counter(r["verdict"] for r in self.rows)
+        return shards.Done(self.table).verdict_counts()
 
     def by_category(self) -> dict[str, Counter]:
+        counts = self.table.group_by(["category", "verdict"]).aggregate([([], "count_all")])
         out: dict[str, Counter] = defaultdict(Counter)
-        for r in self.rows:
-            out[r["category"]][r["verdict"]] += 1
+        for category, verdict, n in zip(*(counts[c].to_pylist()
+                                          for c in ("category", "verdict", "count_all"))):
+            out[category][verdict] = n
         return dict(sorted(out.items()))
 
     def slowest(self, n: int = 10) -> list[dict]:
-        """The ``n`` longest checks, by wall time (dispatch to verdict, image loads excluded)."""
-        return sorted(self.rows, key=lambda r: -r["wall_secs"])[:n]
+        """The ``n`` longest checks, by wall time (dispatch to verdict, image
+        loads excluded); equal times in key order."""
+        if n <= 0 or not self.checks:
+            return []
+        top = pc.select_k_unstable(self.table, k=min(n, self.checks), sort_keys=[
+            ("wall_secs", "descending"), ("problem_id", "ascending"), ("attempt", "ascending")])
+        return self.table.take(top).to_pylist()
 
     @property
     def begun(self) -> float:
@@ -90,11 +119,19 @@ class SweepReport:
         return min((r.start - r.boot_s for r in self.runs), default=0.0)
 
     def throughput(self) -> list[tuple[float, int]]:
-        """(seconds since the sweep began, boot included; verdicts recorded by then)."""
-        if not self.rows:
+        """(seconds since the sweep began, boot included; verdicts recorded by
+        then): every verdict, or the last of each of THROUGHPUT_POINTS equal
+        spans when there are more, the first and the last verdict always."""
+        if not self.checks:
             return []
-        ends = sorted(_ts(r["finished_at"]) - self.begun for r in self.rows)
-        return [(t, i + 1) for i, t in enumerate(ends)]
+        ends = np.sort(epoch_secs(self.table["finished_at"]).to_numpy() - self.begun)
+        counts = np.arange(1, len(ends) + 1)
+        if len(ends) > THROUGHPUT_POINTS:
+            bins = np.floor((ends - ends[0]) / ((ends[-1] - ends[0]) or 1.0) * THROUGHPUT_POINTS)
+            keep = np.append(bins[1:] != bins[:-1], True)
+            keep[0] = True
+            ends, counts = ends[keep], counts[keep]
+        return list(zip(ends.tolist(), counts.tolist()))
 
     def timeline(self) -> list[tuple[str, float, float]]:
         """(what, start, end) in seconds since the sweep began: each run's boot
@@ -110,9 +147,11 @@ class SweepReport:
         """Per worker: the share of its run's span, the boot included, that it
         spent checking (image builds and waits inside its checks count)."""
         span = {r.run_id: max(1e-9, r.makespan_s) for r in self.runs}
-        busy: dict[tuple[str, str], float] = defaultdict(float)
-        for r in self.rows:
-            busy[(r["run_id"], r["worker"])] += _span(r)
+        sums = pa.table({"run_id": self.table["run_id"], "worker": self.table["worker"],
+                         "span": _spans(self.table)}).group_by(["run_id", "worker"]).aggregate(
+            [("span", "sum")])
+        busy = dict(zip(zip(sums["run_id"].to_pylist(), sums["worker"].to_pylist()),
+                        sums["span_sum"].to_pylist()))
         number = {r.run_id: i + 1 for i, r in enumerate(self.runs)}
         many = len(self.runs) > 1
         # A resumed sweep's runs reuse worker names: say which run each is.
@@ -141,31 +180,49 @@ class SweepReport:
                 "predicted_build_s": None if predicted is None else predicted * 3600.0}
 
     def prediction(self) -> dict | None:
-        """The plan's prediction for the run it was made for, against that run."""
+        """The plan's prediction for the run it was made for, against that
+        run; ``checks`` is a table of that run's checks with a measured
+        prove time: expected_s, prove_secs, source and verdict, in key order."""
         if not self.plan or not self.plan.get("predicted"):
             return None
         run = next((r for r in self.runs if r.run_id == self.plan.get("run_id")), None)
         if run is None:
             return None
-        planned = {(c["problem_id"], c["attempt"]): c for c in self.plan["checks"]}
-        pairs = [(planned[(r["problem_id"], r["attempt"])]["expected_s"], r["prove_secs"],
-                  planned[(r["problem_id"], r["attempt"])]["source"], r["verdict"])
-                 for r in self.rows if r["run_id"] == run.run_id
-                 and (r["problem_id"], r["attempt"]) in planned and r["prove_secs"] is not None]
+        planned = pa.Table.from_struct_array(pa.array(self.plan["checks"], PLANNED))
+        rows = self.table.filter(pc.and_(pc.equal(self.table["run_id"], run.run_id),
+                                         pc.is_valid(self.table["prove_secs"])))
+        pairs = rows.select(["problem_id", "attempt", "prove_secs", "verdict"]).join(
+            planned, keys=["problem_id", "attempt"], join_type="inner")
+        pairs = pairs.sort_by([("problem_id", "ascending"), ("attempt", "ascending")])
         predicted = self.plan["predicted"]
         return {"run_id": run.run_id, "predicted_makespan_s": predicted["makespan_s"],
                 "actual_makespan_s": run.makespan_s, "lower_bound_s": predicted["lower_bound_s"],
                 "predicted_core_hours": predicted["core_hours"],
                 "actual_core_hours": run.workers * run.makespan_s / 3600.0,
-                "sources": self.plan.get("sources", {}), "checks": pairs}
+                "sources": self.plan.get("sources", {}),
+                "checks": pairs.select(["expected_s", "prove_secs", "source", "verdict"])}
 
 
-def _ts(value) -> float:
-    return value.timestamp()
+# A plan's check, as OUT/plan.json lists it (runner/planner.py), as far as
+# the report reads it.
+PLANNED = pa.struct([("problem_id", pa.string()), ("attempt", pa.int32()),
+                     ("expected_s", pa.float64()), ("source", pa.string())])
 
 
-def _span(row: dict) -> float:
-    return max(0.0, _ts(row["finished_at"]) - _ts(row["started_at"]))
+def epoch_secs(column) -> pa.ChunkedArray:
+    """A timestamp column as epoch seconds, the float datetime.timestamp()
+    gives: microseconds (exact in a double) divided by 10**6."""
+    return pc.divide(pc.cast(column, pa.int64()), 1e6)
+
+
+def _spans(table: pa.Table) -> pa.ChunkedArray:
+    """Each check's span, dispatch to verdict, in seconds (never negative)."""
+    return pc.max_element_wise(pc.subtract(epoch_secs(table["finished_at"]),
+                                           epoch_secs(table["started_at"])), 0.0)
+
+
+def _total(values) -> float:
+    return pc.sum(values).as_py() or 0.0
 
 
 def read_builds(out: Path) -> list[dict]:
@@ -192,7 +249,7 @@ def load(out: Path) -> SweepReport:
     except (OSError, json.JSONDecodeError) as exc:
         raise InputError(manifest_path, f"unreadable sweep manifest ({exc})",
                          "restore it from a backup or run the sweep again") from None
-    rows = shards.read_results(out).to_pylist()
+    table = shards.scan(out, repair=False, columns=COLUMNS).done.table.select(list(COLUMNS))
     builds = read_builds(out)
     plan = None
     if (out / PLAN_FILE).is_file():
@@ -200,37 +257,37 @@ def load(out: Path) -> SweepReport:
             plan = json.loads((out / PLAN_FILE).read_text())
         except (OSError, json.JSONDecodeError):
             plan = None                      # a report without the prediction beats none
-    runs = _runs(rows, builds, manifest)
-    return SweepReport(out, manifest, rows, runs, builds, _split(rows, builds, runs), plan)
+    runs = _runs(table, builds, manifest)
+    return SweepReport(out, manifest, table, runs, builds, _split(table, builds, runs), plan)
 
 
-def _runs(rows: list[dict], builds: list[dict], manifest: dict) -> list[Run]:
-    by_run: dict[str, list[dict]] = defaultdict(list)
-    for r in rows:
-        by_run[r["run_id"]].append(r)
+def _runs(table: pa.Table, builds: list[dict], manifest: dict) -> list[Run]:
+    # In order of each run's first row, as the runs are sorted stably by start.
+    per_run = table.group_by("run_id", use_threads=False).aggregate([
+        ("started_at", "min"), ("finished_at", "max"),
+        ("worker", "count_distinct", pc.CountOptions(mode="all"))])
     configured = int((manifest.get("config") or {}).get("workers") or 1)
     runs = []
-    for run_id, rs in by_run.items():
+    for run_id, start, end, workers in zip(*(per_run[c].to_pylist() for c in (
+            "run_id", "started_at_min", "finished_at_max", "worker_count_distinct"))):
         boot = sum(b["secs"] for b in builds if b["run_id"] == run_id and b.get("parent") is None)
-        workers = max(configured, len({r["worker"] for r in rs}))
-        runs.append(Run(run_id, workers, boot, min(_ts(r["started_at"]) for r in rs),
-                        max(_ts(r["finished_at"]) for r in rs)))
+        runs.append(Run(run_id, max(configured, workers), boot, start.timestamp(), end.timestamp()))
     return sorted(runs, key=lambda r: r.start)
 
 
-def _split(rows: list[dict], builds: list[dict], runs: list[Run]) -> dict[str, float]:
+def _split(table: pa.Table, builds: list[dict], runs: list[Run]) -> dict[str, float]:
     seconds = dict.fromkeys(PARTS, 0.0)
-    overhead = waited = 0.0
-    for r in rows:
-        # Rows written before wait_secs was recorded count their waits as overhead.
-        wait = min(r.get("wait_secs") or 0.0, _span(r))
-        waited += wait
-        if r["verdict"] in WASTED:
-            seconds[r["verdict"]] += _span(r) - wait
-        else:
-            proof = r["prove_secs"] or 0.0
-            seconds["proof"] += proof
-            overhead += max(0.0, _span(r) - wait - proof)
+    span = _spans(table)
+    # Rows written before wait_secs was recorded count their waits as overhead.
+    wait = pc.min_element_wise(pc.fill_null(table["wait_secs"], 0.0), span)
+    waited = _total(wait)
+    checking = pc.subtract(span, wait)
+    for verdict in WASTED:
+        seconds[verdict] = _total(checking.filter(pc.equal(table["verdict"], verdict)))
+    useful = pc.invert(pc.is_in(table["verdict"], pa.array(WASTED)))
+    proof = pc.fill_null(table["prove_secs"], 0.0).filter(useful)
+    seconds["proof"] = _total(proof)
+    overhead = _total(pc.max_element_wise(pc.subtract(checking.filter(useful), proof), 0.0))
     seconds["image builds"] = sum(b["secs"] for b in builds)
     # Images other than the base are built inside the wait of the check that
     # needed them; what is left of the waits is waiting for others' builds
@@ -257,18 +314,28 @@ class Comparison:
     transitions: Counter = field(default_factory=Counter)
 
 
+def _solved(table: pa.Table) -> pa.Array:
+    return pc.unique(table.filter(pc.equal(table["verdict"], Verdict.OK.value))["problem_id"])
+
+
+def _only(these: pa.Array, those: pa.Array) -> list[str]:
+    return these.filter(pc.invert(pc.is_in(these, value_set=those))).sort().to_pylist()
+
+
 def compare(a: SweepReport, b: SweepReport) -> Comparison:
     """Two sweeps of one corpus: who solved what, which verdicts changed, what each cost."""
     fa, fb = a.manifest.get("corpus_fingerprint"), b.manifest.get("corpus_fingerprint")
     if fa != fb:
         raise InputError(b.out / "sweep.json", f"a sweep of another corpus than {a.out} "
                          "(corpus fingerprints differ)", "compare two sweeps of the same corpus")
-    va = {(r["problem_id"], r["attempt"]): r["verdict"] for r in a.rows}
-    vb = {(r["problem_id"], r["attempt"]): r["verdict"] for r in b.rows}
-    solved_a = {p for (p, _), v in va.items() if v == Verdict.OK.value}
-    solved_b = {p for (p, _), v in vb.items() if v == Verdict.OK.value}
-    changes = sorted((p, k, va[(p, k)], vb[(p, k)]) for (p, k) in va.keys() & vb.keys()
-                     if va[(p, k)] != vb[(p, k)])
-    return Comparison(a, b, sorted(solved_a - solved_b), sorted(solved_b - solved_a), changes,
-                      len(va.keys() - vb.keys()), len(vb.keys() - va.keys()),
+    keys = ["problem_id", "attempt"]
+    both = a.table.select([*keys, "verdict"]).join(
+        b.table.select([*keys, "verdict"]).rename_columns([*keys, "verdict_b"]), keys=keys,
+        join_type="inner")
+    changed = both.filter(pc.not_equal(both["verdict"], both["verdict_b"])).sort_by(
+        [(k, "ascending") for k in keys])
+    changes = list(zip(*(changed[c].to_pylist() for c in (*keys, "verdict", "verdict_b"))))
+    solved_a, solved_b = _solved(a.table), _solved(b.table)
+    return Comparison(a, b, _only(solved_a, solved_b), _only(solved_b, solved_a), changes,
+                      a.checks - both.num_rows, b.checks - both.num_rows,
                       Counter((x, y) for _, _, x, y in changes))

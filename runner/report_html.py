@@ -18,6 +18,7 @@ import matplotlib
 
 matplotlib.use("Agg")      # no display on cluster nodes and in CI
 import matplotlib.pyplot as plt  # noqa: E402
+import pyarrow.compute as pc  # noqa: E402
 
 from . import shards  # noqa: E402
 from .report import PARTS, Comparison, SweepReport  # noqa: E402
@@ -65,7 +66,7 @@ def hours(seconds: float) -> str:
 
 def section_summary(r: SweepReport, price: float | None) -> str:
     counts = r.verdicts()
-    rows = [["checks", len(r.rows)], ["runs", len(r.runs)],
+    rows = [["checks", r.checks], ["runs", len(r.runs)],
             ["workers", ", ".join(str(x.workers) for x in r.runs) or "-"],
             ["makespan (s)", f"{r.makespan_s:,.1f}"], ["core-hours", hours(r.core_hours * 3600)]]
     if price is not None:
@@ -126,8 +127,8 @@ def section_throughput(r: SweepReport, price: float | None) -> str:
     ax.set_xlim(0, max(points[-1][0], 1e-9))
     ax.legend(loc="upper left")
     end = points[-1][0] or 1e-9
-    return (f"<h2>Throughput</h2>{_png(fig)}<p>{len(points)} verdicts in {end:,.1f} s, the boot "
-            f"and image builds included: {len(points) / end:,.2f} per second on average. Shaded: "
+    return (f"<h2>Throughput</h2>{_png(fig)}<p>{r.checks} verdicts in {end:,.1f} s, the boot "
+            f"and image builds included: {r.checks / end:,.2f} per second on average. Shaded: "
             "the boot, and image builds (overlapping ones darker).</p>")
 
 
@@ -153,7 +154,7 @@ def section_verdicts(r: SweepReport, price: float | None) -> str:
     verdicts = [v.value for v in Verdict]
     rows = [[c] + [counts[v] for v in verdicts] + [sum(counts.values())] for c, counts in cats.items()]
     totals = r.verdicts()
-    rows.append(["all"] + [totals[v] for v in verdicts] + [len(r.rows)])
+    rows.append(["all"] + [totals[v] for v in verdicts] + [r.checks])
     return f"<h2>Verdicts per category</h2>{_table(['category', *verdicts, 'total'], rows)}"
 
 
@@ -176,14 +177,18 @@ def section_prediction(r: SweepReport, price: float | None) -> str:
     sources = ", ".join(f"{k}: {v}" for k, v in sorted(p["sources"].items()))
     out = (f"<h2>Predicted against actual</h2>{_table(['', 'predicted', 'actual'], rows)}"
            f"<p>actual / predicted makespan: {ratio:.2f}. Expected durations from {_esc(sources)}.</p>")
-    pairs = [(e, a, v) for e, a, _, v in p["checks"] if e > 0 and a and a > 0]
-    if pairs:
+    checks = p["checks"]
+    # A log scale shows positive times only.
+    pairs = checks.filter(pc.and_(pc.greater(checks["expected_s"], 0),
+                                  pc.greater(checks["prove_secs"], 0)))
+    if pairs.num_rows:
         fig, ax = plt.subplots(figsize=(WIDTH_IN * 0.75, WIDTH_IN * 0.5), layout="constrained")
-        for v in {v for _, _, v in pairs}:
-            ax.scatter([e for e, _, w in pairs if w == v], [a for _, a, w in pairs if w == v],
+        for v in pc.unique(pairs["verdict"]).to_pylist():
+            these = pairs.filter(pc.equal(pairs["verdict"], v))
+            ax.scatter(these["expected_s"].to_numpy(), these["prove_secs"].to_numpy(),
                        s=12, color=COLORS.get(v, "#000"), label=v)
-        lo = min(min(e, a) for e, a, _ in pairs)
-        hi = max(max(e, a) for e, a, _ in pairs)
+        lo = min(pc.min(pairs[c]).as_py() for c in ("expected_s", "prove_secs"))
+        hi = max(pc.max(pairs[c]).as_py() for c in ("expected_s", "prove_secs"))
         ax.plot([lo, hi], [lo, hi], color="#999", linewidth=1)
         ax.set_xscale("log")
         ax.set_yscale("log")
@@ -213,7 +218,7 @@ def render(report: SweepReport, price: float | None = None) -> str:
 
 def render_comparison(c: Comparison, price: float | None = None) -> str:
     a, b = c.a, c.b
-    cost = [["checks", len(a.rows), len(b.rows)],
+    cost = [["checks", a.checks, b.checks],
             ["makespan (s)", f"{a.makespan_s:,.1f}", f"{b.makespan_s:,.1f}"],
             ["core-hours", hours(a.core_hours * 3600), hours(b.core_hours * 3600)]]
     if price is not None:

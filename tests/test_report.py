@@ -41,7 +41,7 @@ def test_report_of_the_demo_sweep(demo_sweep, tmp_path, capsys):
     # The split adds up to what was paid: every worker, boot to last verdict.
     paid = sum(run.workers * run.makespan_s for run in report.runs)
     assert sum(report.seconds.values()) == pytest.approx(paid)
-    rows = report.rows
+    rows = report.table.to_pylist()
     assert report.seconds["proof"] == pytest.approx(sum(
         r["prove_secs"] or 0 for r in rows if r["verdict"] not in ("TIMEOUT", "MEMOUT")))
     # Two runaway loops ran to their 10 s limit: at least 20 s wasted in TIMEOUT.

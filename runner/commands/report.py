@@ -70,7 +70,7 @@ def term_summary(out: Console, r: SweepReport, price: float | None) -> None:
     verdicts = "  ".join(f"[{STYLE[v.value]}]{v.value}[/] {counts[v.value]}" for v in Verdict
                          if counts[v.value])
     cost = f", cost {r.core_hours * price:,.2f}" if price is not None else ""
-    out.print(f"[bold]{r.out}[/]: {len(r.rows)} checks in {len(r.runs)} run(s), makespan "
+    out.print(f"[bold]{r.out}[/]: {r.checks} checks in {len(r.runs)} run(s), makespan "
               f"{r.makespan_s:,.1f} s, {_hours(r.core_hours * 3600)} core-hours{cost}  {verdicts}")
 
 
@@ -99,7 +99,7 @@ def term_throughput(out: Console, r: SweepReport, price: float | None) -> None:
     points = r.throughput()
     if points:
         end = points[-1][0] or 1e-9
-        out.print(f"throughput: {len(points)} verdicts in {end:,.1f} s, {len(points) / end:,.2f}/s")
+        out.print(f"throughput: {r.checks} verdicts in {end:,.1f} s, {r.checks / end:,.2f}/s")
     util = r.utilization()
     if util:
         out.print("utilization per worker: " + ", ".join(
@@ -148,7 +148,7 @@ def print_comparison(out: Console, c: Comparison, price: float | None) -> None:
     table.add_column("")
     table.add_column(f"A {c.a.out}", justify="right")
     table.add_column(f"B {c.b.out}", justify="right")
-    table.add_row("checks", str(len(c.a.rows)), str(len(c.b.rows)))
+    table.add_row("checks", str(c.a.checks), str(c.b.checks))
     table.add_row("makespan s", f"{c.a.makespan_s:,.1f}", f"{c.b.makespan_s:,.1f}")
     table.add_row("core-hours", _hours(c.a.core_hours * 3600), _hours(c.b.core_hours * 3600))
     if price is not None:
