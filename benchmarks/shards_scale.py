@@ -13,7 +13,12 @@ leaves with compaction (``runner.compaction.compact`` called after every
 32 shards, as writers do), what the new code reads. Each operation runs in
 a fresh subprocess; its wall time is measured inside it (the operation) and
 outside (the whole process, Python start-up included), and its peak memory
-is the child's ru_maxrss from wait4.
+is the child's own high-water mark (VmHWM).
+
+``report`` loads the report and computes every figure its renderers show
+(beside runner/report.py before its figures were computed in Arrow, read
+from git: ``legacy_report``); ``report-cli`` is ``proofbatch report OUT
+--html PAGE`` whole, the terminal report and the page with its plots.
 
     nice .venv/bin/python benchmarks/shards_scale.py --rows 100000 --shard-rows 5 200
     nice .venv/bin/python benchmarks/shards_scale.py --rows 1000000 --shard-rows 200 --legacy-ops scan
@@ -23,27 +28,34 @@ On a shared machine read the CPU column (user+sys of the child during the
 operation, all threads): wall times there measure the queue for a core.
 
 Targets at 1,000,000 rows: scan <= 3 s, merge <= 15 s, status <= 1 s,
-report <= 10 s, peak memory <= 2 GiB.
+report (and report-cli) <= 10 s, peak memory <= 2 GiB.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import datetime as dt
+import io
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
 import tempfile
 import time
+import types
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-TARGETS = {"scan": 3.0, "merge": 15.0, "status": 1.0, "report": 10.0}
+TARGETS = {"scan": 3.0, "merge": 15.0, "status": 1.0, "report": 10.0, "report-cli": 10.0}
+# The last commit of runner/report.py before its figures were computed in
+# Arrow: the report's baseline (``legacy_report``).
+REPORT_BASELINE = "492b683"
 MEM_TARGET_MB = 2048
 VERDICTS = ["OK", "FAIL", "TIMEOUT", "CHEATING", "ERROR", "MEMOUT"]
 T0 = dt.datetime(2026, 1, 1, tzinfo=dt.timezone.utc)
@@ -118,9 +130,23 @@ def generate(out: Path, rows: int, per: int, *, compact: bool) -> dict:
     return {"generate_s": time.perf_counter() - t, "compact_s": compact_s, "files": files}
 
 
+def legacy_report() -> types.ModuleType:
+    """runner/report.py as it was before its figures were computed in Arrow
+    (it turned every row into a dict), read from git; it reads the shards
+    through ``runner.shards.read_results``, which ``op`` points at the legacy
+    reader."""
+    source = subprocess.run(["git", "-C", str(ROOT), "show", f"{REPORT_BASELINE}:runner/report.py"],
+                            capture_output=True, text=True, check=True).stdout
+    module = types.ModuleType("runner.report_legacy")
+    module.__package__ = "runner"                # its relative imports: today's runner
+    sys.modules[module.__name__] = module        # dataclasses look their module up
+    exec(compile(source, "report_legacy.py", "exec"), module.__dict__)
+    return module
+
+
 def op(name: str, impl: str, out: Path) -> dict:
     """Run one operation in this (fresh) process."""
-    from runner import shards
+    from runner import cli, report, shards
     if impl == "legacy":
         sys.path.insert(0, str(ROOT / "benchmarks"))
         import shards_legacy
@@ -144,8 +170,19 @@ def op(name: str, impl: str, out: Path) -> dict:
             from runner.status import read_status
             n = read_status(out).done
     elif name == "report":
-        from runner import report
-        n = len(report.load(out).rows)
+        # Every figure the report shows, computed as its renderers ask.
+        r = (legacy_report() if impl == "legacy" else report).load(out)
+        r.verdicts(), r.by_category(), r.slowest(), r.throughput(), r.utilization()
+        r.image_counts(), r.prediction()
+        n = len(r.rows) if impl == "legacy" else r.checks
+    elif name == "report-cli":
+        # The command as a user runs it: the terminal report and the HTML page.
+        printed = io.StringIO()
+        with tempfile.TemporaryDirectory() as tmp, contextlib.redirect_stdout(printed):
+            status = cli.main(["report", str(out), "--html", str(Path(tmp) / "report.html")])
+        if status != 0:
+            raise SystemExit(f"proofbatch report exited {status}")
+        n = int(re.search(r": (\d+) checks in", printed.getvalue()).group(1))
     else:
         raise SystemExit(f"unknown op {name}")
     elapsed, cpu = time.perf_counter() - t, time.process_time() - cpu
@@ -156,7 +193,7 @@ def op(name: str, impl: str, out: Path) -> dict:
 
 
 def _print(m: dict) -> None:
-    print(f"  {m['op']:7} {m['label']:16} {m['op_s']:8.2f} s op ({m['op_cpu_s']:6.2f} s CPU)  "
+    print(f"  {m['op']:10} {m['label']:16} {m['op_s']:8.2f} s op ({m['op_cpu_s']:6.2f} s CPU)  "
           f"{m['process_s']:8.2f} s process  {m['peak_mb']:7.0f} MB peak  ({m['rows']} rows)",
           flush=True)
 
@@ -181,7 +218,7 @@ def main() -> int:
     ap.add_argument("--shard-rows", type=int, nargs="+", default=[5, 200])
     ap.add_argument("--no-legacy-above", type=int, default=10**9,
                     help="skip the legacy baseline above this many shard files (it takes minutes)")
-    ap.add_argument("--ops", nargs="+", default=["scan", "status", "report", "merge"])
+    ap.add_argument("--ops", nargs="+", default=["scan", "status", "report", "report-cli", "merge"])
     ap.add_argument("--legacy-ops", nargs="+", default=["scan", "status", "report", "merge"],
                     help="the operations to measure the legacy baseline of (each takes minutes at 1M rows)")
     ap.add_argument("--dir", type=Path, help="where to write the shards (default: a temp dir)")
@@ -237,7 +274,7 @@ def main() -> int:
                         m.update(config=cfg, label=label)
                         results.append(m)
                         if "error" in m:
-                            print(f"  {name:7} {label:16} ERROR {m['error']}", flush=True)
+                            print(f"  {name:10} {label:16} ERROR {m['error']}", flush=True)
                             continue
                         _print(m)
                         if label == "new" and rows >= 1_000_000:
