@@ -11,7 +11,9 @@ import os
 import shutil
 import subprocess
 import sys
+import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -171,6 +173,35 @@ def test_the_attempts_of_a_problem_compile_in_one_batch(native_sweep, tmp_path):
     assert [r.outcome.verdict.value for r in results] == ["OK", "OK", "OK", "FAIL"]
     key = native._check_image("k.comm")
     assert len({native._compiled[(key, p.answer)].plugin for p in tries}) == 1
+
+
+def test_workers_checking_one_batch_at_once_load_it_into_their_image_once(native_sweep, tmp_path):
+    """Dynlink refuses a module already loaded: workers that check answers of
+    one batch from one image at the same moment must load it once between
+    them, not each (the second load failed the check, a false FAIL found on
+    the bench's module-built checkout)."""
+    _, mode_session, _, _ = native_sweep
+    native: NativeSession = mode_session._session(MODE)
+    corpus = tmp_path / "c"
+    (corpus / "r.race").mkdir(parents=True)
+    (corpus / "r.race" / "setup.ml").write_text("")
+    (corpus / "r.race" / "query.txt").write_text("`!n. n + 0 = n`\n")
+    # Answers no other test here compiles, so the batch is new to the image.
+    answers = [f"GEN_TAC THEN {'ALL_TAC THEN ' * i}ARITH_TAC" for i in range(1, 9)]
+    (corpus / "r.race" / "answers.jsonl").write_text("".join(json.dumps(a) + "\n" for a in answers))
+    [problem] = load_corpus(corpus, None)
+    tries = [t.problem for t in attempts.tasks_for(problem, LIMITS)]
+    native.prepare(tries)
+    gate = threading.Barrier(len(tries))
+
+    def check(p):
+        gate.wait()
+        return native.check(p, LIMITS)
+
+    with ThreadPoolExecutor(len(tries)) as pool:
+        results = list(pool.map(check, tries))
+    assert [r.outcome.verdict.value for r in results] == ["OK"] * len(tries), \
+        [r.outcome.reason for r in results]
 
 
 # -- fallback ------------------------------------------------------------------

@@ -104,6 +104,7 @@ class NativeSession(ForkSession):
         self._batch_locks: dict[str, threading.Lock] = {}
         self._compiled: dict[tuple[str, bytes], Compiled] = {}
         self._loaded: dict[int, set[Path]] = {}      # image pid -> batch plugins it has loaded
+        self._plugin_loads: dict[int, threading.Lock] = {}  # image pid -> held while it loads one
         self._bytecode: ProverSession | None = None
         self._bytecode_lock = threading.Lock()
         # Checks never fork from the server itself: under bubblewrap it is
@@ -254,12 +255,16 @@ class NativeSession(ForkSession):
         assert compiled.plugin is not None
         with self._lock:
             loaded = self._loaded.setdefault(image.pid, set())
+            loading = self._plugin_loads.setdefault(image.pid, threading.Lock())
+        # One load at a time per image: Dynlink refuses a module already
+        # loaded, so two workers loading one batch into one image at once
+        # left the second's check loading it again, and failing.
+        with loading:
             if compiled.plugin in loaded:
                 return "-"
-        reply = image.request("LOAD", str(compiled.plugin))
-        if reply != "LOADED":
-            return str(compiled.plugin)      # the check loads it and reports what fails
-        with self._lock:
+            reply = image.request("LOAD", str(compiled.plugin))
+            if reply != "LOADED":
+                return str(compiled.plugin)      # the check loads it and reports what fails
             loaded.add(compiled.plugin)
         return "-"
 

@@ -36,9 +36,13 @@ let load_image plugins () =
     false
 
 (* The answer's batch plugin is loaded (unless its image has it already,
-   "-") and its registered thunk looked up: nothing of the answer has run. *)
+   "-") and its registered thunk looked up: nothing of the answer has run,
+   so a plugin that does not load is the driver's ERROR, never the answer's
+   FAIL (Hol_check reads a Failure as a failed tactic). *)
 let answer plugin entry () =
-  if plugin <> "-" then load_plugin plugin;
+  if plugin <> "-" then
+    (try load_plugin plugin
+     with Failure why -> raise (Hol_check.Verdict ("ERROR", "driver: " ^ why)));
   try Hashtbl.find Hol_native_slot.answers entry
   with Not_found -> raise (Hol_check.Verdict ("ERROR", "driver: no compiled answer " ^ entry))
 
