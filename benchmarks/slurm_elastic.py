@@ -35,7 +35,10 @@ planner's prediction with true durations: ``runner.simulate`` on the same
 checks, planned afresh with each check's measured ``prove_secs`` and the
 measured boot (the mean of the two tasks' HOL Light boots) on 2 nodes x 1
 core. For the cancel scenario the prediction is of the sweep as planned,
-with no cancel: what pulling is held to.
+with no cancel: what pulling is held to. Beside it, roughly the best that
+cancel allows: the proof work recorded after it (R), from the moment of the
+cancel (T), done by the surviving task alone or shared with a task that
+joins after a boot as long as the first ones (B): T + min(R, (R + B) / 2).
 
 Target: pulling within 1.10x of the prediction with true durations, in each
 scenario; fixed shares are shown beside it, with no target.
@@ -255,9 +258,17 @@ def analyse(prepared, out: Path, mode: str, rows: list[dict], jobs, wall: float,
                              "true_s": round(sum(true_s[k] for k in s), 1)} for s in shares]
     if canceller is not None:
         after = [r for r in rows if r["finished_at"].timestamp() > canceller.at]
-        result["cancel"] = {"victim": canceller.victim, "at_s": round(canceller.at - t0, 1),
-                            "work_after_s": round(sum(r["prove_secs"] for r in after), 1),
-                            "checks_after": len(after)}
+        at, left = canceller.at - t0, sum(r["prove_secs"] for r in after)
+        # Roughly the best a cancel at ``at`` allows: the work recorded after
+        # it done by the surviving task alone, or shared with a task that
+        # joins once it has booted (as long as the first boots took).
+        # Approximate: checks running at the cancel count whole, and the
+        # cancelled task's lost partial check not at all.
+        best = at + min(left, (left + boot_s) / 2)
+        result["cancel"] = {"victim": canceller.victim, "at_s": round(at, 1),
+                            "work_after_s": round(left, 1), "checks_after": len(after),
+                            "best_after_s": round(best, 1),
+                            "best_ratio": round(best / prediction.makespan_s, 3)}
     return result
 
 
@@ -279,7 +290,9 @@ def describe(scenario: str, mode: str, r: dict) -> list[str]:
     if "cancel" in r:
         c = r["cancel"]
         lines.append(f"  task {c['victim']} scancelled at {c['at_s']:.1f} s; {c['checks_after']} "
-                     f"checks ({c['work_after_s']:.1f} s of proofs) recorded after that")
+                     f"checks ({c['work_after_s']:.1f} s of proofs) recorded after that; at best "
+                     f"about {c['best_after_s']:.1f} s ({c['best_ratio']:.3f}x) with that work left "
+                     "to one task, or shared with one that boots first")
     lo = r["load"]
     lines.append(f"  load average {lo['mean']} ({lo['min']}-{lo['max']}) on {os.cpu_count()} CPUs")
     return lines
