@@ -153,22 +153,27 @@ def test_one_broken_answer_does_not_sink_its_batch(native_sweep, tmp_path):
     assert verdicts["b.type"].outcome.reason.startswith("type:")
 
 
+def _attempts(native: NativeSession, tmp_path: Path, pid: str, query: str, answers: list[str]):
+    """K attempts at one blank-context problem, prepared in ``native``."""
+    folder = tmp_path / "c" / pid
+    folder.mkdir(parents=True)
+    (folder / "setup.ml").write_text("")
+    (folder / "query.txt").write_text(query + "\n")
+    (folder / "answers.jsonl").write_text("".join(json.dumps(a) + "\n" for a in answers))
+    [problem] = load_corpus(folder.parent, None)
+    tries = [t.problem for t in attempts.tasks_for(problem, LIMITS)]
+    native.prepare(tries)
+    return tries
+
+
 def test_the_attempts_of_a_problem_compile_in_one_batch(native_sweep, tmp_path):
     """pass@k: K answers to one problem are K Problems of one id; they share
     one plugin, so K attempts pay one compile."""
-    _, mode_session, _, _ = native_sweep
-    native: NativeSession = mode_session._session(MODE)
-    corpus = tmp_path / "c"
-    (corpus / "k.comm").mkdir(parents=True)
-    (corpus / "k.comm" / "setup.ml").write_text("")
-    (corpus / "k.comm" / "query.txt").write_text("`!m n. m + n = n + m`\n")
+    native: NativeSession = native_sweep[1]._session(MODE)
     # Answers no other test here compiles for the blank context.
-    answers = ["ACCEPT_TAC ADD_SYM", "MESON_TAC[ADD_SYM; ADD_AC]", "GEN_TAC THEN ARITH_TAC",
-               "GEN_TAC THEN ALL_TAC"]
-    (corpus / "k.comm" / "answers.jsonl").write_text("".join(json.dumps(a) + "\n" for a in answers))
-    [problem] = load_corpus(corpus, None)
-    tries = [t.problem for t in attempts.tasks_for(problem, LIMITS)]
-    native.prepare(tries)
+    tries = _attempts(native, tmp_path, "k.comm", "`!m n. m + n = n + m`",
+                      ["ACCEPT_TAC ADD_SYM", "MESON_TAC[ADD_SYM; ADD_AC]", "GEN_TAC THEN ARITH_TAC",
+                       "GEN_TAC THEN ALL_TAC"])
     results = [native.check(p, LIMITS) for p in tries]
     assert [r.outcome.verdict.value for r in results] == ["OK", "OK", "OK", "FAIL"]
     key = native._check_image("k.comm")
@@ -180,18 +185,10 @@ def test_workers_checking_one_batch_at_once_load_it_into_their_image_once(native
     one batch from one image at the same moment must load it once between
     them, not each (the second load failed the check, a false FAIL found on
     the bench's module-built checkout)."""
-    _, mode_session, _, _ = native_sweep
-    native: NativeSession = mode_session._session(MODE)
-    corpus = tmp_path / "c"
-    (corpus / "r.race").mkdir(parents=True)
-    (corpus / "r.race" / "setup.ml").write_text("")
-    (corpus / "r.race" / "query.txt").write_text("`!n. n + 0 = n`\n")
+    native: NativeSession = native_sweep[1]._session(MODE)
     # Answers no other test here compiles, so the batch is new to the image.
-    answers = [f"GEN_TAC THEN {'ALL_TAC THEN ' * i}ARITH_TAC" for i in range(1, 9)]
-    (corpus / "r.race" / "answers.jsonl").write_text("".join(json.dumps(a) + "\n" for a in answers))
-    [problem] = load_corpus(corpus, None)
-    tries = [t.problem for t in attempts.tasks_for(problem, LIMITS)]
-    native.prepare(tries)
+    tries = _attempts(native, tmp_path, "r.race", "`!n. n + 0 = n`",
+                      [f"GEN_TAC THEN {'ALL_TAC THEN ' * i}ARITH_TAC" for i in range(1, 9)])
     gate = threading.Barrier(len(tries))
 
     def check(p):
