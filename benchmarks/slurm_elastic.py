@@ -5,7 +5,7 @@ Workload: ``--problems`` (24) generated HOL Light problems on the base image,
 whose proofs cost what we choose: problem i's answer is ``REPLICATE_TAC k_i
 STEP THEN ARITH_TAC``, where STEP proves a 4-variable linear fact by
 ``ARITH_TAC`` in a discarded subgoal. Nominal durations are drawn
-log-uniformly over a 16x range (seeded) and scaled to ``--work`` (180) seconds
+log-uniformly over a 16x range (seeded) and scaled to ``--work`` (480) seconds
 in all; k_i = nominal_i / STEP_S. The plan is made from a timeout map
 (declared bytecode) whose ``prove_secs`` are the nominal durations times a
 seeded factor drawn log-uniformly in [0.5, 2] per problem: the planner is
@@ -301,7 +301,7 @@ def describe(scenario: str, mode: str, r: dict) -> list[str]:
 def main() -> int:
     parser = arg_parser(__doc__.split("\n\n")[0])
     parser.add_argument("--problems", type=int, default=24, help="generated problems per sweep")
-    parser.add_argument("--work", type=float, default=180.0,
+    parser.add_argument("--work", type=float, default=480.0,
                         help="nominal proof seconds per sweep, on a quiet core")
     parser.add_argument("--seed", type=int, default=0, help="seeds durations and the plan's errors")
     parser.add_argument("--scenarios", default="wrong,cancel", help="wrong, cancel or both")
