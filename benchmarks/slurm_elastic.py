@@ -183,6 +183,10 @@ def run_one(root: Path, w: dict, scenario: str, mode: str) -> dict:
     started = time.monotonic()
     try:
         summary = run_sweep(prepared, executor)
+    except BaseException:
+        # Jobs outlive their driver: a benchmark stopped midway cancels its own.
+        subprocess.run(["scancel", *[j for j, _ in array_tasks(out, mode)]], capture_output=True)
+        raise
     finally:
         sampler.stop.set()
         if canceller:
