@@ -17,9 +17,9 @@ The driver only submits, watches and merges:
   and resumes from the shards and its own claims: finished checks are never
   redone;
 - when a job ends for good (cancelled, killed for memory, node failure), its
-  unfinished claims go back to the pool at once and a new task is submitted
-  for them, up to ``retries`` times; after that each check is recorded as
-  ERROR with the reason. A task that dies while no driver watches loses its
+  unfinished claims go back to the pool at once and a new task replaces it,
+  pulling from all that is left; a check is tried by up to ``retries`` such
+  jobs, after that it is recorded as ERROR with the reason. A task that dies while no driver watches loses its
   claims when its lease runs out;
 - ``add_tasks``: more array tasks for a sweep already running. They pull
   from the same pool; this driver watches them (and everyone's rows) until
@@ -340,6 +340,16 @@ class SlurmExecutor(Executor):
                 on_row(row)
             return retry
 
+        def replacing(retry: list[CheckTask]) -> list[CheckTask]:
+            """What a task replacing ended jobs pulls from: every check still
+            unsettled, in the plan's order, not only the ended jobs' claims. The
+            survivors take those claims while the new task boots (65-80 s for
+            HOL Light), so a task held to them would boot for nothing; measured
+            in benchmarks/slurm_elastic.py. Claims keep any check from running
+            twice; ``retry`` alone counted a try."""
+            left = set(self._unsettled(wanted, by_key)) | {task_key(t) for t in retry}
+            return [t for t in job.tasks if task_key(t) in left]
+
         retry: list[CheckTask] = []
         for r in ledger.records:
             if r.settled is not None and r.job_id not in handles:
@@ -348,13 +358,13 @@ class SlurmExecutor(Executor):
                                      self._end_reason(r, r.settled), r.settled)
         covered = {k for r in ledger.records if r.job_id in handles for k in ledger.keys_of(r)}
         fresh = [t for t in job.tasks if task_key(t) not in covered]
-        if retry and not o.add_tasks:
-            # Claims of jobs that ended while no driver watched.
-            self._submit(job, ledger, retry, 1, max(ledger.tries.get(task_key(t), 0) for t in retry))
-            again = {task_key(t) for t in retry}
-            fresh = [t for t in fresh if task_key(t) not in again]
         if o.add_tasks:
             self._submit(job, ledger, list(job.tasks), o.add_tasks, 0)
+        elif retry:
+            # Claims of jobs that ended while no driver watched. Jobs still
+            # alive keep their nodes; new ones make up the rest.
+            self._submit(job, ledger, replacing(retry), max(1, o.nodes - len(handles)),
+                         max(ledger.tries.get(task_key(t), 0) for t in retry))
         elif fresh:
             # Jobs still alive keep their nodes: the rest goes to the new ones.
             self._submit(job, ledger, fresh, max(1, o.nodes - len(handles)),
@@ -405,7 +415,7 @@ class SlurmExecutor(Executor):
                                    key=lambda r: r.submitted)
                         retry = give_up(missing, self._end_reason(last, last.settled), last.settled)
                 if retry:
-                    self._submit(job, ledger, retry, 1,
+                    self._submit(job, ledger, replacing(retry), 1,
                                  max(ledger.tries.get(task_key(t), 0) for t in retry))
                     for nr in ledger.records:
                         if nr.settled is None and nr.job_id not in handles:

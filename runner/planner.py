@@ -15,7 +15,9 @@ Policies:
   a worker prefers checks whose image its node already holds, since a HOL
   Light context costs tens of seconds to load, unless the longest remaining
   check is *critical* (long against the work left per worker); that one
-  starts at once and its image is built.
+  starts at once and its image is built. A chain of contexts (a proof file
+  cut theorem by theorem) goes shallowest first, and a worker does not wait
+  for images another worker is still loading when another check waits less.
 - ``naive``: submission (corpus) order. ``shuffle``: seeded random order.
   Neither looks at images.
 
@@ -250,18 +252,54 @@ def make_plan(checks: Sequence[PlanCheck], images: Mapping[str, Image], base: st
                 chain += images[k].build_s
                 k = images[k].parent
             load[key] = chain
-        seen: set[str] = set()
-        lead = []
+        lead, seen = [], set()
         for u in units:
             key = u[0].image_key
-            lead.append(load[key] if key not in seen else 0.0)
+            lead.append(key not in seen)
             seen.add(key)
-        if any(lead):
+        if any(load[u[0].image_key] for u, first in zip(units, lead) if first):
+            reach = _reach(units, lead, load, images, skip)
+            depth = {key: len(_ancestors(key, images, skip)) for key in keys}
             order = sorted(range(len(units)), key=lambda i: (
-                -(sum(c.expected_s for c in units[i]) + lead[i]), i))
+                -(reach[units[i][0].image_key] if lead[i] else sum(c.expected_s for c in units[i])),
+                depth[units[i][0].image_key], i))
             units = [units[i] for i in order]
     ordered = tuple(c for u in units for c in u)
     return Plan(config, workers, ordered, dict(images), base, frozenset(prebuilt))
+
+
+def _ancestors(key: str, images: Mapping[str, Image], skip: set[str]) -> list[str]:
+    """``key`` and the images above it that a sweep must build, deepest first."""
+    out, k = [], key
+    while k is not None and k not in skip:
+        out.append(k)
+        k = images[k].parent
+    return out
+
+
+def _reach(units, lead, load: Mapping[str, float], images: Mapping[str, Image],
+           skip: set[str]) -> dict[str, float]:
+    """Per image, the longest path through it: the load of its chain and the
+    time of its first problem, or of the first problem of any image below it.
+
+    A chain of contexts (a proof file cut theorem by theorem: each problem's
+    context extends the one before) is built top down whatever the order. The
+    problem that builds an image ranks by the longest path through it, so a
+    file's problems go shallowest first, each image just after its parent,
+    and none is built while deeper ones hold the node's images: a session
+    keeps a few (``images_per_node``), and a deepest-first order evicted the
+    shallow images of a 13-image chain before their problems ran, to build
+    them again (benchmarks/bench_prefix.py)."""
+    reach: dict[str, float] = {}
+    for u, first in zip(units, lead):
+        if not first:
+            continue
+        key = u[0].image_key
+        path = load[key] + sum(c.expected_s for c in u)
+        for k in _ancestors(key, images, skip) or [key]:
+            if reach.get(k, -1.0) < path:
+                reach[k] = path
+    return reach
 
 
 def units_of(checks: Sequence[PlanCheck]) -> list[tuple[int, int]]:

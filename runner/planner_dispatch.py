@@ -151,6 +151,10 @@ class Dispatcher:
         self.image_work: dict[str, float] = defaultdict(float)
         for i, key in enumerate(self.image):
             self.image_work[key] += self.cost[i]
+        # Per node, the images a worker is loading for its problem, until that
+        # problem ends: another worker that needs one waits for it.
+        self.building: list[dict[str, int]] = [{} for _ in range(workers.nodes)]
+        self.builds_of: dict[int, tuple[str, ...]] = {}
         self.free_mem = [workers.mem_per_node] * workers.nodes
         self.running = [0] * workers.nodes
         # Per node, a lazy max-heap of (-expected, index, image) over its images' next checks.
@@ -263,7 +267,9 @@ class Dispatcher:
             if self.running[node]:
                 return WAIT
             pick = self.head       # nothing runs here and nothing fits: it runs alone
-        return self._assign(pick, node)
+        elif self.affinity and self.building[node]:
+            pick = self._sooner(pick, node, free)
+        return self._assign(pick, node, worker)
 
     def _affine(self, pick: int, node: int, free: int) -> int | None:
         """``pick`` needs an image this node lacks: keep it, or take a check
@@ -295,7 +301,37 @@ class Dispatcher:
             return other
         return None if soon else pick
 
-    def _assign(self, i: int, node: int) -> Take:
+    def _waits(self, i: int, node: int) -> float:
+        """Seconds of ``i``'s chain that other workers of the node are loading."""
+        building = self.building[node]
+        return sum(self.plan.build_s(k) for k in self.chains[self.image[i]] if k in building)
+
+    def _sooner(self, pick: int, node: int, free: int) -> int:
+        """``pick``, unless it would wait for images another worker of this
+        node is still loading and another check waits for less: then the
+        one that waits least (the first in priority order among equals) of
+        those whose loads evict nothing a pending check needs. A session builds images of separate chains at
+        once, but one chain only in order (each image is forked from its
+        parent): two workers sent down one chain (a proof file's problems,
+        each context extending the last) took turns waiting for each other,
+        while the next file needed only the library (benchmarks/bench_prefix.py)."""
+        best, least = pick, self._waits(pick, node)
+        seen, looked = {self.image[pick]}, 0
+        i = self.head
+        while least and i < len(self.taken) and len(seen) <= self.lookahead \
+                and looked < 4 * self.lookahead:
+            key = self.image[i]
+            if not self.taken[i] and key not in seen and self.mem[i] <= free:
+                seen.add(key)
+                wait = self._waits(i, node)
+                if wait < least and not any(self.pending.get(k) for k in
+                                            self.node_images[node].victims(self.chains[key])):
+                    best, least = i, wait
+            looked += 1
+            i += 1
+        return best
+
+    def _assign(self, i: int, node: int, worker: int) -> Take:
         self.taken[i] = 1
         self.left -= 1
         self.work_left -= self.cost[i]
@@ -312,7 +348,9 @@ class Dispatcher:
                 head = self._queue_head(key)
                 if head is not None:
                     heapq.heappush(self.unheld, (head, key))
+        self.builds_of[worker] = new
         for key in new:
+            self.building[node][key] = worker
             self.held.add(key)
             self.holders[key] = self.holders.get(key, 0) + 1
             self._push(node, key)
@@ -322,6 +360,9 @@ class Dispatcher:
     def finish(self, worker: int, index: int) -> None:
         """``worker`` is done with unit ``index``: its memory is free again."""
         node = worker // self.cores
+        for key in self.builds_of.pop(worker, ()):
+            if self.building[node].get(key) == worker:
+                del self.building[node][key]
         self.free_mem[node] += self.mem[index]
         self.running[node] -= 1
         self.node_images[node].release(self.chains[self.image[index]])

@@ -96,16 +96,19 @@ def simulate(plan: Plan, *, keep_schedule: bool = True, budget_s: float | None =
             if take is WAIT:
                 parked[node].append(w)
                 continue
-            t = now
-            for key in take.new_images:                   # this worker builds them
+            t, new = now, set(take.new_images)
+            # Down the chain, base first: an image is forked from its parent,
+            # so this worker waits for a parent another worker is building.
+            for key in dispatcher.chains[dispatcher.image[take.index]]:
+                if key not in new:
+                    t = max(t, ready.get((node, key), 0.0))
+                    continue
                 secs = plan.images[key].build_s           # a prebuilt one only if evicted
                 t += secs
                 build += secs
                 if (node, key) in ready or key in plan.prebuilt:    # it was evicted
                     rebuild += secs
                 ready[(node, key)] = t
-            for key in dispatcher.chains[dispatcher.image[take.index]]:
-                t = max(t, ready.get((node, key), 0.0))   # idle until another worker's build ends
             cost = dispatcher.cost[take.index]
             work += cost
             if keep_schedule:

@@ -200,3 +200,40 @@ def test_a_context_slow_to_load_starts_early():
     assert plan.checks[0].problem_id == "p0004"
     assert simulate(plan).makespan_s == pytest.approx(151.0)
     assert plan.lower_bound() == pytest.approx(150.5)
+
+
+def _proof_files(heads: dict[str, float], theorems: int) -> dict[str, Image]:
+    """Proof files cut theorem by theorem: under a shared 60 s library, file
+    f's k-th problem has the context of the (k-1)-th plus 1 s of phrases (its
+    head, for the first)."""
+    out = {"base": Image("base", None, 70.0, "default"), "lib": Image("lib", "base", 60.0, "default")}
+    for f, head in heads.items():
+        parent = "lib"
+        for k in range(1, theorems + 1):
+            out[f"{f}{k}"] = Image(f"{f}{k}", parent, head if k == 1 else 1.0, "default")
+            parent = f"{f}{k}"
+    return out
+
+
+def test_a_chain_of_contexts_goes_shallowest_first_one_worker_per_chain():
+    # Two files of 10 light theorems: two chains of 10 images under the
+    # library. Deepest first (each problem ranked by the load of its whole
+    # chain) sent both workers down file a, each waiting for the other's
+    # builds, while file b needed only the library, and the session evicted
+    # a's shallow images, needed later, to build the deep ones.
+    checks = [PlanCheck(f"{f}{k}", 0, "cat", 0.1, "map", GIB, f"{f}{k}", 120.0, i)
+              for i, (f, k) in enumerate((f, k) for f in "ab" for k in range(1, 11))]
+    plan = make_plan(checks, _proof_files({"a": 20.0, "b": 10.0}, 10), "base",
+                     Workers(1, 2, 16 * GIB, images_per_node=6), PlanConfig(dispatch_s=0.0))
+    order = [c.problem_id for c in plan.checks]
+    assert order == [f"a{k}" for k in range(1, 11)] + [f"b{k}" for k in range(1, 11)]
+    prediction = simulate(plan)
+    start = {pid: s for (pid, _), (_, s, _) in prediction.schedule.items()}
+    worker = {pid: w for (pid, _), (w, _, _) in prediction.schedule.items()}
+    # The second worker builds file b on the library while the first builds a.
+    assert worker["b1"] != worker["a1"]
+    assert start["b1"] == pytest.approx(70 + 60 + 10) and start["a1"] == pytest.approx(70 + 60 + 20)
+    # Every image is built once, and the sweep ends when chain a is built.
+    assert prediction.rebuild_s == 0
+    assert prediction.build_s == pytest.approx(70 + 60 + 20 + 10 + 18 * 1.0)
+    assert prediction.makespan_s == pytest.approx(70 + 60 + 20 + 9 * 1.0 + 0.1)

@@ -293,8 +293,13 @@ def test_every_extracted_ground_truth_checks_ok_natively(native_build, extracted
         started = time.monotonic()
         summary = run_sweep(prepared, LocalExecutor(workers=2, session=session))
         wall = time.monotonic() - started
+        built = [b.key for b in session.image_builds]
     finally:
         session.close()
+    # Each file is a chain of contexts (binomial's is 24 deep) and the
+    # session keeps 8 images: its problems go shallowest first, so no image
+    # is evicted while a problem needs it and built again.
+    assert len(built) == len(set(built)), sorted(k for k in built if built.count(k) > 1)
     rows = summary.table.to_pylist()
     assert len(rows) == len(extracted_library.problems)
     assert {(r["verdict"], r["mode"]) for r in rows} == {("OK", "native")}, \
