@@ -308,15 +308,20 @@ class Dispatcher:
 
     def _sooner(self, pick: int, node: int, free: int) -> int:
         """``pick``, unless it would wait for images another worker of this
-        node is still loading and another check waits for less: then the
-        one that waits least (the first in priority order among equals) of
-        those whose loads evict nothing a pending check needs. A session builds images of separate chains at
-        once, but one chain only in order (each image is forked from its
-        parent): two workers sent down one chain (a proof file's problems,
-        each context extending the last) took turns waiting for each other,
-        while the next file needed only the library (benchmarks/bench_prefix.py)."""
+        node is still loading: then a check that waits less and is done
+        (its wait and its time, its own loads aside) before ``pick`` could
+        start, the first in priority order that waits least. Only one whose
+        loads are work no other node has done (no image loaded twice across
+        the cluster) and evict nothing a pending check needs. A session
+        builds images of separate chains at once, but one chain only in
+        order (each image is forked from its parent): two workers sent down
+        one chain (a proof file's problems, each context extending the last)
+        took turns waiting for each other, while the next file needed only
+        the library (benchmarks/bench_prefix.py)."""
         best, least = pick, self._waits(pick, node)
+        deadline = least
         seen, looked = {self.image[pick]}, 0
+        have = self.node_images[node]
         i = self.head
         while least and i < len(self.taken) and len(seen) <= self.lookahead \
                 and looked < 4 * self.lookahead:
@@ -324,8 +329,10 @@ class Dispatcher:
             if not self.taken[i] and key not in seen and self.mem[i] <= free:
                 seen.add(key)
                 wait = self._waits(i, node)
-                if wait < least and not any(self.pending.get(k) for k in
-                                            self.node_images[node].victims(self.chains[key])):
+                chain = self.chains[key]
+                if (wait < least and wait + self.cost[i] <= deadline
+                        and not any(self.holders.get(k) for k in chain if k not in have)
+                        and not any(self.pending.get(k) for k in have.victims(chain))):
                     best, least = i, wait
             looked += 1
             i += 1
