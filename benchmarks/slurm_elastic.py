@@ -26,8 +26,8 @@ host's load favours neither):
   to one new job, as cluster/slurm.py did before pulling (commit fb7dbc0).
 - **cancel**: once the rows recorded hold half the sweep's nominal work,
   the first array task is scancelled. Pulling: the driver gives its claims
-  back and submits a task for them; the other task keeps pulling. Fixed:
-  the rest of its share goes to a new job.
+  back and submits a task that pulls from all that is left, beside the
+  other task. Fixed: the rest of its share goes to a new job.
 
 Figures per sweep: the makespan, from sbatch accepting the array to the last
 verdict (Slurm's scheduling and the tasks' start-up included), and the
