@@ -1,7 +1,8 @@
 """Eviction on a real HOL Light session that keeps few images (the base and
 two contexts): an image pending checks still need stays while one no check
 needs goes; if a needed one must go, the cheaper to build again goes; a
-problem's attempts each count, and a withdrawn check counts no more. Then a
+problem's attempts each count, and a withdrawn check counts no more; on a
+chain, an ancestor with a loaded image below it is needed no more. Then a
 sweep that must rebuild, and its report showing the rebuilds.
 
 One HOL Light boot for the module (its own backend: the shared one keeps 8
@@ -42,11 +43,15 @@ CONTEXTS = {"a": "let pb_a = 1;;\n", "b": "let pb_b = 2;;\n", "c": "let pb_c = 3
             "g": "let pb_g = 7;;\n", "h": "let pb_h = 8;;\n", "k": "let pb_k = 9;;\n",
             "l": "let pb_l = 10;;\n",
             "x": "let pb_x = 11;;\n", "y": "let pb_y = 12;;\n", "z": "let pb_z = 13;;\n"}
+# A chain, as a proof file cut theorem by theorem: each context the last plus a phrase.
+CHAIN = {"s.1.p": DEAR, "s.2.q": DEAR + "let pb_q = 15;;\n",
+         "s.3.r": DEAR + "let pb_q = 15;;\n" + "let pb_r = 16;;\n"}
 # problem id -> its context: "<test>.<n>.<context>", sorted as each test checks them.
 PROBLEMS = ["u.1.a", "u.2.b", "u.3.c", "u.4.a",
             "v.1.e", "v.2.d", "v.3.f", "v.4.d", "v.5.e",
             "w.1.g", "w.2.h", "w.3.k", "w.4.l",
-            "r1.x", "r2.y", "r3.z", "r4.x", "r5.y", "r6.z"]
+            "r1.x", "r2.y", "r3.z", "r4.x", "r5.y", "r6.z",
+            "s.1.p", "s.2.q", "s.3.r", "t.1.y"]
 
 
 @pytest.fixture(scope="module")
@@ -55,7 +60,7 @@ def corpus(tmp_path_factory) -> Path:
     for pid in PROBLEMS:
         d = root / pid
         d.mkdir()
-        (d / "setup.ml").write_text(CONTEXTS[pid[-1]])
+        (d / "setup.ml").write_text(CHAIN.get(pid) or CONTEXTS[pid[-1]])
         (d / "query.txt").write_text(QUERY)
         (d / "answer.txt").write_text(ANSWER)
         (d / "category.txt").write_text("arith")
@@ -117,6 +122,19 @@ def test_if_a_needed_image_must_go_the_cheapest_to_rebuild_goes(session, problem
     ok(session, v[3])
     ok(session, v[4])
     assert (builds(session, "v.1.e"), builds(session, "v.2.d")) == (1, 2)
+
+
+def test_on_a_chain_the_ancestor_goes_and_the_tip_a_later_problem_forks_from_stays(session, problems):
+    s1, s2, s3, t1 = (problems[pid] for pid in ("s.1.p", "s.2.q", "s.3.r", "t.1.y"))
+    session.prepare([s1, s2, s3, t1])
+    ok(session, s1)                     # p: a second of proofs to load
+    ok(session, s2)                     # p + q, forked from p
+    ok(session, t1)                     # y must evict p or p + q
+    # Both are on s.3's chain, and p + q is far cheaper to build again, yet
+    # p goes: s.3 forks from p + q, and nothing forks from p any more.
+    assert alive(session, "s.2.q") and not alive(session, "s.1.p")
+    ok(session, s3)
+    assert (builds(session, "s.1.p"), builds(session, "s.2.q")) == (1, 1)
 
 
 def test_each_attempt_counts_once_and_a_withdrawn_check_not_at_all(session, problems):

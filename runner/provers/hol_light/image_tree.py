@@ -109,18 +109,41 @@ class ImageTree:
             self.image_build_secs[key] = secs
             self.image_builds.append(ImageBuild(key, parent, secs, time.time()))
 
+    def _needed_now(self) -> set[str]:
+        """The loaded images a pending check would fork from, or build its
+        image from: for each, the nearest loaded image on its chain (its own,
+        else the closest ancestor). An ancestor with a loaded image below it
+        on every pending path is not needed: nothing forks from it again. A
+        proof file cut theorem by theorem is one long chain, every image an
+        ancestor of every later problem; counting ancestors as needed made
+        the chain's tip as evictable as its ancestors, and the tip went,
+        to be rebuilt down the chain (tests/hol_light/test_extract.py)."""
+        wanted = {self._image_of.get(pid) for pid, n in self._pending.items() if n > 0}
+        needed = set()
+        for key in wanted:
+            while key is not None and key not in self._images:
+                key = self._nodes[key].parent
+            if key is not None:
+                needed.add(key)
+        return needed
+
     def _evict_if_full(self) -> None:
         """Quit idle images beyond ``max_images``, in this order: those no
-        pending check needs, least recently used first; then, if more must
-        go, those cheapest to build again (their last measured build), least
-        recently used first among equals. An image a pending check needs is
-        built again before that check runs, so losing it costs its build
-        once more (a 35,000-line bench context: minutes), while one no check
-        needs costs nothing; runner/planner_dispatch.py (NodeImages) plans
-        with the same rule."""
+        pending check needs (``_needed_now``), least recently used first;
+        then, if more must go, those cheapest to build again (their last
+        measured build), least recently used first among equals. An image a
+        pending check needs is built again before that check runs, so losing
+        it costs its build once more (a 35,000-line bench context: minutes),
+        while one no check needs costs nothing; runner/planner_dispatch.py
+        (NodeImages) plans with the same order, counting every image on a
+        pending check's chain as needed."""
         with self._lock:
+            if len(self._images) < self.backend.max_images:
+                return
+            needed_now = self._needed_now()
+
             def order(k: str):
-                needed = self._needed.get(k, 0) > 0
+                needed = k in needed_now
                 return (needed, self.image_build_secs.get(k, 0.0) if needed else 0.0,
                         self._images[k].last_used, k)
             idle = sorted((order(k), k) for k in self._images
