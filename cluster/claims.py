@@ -192,3 +192,32 @@ class Pool:
     def mine(self) -> set[str]:
         """Problems this task holds (after a requeue: what it held before)."""
         return self.held_by(self.holder)
+
+
+class Claimer:
+    """An array task's answer to its local executor's "may I run this
+    problem?" (``LocalExecutor(claim=...)``): whether ``pool.claim`` gives
+    it the problem, and, for one taken over from a task that ended, whether
+    any of its checks is still unrecorded (``recorded(problem_id)``: all
+    are); that task may have recorded them before it ended.
+
+    A problem taken over with all its checks recorded stays refused. The
+    executor asks once more at the end for every problem it was refused
+    (its holder may have died meanwhile), and by then the claim is this
+    task's own: "mine" would run it a second time (tests/test_slurm.py saw
+    a check recorded twice so)."""
+
+    def __init__(self, pool: Pool, recorded: Callable[[str], bool]):
+        self.pool, self.recorded = pool, recorded
+        self._done: set[str] = set()
+
+    def __call__(self, problem_id: str) -> bool:
+        if problem_id in self._done:
+            return False
+        how = self.pool.claim(problem_id)
+        if how != "taken":
+            return bool(how)
+        if self.recorded(problem_id):
+            self._done.add(problem_id)
+            return False
+        return True

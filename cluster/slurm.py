@@ -51,7 +51,7 @@ from runner.verdicts import Verdict
 from runner.worker import CheckTask, lost_row
 
 from .base import Executor, SweepJob
-from .claims import Pool, holder_name
+from .claims import Claimer, Pool, holder_name
 from .local import LocalExecutor
 from .shares import planned_shares
 from .slurm_jobs import LEDGER, UNFINISHED, JobRecord, Ledger, final_state, max_array_size, queued_names
@@ -131,20 +131,15 @@ class PullWorker(Checkpointable):
             for t in todo:
                 runs.setdefault(t.problem.problem_id, []).append(t)
 
-            def claim(problem_id: str) -> bool:
-                how = pool.claim(problem_id)
-                if how != "taken":
-                    return bool(how)
-                # Its last holder ended after this task listed its work, and
-                # may have recorded the problem's checks first: not again.
+            def recorded(problem_id: str) -> bool:
                 done = shards.scan(self.out, repair=False, columns=shards.LIGHT).done
                 left, _skipped = attempts.pending(runs[problem_id], done)
-                return bool(left)
+                return not left
 
             # The local executor starts the session (its scratch under the node's
             # TMPDIR, not the shared OUT) and publishes shards and boards to OUT.
             try:
-                LocalExecutor(workers=self.threads, claim=claim).execute(
+                LocalExecutor(workers=self.threads, claim=Claimer(pool, recorded)).execute(
                     SweepJob(self.backend, todo, self.out, prefix, plan), self._finished.append)
             finally:
                 self._finished = []

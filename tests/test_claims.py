@@ -8,7 +8,7 @@ import os
 import signal
 import time
 
-from cluster.claims import Pool
+from cluster.claims import Claimer, Pool
 
 PROBLEMS = [f"p{i:03d}" for i in range(200)]
 
@@ -103,3 +103,18 @@ def test_a_requeued_task_finds_its_claims_again(tmp_path):
     again = Pool(tmp_path, "5_3")             # same job id after Slurm's requeue
     assert again.mine() == {"a", "b"} and again.claim("a") == "mine"
     assert not Pool(tmp_path, "5_4").claim("a")
+
+
+def test_a_problem_taken_over_with_its_checks_recorded_is_never_run_again(tmp_path):
+    # The replacement task 87 recorded "done" and "half" had a check left
+    # when it ended; the driver gave back its lease. The requeued task 85_1
+    # takes both over. Its executor asks again at the end for a problem it
+    # was refused: by then the claim is 85_1's own, and must still say no.
+    ended = Pool(tmp_path, "87")
+    ended.renew()
+    assert ended.claim("done") == ended.claim("half") == "new"
+    ended.release_holder("87", keep=lambda pid: True)       # all recorded, as the driver saw
+    claim = Claimer(Pool(tmp_path, "85_1"), recorded=lambda pid: pid == "done")
+    assert not claim("done") and not claim("done")
+    assert claim("half") and claim("half")                  # its own now: "mine"
+    assert Pool(tmp_path, "observer").holder_of("done") == "85_1"
