@@ -106,6 +106,7 @@ def main() -> int:
             p = simulate(plan, keep_schedule=False)
             proof_h, image_h = (p.busy_s - p.build_s) / 3600, (p.build_s - p.boots_s) / 3600
             row[str(choice)] = {"image_core_hours": image_h, "proof_core_hours": proof_h,
+                                "rebuild_core_hours": p.rebuild_s / 3600,
                                 "share": image_h / proof_h, "boot_core_hours": p.boots_s / 3600,
                                 "makespan_s": p.makespan_s}
         row["plan_and_simulate_s"] = time.monotonic() - t
@@ -114,7 +115,8 @@ def main() -> int:
               f"{row['baseline_image_core_hours']:.3f} core-h, proofs {row['baseline_proof_core_hours']:.3f}"
               f" core-h | " + " | ".join(
                   f"{c}: images {row[c]['image_core_hours']:.3f} core-h / proofs "
-                  f"{row[c]['proof_core_hours']:.3f} core-h = {100 * row[c]['share']:.0f}%, makespan "
+                  f"{row[c]['proof_core_hours']:.3f} core-h = {100 * row[c]['share']:.0f}% (rebuilds "
+                  f"{row[c]['rebuild_core_hours']:.3f} core-h), makespan "
                   f"{row[c]['makespan_s']:,.0f} s" for c in ("replay", "trust")))
     if args.json:
         print(json.dumps(rows))

@@ -17,7 +17,7 @@ from __future__ import annotations
 import heapq
 import math
 import threading
-from collections import defaultdict, deque
+from collections import Counter, defaultdict, deque
 from dataclasses import dataclass
 from typing import Callable, Mapping
 
@@ -125,6 +125,7 @@ class Dispatcher:
         self.class_bound = {k: max(self.mem[i] for i in q) for k, q in self.classes.items()}
         self.class_min = {k: min(self.mem[i] for i in q) for k, q in self.classes.items()}
         self.chains = {key: plan.chain(key) for key in set(self.image)}
+        self.children = Counter(plan.images[k].parent for k in {k for c in self.chains.values() for k in c})
         self.by_image: dict[str, deque[int]] = {}
         for i, key in enumerate(self.image):
             self.by_image.setdefault(key, deque()).append(i)
@@ -149,8 +150,12 @@ class Dispatcher:
         self.held = set(start)
         self.holders: dict[str, int] = {key: workers.nodes for key in start}
         self.image_work: dict[str, float] = defaultdict(float)
+        # Work left under each image: its problems' and its descendants'.
+        self.tree_work: dict[str, float] = defaultdict(float)
         for i, key in enumerate(self.image):
             self.image_work[key] += self.cost[i]
+            for ancestor in self.chains[key]:
+                self.tree_work[ancestor] += self.cost[i]
         # Per node, the images a worker is loading for its problem, until that
         # problem ends: another worker that needs one waits for it.
         self.building: list[dict[str, int]] = [{} for _ in range(workers.nodes)]
@@ -196,10 +201,28 @@ class Dispatcher:
             heapq.heappush(heap, entry)
         return found
 
-    def _first_unheld(self, free: int) -> int | None:
-        """The next check of the first image no node holds, if it fits ``free``."""
-        heap = self.unheld
-        while heap:
+    def _elsewhere(self, i: int, node: int) -> bool:
+        """``i`` continues a chain another node holds: its image's ancestors
+        below the chain's last branch point (a proof file's earlier contexts,
+        each extending the last), held there and not here, and that node
+        finishes the work under them sooner than this one could load them.
+        Above a branch point (a library many files start from) each node
+        loads what it needs."""
+        have, chain = self.node_images[node], self.chains[self.image[i]]
+        start = max((n + 1 for n, k in enumerate(chain[:-1]) if self.children[k] > 1), default=0)
+        foreign = [k for k in chain[start:-1] if k not in have and self.holders.get(k)]
+        if not foreign:
+            return False
+        deepest = foreign[-1]
+        load = sum(self.plan.build_s(k) for k in foreign)
+        return self.tree_work[deepest] / (self.holders[deepest] * self.cores) < load
+
+    def _first_unheld(self, free: int, node: int) -> int | None:
+        """The next check of the first image no node holds, if it fits
+        ``free``, passing over (up to ``lookahead``) images better built
+        where part of their chain is (``_elsewhere``)."""
+        heap, skipped, found = self.unheld, [], None
+        while heap and len(skipped) < self.lookahead:
             i, key = heap[0]
             actual = self._queue_head(key) if key not in self.held else None
             if actual != i:
@@ -207,8 +230,14 @@ class Dispatcher:
                 if actual is not None:
                     heapq.heappush(heap, (actual, key))
                 continue
-            return i if self.mem[i] <= free else None
-        return None
+            if self._elsewhere(i, node):
+                skipped.append(heapq.heappop(heap))
+                continue
+            found = i if self.mem[i] <= free else None
+            break
+        for entry in skipped:
+            heapq.heappush(heap, entry)
+        return found
 
     def _first_fitting(self, free: int) -> int | None:
         """The first check in priority order that fits ``free``; for the naive
@@ -285,18 +314,21 @@ class Dispatcher:
         if self.cost[pick] >= cfg.affinity_factor * (missing + rebuild):
             return pick                 # long next to the loads: longest first wins
         critical = cfg.critical_share * self.work_left / self.workers
-        # Other nodes hold the image and finish its checks before this one could load it.
-        soon = bool(self.holders.get(key)) and \
-            self.image_work[key] / (self.holders[key] * self.cores) < missing
-        # An image no node holds must be loaded somewhere: its load is part
+        # Other nodes hold the image, or part of its chain, and finish the
+        # work there before this one could load it.
+        soon = (bool(self.holders.get(key)) and
+                self.image_work[key] / (self.holders[key] * self.cores) < missing) or \
+            self._elsewhere(pick, node)
+        # Images no node holds must be loaded somewhere: their load is part
         # of the problem's length. A pick that would evict work is never
         # critical: warm work comes first.
-        length = self.cost[pick] + (0.0 if self.holders.get(key) else missing)
+        length = self.cost[pick] + sum(self.plan.build_s(k) for k in self.chains[key]
+                                       if not self.holders.get(k))
         if length >= critical and not soon and not rebuild:
             return pick
         other = self._best_warm(node, free)
         if other is None:
-            other = self._first_unheld(free)
+            other = self._first_unheld(free, node)
         if other is not None:
             return other
         return None if soon else pick
@@ -347,6 +379,7 @@ class Dispatcher:
         self.running[node] += 1
         for key in self.chains[self.image[i]]:
             self.pending[key] -= 1
+            self.tree_work[key] -= self.cost[i]
         new, evicted = self.node_images[node].take(self.chains[self.image[i]])
         for key in evicted:
             self.holders[key] -= 1

@@ -237,3 +237,20 @@ def test_a_chain_of_contexts_goes_shallowest_first_one_worker_per_chain():
     assert prediction.rebuild_s == 0
     assert prediction.build_s == pytest.approx(70 + 60 + 20 + 10 + 18 * 1.0)
     assert prediction.makespan_s == pytest.approx(70 + 60 + 20 + 9 * 1.0 + 0.1)
+
+
+def test_on_two_nodes_each_chain_of_contexts_is_built_on_one():
+    # The same files on two nodes of one core. Each node loads the library
+    # (all the work is under it), then one file's chain; a node never builds
+    # the other's chain again for its next problem, which the node holding
+    # the chain continues for a second's load.
+    checks = [PlanCheck(f"{f}{k}", 0, "cat", 0.1, "map", GIB, f"{f}{k}", 120.0, i)
+              for i, (f, k) in enumerate((f, k) for f in "ab" for k in range(1, 11))]
+    plan = make_plan(checks, _proof_files({"a": 20.0, "b": 10.0}, 10), "base",
+                     Workers(2, 1, 16 * GIB), PlanConfig(dispatch_s=0.0))
+    prediction = simulate(plan)
+    nodes = {pid[0]: set() for (pid, _) in prediction.schedule}
+    for (pid, _), (worker, _, _) in prediction.schedule.items():
+        nodes[pid[0]].add(worker)
+    assert nodes["a"] != nodes["b"] and all(len(n) == 1 for n in nodes.values())
+    assert prediction.build_s == pytest.approx(2 * 70 + 2 * 60 + 20 + 10 + 18 * 1.0)
