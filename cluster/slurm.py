@@ -19,8 +19,8 @@ The driver only submits, watches and merges:
 - when a job ends for good (cancelled, killed for memory, node failure), its
   unfinished claims go back to the pool at once and a new task replaces it,
   pulling from all that is left; a check is tried by up to ``retries`` such
-  jobs, after that it is recorded as ERROR with the reason. A task that dies while no driver watches loses its
-  claims when its lease runs out;
+  jobs, after that it is recorded as ERROR with the reason. A task that dies
+  while no driver watches loses its claims when its lease runs out;
 - ``add_tasks``: more array tasks for a sweep already running. They pull
   from the same pool; this driver watches them (and everyone's rows) until
   the sweep is done.

@@ -60,7 +60,6 @@ class ForkSession(ImageTree, ProverSession):
         self._build_locks: dict[str, threading.Lock] = {}
         self._in_use: dict[str, int] = {}
         self._pending: dict[str, int] = {}          # problem id -> checks prepared, not yet done
-        self._needed: dict[str, int] = {}           # image key -> pending checks whose chain has it
         self._running = 0                           # checks running now, under _lock
         self._counter = itertools.count()
         self._base_proc: subprocess.Popen | None = None

@@ -31,7 +31,6 @@ class ImageTree:
     base_key: str
     _image_of: dict[str, str]                # problem id -> its context's image
     _pending: dict[str, int]                 # problem id -> its checks prepared, not yet done
-    _needed: dict[str, int]                  # image key -> pending checks whose chain has it
 
     def _fork_image(self, parent: ImageProcess, node: contexts.ImageNode) -> ImageProcess:
         """Fork ``node``'s image from its loaded ``parent``; raises ImageFailed."""
@@ -69,20 +68,11 @@ class ImageTree:
                     self._images[key] = image
             return self._acquire(key)
 
-    def _chain_keys(self, problem_id: str) -> list[str]:
-        keys, key = [], self._image_of.get(problem_id)
-        while key is not None:
-            keys.append(key)
-            key = self._nodes[key].parent
-        return keys
-
     def _expect(self, problem_ids: Iterable[str]) -> None:
         """One check to come per id given (a problem's attempts: its id once each)."""
         with self._lock:
             for pid in problem_ids:
                 self._pending[pid] = self._pending.get(pid, 0) + 1
-                for key in self._chain_keys(pid):
-                    self._needed[key] = self._needed.get(key, 0) + 1
 
     def _settled(self, problem_id: str) -> None:
         """A check of ``problem_id`` is done (or will not run): its images
@@ -92,8 +82,6 @@ class ImageTree:
             if self._pending.get(problem_id, 0) <= 0:
                 return
             self._pending[problem_id] -= 1
-            for key in self._chain_keys(problem_id):
-                self._needed[key] -= 1
 
     def withdraw(self, problem) -> None:
         """A prepared check that will not run (its verdict was reused, or it
