@@ -245,24 +245,18 @@ def make_plan(checks: Sequence[PlanCheck], images: Mapping[str, Image], base: st
         # that problem ranks by its load plus its own time, so an image that
         # is slow to load starts early instead of ending the sweep.
         skip = set(prebuilt) | {base}
-        load: dict[str, float] = {}
-        for key in keys:
-            chain, k = 0.0, key
-            while k is not None and k not in skip:
-                chain += images[k].build_s
-                k = images[k].parent
-            load[key] = chain
+        above = {key: _ancestors(key, images, skip) for key in keys}
+        load = {key: sum(images[k].build_s for k in above[key]) for key in keys}
         lead, seen = [], set()
         for u in units:
             key = u[0].image_key
             lead.append(key not in seen)
             seen.add(key)
         if any(load[u[0].image_key] for u, first in zip(units, lead) if first):
-            reach = _reach(units, lead, load, images, skip)
-            depth = {key: len(_ancestors(key, images, skip)) for key in keys}
+            reach = _reach(units, lead, load, above)
             order = sorted(range(len(units)), key=lambda i: (
                 -(reach[units[i][0].image_key] if lead[i] else sum(c.expected_s for c in units[i])),
-                depth[units[i][0].image_key], i))
+                len(above[units[i][0].image_key]), i))
             units = [units[i] for i in order]
     ordered = tuple(c for u in units for c in u)
     return Plan(config, workers, ordered, dict(images), base, frozenset(prebuilt))
@@ -277,8 +271,8 @@ def _ancestors(key: str, images: Mapping[str, Image], skip: set[str]) -> list[st
     return out
 
 
-def _reach(units, lead, load: Mapping[str, float], images: Mapping[str, Image],
-           skip: set[str]) -> dict[str, float]:
+def _reach(units, lead, load: Mapping[str, float],
+           above: Mapping[str, list[str]]) -> dict[str, float]:
     """Per image, the longest path through it: the load of its chain and the
     time of its first problem, or of the first problem of any image below it.
 
@@ -296,7 +290,7 @@ def _reach(units, lead, load: Mapping[str, float], images: Mapping[str, Image],
             continue
         key = u[0].image_key
         path = load[key] + sum(c.expected_s for c in u)
-        for k in _ancestors(key, images, skip) or [key]:
+        for k in above[key] or [key]:
             if reach.get(k, -1.0) < path:
                 reach[k] = path
     return reach
