@@ -3,11 +3,14 @@ the plan's durations are wrong and when a task is cancelled halfway.
 
 Workload: ``--problems`` (24) generated HOL Light problems on the base image,
 whose proofs cost what we choose: problem i's answer is ``REPLICATE_TAC k_i
-STEP THEN ARITH_TAC``, where STEP proves a 4-variable linear fact by
-``ARITH_TAC`` in a discarded subgoal. Nominal durations are drawn
-log-uniformly over a 16x range (seeded) and scaled to ``--work`` (480) seconds
-in all; k_i = nominal_i / STEP_S. The plan is made from a timeout map
-(declared bytecode) whose ``prove_secs`` are the nominal durations times a
+STEP THEN ARITH_TAC``, where STEP proves a linear fact by ``ARITH_TAC`` in a
+discarded subgoal (4 variables in bytecode, 12 natively). Nominal durations
+are drawn log-uniformly over a 16x range (seeded) and scaled to ``--work``
+(480) seconds in all; k_i = nominal_i / STEP_S. ``--mode`` (bytecode) is the
+HOL Light execution mode of every check: a native task boots in about 14 s
+against about 65 s in bytecode, which is most of what a cancel costs. The
+plan is made from a timeout map (declared in that mode) whose
+``prove_secs`` are the nominal durations times a
 seeded factor drawn log-uniformly in [0.5, 2] per problem: the planner is
 wrong by up to 2x either way. True durations are measured in the run: each check's
 ``prove_secs`` in the sweep's own rows.
@@ -69,11 +72,20 @@ from runner.sweep import SweepConfig, prepare, run_sweep
 
 TARGET_RATIO = 1.10
 NODES = 2
-# One STEP proved in 5.6 ms of bytecode time on a quiet core here (REPLICATE_TAC
-# of 50 to 2,000 steps: linear); 18-30 ms with the host's load average at 7-8.
-STEP = ("SUBGOAL_THEN `!a b c d. a <= b /\\ c <= d ==> a + c <= b + d + 1` (K ALL_TAC) "
-        "THENL [ARITH_TAC; ALL_TAC]")
-STEP_S = 0.0056
+
+# (one step's tactic, its seconds on a quiet core here), per execution mode.
+# Bytecode: 5.6 ms (REPLICATE_TAC of 50 to 2,000 steps: linear); 18-30 ms with
+# the host's load average at 7-8. Natively the 4-variable step takes 1.1 ms at
+# 2,000 steps but 1.5 ms at 50,000 (a long proof's state slows every step), so
+# the native step is a 12-variable fact: 3.3-3.4 ms from 100 to 8,000 steps,
+# and the longest nominal proof stays under 20,000 steps.
+STEPS = {
+    "bytecode": ("SUBGOAL_THEN `!a b c d. a <= b /\\ c <= d ==> a + c <= b + d + 1` (K ALL_TAC) "
+                 "THENL [ARITH_TAC; ALL_TAC]", 0.0056),
+    "native": ("SUBGOAL_THEN `!a b c d e f g h i j k l. a <= b /\\ c <= d /\\ e <= f /\\ g <= h "
+               "/\\ i <= j /\\ k <= l ==> a + c + e + g + i + k <= b + d + f + h + j + l + 1` "
+               "(K ALL_TAC) THENL [ARITH_TAC; ALL_TAC]", 0.0033),
+}
 SPREAD = 16.0               # longest nominal proof / shortest
 CHECK_MEM = 2 * 2**30       # --mem-limit per check, as slurm_overhead.py
 SWEEPS = [("wrong", "pulling"), ("wrong", "fixed"), ("cancel", "fixed"), ("cancel", "pulling")]
@@ -81,25 +93,27 @@ SWEEPS = [("wrong", "pulling"), ("wrong", "fixed"), ("cancel", "fixed"), ("cance
 
 # -- the workload ----------------------------------------------------------------
 
-def workload(root: Path, problems: int, work_s: float, seed: int) -> dict:
-    """The corpus, its wrong timeout map, and each problem's nominal seconds."""
+def workload(root: Path, problems: int, work_s: float, seed: int, hol_mode: str) -> dict:
+    """The corpus, its wrong timeout map, and each problem's nominal seconds
+    in ``hol_mode``."""
+    step, step_s = STEPS[hol_mode]
     rng = random.Random(seed)
     raw = [math.exp(rng.uniform(0, math.log(SPREAD))) for _ in range(problems)]
     scale = work_s / sum(raw)
     specs, nominal, factor, entries = [], {}, {}, []
     for i, r in enumerate(raw):
         pid = f"elastic.p{i:03d}"
-        k = max(1, round(r * scale / STEP_S))
-        nominal[pid] = k * STEP_S
+        k = max(1, round(r * scale / step_s))
+        nominal[pid] = k * step_s
         factor[pid] = 2 ** rng.uniform(-1, 1)
-        specs.append(Spec(pid, f"`v{i} + 0 = v{i}`", f"REPLICATE_TAC {k} ({STEP}) THEN ARITH_TAC"))
+        specs.append(Spec(pid, f"`v{i} + 0 = v{i}`", f"REPLICATE_TAC {k} ({step}) THEN ARITH_TAC"))
         # Limits far above any load seen here: a TIMEOUT would void the run.
         entries.append({"problem_id": pid, "prove_secs": round(nominal[pid] * factor[pid], 3),
                         "timeout_sec": round(20 * nominal[pid] + 120)})
     write_corpus(specs, root / "corpus")
     (root / "wrong-map.json").write_text(json.dumps(entries, indent=1) + "\n")
     return {"corpus": root / "corpus", "map": root / "wrong-map.json", "nominal": nominal,
-            "factor": factor}
+            "factor": factor, "hol_mode": hol_mode}
 
 
 # -- watching a sweep -----------------------------------------------------------
@@ -171,8 +185,8 @@ def wait_for_queue(job_ids: list[str], timeout: float = 180.0) -> None:
 def run_one(root: Path, w: dict, scenario: str, mode: str) -> dict:
     out = root / f"out-{scenario}-{mode}"
     prepared = prepare(SweepConfig(corpus=w["corpus"], out=out, workers=1, context_root=root,
-                                   timeout_map=w["map"], map_mode="bytecode",
-                                   mem_limit=CHECK_MEM))
+                                   timeout_map=w["map"], map_mode=w["hol_mode"],
+                                   mode=w["hol_mode"], mem_limit=CHECK_MEM))
     executor = SlurmExecutor(SlurmOptions(nodes=NODES, poll_s=1.0)) if mode == "pulling" \
         else FixedShares(nodes=NODES)
     sampler = Sampler()
@@ -250,6 +264,7 @@ def analyse(prepared, out: Path, mode: str, rows: list[dict], jobs, wall: float,
         "predicted_true_s": round(prediction.makespan_s, 1),
         "ratio": round(makespan / prediction.makespan_s, 3),
         "planned_s": round(planned.makespan_s, 1),
+        "planned_boot_s": round(prepared.plan.images[prepared.plan.base].build_s, 1),
         "true_work_s": round(sum(true_s.values()), 1),
         "boots_s": [round(s, 1) for s, _ in boots],
         "boot_starts_s": [round(f - s - t0, 1) for s, f in boots],
@@ -282,7 +297,8 @@ def describe(scenario: str, mode: str, r: dict) -> list[str]:
     lines = [f"{scenario}/{mode}: makespan {r['makespan_s']:.1f} s (sbatch -> last verdict; "
              f"run_sweep {r['run_sweep_s']:.1f} s), prediction with true durations "
              f"{r['predicted_true_s']:.1f} s: {r['ratio']:.3f}x",
-             f"  the plan's own prediction (wrong durations, 70 s boot) {r['planned_s']:.1f} s; "
+             f"  the plan's own prediction (wrong durations, {r['planned_boot_s']:.0f} s boot) "
+             f"{r['planned_s']:.1f} s; "
              f"true proof work {r['true_work_s']:.1f} s; {r['jobs']} jobs "
              f"({r['jobs_without_verdicts']} recorded no verdict); HOL Light boots "
              + ", ".join(f"{s:.1f} s from {t:.1f} s" for s, t in zip(r["boots_s"], r["boot_starts_s"])),
@@ -309,6 +325,8 @@ def main() -> int:
                         help="nominal proof seconds per sweep, on a quiet core")
     parser.add_argument("--seed", type=int, default=0, help="seeds durations and the plan's errors")
     parser.add_argument("--scenarios", default="wrong,cancel", help="wrong, cancel or both")
+    parser.add_argument("--mode", choices=sorted(STEPS), default="bytecode",
+                        help="HOL Light execution mode of the checks (native: built first if missing)")
     parser.add_argument("--keep", type=Path, default=None, help="keep corpus and sweeps in DIR")
     args = parser.parse_args()
     if subprocess.run(["scontrol", "ping"], capture_output=True, text=True).stdout.count("UP") == 0:
@@ -318,7 +336,7 @@ def main() -> int:
         raise SystemExit(f"--scenarios: {args.scenarios!r}; pass wrong, cancel or wrong,cancel")
     root = args.keep or temp_dir("slurm-elastic")
     root.mkdir(parents=True, exist_ok=True)
-    w = workload(root, args.problems, args.work, args.seed)
+    w = workload(root, args.problems, args.work, args.seed, args.mode)
     factors = list(w["factor"].values())
     log(f"{args.problems} problems, {sum(w['nominal'].values()):.0f} s nominal proof work; plan "
         f"wrong by x{min(factors):.2f}-x{max(factors):.2f}")
@@ -332,11 +350,12 @@ def main() -> int:
     passed = {s: results[s]["pulling"]["ratio"] <= TARGET_RATIO for s in results}
     figures = {"problems": args.problems, "nominal_work_s": round(sum(w["nominal"].values()), 1),
                "plan_factor_range": [round(min(factors), 3), round(max(factors), 3)],
-               "seed": args.seed, "cpus": os.cpu_count(), "scenarios": results,
+               "seed": args.seed, "hol_mode": args.mode, "cpus": os.cpu_count(), "scenarios": results,
                "pulling_pass": passed}
     lines = [f"{args.problems} HOL Light problems, {figures['nominal_work_s']} s of nominal proof "
              f"work, planned from durations wrong by x{min(factors):.2f}-x{max(factors):.2f} "
-             f"(seed {args.seed}); {NODES} array tasks of 1 CPU, each booting HOL Light"]
+             f"(seed {args.seed}); {NODES} array tasks of 1 CPU, each booting HOL Light "
+             f"({args.mode})"]
     for scenario in ("wrong", "cancel"):
         for mode in ("pulling", "fixed"):
             if mode in results.get(scenario, {}):

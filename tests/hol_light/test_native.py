@@ -121,6 +121,17 @@ def test_heavy_proofs_are_faster_natively(native_sweep, demo_rows):
     assert native * 1.3 < bytecode, (native, bytecode)
 
 
+def test_the_plan_expects_a_native_boot(native_sweep, hol_session):
+    """A plan that expected the bytecode toplevel's boot would start every
+    native task's work about a minute later than it does."""
+    prepared, session, _, _ = native_sweep
+    planned = prepared.plan.images[prepared.plan.base]
+    native, bytecode = (next(b.secs for b in s.image_builds if b.parent is None)
+                        for s in (session, hol_session))
+    assert planned.source == "default"
+    assert abs(planned.build_s - native) < abs(planned.build_s - bytecode), (planned, native, bytecode)
+
+
 # -- batches -------------------------------------------------------------------
 
 def test_one_broken_answer_does_not_sink_its_batch(native_sweep, tmp_path):

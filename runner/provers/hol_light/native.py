@@ -33,7 +33,7 @@ from .native_compile import Compiled, NativeCompiler, NotNative, Scope
 from .fork_session import ForkSession, not_run
 from .map_modes import BYTECODE_MODE, NATIVE_MODE
 from .native_build import NativeBuild
-from .plans import ALLOWANCES, image_plan
+from .plans import ALLOWANCES, NATIVE_BOOT_S, image_plan
 from ...prover import (BackendInfo, CheckLimits, CheckResult, ImagePlan, Prover, ProverBackend,
                        ProverSession)
 from ...sandbox import SandboxConfig
@@ -81,7 +81,7 @@ class NativeHolLightBackend(ProverBackend):
     allowances = ALLOWANCES
 
     def image_plan(self, problems: Sequence[Problem], prove_secs) -> ImagePlan:
-        return image_plan(problems, prove_secs, self.salt, self.context_proofs)
+        return image_plan(problems, prove_secs, self.salt, self.context_proofs, NATIVE_BOOT_S)
 
     def start(self, workdir: Path) -> "NativeSession":
         return NativeSession(self, Path(workdir))

@@ -16,6 +16,9 @@ from . import context_costs, contexts
 # ../shared/notes/hol-light.md: HOL Light starts cold in 75-90 s of CPU
 # (benchmarks/overhead.py measured 65.8 s here).
 BOOT_S = 70.0
+# The native server, HOL Light compiled in, reaches READY in 12-14 s here
+# (benchmarks/native.py: 13.7 s; benchmarks/slurm_elastic.py --mode native: 12.2 s).
+NATIVE_BOOT_S = 14.0
 ALLOWANCES = JobAllowances(
     # A task holds the base image and its contexts besides the checks; forked
     # checks share the image's pages, but Slurm's jobacct_gather adds up the
@@ -48,9 +51,10 @@ def plans_of_tree(tree: contexts.ContextTree, prove_secs: Mapping[str, float], c
 
 
 def image_plan(problems: Iterable[Problem], prove_secs: Mapping[str, float], salt: str,
-               choice: ContextProofs) -> ImagePlan:
-    """The images a session keyed by ``salt`` builds for ``problems``."""
-    return plans_of_tree(_tree(problems, salt), prove_secs, (choice,), BOOT_S)[ContextProofs(choice)]
+               choice: ContextProofs, boot_s: float = BOOT_S) -> ImagePlan:
+    """The images a session keyed by ``salt`` builds for ``problems``, on a
+    base that boots in ``boot_s``."""
+    return plans_of_tree(_tree(problems, salt), prove_secs, (choice,), boot_s)[ContextProofs(choice)]
 
 
 def offline_plans(problems: Iterable[Problem], prove_secs: Mapping[str, float], choices,
