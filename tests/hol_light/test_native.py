@@ -122,8 +122,8 @@ def test_heavy_proofs_are_faster_natively(native_sweep, demo_rows):
 
 
 def test_the_plan_expects_a_native_boot(native_sweep, hol_session):
-    """A plan that expected the bytecode toplevel's boot would start every
-    native task's work about a minute later than it does."""
+    """A plan that expected the bytecode toplevel's boot would predict every
+    native task's first check about a minute later than it starts."""
     prepared, session, _, _ = native_sweep
     planned = prepared.plan.images[prepared.plan.base]
     native, bytecode = (next(b.secs for b in s.image_builds if b.parent is None)
