@@ -76,7 +76,11 @@ class Dispatcher:
         self.class_bound = {k: max(self.mem[i] for i in q) for k, q in self.classes.items()}
         self.class_min = {k: min(self.mem[i] for i in q) for k, q in self.classes.items()}
         self.chains = {key: plan.chain(key) for key in set(self.image)}
-        self.children = Counter(plan.images[k].parent for k in {k for c in self.chains.values() for k in c})
+        children = Counter(plan.images[k].parent for k in {k for c in self.chains.values() for k in c})
+        # Per image, its ancestors below its chain's last branch point: the
+        # earlier contexts of one proof file, each extending the last.
+        self.stems = {key: chain[max((n + 1 for n, k in enumerate(chain[:-1]) if children[k] > 1),
+                                     default=0):-1] for key, chain in self.chains.items()}
         self.by_image: dict[str, deque[int]] = {}
         for i, key in enumerate(self.image):
             self.by_image.setdefault(key, deque()).append(i)
@@ -159,9 +163,8 @@ class Dispatcher:
         finishes the work under them sooner than this one could load them.
         Above a branch point (a library many files start from) each node
         loads what it needs."""
-        have, chain = self.node_images[node], self.chains[self.image[i]]
-        start = max((n + 1 for n, k in enumerate(chain[:-1]) if self.children[k] > 1), default=0)
-        foreign = [k for k in chain[start:-1] if k not in have and self.holders.get(k)]
+        have = self.node_images[node]
+        foreign = [k for k in self.stems[self.image[i]] if k not in have and self.holders.get(k)]
         if not foreign:
             return False
         deepest = foreign[-1]
