@@ -12,9 +12,14 @@ s2n-bignum-bench's retrieve layout (runner/corpus.py)::
 
 Ids follow the bench's collect-problems.py: ``<prefix>.<file stem>.<NAME>``;
 a name proved several times in one file gets ``.0``, ``.1``, ... on every
-occurrence, in file order. A statement already proved (the same text up to
-whitespace, in any file of the run) is kept once, under its first id, as the
-bench does; later ones are listed as skipped.
+occurrence, in file order. A statement proved again later in the same file
+(the same text up to whitespace) is kept once, under its first id, and the
+repeats are listed as skipped. Duplicates are looked for within a file only,
+so a problem's id, and whether it is kept, depend on its own file alone, not
+on which files are extracted together (the bench dedups across its whole,
+fixed tree; here the set of files varies from run to run). A statement that
+another file of the run also proves is kept in both, and extract.json names
+the earlier one (``same_statement_as``).
 """
 
 from __future__ import annotations
@@ -91,6 +96,8 @@ class Extract:
     context_root: Path | None   # what a sweep of the corpus must pass as --context-root
     context_note: str           # why, in one sentence
     unresolved: tuple[str, ...]  # needs/loadt names found nowhere
+    # problem id -> the id, in an earlier file of the run, of the same statement
+    same_statement_as: dict[str, str] = field(default_factory=dict)
 
 
 def extract(cfg: ExtractConfig) -> Extract:
@@ -126,7 +133,10 @@ def extract(cfg: ExtractConfig) -> Extract:
     problems: list[Problem] = []
     skipped: list[Skipped] = []
     sources: list[Source] = []
-    seen: dict[str, str] = {}       # normalised goal -> id of the problem that proves it
+    # Normalised goal -> id of the first problem of the run that proves it:
+    # only reported (extract.json's same_statement_as), never used for ids.
+    first: dict[str, str] = {}
+    same: dict[str, str] = {}       # problem id -> earlier id of another file, same goal
     for path in cfg.files:
         text = texts[path]
         found, skips = _cut(path, text)
@@ -137,29 +147,34 @@ def extract(cfg: ExtractConfig) -> Extract:
             raise InputError(path, f"none of its {len(skips)} proofs can be extracted "
                              f"(first: line {skips[0].line}: {skips[0].reason})",
                              "pass a file with top-level `let NAME = prove (`GOAL`, TACTIC);;`")
+        # Duplicates within this file only: ids depend on the file alone.
         kept: list[tuple[int, Theorem, str]] = []
         dups: list[tuple[int, Theorem, str]] = []
-        mine: set[str] = set()
+        mine: dict[str, str] = {}       # normalised goal -> id in this file
         for line, thm, setup in found:
             goal = " ".join(thm.query.split())
-            if goal in seen or goal in mine:
+            if goal in mine:
                 dups.append((line, thm, goal))
             else:
-                mine.add(goal)
+                mine[goal] = ""
                 kept.append((line, thm, setup))
         ids = _ids(_prefix(cfg, path), path, [thm.name for _, thm, _ in kept])
         for pid, (line, thm, setup) in zip(ids, kept):
-            seen[" ".join(thm.query.split())] = pid
+            goal = " ".join(thm.query.split())
+            mine[goal] = pid
+            if goal in first:
+                same[pid] = first[goal]
             problems.append(Problem(pid, str(path), line, thm.name, thm.form, setup, thm.query,
                                     thm.answer))
-        skips += [Skipped(str(path), line, thm.name, f"duplicate statement of {seen[goal]}")
+        first.update((g, pid) for g, pid in mine.items() if g not in first)
+        skips += [Skipped(str(path), line, thm.name, f"duplicate statement of {mine[goal]}")
                   for line, thm, goal in dups]
         skipped += sorted(skips, key=lambda s: s.line)
         sources.append(Source(str(path), digests[path], len(found) + len(skips) - len(dups), len(kept),
                               len(skips)))
     root, note, unresolved = _context_root(cfg, texts)
     result = Extract(cfg.out, tuple(sources), tuple(problems), tuple(skipped), root, note,
-                     tuple(unresolved))
+                     tuple(unresolved), same)
     _publish(cfg, result)
     return result
 
@@ -300,7 +315,10 @@ def manifest(result: Extract, cfg: ExtractConfig) -> dict:
                    "problems": len(result.problems), "skipped": len(result.skipped),
                    "skipped_by_reason": reasons},
         "problems": [{"problem_id": p.problem_id, "source": p.source, "line": p.line,
-                      "theorem": p.theorem, "form": p.form} for p in result.problems],
+                      "theorem": p.theorem, "form": p.form,
+                      **({"same_statement_as": result.same_statement_as[p.problem_id]}
+                         if p.problem_id in result.same_statement_as else {})}
+                     for p in result.problems],
         "skipped": [asdict(s) for s in result.skipped],
     }
 
