@@ -16,6 +16,7 @@ several answers (attempts, for pass@k): see runner/answers.py for the forms.
 from __future__ import annotations
 
 import csv
+import fnmatch
 import hashlib
 import io
 import re
@@ -127,6 +128,63 @@ def corpus_fingerprint(problems: Iterable[Problem]) -> str:
         # NUL cannot occur in any field, so the encoding is unambiguous.
         outer.update("\0".join(row).encode("utf-8") + b"\n")
     return outer.hexdigest()
+
+
+def problem_patterns(text: str) -> list[str]:
+    """argparse type of ``--problems``: one value, patterns separated by commas."""
+    return text.split(",")
+
+
+def select_problems(problems: list[Problem], patterns: Iterable[str]) -> list[Problem]:
+    """The problems whose ids match any of ``patterns``, in corpus order.
+
+    A pattern is a problem id, a shell-style glob (fnmatch, case-sensitive:
+    ``arith.*``, ``x86.bignum_?dd.*``, ``[ab]*``), or ``@FILE``: a file of
+    ids and globs, one a line, with blank lines and ``#`` comments. A pattern
+    that matches no problem is refused (InputError): a typo must not quietly
+    check less than was asked for.
+    """
+    wanted: list[tuple[str, str]] = []          # (pattern, where it was given)
+    for pattern in patterns:
+        pattern = pattern.strip()
+        if pattern.startswith("@"):
+            wanted += _pattern_file(Path(pattern[1:]))
+        elif not pattern:
+            raise InputError("--problems", "an empty pattern",
+                             "give problem ids or globs separated by commas, or @FILE")
+        else:
+            wanted.append((pattern, "--problems"))
+    ids = [p.problem_id for p in problems]
+    known = set(ids)
+    matched: set[str] = set()
+    for pattern, where in wanted:
+        if any(c in pattern for c in "*?["):
+            hits = [i for i in ids if fnmatch.fnmatchcase(i, pattern)]
+        else:
+            hits = [pattern] if pattern in known else []
+        if not hits:
+            example = f", e.g. {ids[0]}" if ids else ""
+            raise InputError(where, f"{pattern!r} matches no problem of the corpus "
+                             f"({len(ids)} problems{example})",
+                             "give an id of the corpus or a shell-style glob such as 'arith.*'")
+        matched.update(hits)
+    return [p for p in problems if p.problem_id in matched]
+
+
+def _pattern_file(path: Path) -> list[tuple[str, str]]:
+    """(pattern, FILE:line) of each id or glob of an ``@FILE``."""
+    fix = "pass @FILE naming a file of problem ids or globs, one a line"
+    if not path.is_file():
+        raise InputError(f"@{path}", "does not exist" if not path.exists() else "is not a file", fix)
+    text = _utf8_text(path, "problem list")
+    found = []
+    for number, line in enumerate(text.splitlines(), 1):
+        pattern = line.split("#", 1)[0].strip()
+        if pattern:
+            found.append((pattern, f"{path}:{number}"))
+    if not found:
+        raise InputError(path, "lists no problem id or glob", fix)
+    return found
 
 
 def _refuse_non_problem(corpus: Path, folder: Path) -> None:

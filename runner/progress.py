@@ -47,6 +47,10 @@ class SweepProgress:
         self._display = Live(Group(self._progress, self._now), console=console,
                              refresh_per_second=2, transient=False) if self._live else None
         self._stop_listening = lambda: None
+        # "image failed to load" lines, said with the first row after them:
+        # a stopped sweep (Ctrl-C, SIGTERM) kills the images still loading,
+        # which is no failure, and records no row after it (_event).
+        self._held: list[str] = []
 
     def __enter__(self):
         self._stop_listening = events.listen(self._event)
@@ -56,12 +60,24 @@ class SweepProgress:
 
     def __exit__(self, *exc):
         self._stop_listening()
+        if exc[0] is None or not issubclass(exc[0], KeyboardInterrupt):
+            self._say_held()        # else Ctrl-C or SIGTERM stopped it and killed those images
         if self._display is not None:
             self._display.__exit__(*exc)
 
     def _event(self, event: events.Event) -> None:
         line = self._now.event(event)
         if line and not self._live:
+            if event.kind == "imaged":
+                with self._lock:
+                    self._held.append(line)
+            else:
+                print(line, file=sys.stderr, flush=True)
+
+    def _say_held(self) -> None:
+        with self._lock:
+            held, self._held = self._held, []
+        for line in held:
             print(line, file=sys.stderr, flush=True)
 
     def start(self, total: int, done: int) -> None:
@@ -76,6 +92,7 @@ class SweepProgress:
             self._progress.update(self._task, advance=1, description=self._description())
         self._now.finished(row.problem_id, row.attempt)
         if not self._live:
+            self._say_held()        # a failed image's checks are recorded: it did fail
             # No live screen without a terminal (CI, logs): one line per verdict.
             print(f"{row.verdict:8} {row.problem_id}  {row.reason}", file=sys.stderr, flush=True)
 

@@ -10,8 +10,10 @@ and answers as fast at a million rows as at ten.
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
+import shlex
 import socket
 import time
 from collections import Counter
@@ -133,7 +135,7 @@ def read_status(out: Path) -> Status:
     if state == "finished":
         running = []
     left = beat.get("expected_left_s")
-    resume = beat.get("resume") or heartbeat.resume_command(manifest, out)
+    resume = beat.get("resume") or resume_command(manifest, out)
     if state in ("dead", "stopped"):
         how = "died (no heartbeat for %.0f s)" % age if state == "dead" else "was stopped"
         eta, basis = None, f"the runner {how}; resume with: {resume}"
@@ -149,6 +151,67 @@ def read_status(out: Path) -> Status:
                   skipped=int(beat.get("skipped", 0)), counts=Counter(beat.get("counts", {})),
                   running=running, eta_s=eta, eta_basis=basis, state=state,
                   resume=resume if state in ("dead", "stopped") else None, beat_age_s=age)
+
+
+def resume_command(manifest: dict, out: Path) -> str:
+    """The `proofbatch run` that resumes the sweep of ``manifest`` (its sweep.json).
+
+    Every option of `run` that sets a field of the sweep's config is given
+    as sweep.json records it, unless it has its default: a resume must use
+    the same HOL Light, mode, map declaration, context proofs, limits and
+    answers, and the same problems. The options are read off `run`'s own
+    parser, so a new one cannot be forgotten. Paths are made absolute against
+    the directory the sweep was started in (``cwd``), so the command works
+    from anywhere; so is the HOL Light context root, which defaults to it.
+    The executor's options (--cluster ...) and --server are not recorded.
+    """
+    from .cli import build_parser        # here: the parser imports every command
+
+    cfg = manifest.get("config") or {}
+    cwd = manifest.get("cwd")
+
+    def absolute(path: str) -> str:
+        return str(Path(cwd, path)) if cwd and not Path(path).is_absolute() else path
+
+    run = next(a for a in build_parser()._actions
+               if isinstance(a, argparse._SubParsersAction)).choices["run"]
+    parts = ["proofbatch", "run", absolute(str(manifest.get("corpus") or cfg.get("corpus"))),
+             "--out", str(Path(out).resolve())]
+    for action in run._actions:
+        name = action.dest
+        if not action.option_strings or name in ("help", "out") or name not in cfg:
+            continue
+        flag, value = max(action.option_strings, key=len), cfg[name]
+        if name == "context_root" and value is None and manifest.get("context_root") \
+                and manifest.get("prover", "hol-light") == "hol-light":
+            value = manifest["context_root"]        # the directory it defaulted to
+        if isinstance(action, argparse._StoreTrueAction):
+            parts += [flag] if value else []
+            continue
+        if value is None or value == [] or _same(value, action.default):
+            continue
+        if name == "problems":
+            parts += [flag, ",".join("@" + absolute(v[1:]) if v.startswith("@") else v
+                                     for v in value)]
+        elif action.type is Path:
+            parts += [flag, absolute(str(value))]
+        elif name == "mem_limit":
+            parts += [flag, f"{int(value)}B"]       # bytes: a plain number would read as MiB
+        else:
+            parts += [flag, f"{value:g}" if isinstance(value, float) and float(f"{value:g}") == value
+                      else str(value)]
+    return shlex.join(parts)
+
+
+def _same(value, default) -> bool:
+    if default is None:
+        return False
+    if isinstance(default, (int, float)) and not isinstance(default, bool):
+        try:
+            return float(value) == float(default)
+        except (TypeError, ValueError):
+            return False
+    return str(value) == str(default)
 
 
 def _from_shards(out: Path, manifest: dict) -> Status:

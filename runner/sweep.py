@@ -24,10 +24,10 @@ import pyarrow.compute as pc
 
 from cluster.base import SweepJob
 
-from . import attempts, heartbeat, map_provenance, shards, timeout_map
+from . import attempts, heartbeat, map_provenance, shards, status, timeout_map
 from . import provers as backends
 from .context_proofs import ContextProofs
-from .corpus import Problem, corpus_fingerprint
+from .corpus import Problem, corpus_fingerprint, select_problems
 from .errors import InputError
 from .planner import PLAN_FILE, PlanConfig, Workers, write_plan
 from .planner_inputs import plan_sweep
@@ -81,6 +81,16 @@ class SweepConfig:
     grace: float = _help("seconds past the limit before the outside kill", default=2.0)
     max_images: int = _help("loaded contexts kept alive at once on a host", default=8)
     only: tuple[str, ...] | None = _help("check only these problem ids (all when None)", default=None)
+    problems: tuple[str, ...] | None = _help(
+        "check only the problems matching these: ids, shell-style globs (arith.*) or @FILE (one id "
+        "or glob a line, # comments), separated by commas, the flag repeatable; a pattern matching "
+        "none is refused; a resume may select others (runner/corpus.py select_problems); all when "
+        "None", default=None)
+    policy: str = _help("dispatch order: planned (longest first, context affinity), naive "
+                        "(corpus order) or shuffle (seeded random)", default="planned")
+    seed: int = _help("seed of the shuffle policy and of tie-breaking", default=0)
+    sandbox: str = _help("the box checks run in: auto (bwrap when installed and root, else "
+                         "rlimits), bwrap, rlimits or none; see runner/sandbox.py", default="auto")
     policy: str = _help("dispatch order: planned (longest first, context affinity), naive "
                         "(corpus order) or shuffle (seeded random)", default="planned")
     seed: int = _help("seed of the shuffle policy and of tie-breaking", default=0)
@@ -119,6 +129,7 @@ class PreparedSweep:
     backend: ProverBackend
     warnings: tuple[str, ...] = ()  # said before the sweep starts, e.g. a map of another mode
     plan: object = None             # runner.planner.Plan of the tasks; None: dispatch in task order
+    corpus_fingerprint: str | None = None   # of the corpus --problems selected from; None: of problems
 
 
 def prepare(config: SweepConfig) -> PreparedSweep:
@@ -137,6 +148,10 @@ def prepare(config: SweepConfig) -> PreparedSweep:
     if config.only is not None:
         wanted = set(config.only)
         problems = [p for p in problems if p.problem_id in wanted]
+    # --problems picks checks of the sweep, not another corpus: its fingerprint is the whole one's.
+    fingerprint = corpus_fingerprint(problems) if config.problems else None
+    if config.problems:
+        problems = select_problems(problems, config.problems)
     # The map is read once, here; a map that cannot say what measured it
     # must be declared before anything is built (runner/map_provenance.py).
     loaded = map_provenance.load(config.timeout_map, config.map_mode, config.map_build) \
@@ -182,7 +197,8 @@ def prepare(config: SweepConfig) -> PreparedSweep:
     # loaded context, stopping early and reusing duplicates as it goes.
     ordered, plan = order(tasks, backend, config, loaded)
     return PreparedSweep(config, problems, attempts.contiguous(ordered), backend,
-                         warnings=covered + map_use.warnings + backend.warnings(), plan=plan)
+                         warnings=covered + map_use.warnings + backend.warnings(), plan=plan,
+                         corpus_fingerprint=fingerprint)
 
 
 def check_out_dir(config: SweepConfig) -> None:
@@ -266,7 +282,8 @@ def check_manifest(prepared: PreparedSweep, done: shards.Done | None = None) -> 
         "sandbox": info.sandbox,
         "mem_limit": cfg.mem_limit,
         "context_proofs": info.context_proofs,
-        "corpus": str(cfg.corpus.resolve()), "corpus_fingerprint": corpus_fingerprint(prepared.problems),
+        "corpus": str(cfg.corpus.resolve()),
+        "corpus_fingerprint": prepared.corpus_fingerprint or corpus_fingerprint(prepared.problems),
         "context_root": str(prepared.backend.context_root),
         # What this run plans, for `proofbatch status` (runner/status.py): its
         # checks, the problems with several attempts, and whether it stops early.
@@ -274,6 +291,7 @@ def check_manifest(prepared: PreparedSweep, done: shards.Done | None = None) -> 
         "created": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
         "host": socket.gethostname(), "python": platform.python_version(),
         "config": {k: (str(v) if isinstance(v, Path) else v) for k, v in asdict(cfg).items()},
+        "cwd": os.getcwd(),      # what relative paths in config are relative to (status's resume)
     }
     if path.exists():
         try:
@@ -307,16 +325,22 @@ def check_manifest(prepared: PreparedSweep, done: shards.Done | None = None) -> 
             raise InputError(path, f"this sweep was run with --context-proofs {was or 'none'}, not "
                              f"{manifest['context_proofs']}; its contexts loaded otherwise, so results "
                              "would mix", f"use a new --out, or pass --context-proofs {was}")
-        counts = run_counts(prepared)
+        counts = {**run_counts(prepared), "config": json.loads(json.dumps(manifest["config"])),
+                  "cwd": manifest["cwd"]}
         if any(old.get(k) != v for k, v in counts.items()):
-            # A resumed run may select other problems or stop early: the
-            # manifest describes the sweep as last started.
+            # A resumed run may select other problems (--problems) or stop
+            # early: the manifest, and the resume command `proofbatch status`
+            # prints from it, describe the sweep as last started.
             old.update(counts)
             shards.publish(path, lambda tmp: tmp.write_text(json.dumps(old, indent=2) + "\n"))
         return old
     cfg.out.mkdir(parents=True, exist_ok=True)
     shards.publish(path, lambda tmp: tmp.write_text(json.dumps(manifest, indent=2) + "\n"))
     return manifest
+
+
+def _of(table: pa.Table, wanted: pa.Array) -> shards.Done:
+    return shards.Done(table.filter(pc.is_in(table["problem_id"], value_set=wanted)))
 
 
 def run_sweep(prepared: PreparedSweep, executor, on_row: Callable[[ResultRow], None] = lambda r: None,
@@ -334,9 +358,11 @@ def run_sweep(prepared: PreparedSweep, executor, on_row: Callable[[ResultRow], N
     on_start(len(prepared.tasks), len(prepared.tasks) - len(pending))
     stops = attempts.EarlyStops.of(pending)
     # OUT/status.json: what `proofbatch status` reads instead of the shards.
-    beat = heartbeat.Heartbeat(cfg.out, total=len(prepared.tasks), done=scan.done,
+    # Rows of problems this run does not select (--problems) are not its to count.
+    wanted = pa.array(sorted({p.problem_id for p in prepared.problems}), pa.string())
+    beat = heartbeat.Heartbeat(cfg.out, total=len(prepared.tasks), done=_of(scan.done.table, wanted),
                                skipped=len(skipped_before), workers=cfg.workers,
-                               resume=heartbeat.resume_command(manifest, cfg.out))
+                               resume=status.resume_command(manifest, cfg.out))
 
     def row_in(row: ResultRow) -> None:
         on_row(row)
@@ -360,9 +386,9 @@ def run_sweep(prepared: PreparedSweep, executor, on_row: Callable[[ResultRow], N
     with beat:
         table = shards.merge(cfg.out)
         skipped = attempts.record_skipped(cfg.out, prepared.tasks, table)
-    beat.finish(shards.Done(table).verdict_counts(), table.num_rows, skipped)
-    wanted = pa.array(sorted({p.problem_id for p in prepared.problems}), pa.string())
-    verdicts = shards.Done(table.filter(pc.is_in(table["problem_id"], value_set=wanted))).verdict_counts()
+    selected = _of(table, wanted)
+    beat.finish(selected.verdict_counts(), len(selected), skipped)
+    verdicts = selected.verdict_counts()
     skipped_now = skipped - len(skipped_before)
     return SweepSummary(out=cfg.out, counts=verdicts, total=len(prepared.tasks),
                         ran_now=len(pending) - skipped_now,

@@ -8,6 +8,7 @@ import cluster
 from cluster.local import LocalExecutor
 
 from .. import progress
+from ..corpus import problem_patterns
 from ..errors import InputError
 from ..image_server import RemoteSession
 from ..settings import help_of, options_of
@@ -45,6 +46,8 @@ def add_arguments(run) -> None:
     run.add_argument("--mode", choices=("bytecode", "native", "auto"), **opt("mode"))
     run.add_argument("--context-proofs", choices=("replay", "trust"), **opt("context_proofs"))
     run.add_argument("--stop-on-first-ok", action="store_true", **opt("stop_on_first_ok"))
+    run.add_argument("--problems", type=problem_patterns, action="extend",
+                     metavar="ID,GLOB,@FILE", **opt("problems"))
     cluster.add_arguments(run)    # --cluster and each executor's options
 
 
@@ -56,7 +59,8 @@ def run(args) -> int:
         hol_light=args.hol_light, context_root=args.context_root, grace=args.grace,
         policy=args.policy, seed=args.seed,
         prover=args.prover, isabelle=args.isabelle, sandbox=args.sandbox,
-        stop_on_first_ok=args.stop_on_first_ok, mode=args.mode, context_proofs=args.context_proofs)
+        stop_on_first_ok=args.stop_on_first_ok, mode=args.mode, context_proofs=args.context_proofs,
+        problems=tuple(args.problems) if args.problems else None)
     prepared = prepare(config)
     for warning in prepared.warnings:
         progress.console.print(f"[bold yellow]warning:[/] {warning}")
