@@ -24,15 +24,12 @@ from types import MappingProxyType
 from typing import Any, Mapping
 
 from .errors import InputError
-from .prover import Mode, Prover
+from .prover import Mode
 from .timeout_map import read_sidecar, sidecar_path
 from .timeouts import MapEntry, read_file, read_map
 
 # --map-mode values -> the modes checks run in (runner.prover.Mode).
 DECLARED_MODES = {"bytecode": Mode.BYTECODE, "native": Mode.NATIVE}
-# Provers whose checks run in more than one mode; only their sweeps need a
-# map's mode. (Isabelle builds sessions one way.)
-MODAL_PROVERS = (Prover.HOL_LIGHT,)
 MB = 1 << 20
 
 
@@ -172,7 +169,9 @@ def _sidecar(path: Path, meta: Mapping) -> Sidecar:
 def require_mode(loaded: LoadedMap, prover: str) -> None:
     """Refuse a map of unknown mode for a prover whose checks run in several
     modes: its limits may be 2.5-6x off in either direction."""
-    if prover not in MODAL_PROVERS or loaded.provenance.mode is not None:
+    from . import provers      # only provers whose checks run in several modes need a map's
+
+    if not provers.modal_maps(prover) or loaded.provenance.mode is not None:
         return
     raise InputError(loaded.path, "this timeout map says nothing of the mode it was measured in (no "
                      f"sidecar {sidecar_path(loaded.path).name}), and bytecode runs 2.5-6x slower "

@@ -7,7 +7,7 @@ from pathlib import Path
 import cluster
 from cluster.local import LocalExecutor
 
-from .. import progress
+from .. import progress, provers
 from ..corpus import problem_patterns
 from ..errors import InputError
 from ..image_server import RemoteSession
@@ -33,7 +33,7 @@ def add_arguments(run) -> None:
     run.add_argument("--default-timeout", type=float, **opt("default_timeout"))
     run.add_argument("--mem-limit", type=size, **opt("mem_limit"))
     run.add_argument("--hol-light", type=Path, **opt("hol_light"))
-    run.add_argument("--prover", choices=("hol-light", "isabelle"), **opt("prover"))
+    run.add_argument("--prover", choices=provers.names(), **opt("prover"))
     run.add_argument("--isabelle", type=Path, metavar="DIR", **opt("isabelle"))
     run.add_argument("--context-root", type=Path, **opt("context_root"))
     run.add_argument("--grace", type=float, **opt("grace"))

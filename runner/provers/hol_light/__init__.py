@@ -1,0 +1,67 @@
+"""HOL Light: s2n-bignum-bench's corpus layout, checks forked from loaded
+images (backend.py, fork_server.py; native.py compiled), and the serve,
+build-native and extract commands. ``PROVER`` is what the registry
+(runner/provers/__init__.py) knows of it.
+
+Kept light: every module of this package, and the registry, imports it;
+what the descriptor calls imports the backend when it is called.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ..registry import ProverDescriptor
+
+
+def _load(corpus: Path, answers: Path | None = None):
+    from ...corpus import load_corpus
+
+    return load_corpus(corpus, answers)
+
+
+def _backend(config):
+    from ...errors import InputError
+    from ...sandbox import for_sweep
+    from .backend import HolLightBackend
+    from .install import find_hol_light
+    from .native_auto import native_backend
+
+    install = find_hol_light(config.hol_light)
+    root = Path(config.context_root or Path.cwd())
+    if not root.is_dir():
+        raise InputError(root, "context root is not a directory", "pass --context-root an existing directory")
+    if config.mode != "bytecode":
+        return native_backend(config, install, root)      # --mode native|auto
+    # Checks are boxed (runner/sandbox.py); their own output is kept in OUT/logs.
+    return HolLightBackend(install, root, grace_s=config.grace, max_images=config.max_images,
+                           sandbox_config=for_sweep(config), log_dir=Path(config.out) / "logs",
+                           context_proofs=config.context_proofs)
+
+
+def _offline_plans(problems, prove_secs, choices, profiled, builds):
+    from .plans import offline_plans
+
+    return offline_plans(problems, prove_secs, choices, profiled, builds)
+
+
+PROVER = ProverDescriptor(
+    name="hol-light",
+    title="HOL Light",
+    layout="<problem-id>/setup.ml and query.txt folders (s2n-bignum-bench's layout)",
+    recognises=None,            # the default: any corpus no other prover recognises
+    load=_load,
+    build=_backend,
+    offline_plans=_offline_plans,
+    options=("hol_light", "context_root"),
+    commands=(
+        ("serve", "runner.provers.hol_light.command_serve",
+         "keep HOL Light images loaded and serve checks to `proofbatch run --server DIR`, "
+         "so a killed runner resumes without reloading HOL Light"),
+        ("build-native", "runner.provers.hol_light.command_build_native",
+         "compile HOL Light natively (core, server, answer front end) into the cache"),
+        ("extract", "runner.provers.hol_light.command_extract",
+         "cut HOL Light proof files into a corpus: one problem per top-level theorem"),
+    ),
+    modal_maps=True,
+)
