@@ -8,8 +8,14 @@ and libraries, each into a plugin (.cmxs) that the server Dynlink-loads.
   that compile still fails, the batch is bisected.
 - **Contexts** (setup.ml segments) become modules ``Pb_ctx_<image key>``
   that later segments and answers open, so problems sharing a prefix share
-  its compiled and loaded module. A literal ``needs "F";;`` becomes an
-  ``include`` of F's library module, compiled once into the build's cache.
+  its compiled and loaded modules. A literal ``needs "F";;`` compiles F as
+  the toplevel would load it there: each unit is cut into chunks at its
+  loads and opens, each chunk a module compiled with -open of everything
+  visible before it (so F sees what was loaded before it), and the plugins
+  load in the toplevel's order (so side effects do too). A library chunk
+  that opens only the core and other cached libraries is compiled once into
+  the build's cache; one that opens a session's own context goes into the
+  session's workdir.
 - What cannot be compiled (a toplevel directive, a computed load path, a
   compile error) raises NotNative with the reason; the session then runs
   that context in bytecode.
@@ -21,10 +27,11 @@ import hashlib
 import itertools
 import os
 import re
+import shutil
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Sequence
+from typing import Callable, Sequence
 
 from . import contexts
 from ... import subproc
@@ -39,12 +46,20 @@ from .install import HolLightInstall
 # switchable prove (hol_trust.ml) rather than the core's.
 TRUST_OPEN = "Hol_trust.Switch"
 
+# HOL Light's own inline_load.ml (the bench's pipeline) drops these loads:
+# update_database.ml walks the toplevel's symbol tables, which native code
+# does not have, and its OCaml 4.13 variant segfaults. Natively they are
+# skipped too, in any context or library; the bytecode side and extract can
+# reuse the list.
+DROPPED_LOADS = ("update_database.ml",)
+
 # Code that loads files at run time has no native equivalent: compiled
 # code has no toplevel to load into.
 _RUNTIME_LOAD = re.compile(r"\b(needs|loadt|loads|load_on_path|use_file|Toploop|Topdirs)\b")
 COMPILE_TIMEOUT_S = 900.0
 # A top-level `open M;;`, after any `#N "file"` line directives (HOL Light's
 # inline_load.ml starts every inlined file with `open Hol_lib;; open Hol_loader;;`).
+# It adds M to what every later chunk and answer opens.
 _OPEN = re.compile(r"^(?:#\s*\d+\s*\"[^\"\n]*\"\s*)*open!?\s+([A-Z][A-Za-z0-9_'.]*)\s*(;;)?\s*$")
 
 
@@ -71,6 +86,44 @@ class Scope:
     loaded: frozenset[Path] = frozenset()       # library files loaded in the process
     visible: frozenset[Path] = frozenset()      # library files needs'd along the chain
     plugins: tuple[Path, ...] = ()              # plugins to load for this image alone
+    added: tuple[str, ...] = ()                 # opens added on top of the first ones, in order
+
+    def open(self, *modules: str) -> None:
+        """Open ``modules`` after all others. An earlier open of the same
+        module goes: the later one shadows it wholly, so names resolve alike."""
+        for m in modules:
+            self.opens = tuple(o for o in self.opens if o != m) + (m,)
+        self.added += modules
+
+
+# Names a chunk of code compiled from a unit, and where it goes, given its
+# source and the modules it opens: (module, folder).
+Placer = Callable[[str, tuple[str, ...]], tuple[str, Path]]
+
+
+def code_only(phrase: str) -> str:
+    """``phrase`` with each comment, string, quoted string, char literal and
+    term quotation a blank, so words in them are not read as code."""
+    out, start, i = [], 0, 0
+    while m := contexts._NORMAL.search(phrase, i):
+        if m.group("comment"):
+            end = contexts._skip_comment(phrase, m.end())
+        elif m.group("string"):
+            end = contexts._skip_string(phrase, m.end())
+        elif m.group("quoted"):
+            end = contexts._skip_quoted(phrase, m.end(), m)
+        elif m.group("quote"):
+            j = phrase.find("`", m.end())
+            end = len(phrase) if j < 0 else j + 1
+        elif m.group("char"):
+            end = m.end()
+        else:                               # a primed identifier: code
+            i = m.end()
+            continue
+        out += [phrase[start:m.start()], " "]
+        start = i = end
+    out.append(phrase[start:])
+    return "".join(out)
 
 
 def _first_error(text: str) -> str:
@@ -110,7 +163,11 @@ class NativeCompiler:
             d.mkdir(parents=True, exist_ok=True)
         self.core_files = self._core_files()
         self._counter = itertools.count(1)     # atomic: worker threads compile at once
-        self._library_names: dict[Path, str] = {}
+        # Library file -> (what it opened, the files it loaded), for a
+        # `needs` of a file the server preloaded: it only becomes visible.
+        self._libraries: dict[Path, tuple[tuple[str, ...], frozenset[Path]]] = {}
+        # Modules that a chunk in the shared cache may open.
+        self._shareable: set[str] = set(build.core_opens) | {TRUST_OPEN}
 
     def _core_files(self) -> frozenset[Path]:
         if self.build.core_module != "Hol_core":
@@ -184,86 +241,152 @@ class NativeCompiler:
     # -- contexts and libraries ----------------------------------------------
 
     def compile_context(self, text: str, module: str, parent: Scope) -> Scope:
-        """Compile one image's segment of setup.ml as module ``module``."""
+        """Compile one image's segment of setup.ml: its code between loads
+        and opens into modules ``module``, ``module_1``, ... (straight into
+        workdir, where later units find their interfaces with -I)."""
         scope = Scope(parent.opens, parent.loaded, parent.visible)
-        source = self._translate(text, scope, where="setup.ml")
-        # Straight into workdir: later units find its interface there (-I).
-        self._compile_unit(source, self.workdir, module, scope.opens)
-        return Scope(scope.opens + (module,), scope.loaded, scope.visible,
-                     scope.plugins + (self.workdir / f"{module.lower()}.cmxs",))
+        names = (module if i == 0 else f"{module}_{i}" for i in itertools.count())
 
-    def _translate(self, text: str, scope: Scope, where: str) -> str:
-        """The segment's source with each literal needs/loads/loadt turned
-        into an include of that file's library module; updates ``scope``."""
-        out = []
+        def place(source: str, opens: tuple[str, ...]) -> tuple[str, Path]:
+            return next(names), self.workdir
+
+        self._translate(text, scope, "setup.ml", place)
+        return scope
+
+    def _translate(self, text: str, scope: Scope, where: str, place: Placer) -> None:
+        """Compile ``text`` (a segment or a library file) on top of ``scope``,
+        as the toplevel runs it: the code between two loads (or opens) is
+        one chunk, its own module compiled with -open of everything visible
+        before it; each load compiles the loaded file the same way in turn.
+        ``scope`` gets the modules to open and the plugins in load order."""
+        chunk: list[str] = []
+        for kind, arg in self._steps(text, where):
+            if kind == "code":
+                chunk.append(arg)
+                continue
+            self._flush(chunk, scope, place)
+            chunk = []
+            if kind == "open":
+                self._open(arg, scope)
+            else:
+                self._load(kind, arg, scope, where)
+        self._flush(chunk, scope, place)
+
+    def _steps(self, text: str, where: str) -> list[tuple[str, object]]:
+        """The phrases of ``text`` as ("code", phrase), ("open", module) and
+        (load kind, path) steps; raises NotNative before anything compiles."""
+        steps: list[tuple[str, object]] = []
         for phrase in contexts.split_phrases(text):
             kind, arg = classify(phrase)
+            if kind == "blank" or (kind == "loads" and arg in DROPPED_LOADS):
+                continue
             if kind == "directive":
                 raise NotNative(f"{where} uses the toplevel directive #{arg}")
             if kind in ("needs", "loads", "loadt"):
-                search = [self.install.hol_dir] if kind == "loads" else [self.context_root,
-                                                                          self.install.hol_dir]
-                path = resolve(arg, search)
-                if path is None:
-                    raise NotNative(f"{where}: {kind} \"{arg}\" finds no file")
-                if path in self.core_files:
-                    if kind == "needs":
-                        continue
-                    raise NotNative(f"{where}: {kind} \"{arg}\" reloads part of the core")
-                if path in scope.visible and kind == "needs":
-                    continue
-                if path in scope.loaded and kind != "needs":
-                    raise NotNative(f"{where}: {kind} \"{arg}\" loads a file a second time")
-                out.append(f"include {self._library(path, scope, load=path not in scope.loaded)};;\n")
-                continue
-            if kind == "code" and (m := _OPEN.match(strip_phrase(phrase))):
-                # In the toplevel an open reaches every later phrase; here each
-                # segment is its own module, which later segments and answers
-                # open, and an open inside a module is not exported: include is.
-                # The core's own modules, reopened before anything is defined
-                # on top of them, change nothing and are dropped (including
-                # Hol_lib would copy all of HOL Light into the segment).
-                if not (m.group(1) in self.build.core_opens and scope.opens == self.base_opens
-                        and not any(strip_phrase(o) for o in out)):
-                    out.append(f"include {m.group(1)};;\n")
-                continue
-            if kind == "code" and _RUNTIME_LOAD.search(strip_phrase(phrase)):
+                path = self._resolve(kind, arg, where)
+                if path is not None:
+                    steps.append((kind, path))
+            elif m := _OPEN.match(strip_phrase(phrase)):
+                steps.append(("open", m.group(1)))
+            elif _RUNTIME_LOAD.search(code_only(phrase)):
                 raise NotNative(f"{where} loads files at run time (needs/loadt with a computed "
                                 "path, use_file or Toploop)")
-            out.append(phrase)
-        return "".join(out)
+            else:
+                steps.append(("code", phrase))
+        return steps
 
-    def _library(self, path: Path, scope: Scope, load: bool = True) -> str:
-        """Module name of a library file, compiling it (and what it needs)
-        into the cache if needed; marks it visible in ``scope`` and, with
-        ``load``, adds its plugins to those the image loads."""
-        if not load:      # already loaded in this process (preloaded): just open it
-            scope.visible = scope.visible | {path}
-            return self._library_names[path]
+    def _resolve(self, kind: str, arg: str, where: str) -> Path | None:
+        """The file a literal load names; None for a `needs` of the core,
+        which the core has loaded already."""
+        search = [self.install.hol_dir] if kind == "loads" else [self.context_root, self.install.hol_dir]
+        path = resolve(arg, search)
+        if path is None:
+            raise NotNative(f"{where}: {kind} \"{arg}\" finds no file")
+        if path in self.core_files:
+            if kind == "needs":
+                return None
+            raise NotNative(f"{where}: {kind} \"{arg}\" reloads part of the core")
+        return path
+
+    def _flush(self, chunk: list[str], scope: Scope, place: Placer) -> None:
+        """Compile a chunk as its own module, opened by what follows it."""
+        if not chunk:
+            return
+        source = "".join(chunk)
+        module, folder = place(source, scope.opens)
+        self._compile_unit(source, folder, module, scope.opens)
+        scope.open(module)
+        scope.plugins = scope.plugins + (folder / f"{module.lower()}.cmxs",)
+
+    def _open(self, module: str, scope: Scope) -> None:
+        """A top-level `open M;;` reaches every later phrase in the toplevel:
+        here, every later chunk, file and answer opens M. The core's modules
+        bind the core's own prove: under trust the switchable one is opened
+        again after them, so a trusted context never runs a tactic."""
+        scope.open(module)
+        if module in self.build.core_opens and TRUST_OPEN in self.base_opens:
+            scope.open(TRUST_OPEN)
+
+    def _load(self, kind: str, path: Path, scope: Scope, where: str) -> None:
+        if path in scope.visible and kind == "needs":
+            return
+        if path in scope.loaded and kind != "needs":
+            raise NotNative(f"{where}: {kind} \"{path}\" loads a file a second time")
+        if path in scope.loaded:        # preloaded by the server: only make it visible
+            if path not in self._libraries:
+                raise NotNative(f"{where}: {kind} \"{path}\" was loaded by another compiler")
+            opens, files = self._libraries[path]
+            scope.open(*opens)
+            scope.visible = scope.visible | files
+            return
+        self._library(path, scope)
+
+    def _library(self, path: Path, scope: Scope) -> None:
+        """Compile a library file on top of ``scope``, as the toplevel would
+        load it there, and add its modules and plugins to ``scope``."""
         text = path.read_text(encoding="utf-8", errors="replace")
-        # A library compiled under trust names the switchable prove: it is
-        # another module than the same file compiled to replay its proofs.
-        trust = b"" if self.context_proofs is ContextProofs.REPLAY else b"\0trust"
-        digest = hashlib.sha256(str(path).encode() + b"\0" + text.encode() + trust).hexdigest()[:16]
-        module = f"Pb_lib_{digest}"
-        lib_scope = Scope(self.base_opens, scope.loaded, frozenset())
-        source = self._translate(text, lib_scope, where=str(path))
-        plugin = self.libdir / f"{module.lower()}.cmxs"
-        if not plugin.exists():
-            tmp = self.libdir / f".{module.lower()}.{os.getpid()}"
-            tmp.mkdir(exist_ok=True)
-            self._compile_unit(source, tmp, module, lib_scope.opens)
-            for built in tmp.iterdir():
-                os.replace(built, self.libdir / built.name)
-            tmp.rmdir()
-        self._library_names[path] = module
-        scope.loaded = lib_scope.loaded | {path}
-        scope.visible = scope.visible | lib_scope.visible | {path}
-        scope.plugins = scope.plugins + lib_scope.plugins + (plugin,)
-        return module
+        lib = Scope(scope.opens, scope.loaded | {path}, scope.visible | {path})
+        self._translate(text, lib, str(path), self._library_place(path))
+        self._libraries[path] = (lib.added, lib.loaded - scope.loaded)
+        scope.open(*lib.added)
+        scope.loaded, scope.visible = lib.loaded, scope.visible | lib.visible
+        scope.plugins = scope.plugins + lib.plugins
+
+    def _library_place(self, path: Path) -> Placer:
+        """Names a library chunk by what it is compiled from: the file, its
+        text and the modules it opens (so a library loaded after other code
+        is another module than the same file loaded first). A chunk that
+        opens only the core and shared library chunks goes into the build's
+        cache, shared by sessions; one that opens a session's own module
+        (a context chunk) goes into the session's workdir."""
+        def place(source: str, opens: tuple[str, ...]) -> tuple[str, Path]:
+            digest = hashlib.sha256("\0".join((str(path), source, *opens)).encode()).hexdigest()[:16]
+            module = f"Pb_lib_{digest}"
+            if all(m in self._shareable for m in opens):
+                self._shareable.add(module)
+                return module, self.libdir
+            return module, self.workdir
+        return place
 
     def _compile_unit(self, source: str, folder: Path, module: str, opens: Sequence[str]) -> None:
+        """Compile ``module`` into ``folder`` unless it is there: in a
+        temporary folder renamed into place, so that sessions sharing the
+        cache never see half of it, and removed whatever happens."""
+        plugin = folder / f"{module.lower()}.cmxs"
+        if plugin.exists():
+            return
         folder.mkdir(parents=True, exist_ok=True)
+        tmp = folder / f".{module.lower()}.{os.getpid()}.{next(self._counter)}"
+        tmp.mkdir()
+        try:
+            self._compile_in(source, tmp, module, opens)
+            # The plugin last: once it is there, so is the rest.
+            for built in sorted(tmp.iterdir(), key=lambda p: p.suffix == ".cmxs"):
+                os.replace(built, folder / built.name)
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+
+    def _compile_in(self, source: str, folder: Path, module: str, opens: Sequence[str]) -> None:
         raw, ml = folder / f"{module.lower()}.src.ml", folder / f"{module.lower()}.ml"
         # HOL Light's lexer (all-caps identifiers are values), as system.ml
         # leaves it for everything loaded after it.

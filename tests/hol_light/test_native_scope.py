@@ -1,0 +1,174 @@
+"""Native contexts see what the toplevel would (issue 23): every loaded file
+sees everything loaded before it, side effects run in toplevel order,
+`loads "update_database.ml"` is dropped as HOL Light's inline_load.ml drops
+it, words in comments and strings are no runtime loads, a trusted context
+stays trusted after an `open` of the core, and a failed library compile
+leaves no temporary folder in the shared cache.
+
+One native server per choice of context proofs, booted once for the module;
+no check may fall back to bytecode (the fallback raises, naming why).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from runner.context_proofs import ContextProofs
+from runner.corpus import load_corpus
+from runner.prover import CheckLimits
+from runner.provers.hol_light.install import find_hol_light
+from runner.provers.hol_light.native import MODE, NativeHolLightBackend, NativeSession
+from runner.provers.hol_light.native_compile import NativeCompiler, NotNative, Scope
+
+from ..helpers import TEST_MEM_LIMIT, make_corpus
+
+pytestmark = pytest.mark.hol
+LIMITS = CheckLimits(time_s=60.0, time_source="test", mem_bytes=TEST_MEM_LIMIT, expected_mem_bytes=0)
+
+# The development the contexts load, as files under the context root.
+# s2n-bignum's arm/proofs/base.ml needs Library/words.ml, then loadt's
+# common/for_hollight.ml, which names words.ml's dest_word_ty unqualified:
+# c.ml is that shape (d.ml names a.ml's and b.ml's values without loading them).
+FILES = {
+    "a.ml": "let pb_a_value = 3;;\nlet PB_A_DEF = new_definition `pb_a_const = 3`;;\n",
+    "b.ml": 'loadt "a.ml";;\nlet pb_b_value = pb_a_value + 1;;\n',
+    "c.ml": 'needs "b.ml";;\nloadt "d.ml";;\n',
+    "d.ml": "let pb_d_value = pb_b_value + pb_a_value;;\n"
+            "let PB_D_TH = prove(`pb_a_const = 3`, REWRITE_TAC[PB_A_DEF]);;\n",
+    # Parsed when it loads: `x + y` is real only if prioritize_real() ran first.
+    "ord.ml": "let pb_ord_ty = type_of `pb_x + pb_y`;;\n",
+    # Reads a reference the context set before loading it.
+    "flag.ml": "let pb_flag_seen = !pb_flag;;\n",
+    "u.ml": '(* as s2n-bignum\'s base.ml *)\nloads "update_database.ml";;\nlet pb_u_value = 5;;\n',
+    "bad.ml": 'let pb_bad = 1 + "not a number";;\n',
+}
+
+
+@pytest.fixture(scope="module")
+def dev_root(tmp_path_factory) -> Path:
+    root = tmp_path_factory.mktemp("scope-root")
+    for name, text in FILES.items():
+        (root / name).write_text(text)
+    return root
+
+
+class RanInBytecode(Exception):
+    pass
+
+
+def _no_bytecode():
+    raise RanInBytecode
+
+
+def _session(native_build, root: Path, workdir: Path, proofs: ContextProofs) -> NativeSession:
+    """A native session whose bytecode fallback refuses to start: a check
+    that cannot run natively fails its test (``_check`` says why)."""
+    backend = NativeHolLightBackend(find_hol_light(), native_build, root, context_proofs=proofs)
+    return NativeSession(backend, workdir, bytecode=_no_bytecode)
+
+
+@pytest.fixture(scope="module")
+def replay_session(native_build, dev_root, tmp_path_factory):
+    session = _session(native_build, dev_root, tmp_path_factory.mktemp("scope-replay"), ContextProofs.REPLAY)
+    yield session
+    session.close()
+
+
+@pytest.fixture(scope="module")
+def trust_session(native_build, dev_root, tmp_path_factory):
+    session = _session(native_build, dev_root, tmp_path_factory.mktemp("scope-trust"), ContextProofs.TRUST)
+    yield session
+    session.close()
+
+
+def _check(session: NativeSession, corpus: Path, problems: dict) -> dict[str, tuple[str, str, str]]:
+    """problem id -> (verdict, reason, mode), every problem checked in ``session``."""
+    loaded = load_corpus(make_corpus(corpus, problems), None)
+    before = set(session._not_native)
+    try:
+        session.prepare(loaded)
+    except RanInBytecode:
+        why = {k: v for k, v in session._not_native.items() if k not in before}
+        pytest.fail(f"ran in bytecode: {why}")
+    results = {p.problem_id: session.check(p, LIMITS) for p in loaded}
+    return {pid: (r.outcome.verdict.value, r.outcome.reason, r.mode) for pid, r in results.items()}
+
+
+def _all_ok_natively(results: dict) -> None:
+    assert all(v == "OK" and mode == MODE for v, _, mode in results.values()), results
+
+
+def test_each_loaded_file_sees_everything_loaded_before_it(replay_session, tmp_path):
+    results = _check(replay_session, tmp_path / "c", {
+        # b.ml uses the a.ml it loads itself.
+        "s.b": ('needs "b.ml";;\n', "`T`",
+                '(if pb_b_value = 4 then ACCEPT_TAC TRUTH else failwith "pb_b_value")'),
+        # d.ml uses what c.ml loaded before it: a.ml's definition and both values.
+        "s.c": ('needs "c.ml";;\n', "`pb_a_const = 3`",
+                '(if pb_d_value = 7 then ACCEPT_TAC PB_D_TH else failwith "pb_d_value")'),
+    })
+    _all_ok_natively(results)
+
+
+def test_a_call_before_a_load_runs_before_the_loaded_file(replay_session, tmp_path):
+    results = _check(replay_session, tmp_path / "c", {
+        # As base.ml's `prioritize_num();; needs ...`: the call runs before the
+        # library loads, so the library parses its terms under it.
+        "o.prioritize": ('prioritize_real();;\nneeds "ord.ml";;\n', "`T`",
+                         '(if pb_ord_ty = `:real` then ACCEPT_TAC TRUTH else failwith "num")'),
+    })
+    _all_ok_natively(results)
+
+
+def test_a_loaded_file_reads_what_the_context_set_before_it(replay_session, tmp_path):
+    results = _check(replay_session, tmp_path / "c", {
+        "o.flag": ('let pb_flag = ref 0;;\npb_flag := 7;;\nneeds "flag.ml";;\npb_flag := 9;;\n', "`T`",
+                   '(if pb_flag_seen = 7 && !pb_flag = 9 then ACCEPT_TAC TRUTH else failwith "order")'),
+    })
+    _all_ok_natively(results)
+
+
+def test_words_of_loads_in_comments_and_strings_are_no_runtime_loads(replay_session, tmp_path):
+    results = _check(replay_session, tmp_path / "c", {
+        "w.comment": ("let pb_w = 1 (* with initial loads *);;\n"
+                      'let pb_w_name = "needs" ^ {|loadt|} ^ String.make 1 \'"\';;\n'
+                      "let pb_w_tm = `needs:bool`;;\n", "`T`",
+                      '(if pb_w = 1 && pb_w_name = "needsloadt\\"" then ACCEPT_TAC TRUTH else failwith "w")'),
+    })
+    _all_ok_natively(results)
+
+
+def test_loads_of_update_database_is_dropped(replay_session, tmp_path):
+    results = _check(replay_session, tmp_path / "c", {
+        "u.library": ('needs "u.ml";;\n', "`T`",
+                      '(if pb_u_value = 5 then ACCEPT_TAC TRUTH else failwith "u")'),
+        "u.context": ('loads "update_database.ml";;\nlet pb_u_ctx = 6;;\n', "`T`",
+                      '(if pb_u_ctx = 6 then ACCEPT_TAC TRUTH else failwith "u")'),
+    })
+    _all_ok_natively(results)
+    # Named for the bytecode side and extract to reuse.
+    from runner.provers.hol_light.native_compile import DROPPED_LOADS
+
+    assert "update_database.ml" in DROPPED_LOADS
+
+
+def test_a_trusted_context_stays_trusted_after_opening_the_core(trust_session, native_build, tmp_path):
+    """An `open` of a core module rebinds `prove` to the core's own; under
+    trust the switchable one must be opened again after it, so a trusted
+    context never runs a tactic."""
+    core = native_build.core_opens[0]
+    results = _check(trust_session, tmp_path / "c", {
+        "t.open": (f"let pb_t = 1;;\nopen {core};;\n"
+                   'let PB_T_TH = prove(`T`, (fun g -> failwith "ran"));;\n', "`T`", "ACCEPT_TAC PB_T_TH"),
+    })
+    _all_ok_natively(results)
+
+
+def test_a_failed_library_compile_leaves_no_temporary_folder(native_build, dev_root, tmp_path):
+    compiler = NativeCompiler(native_build, find_hol_light(), dev_root, tmp_path / "w")
+    with pytest.raises(NotNative, match="does not compile natively"):
+        compiler.compile_context('needs "bad.ml";;\n', "Pb_scope_bad", Scope(compiler.base_opens))
+    left = sorted(p.name for p in compiler.libdir.iterdir() if p.name.startswith(".pb_lib_"))
+    assert left == []
