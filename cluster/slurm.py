@@ -155,7 +155,9 @@ class PullWorker(Checkpointable):
         finished, self._finished = list(getattr(self, "_finished", [])), []
         if finished:
             on_disk = shards.scan(self.out, repair=False, columns=shards.LIGHT).done
-            rows = [r for r in finished if (r.problem_id, r.attempt) not in on_disk]
+            # A row on disk settles a check only for the answer it checked.
+            rows = [r for r in finished
+                    if not on_disk.current([(r.problem_id, r.attempt)], [r.answer_sha256])[0]]
             if rows:
                 with shards.ShardWriter(self.out, f"{self._prefix}-checkpoint") as writer:
                     for row in rows:
@@ -168,6 +170,9 @@ class SlurmExecutor(Executor):
 
     def __init__(self, options: SlurmOptions | None = None):
         self.options = options or SlurmOptions()
+        # A driver of --add-tasks joins a sweep another driver runs and holds
+        # the lock of (runner/sweep_lock.py): it takes none itself.
+        self.joins_running_sweep = bool(self.options.add_tasks)
         self._seen_shards: set[Path] = set()
         self._reported: set[tuple[str, int]] = set()
         self._solved: set[str] = set()      # problems with an OK row (early stop)
@@ -243,7 +248,7 @@ class SlurmExecutor(Executor):
 
     # -- watching ------------------------------------------------------------
 
-    def _new_rows(self, out: Path, wanted: set[tuple[str, int]]) -> list[dict]:
+    def _new_rows(self, out: Path, wanted: dict[tuple[str, int], str]) -> list[dict]:
         rows = []
         shards_dir = out / shards.SHARDS_DIR
         for path in sorted(shards_dir.glob("*.parquet")) if shards_dir.is_dir() else ():
@@ -256,7 +261,10 @@ class SlurmExecutor(Executor):
             self._seen_shards.add(path)
             for row in table.to_pylist():
                 key = (row["problem_id"], int(row["attempt"]))
-                if key in wanted and key not in self._reported:
+                # ``wanted`` maps each check to its answer's hash: a row of an
+                # answer changed since settles nothing (runner/attempts.py).
+                if key in wanted and key not in self._reported \
+                        and (row.get("answer_sha256") or "") == wanted[key]:
                     self._reported.add(key)
                     rows.append(row)
                     if row["verdict"] == Verdict.OK.value:
@@ -303,7 +311,7 @@ class SlurmExecutor(Executor):
         ledger = Ledger(job.out / "slurm" / name)
         pool = Pool(job.out / "slurm", holder="driver")
         by_key = {task_key(t): t for t in job.tasks}
-        wanted = set(by_key)
+        wanted = dict(zip(*attempts.task_hashes(job.tasks)))
         by_problem: dict[str, list[tuple[str, int]]] = {}
         for k in by_key:
             by_problem.setdefault(k[0], []).append(k)

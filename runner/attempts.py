@@ -10,13 +10,19 @@ the verdict of an identical earlier answer (``dedup_of``) and, with
 attempt is not a check, so it gets no result row and no verdict (the verdict
 set stays closed); it is listed in ``OUT/skipped.csv`` and a resumed sweep
 re-derives it from the recorded OK.
+
+A recorded row settles its attempt only for the answer it checked
+(``answer_sha256``): an attempt whose answer changed since is checked again
+(``pending``), and ``compare`` says which changed and which are gone.
 """
 
 from __future__ import annotations
 
 import csv
 import dataclasses
+import hashlib
 import threading
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Sequence
 
@@ -40,6 +46,57 @@ def answers_of(problem: Problem) -> list[Answer]:
     if problem.answer is None:
         return []
     return [Answer(0, problem.answer, problem.answer_source, problem.answer_given)]
+
+
+def answer_sha256(problem: Problem) -> str:
+    """The hash a row records of the answer it checked: of the answer as
+    given (fenced or not), "" when there is none (as runner/worker.py)."""
+    if problem.answer is None:
+        return ""
+    return hashlib.sha256(problem.answer if problem.answer_given is None
+                          else problem.answer_given).hexdigest()
+
+
+def task_hashes(tasks: Sequence[CheckTask]) -> tuple[list[tuple[str, int]], list[str]]:
+    """The tasks' keys and the hashes of their answers."""
+    return ([(t.problem.problem_id, t.attempt) for t in tasks],
+            [answer_sha256(t.problem) for t in tasks])
+
+
+@dataclass
+class AnswerChanges:
+    """How this run's answers differ from those the recorded rows checked."""
+
+    changed: list[tuple[str, int]] = field(default_factory=list)   # another answer now: checked again
+    gone: list[tuple[str, int]] = field(default_factory=list)      # recorded with an answer, none now
+
+
+def compare(tasks: Sequence[CheckTask], done, problem_ids: set[str]) -> AnswerChanges:
+    """The recorded attempts of ``problem_ids`` whose answer changed, and
+    those whose answer is gone (no answer now, or no such attempt). In
+    Arrow: a resume of a million rows makes no pass over them in Python."""
+    result = AnswerChanges()
+    table = getattr(done, "table", None)
+    if table is None or table.num_rows == 0 or "answer_sha256" not in table.column_names:
+        return result
+    keys, hashes = task_hashes(tasks)
+    now = pa.table({"problem_id": pa.array([k[0] for k in keys], pa.string()),
+                    "attempt": pa.array([k[1] for k in keys], pa.int32()),
+                    "now": pa.array(hashes, pa.string())})
+    recorded = table.select(["problem_id", "attempt", "answer_sha256"])
+    recorded = recorded.filter(pc.is_in(recorded["problem_id"],
+                                        value_set=pa.array(sorted(problem_ids), pa.string())))
+    both = recorded.join(now, ["problem_id", "attempt"], join_type="left outer")
+    was = pc.fill_null(both["answer_sha256"], "")
+    now_hash = pc.fill_null(both["now"], "")
+    differ = pc.not_equal(was, now_hash)
+    gone = pc.and_(differ, pc.and_(pc.not_equal(was, ""), pc.equal(now_hash, "")))
+    def keys_of(mask) -> list[tuple[str, int]]:
+        rows = both.filter(mask).select(["problem_id", "attempt"]).to_pylist()
+        return sorted((r["problem_id"], r["attempt"]) for r in rows)
+    result.changed = keys_of(pc.and_(differ, pc.invert(gone)))
+    result.gone = keys_of(gone)
+    return result
 
 
 # -- planning ------------------------------------------------------------------
@@ -105,12 +162,17 @@ def pending(tasks: Sequence[CheckTask], done) -> tuple[list[CheckTask], list[tup
     if not isinstance(done, shards.Done):
         done = shards.Done.from_rows(done.values())
     # Membership and solved problems in Arrow compute: a million recorded
-    # rows cost no Python pass; only the tasks themselves are walked.
-    keys = [(t.problem.problem_id, t.attempt) for t in tasks]
+    # rows cost no Python pass; only the tasks themselves are walked. Only
+    # rows of the answers as they are now count: a changed answer runs again.
+    keys, hashes = task_hashes(tasks)
+    done = done.matching(keys, hashes)
     recorded = done.has(keys)
     solved = done.solved()
+    hash_of = dict(zip(keys, hashes))
     originals = done.rows([(t.problem.problem_id, t.dedup_of) for t, seen in zip(tasks, recorded)
                            if not seen and t.dedup_of is not None])
+    originals = {k: r for k, r in originals.items()
+                 if k not in hash_of or (r.get("answer_sha256") or "") == hash_of[k]}
     todo, skipped = [], []
     for t, key, seen in zip(tasks, keys, recorded):
         if seen:

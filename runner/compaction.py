@@ -40,7 +40,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from .done import SHARDS_DIR, Done, dedupe, read_shard
+from .done import SHARDS_DIR, Done, dedupe_history, read_shard
 from .publish import _fsync_dir, publish
 
 FAN_IN = 32
@@ -133,7 +133,8 @@ def _fold(shards_dir: Path, inputs: list[Path], level: int) -> Path | None:
             used.append(path)
     if not used:
         return None
-    table = dedupe(pa.concat_tables(tables).combine_chunks())
+    # Rows of answers since replaced stay, as history (runner/done.py).
+    table = dedupe_history(pa.concat_tables(tables).combine_chunks())
     return _publish_folded(shards_dir, used, table, level)
 
 

@@ -24,7 +24,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from . import compaction, results_csv
-from .done import LIGHT, SHARDS_DIR, Done, dedupe, read_shard  # noqa: F401  (the API)
+from .done import LIGHT, SHARDS_DIR, Done, dedupe, dedupe_history, read_shard  # noqa: F401  (the API)
 from .publish import _fsync_dir, publish  # noqa: F401  (shards.publish: the API)
 from .results import COLUMNS, ResultRow, rows_to_table
 
@@ -232,10 +232,13 @@ def scan(out_dir: Path, *, repair: bool = True, columns: tuple[str, ...] | None 
             tables.append(table)
     if not tables:
         return result
-    table = dedupe(pa.concat_tables(tables).combine_chunks())
+    table = pa.concat_tables(tables).combine_chunks()
+    history = dedupe_history(table) if repair and cols == COLUMNS else table
+    table = dedupe(history)
     result.done = Done(table, list(result.shards))
     if repair and cols == COLUMNS:
-        folded = compaction.fold_all(shards_dir, result.shards, table)
+        # Folded with the rows of answers since replaced: they stay as history.
+        folded = compaction.fold_all(shards_dir, result.shards, history)
         if folded is not None:
             result.folded, result.shards = [folded], [folded]
     return result

@@ -53,3 +53,15 @@ def format_size(n: int) -> str:
         value = round(n / 1024**power, 1)
     text = f"{value:.1f}".removesuffix(".0")
     return f"{text} {_UNITS[power]}"
+
+
+def size_flag(n: int) -> str:
+    """``n`` bytes as a flag value that reads back to exactly ``n``
+    (``parse_size``): "8GiB", "1.5GiB", or "1234567B" when no unit is exact."""
+    text = format_size(n).replace(" ", "")
+    return text if parse_size(text) == n else f"{n}B"
+
+
+def format_seconds(seconds: float) -> str:
+    """A time limit as people write it: "120 s", "0.5 s"."""
+    return f"{float(seconds):g} s"

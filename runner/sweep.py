@@ -24,7 +24,7 @@ import pyarrow.compute as pc
 
 from cluster.base import SweepJob
 
-from . import attempts, heartbeat, map_provenance, shards, status, timeout_map
+from . import attempts, heartbeat, map_provenance, shards, status, sweep_lock, timeout_map
 from . import provers as backends
 from .context_proofs import ContextProofs
 from .corpus import Problem, corpus_fingerprint, select_problems
@@ -35,6 +35,7 @@ from .prover import CheckLimits, Mode, Prover, ProverBackend
 from .results import ResultRow
 from .settings import setting as _help
 from .simulate import predict
+from .sizes import format_size, size_flag
 from .timeouts import TimeoutPolicy, load_category_timeouts, resolve_limits
 from .worker import CheckTask
 
@@ -96,6 +97,10 @@ class SweepConfig:
     seed: int = _help("seed of the shuffle policy and of tie-breaking", default=0)
     sandbox: str = _help("the box checks run in: auto (bwrap when installed and root, else "
                          "rlimits), bwrap, rlimits or none; see runner/sandbox.py", default="auto")
+    allow_missing_answers: bool = _help("on resume, accept that answers recorded before are gone "
+                                        "(--answers dropped, an answer.txt deleted): those problems "
+                                        "are checked again as given now, ERROR 'no answer given' "
+                                        "when they have none; refused otherwise", default=False)
     stop_on_first_ok: bool = _help("skip a problem's remaining attempts once one is OK; skipped "
                                    "attempts get no result row and are listed in skipped.csv",
                                    default=False)
@@ -119,6 +124,7 @@ class SweepSummary:
     quarantined: list[Path]
     table: pa.Table
     skipped: int = 0        # attempts early stop skipped (no row; OUT/skipped.csv)
+    rechecked: int = 0      # recorded checks run again: their answers changed, or are gone
 
 
 @dataclass(frozen=True)
@@ -143,8 +149,11 @@ def prepare(config: SweepConfig) -> PreparedSweep:
         raise InputError("--grace", f"{config.grace} is not a grace period in seconds",
                          "pass a number from 0 to 3600")
     check_out_dir(config)
+    # What the resumed sweep ran with, before anything is built (a native build takes minutes).
+    check_resume_settings(config)
     selected = backends.select(config)      # HOL Light or Isabelle: runner/provers/__init__.py
     problems = selected.load(config.corpus, config.answers)
+    require_answers(config, problems)
     if config.only is not None:
         wanted = set(config.only)
         problems = [p for p in problems if p.problem_id in wanted]
@@ -201,8 +210,85 @@ def prepare(config: SweepConfig) -> PreparedSweep:
                          corpus_fingerprint=fingerprint)
 
 
+# What a run leaves in --out before it writes sweep.json (the lock, and the
+# logs folder a backend makes): a run stopped there left a sweep directory.
+# Anything else without sweep.json is someone's files, results.csv included.
+SWEEP_NAMES = frozenset({"logs", sweep_lock.LOCK_FILE, sweep_lock.HOLDER_FILE})
+
+
+def read_manifest(out: Path) -> dict | None:
+    """OUT/sweep.json, or None when there is none or it cannot be read."""
+    try:
+        old = json.loads((Path(out) / MANIFEST).read_text())
+    except (OSError, ValueError):
+        return None
+    return old if isinstance(old, dict) else None
+
+
+def resolved_mem_limit(config: SweepConfig) -> int:
+    """The memory limit per check a sweep of ``config`` runs under."""
+    return config.mem_limit or default_mem_limit(config.workers)
+
+
+def _recorded_mem_limit(old: dict) -> int | None:
+    """The memory limit per check the sweep of manifest ``old`` ran under:
+    manifests before this one recorded None for the default."""
+    if old.get("mem_limit") is not None:
+        return int(old["mem_limit"])
+    workers = (old.get("config") or {}).get("workers") or 1
+    return default_mem_limit(int(workers))
+
+
+def _mode_refusal(path: Path, was, now) -> InputError:
+    return InputError(path, f"this sweep was run with --mode {was}, not {now}; mixing them would "
+                      "make results incomparable", f"use a new --out, or pass --mode {was}")
+
+
+def _mem_refusal(path: Path, was: int, now: int) -> InputError:
+    return InputError(path, f"this sweep was run with --mem-limit {format_size(was)}, not "
+                      f"{format_size(now)}; its verdicts would mix both",
+                      f"use a new --out, or pass --mem-limit {size_flag(was)}")
+
+
+def check_resume_settings(config: SweepConfig) -> None:
+    """A resume under another --mode or memory limit than its sweep ran
+    with is refused here, from the config alone, before any work: values
+    are compared resolved (the default --mem-limit is a size too)."""
+    old = read_manifest(config.out)
+    if old is None:
+        return
+    path = Path(config.out) / MANIFEST
+    was = Mode.of(old.get("mode"))
+    if old.get("prover", Prover.HOL_LIGHT) == Prover.HOL_LIGHT \
+            and was in (Mode.BYTECODE, Mode.NATIVE, Mode.AUTO) and str(was) != str(config.mode):
+        raise _mode_refusal(path, was, config.mode)
+    if "mem_limit" in old:      # manifests written before it was recorded say nothing
+        before, now = _recorded_mem_limit(old), resolved_mem_limit(config)
+        if before != now:
+            raise _mem_refusal(path, before, now)
+
+
+def require_answers(config: SweepConfig, problems: list[Problem]) -> None:
+    """An --answers folder that answers no problem of the corpus (empty, or
+    holding other things) is refused, as a timeout map naming none is:
+    every problem would be recorded as ERROR "no answer given"."""
+    if config.answers is None or not Path(config.answers).is_dir():
+        return
+    if any(attempts.answers_of(p) for p in problems):
+        return
+    folder = Path(config.answers)
+    inside = sorted(p.name for p in folder.iterdir() if not p.name.startswith("."))
+    holds = (f"it holds {', '.join(inside[:3])}{', ...' if len(inside) > 3 else ''}" if inside
+             else "it is empty")
+    example = problems[0].problem_id if problems else "<problem-id>"
+    raise InputError(folder, f"answers folder gives no answer to any of the corpus's {len(problems)} "
+                     f"problems ({holds})", f"pass the folder that holds <problem-id>/answer.txt "
+                     f"(e.g. {example}/answer.txt) or a .csv, or drop --answers")
+
+
 def check_out_dir(config: SweepConfig) -> None:
-    """--out must be a directory we can write, holding no other corpus's results."""
+    """--out must be a directory we can write, holding no other corpus's
+    results and nothing that is not a sweep's."""
     out = Path(config.out)
     existing = next(p for p in [out, *out.parents] if p.exists())
     if not existing.is_dir():
@@ -215,6 +301,14 @@ def check_out_dir(config: SweepConfig) -> None:
     if not os.access(existing, os.W_OK | os.X_OK):
         raise InputError(existing, "is not writable (read-only file system or permissions)",
                          "pass an --out on a writable disk")
+    if out.is_dir() and not (out / MANIFEST).exists():
+        foreign = sorted(p.name for p in out.iterdir() if p.name not in SWEEP_NAMES
+                         and not (p.name.startswith(".") and p.name.endswith(".tmp")))
+        if foreign:
+            shown = ", ".join(foreign[:3]) + (", ..." if len(foreign) > 3 else "")
+            raise InputError(out, f"is not a proofbatch sweep directory: it holds {shown} and no "
+                             f"{MANIFEST}", "pass a new or empty --out (results would mix with "
+                             "these files), or the folder of an earlier sweep to resume it")
     try:
         old = json.loads((out / MANIFEST).read_text()).get("corpus")
     except (OSError, ValueError, AttributeError):
@@ -270,17 +364,20 @@ def changed_limits(prepared: PreparedSweep, done: shards.Done | None) -> str | N
             f"from {first['limit_source']})")
 
 
-def check_manifest(prepared: PreparedSweep, done: shards.Done | None = None) -> dict:
+def check_manifest(prepared: PreparedSweep, done: shards.Done | None = None, *,
+                   write: bool = True) -> dict:
     """Write OUT/sweep.json, or check that a resumed sweep matches it: the
     prover build, mode, sandbox, memory limit and the time limits of every
     recorded check (``done``: the rows on disk) decide verdicts, and must
-    not change on resume. Raises InputError before anything is written."""
+    not change on resume; answers recorded must not be gone unless
+    ``allow_missing_answers``. Raises InputError before anything is
+    written; with ``write`` False, only checks."""
     cfg, info = prepared.config, prepared.backend.info
     path = cfg.out / MANIFEST
     manifest = {
         "prover": info.prover, "prover_build": info.build, "mode": str(info.mode),
         "sandbox": info.sandbox,
-        "mem_limit": cfg.mem_limit,
+        "mem_limit": resolved_mem_limit(cfg),      # resolved: resumes compare sizes, not flags
         "context_proofs": info.context_proofs,
         "corpus": str(cfg.corpus.resolve()),
         "corpus_fingerprint": prepared.corpus_fingerprint or corpus_fingerprint(prepared.problems),
@@ -303,17 +400,19 @@ def check_manifest(prepared: PreparedSweep, done: shards.Done | None = None) -> 
         # bytecode-fork or native-fork (runner.prover.Mode reads them).
         old = {**old, "prover_build": old.get("prover_build", old.get("hol_build")),
                "mode": Mode.of(old.get("mode"))}
-        for key in ("prover_build", "mode"):
-            if old.get(key) != manifest[key]:
-                raise InputError(path, f"this sweep was run with {key} '{old.get(key)}', "
-                                 f"not '{manifest[key]}'; mixing them would make results incomparable",
-                                 "use a new --out, or the same HOL Light")
+        if old.get("mode") != manifest["mode"]:
+            raise _mode_refusal(path, old.get("mode"), manifest["mode"])
+        if old.get("prover_build") != manifest["prover_build"]:
+            raise InputError(path, f"this sweep was run with prover_build '{old.get('prover_build')}', "
+                             f"not '{manifest['prover_build']}'; mixing them would make results "
+                             "incomparable", "use a new --out, or the same HOL Light")
         # Manifests written before these were recorded say nothing of them.
-        for key, flag in (("sandbox", "--sandbox"), ("mem_limit", "--mem-limit")):
-            if key in old and old[key] != manifest[key]:
-                raise InputError(path, f"this sweep was run with {key} {old[key]!r}, not "
-                                 f"{manifest[key]!r}; its verdicts would mix both",
-                                 f"use a new --out, or the {flag} it was run with")
+        if "sandbox" in old and old["sandbox"] != manifest["sandbox"]:
+            raise InputError(path, f"this sweep was run with --sandbox {old['sandbox']}, not "
+                             f"{manifest['sandbox']}; its verdicts would mix both",
+                             f"use a new --out, or pass --sandbox {old['sandbox']}")
+        if "mem_limit" in old and _recorded_mem_limit(old) != manifest["mem_limit"]:
+            raise _mem_refusal(path, _recorded_mem_limit(old), manifest["mem_limit"])
         if changed := changed_limits(prepared, done):
             raise InputError(path, f"{changed}; its verdicts would mix both",
                              "use a new --out, or the limits it was run with "
@@ -325,6 +424,10 @@ def check_manifest(prepared: PreparedSweep, done: shards.Done | None = None) -> 
             raise InputError(path, f"this sweep was run with --context-proofs {was or 'none'}, not "
                              f"{manifest['context_proofs']}; its contexts loaded otherwise, so results "
                              "would mix", f"use a new --out, or pass --context-proofs {was}")
+        if not cfg.allow_missing_answers:
+            missing_answers(prepared, old, done)
+        if not write:
+            return old
         counts = {**run_counts(prepared), "config": json.loads(json.dumps(manifest["config"])),
                   "cwd": manifest["cwd"]}
         if any(old.get(k) != v for k, v in counts.items()):
@@ -334,33 +437,90 @@ def check_manifest(prepared: PreparedSweep, done: shards.Done | None = None) -> 
             old.update(counts)
             shards.publish(path, lambda tmp: tmp.write_text(json.dumps(old, indent=2) + "\n"))
         return old
+    if not write:
+        return manifest
     cfg.out.mkdir(parents=True, exist_ok=True)
     shards.publish(path, lambda tmp: tmp.write_text(json.dumps(manifest, indent=2) + "\n"))
     return manifest
+
+
+def _answers_flag(answers) -> str:
+    return f"--answers {answers}" if answers else "the answer files in the problem folders"
+
+
+def missing_answers(prepared: PreparedSweep, old: dict, done: shards.Done | None) -> None:
+    """Refuse a resume whose answers lost some the recorded rows checked
+    (--answers dropped, an answer.txt deleted, fewer attempts): resumed, the
+    sweep would keep verdicts of answers nobody gives any more."""
+    ids = {p.problem_id for p in prepared.problems}
+    gone = attempts.compare(prepared.tasks, done, ids).gone if done is not None else []
+    if not gone:
+        return
+    pid, k = gone[0]
+    was = (old.get("config") or {}).get("answers")
+    now = prepared.config.answers
+    differ = str(was or "") != str(now or "")
+    source = (f"; this run reads {_answers_flag(now)}, the sweep was run with {_answers_flag(was)}"
+              if differ else f" in {_answers_flag(now)}")
+    raise InputError(prepared.config.out / MANIFEST,
+                     f"{len(gone)} answers its rows checked are gone (e.g. {pid} attempt {k}"
+                     f"{source.replace('; ', ': ')})",
+                     f"pass the answers it was run with ({_answers_flag(was)}), or "
+                     "--allow-missing-answers to check those problems as given now (ERROR "
+                     "'no answer given' where there is none)")
 
 
 def _of(table: pa.Table, wanted: pa.Array) -> shards.Done:
     return shards.Done(table.filter(pc.is_in(table["problem_id"], value_set=wanted)))
 
 
+def _say(text: str) -> None:
+    from . import progress      # the console the command line prints on
+    progress.console.print(text)
+
+
 def run_sweep(prepared: PreparedSweep, executor, on_row: Callable[[ResultRow], None] = lambda r: None,
               on_start: Callable[[int, int], None] = lambda total, done: None,
-              on_skip: Callable[[int], None] = lambda n: None) -> SweepSummary:
+              on_skip: Callable[[int], None] = lambda n: None,
+              on_note: Callable[[str], None] = _say) -> SweepSummary:
     """Run what is not yet recorded under OUT, then merge. Resumable at any point.
 
     ``on_start(total, settled)`` is called once, ``on_row`` with each row,
-    and ``on_skip(n)`` when a row settles n more attempts (early stop)."""
+    ``on_skip(n)`` when a row settles n more attempts (early stop), and
+    ``on_note`` with what a resume does besides (answers checked again).
+
+    The run holds OUT's lock (runner/sweep_lock.py): another live run on
+    OUT is refused, naming it. A refused resume is refused before it takes
+    the lock, reading only: it touches nothing. An executor that joins a
+    sweep another driver runs (Slurm ``--add-tasks``) takes no lock."""
+    cfg = prepared.config
+    check_manifest(prepared, shards.scan(cfg.out, repair=False, columns=shards.LIGHT).done, write=False)
+    if getattr(executor, "joins_running_sweep", False):
+        return _run_sweep(prepared, executor, on_row, on_start, on_skip, on_note)
+    with sweep_lock.SweepLock(cfg.out, executor=getattr(executor, "name", None) or "local"):
+        return _run_sweep(prepared, executor, on_row, on_start, on_skip, on_note)
+
+
+def _run_sweep(prepared: PreparedSweep, executor, on_row, on_start, on_skip, on_note) -> SweepSummary:
     cfg = prepared.config
     scan = shards.scan(cfg.out, columns=shards.LIGHT)
     manifest = check_manifest(prepared, scan.done)
     # Not yet recorded, less the attempts early stop skips (runner/attempts.py).
+    # A row settles its check only for the answer it checked: changed ones run again.
     pending, skipped_before = attempts.pending(prepared.tasks, scan.done)
+    changes = attempts.compare(prepared.tasks, scan.done, {p.problem_id for p in prepared.problems})
+    if changes.changed:
+        on_note(f"{len(changes.changed)} answers changed since the last run: checking them again")
+    if changes.gone:
+        on_note(f"{len(changes.gone)} answers recorded before are gone (--allow-missing-answers): "
+                "checking those problems as given now")
     on_start(len(prepared.tasks), len(prepared.tasks) - len(pending))
     stops = attempts.EarlyStops.of(pending)
     # OUT/status.json: what `proofbatch status` reads instead of the shards.
     # Rows of problems this run does not select (--problems) are not its to count.
     wanted = pa.array(sorted({p.problem_id for p in prepared.problems}), pa.string())
-    beat = heartbeat.Heartbeat(cfg.out, total=len(prepared.tasks), done=_of(scan.done.table, wanted),
+    current = scan.done.matching(*attempts.task_hashes(prepared.tasks))     # less changed answers
+    beat = heartbeat.Heartbeat(cfg.out, total=len(prepared.tasks), done=_of(current.table, wanted),
                                skipped=len(skipped_before), workers=cfg.workers,
                                resume=status.resume_command(manifest, cfg.out))
 
@@ -393,4 +553,5 @@ def run_sweep(prepared: PreparedSweep, executor, on_row: Callable[[ResultRow], N
     return SweepSummary(out=cfg.out, counts=verdicts, total=len(prepared.tasks),
                         ran_now=len(pending) - skipped_now,
                         resumed=len(prepared.tasks) - len(pending) - len(skipped_before),
-                        quarantined=scan.quarantined, table=table, skipped=skipped)
+                        quarantined=scan.quarantined, table=table, skipped=skipped,
+                        rechecked=len(changes.changed) + len(changes.gone))

@@ -46,6 +46,7 @@ def add_arguments(run) -> None:
     run.add_argument("--mode", choices=("bytecode", "native", "auto"), **opt("mode"))
     run.add_argument("--context-proofs", choices=("replay", "trust"), **opt("context_proofs"))
     run.add_argument("--stop-on-first-ok", action="store_true", **opt("stop_on_first_ok"))
+    run.add_argument("--allow-missing-answers", action="store_true", **opt("allow_missing_answers"))
     run.add_argument("--problems", type=problem_patterns, action="extend",
                      metavar="ID,GLOB,@FILE", **opt("problems"))
     cluster.add_arguments(run)    # --cluster and each executor's options
@@ -60,6 +61,7 @@ def run(args) -> int:
         policy=args.policy, seed=args.seed,
         prover=args.prover, isabelle=args.isabelle, sandbox=args.sandbox,
         stop_on_first_ok=args.stop_on_first_ok, mode=args.mode, context_proofs=args.context_proofs,
+        allow_missing_answers=args.allow_missing_answers,
         problems=tuple(args.problems) if args.problems else None)
     prepared = prepare(config)
     for warning in prepared.warnings:

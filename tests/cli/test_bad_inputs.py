@@ -289,7 +289,9 @@ def test_a_resume_under_other_time_limits_is_refused(corpus, hol, tmp_path):
     assert refused.value.fix.startswith("use a new --out, or the limits it was run with")
     assert snapshot(out_dir) == before
     # The same limits resume; only the memory limit differs now, and that is refused too.
-    with pytest.raises(InputError, match="mem_limit None, not 2147483648"):
+    from runner.sizes import format_size
+    from runner.sweep import default_mem_limit
+    with pytest.raises(InputError, match=f"--mem-limit {format_size(default_mem_limit(1))}, not 2 GiB"):
         run_sweep(prepare(SweepConfig(**base, default_timeout=60, mem_limit=2**31)), executor=None)
 
 
@@ -309,3 +311,69 @@ def test_a_server_directory_whose_server_stopped(capsys, corpus, hol, tmp_path):
                         *NO_BOX, "--server", dead)
     assert_one_line_error(result, dead, "no image server answers here",
                           f"; start one with `proofbatch serve {dead}`, or drop --server")
+
+
+# -- a sweep directory holds the verdicts of the answers as they are now (issue 24) --
+
+def test_an_out_holding_the_users_own_results_is_refused(capsys, corpus, hol, tmp_path, tripwire):
+    mine = tmp_path / "my-results"
+    mine.mkdir()
+    (mine / "results.csv").write_text(f"problem_id,verdict\n{WORD},OK\n")
+    before = snapshot(mine)
+    result = cli_result(capsys, "run", corpus, "--out", mine, "--hol-light", hol, *NO_BOX)
+    assert_one_line_error(result, mine, "is not a proofbatch sweep directory: it holds results.csv "
+                          "and no sweep.json", "; pass a new or empty --out")
+    assert snapshot(mine) == before
+    assert not tripwire.exists()
+
+
+@pytest.mark.parametrize("content", ["empty", "no problem of the corpus"])
+def test_an_answers_folder_that_answers_no_problem(capsys, corpus, hol, tmp_path, tripwire, content):
+    folder = tmp_path / "answers"
+    folder.mkdir()
+    if content != "empty":
+        (folder / "answers.csv").write_text(f"problem_id,answer\n{ADD},ARITH_TAC\n")
+    result = cli_result(capsys, "run", corpus, "--out", tmp_path / "out", "--answers", folder,
+                        "--hol-light", hol, *NO_BOX)
+    assert_one_line_error(result, folder, "answers folder gives no answer to any of the corpus's 2 "
+                          "problems", "; pass the folder that holds <problem-id>/answer.txt")
+    assert not (tmp_path / "out").exists()
+    assert not tripwire.exists()
+
+
+def test_a_resume_in_another_mode_is_refused_before_anything_is_built(capsys, corpus, hol, tmp_path,
+                                                                     monkeypatch, tripwire):
+    """Refused only after the native build (minutes), with a fix about HOL Light, before."""
+    from runner.sweep import SweepConfig, check_manifest, prepare
+
+    out_dir = tmp_path / "out"
+    check_manifest(prepare(SweepConfig(corpus=corpus, out=out_dir, hol_light=hol, sandbox="none")), {})
+
+    def no_build(*args, **kwargs):
+        raise AssertionError("the native build ran before the refusal")
+
+    monkeypatch.setattr("runner.provers.hol_light.native_auto.build_native", no_build)
+    before = snapshot(out_dir)
+    result = cli_result(capsys, "run", corpus, "--out", out_dir, "--hol-light", hol, *NO_BOX,
+                        "--mode", "native")
+    assert_one_line_error(result, out_dir / "sweep.json", "this sweep was run with --mode bytecode, "
+                          "not native", "; use a new --out, or pass --mode bytecode")
+    assert snapshot(out_dir) == before
+    assert not tripwire.exists()
+
+
+def test_a_resume_giving_the_default_memory_limit_is_not_refused(corpus, hol, tmp_path):
+    """The default was recorded as None and compared with the size given."""
+    from runner.sizes import size_flag
+    from runner.sweep import SweepConfig, check_manifest, check_resume_settings, default_mem_limit, prepare
+
+    out_dir = tmp_path / "out"
+    base = dict(corpus=corpus, out=out_dir, hol_light=hol, sandbox="none")
+    check_manifest(prepare(SweepConfig(**base)), {})
+    given = SweepConfig(**base, mem_limit=default_mem_limit(1))
+    check_resume_settings(given)
+    check_manifest(prepare(given), None, write=False)
+    with pytest.raises(InputError) as refused:
+        check_resume_settings(SweepConfig(**base, mem_limit=2**31))
+    assert refused.value.problem.endswith("not 2 GiB; its verdicts would mix both")
+    assert refused.value.fix == f"use a new --out, or pass --mem-limit {size_flag(default_mem_limit(1))}"
