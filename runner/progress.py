@@ -143,6 +143,14 @@ class NowDoing:
             if e.kind == "imaged":
                 self._set_stage("checking")
                 return None if e.ok else f"image failed to load: {e.name}"
+            if e.kind == "compile":
+                # Native HOL Light: a context or a batch of answers compiled
+                # (runner/provers/hol_light/native.py), minutes for a big context.
+                self._set_stage(f"compiling natively: {e.name}")
+                return f"compiling natively: {e.name}"
+            if e.kind == "compiled":
+                self._set_stage("checking")
+                return None if e.ok else f"cannot compile natively: {e.name}"
             if e.kind == "check":
                 self._waiting[e.name] = (e.worker, e.at)
             elif e.kind == "forked":
@@ -202,6 +210,24 @@ def _clock(secs: float) -> str:
     return f"{secs // 3600}:{secs // 60 % 60:02d}:{secs % 60:02d}"
 
 
+class PrepareLog:
+    """The stages a sweep goes through before its screen starts (compiling
+    native contexts, in prepare), said as the screen would log them."""
+
+    def __enter__(self):
+        now = NowDoing(None, 1)
+
+        def say(event: events.Event) -> None:
+            line = now.event(event)
+            if line:
+                console.print(line, markup=False, highlight=False)
+        self._stop = events.listen(say)
+        return self
+
+    def __exit__(self, *exc):
+        self._stop()
+
+
 def print_summary(summary) -> None:
     table = Table(title=f"proofbatch: {summary.total} checks in {summary.out}")
     table.add_column("verdict")
@@ -216,3 +242,7 @@ def print_summary(summary) -> None:
               f"results in {summary.out}/results.csv and verdicts.csv")
     for path in summary.quarantined:
         out.print(f"[yellow]quarantined an unreadable shard: {path}; its checks were run again")
+    # Last: how many checks did not run in the mode asked for, and why.
+    fallbacks = getattr(summary, "fallbacks", None)
+    if fallbacks is not None and (line := fallbacks()):
+        out.print(line, markup=False, highlight=False, soft_wrap=True)

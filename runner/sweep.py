@@ -112,6 +112,22 @@ class SweepConfig:
                                 "theorem unproved; answers still prove for real); part of every image "
                                 "key, recorded in rows and sweep.json; runner/context_proofs.py",
                                 default=str(ContextProofs.REPLAY))
+    no_fallback: bool = _help("with --mode native or auto: a check whose context cannot be "
+                              "compiled natively (a toplevel directive, a computed load, a compile "
+                              "error) is ERROR with the reason, instead of running in bytecode 4-7x "
+                              "slower under a converted limit; the other checks still run. Recorded "
+                              "in sweep.json; a resume must keep it when such checks exist",
+                              default=False)
+
+
+FALLBACK_MARK = "[ran in bytecode: "
+REFUSED_MARK = "context cannot run natively (--no-fallback): "
+
+
+def _common(reasons: list[str]) -> tuple[str, int]:
+    """The most frequent of ``reasons`` (the first of equals) and its count."""
+    top = Counter(reasons).most_common(1)
+    return top[0] if top else ("", 0)
 
 
 @dataclass
@@ -124,6 +140,50 @@ class SweepSummary:
     quarantined: list[Path]
     table: pa.Table
     skipped: int = 0        # attempts early stop skipped (no row; OUT/skipped.csv)
+    problem_ids: tuple[str, ...] | None = None   # this run's problems; None: every row's
+
+    def _rows(self) -> pa.Table:
+        table = self.table
+        if self.problem_ids is not None:
+            table = table.filter(pc.is_in(table["problem_id"],
+                                          value_set=pa.array(list(self.problem_ids), pa.string())))
+        return table
+
+    def fallbacks(self) -> str | None:
+        """The line saying how many checks ran in bytecode because their
+        context cannot be compiled natively (or, with --no-fallback, got
+        ERROR for it), with the most common reason; None when none did."""
+        reasons = [r for r in self._rows()["reason"].to_pylist() if r]
+        fell = [r.split(FALLBACK_MARK, 1)[1].rstrip("]") for r in reasons if FALLBACK_MARK in r]
+        refused = [r.split(REFUSED_MARK, 1)[1] for r in reasons if REFUSED_MARK in r]
+        lines = []
+        if fell:
+            why, n = _common(fell)
+            also = "" if n == len(fell) else f"; {len(fell) - n} for other reasons"
+            lines.append(f"{len(fell)} checks fell back to bytecode ({why}{also})")
+        if refused:
+            why, n = _common(refused)
+            also = "" if n == len(refused) else f"; {len(refused) - n} for other reasons"
+            lines.append(f"{len(refused)} checks got ERROR: their context cannot run natively and "
+                         f"--no-fallback keeps them out of bytecode ({why}{also})")
+        return "; ".join(lines) or None
+
+    def every_context_failed(self) -> str | None:
+        """When every context the sweep's checks needed failed to load: one
+        line naming how many and the most common cause; else None. Rows
+        without a context to load (no answer given) do not count."""
+        rows = self._rows()
+        keys, reasons = rows["image_key"].to_pylist(), rows["reason"].to_pylist()
+        contexts: dict[str, list[str]] = {}
+        for key, reason in zip(keys, reasons):
+            if key:
+                contexts.setdefault(key, []).append(reason or "")
+        if not contexts or not all(r.startswith("setup:") for rs in contexts.values() for r in rs):
+            return None
+        first = [rs[0].split(" " + FALLBACK_MARK, 1)[0] for rs in contexts.values()]
+        cause, _ = _common(first)
+        return f"every context failed to load ({len(contexts)} of {len(contexts)}): {cause}"
+
     rechecked: int = 0      # recorded checks run again: their answers changed, or are gone
 
 
@@ -145,6 +205,9 @@ def prepare(config: SweepConfig) -> PreparedSweep:
     if str(config.context_proofs) not in {str(c) for c in ContextProofs}:
         raise InputError("--context-proofs", f"{config.context_proofs!r} is not a choice",
                          f"pass one of {', '.join(str(c) for c in ContextProofs)}")
+    if config.no_fallback and str(config.mode) not in (Mode.NATIVE, Mode.AUTO):
+        raise InputError("--no-fallback", f"applies to --mode native or auto, not {config.mode}",
+                         "drop --no-fallback, or pass --mode native")
     if not 0 <= config.grace < 3600:
         raise InputError("--grace", f"{config.grace} is not a grace period in seconds",
                          "pass a number from 0 to 3600")
@@ -191,6 +254,12 @@ def prepare(config: SweepConfig) -> PreparedSweep:
     # the backend turns its limits into those of the mode a check runs in.
     map_use = timeout_map.use_map(loaded, info.prover, info.build, info.mode)
     backend.use_map(loaded)
+    # A backend that compiles contexts before it can say which mode a check
+    # runs in (native HOL Light: a context that cannot be compiled runs in
+    # bytecode, under a bytecode limit) compiles them now, before any limit.
+    classify = getattr(backend, "classify", None)
+    if classify is not None:
+        classify(problems)
 
     def limits_of(p: Problem) -> CheckLimits:
         guard, expected = map_use.memory(p.problem_id, mem, min(config.expected_mem, mem))
@@ -379,6 +448,8 @@ def check_manifest(prepared: PreparedSweep, done: shards.Done | None = None, *,
         "sandbox": info.sandbox,
         "mem_limit": resolved_mem_limit(cfg),      # resolved: resumes compare sizes, not flags
         "context_proofs": info.context_proofs,
+        # Decides the verdicts of checks whose context cannot run natively.
+        "no_fallback": cfg.no_fallback,
         "corpus": str(cfg.corpus.resolve()),
         "corpus_fingerprint": prepared.corpus_fingerprint or corpus_fingerprint(prepared.problems),
         "context_root": str(prepared.backend.context_root),
@@ -428,6 +499,15 @@ def check_manifest(prepared: PreparedSweep, done: shards.Done | None = None, *,
             missing_answers(prepared, old, done)
         if not write:
             return old
+        # Before the flag existed, checks fell back. It changes verdicts only
+        # of checks whose context cannot run natively.
+        if bool(old.get("no_fallback", False)) != cfg.no_fallback \
+                and getattr(prepared.backend, "not_native", None):
+            flag = "pass --no-fallback" if old.get("no_fallback") else "drop --no-fallback"
+            raise InputError(path, f"this sweep was run {'with' if old.get('no_fallback') else 'without'} "
+                             f"--no-fallback, and {len(prepared.backend.not_native)} problems' contexts "
+                             "cannot run natively: their verdicts would mix both",
+                             f"use a new --out, or {flag}")
         counts = {**run_counts(prepared), "config": json.loads(json.dumps(manifest["config"])),
                   "cwd": manifest["cwd"]}
         if any(old.get(k) != v for k, v in counts.items()):
@@ -550,7 +630,8 @@ def _run_sweep(prepared: PreparedSweep, executor, on_row, on_start, on_skip, on_
     beat.finish(selected.verdict_counts(), len(selected), skipped)
     verdicts = selected.verdict_counts()
     skipped_now = skipped - len(skipped_before)
-    return SweepSummary(out=cfg.out, counts=verdicts, total=len(prepared.tasks),
+    return SweepSummary(problem_ids=tuple(p.problem_id for p in prepared.problems),
+                        out=cfg.out, counts=verdicts, total=len(prepared.tasks),
                         ran_now=len(pending) - skipped_now,
                         resumed=len(prepared.tasks) - len(pending) - len(skipped_before),
                         quarantined=scan.quarantined, table=table, skipped=skipped,

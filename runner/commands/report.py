@@ -93,6 +93,9 @@ def term_images(out: Console, r: SweepReport, price: float | None) -> None:
     out.print(f"images: {c['builds']} builds of {c['images']} distinct images, "
               f"{_hours(c['build_s'])} core-hours{predicted}; {c['rebuilds']} rebuilt after an "
               f"eviction, {_hours(c['rebuild_s'])} core-hours")
+    if c["compiles"]:
+        out.print(f"native compiling: {c['compiles']} compiles of contexts and answers, "
+                  f"{_hours(c['compile_s'])} core-hours (counted with image builds)")
 
 
 def term_throughput(out: Console, r: SweepReport, price: float | None) -> None:

@@ -9,7 +9,7 @@ from cluster.local import LocalExecutor
 
 from .. import progress, provers
 from ..corpus import problem_patterns
-from ..errors import InputError
+from ..errors import InputError, ProverError
 from ..image_server import RemoteSession
 from ..settings import help_of, options_of
 from ..sweep import SweepConfig, prepare, run_sweep
@@ -45,6 +45,7 @@ def add_arguments(run) -> None:
                      "Light here (local threads)")
     run.add_argument("--mode", choices=("bytecode", "native", "auto"), **opt("mode"))
     run.add_argument("--context-proofs", choices=("replay", "trust"), **opt("context_proofs"))
+    run.add_argument("--no-fallback", action="store_true", **opt("no_fallback"))
     run.add_argument("--stop-on-first-ok", action="store_true", **opt("stop_on_first_ok"))
     run.add_argument("--allow-missing-answers", action="store_true", **opt("allow_missing_answers"))
     run.add_argument("--problems", type=problem_patterns, action="extend",
@@ -61,9 +62,11 @@ def run(args) -> int:
         policy=args.policy, seed=args.seed,
         prover=args.prover, isabelle=args.isabelle, sandbox=args.sandbox,
         stop_on_first_ok=args.stop_on_first_ok, mode=args.mode, context_proofs=args.context_proofs,
+        no_fallback=args.no_fallback,
         allow_missing_answers=args.allow_missing_answers,
         problems=tuple(args.problems) if args.problems else None)
-    prepared = prepare(config)
+    with progress.PrepareLog():        # --mode native compiles the contexts here
+        prepared = prepare(config)
     for warning in prepared.warnings:
         progress.console.print(f"[bold yellow]warning:[/] {warning}")
     executor = cluster.make_executor(args, config.workers)
@@ -82,4 +85,8 @@ def run(args) -> int:
     if summary.skipped:
         progress.console.print(f"skipped {summary.skipped} attempts after an OK attempt "
                                f"(--stop-on-first-ok): {summary.out}/skipped.csv")
+    # Rows are recorded; a sweep whose every context failed to load tested
+    # no answer: the prover setup failed, not the answers (exit 1).
+    if failed := summary.every_context_failed():
+        raise ProverError(failed)
     return 0

@@ -10,19 +10,30 @@ compiled before it is loaded: each context segment into a module that its
 image Dynlink-loads, and answers in batches into plugins that each check
 loads. A context that cannot be compiled (a toplevel directive, a computed
 load path, a compile error) runs in a bytecode session instead, and its
-checks say so in their reason.
+checks say so in their reason; with ``no_fallback`` they are ERROR instead.
+
+A sweep compiles its contexts before it gives its checks their limits
+(``NativeHolLightBackend.classify``: a check's limit must belong to the mode
+it runs in), and its sessions take over what that compiled (the context
+tree, the scopes, the refusals) instead of compiling again. Every compile is
+announced (events ``compile``/``compiled``) and recorded among the
+session's image builds, keyed ``native-compile:...`` (runner/report.py
+counts them apart from image loads).
 """
 
 from __future__ import annotations
 
 import dataclasses
+import shutil
+import tempfile
 import threading
 import time
+import weakref
 from pathlib import Path
 from typing import Callable, Sequence
 
 from . import contexts
-from ... import sandbox
+from ... import events, sandbox
 from ...context_proofs import ContextProofs
 from ...corpus import Problem
 from ...errors import ProverError
@@ -30,12 +41,12 @@ from .fork_server import ImageFailed, ImageProcess, PipePair
 from .backend import HolLightBackend
 from .install import HolLightInstall
 from .native_compile import Compiled, NativeCompiler, NotNative, Scope
-from .fork_session import ForkSession, not_run
+from .fork_session import ForkSession, _context_name, not_run
 from .map_modes import BYTECODE_MODE, NATIVE_MODE
 from .native_build import NativeBuild
 from .plans import ALLOWANCES, NATIVE_BOOT_S, image_plan
-from ...prover import (BackendInfo, CheckLimits, CheckResult, ImagePlan, Prover, ProverBackend,
-                       ProverSession)
+from ...prover import (BackendInfo, CheckLimits, CheckResult, ImageBuild, ImagePlan, Prover,
+                       ProverBackend, ProverSession)
 from ...sandbox import SandboxConfig
 from ...verdicts import Outcome, Verdict
 
@@ -46,6 +57,39 @@ FALLBACK_MODE = BYTECODE_MODE
 # native frame is no bigger, so 1 GiB keeps every deep-but-finite proof the
 # bytecode mode accepts while a runaway recursion still ends as ERROR.
 STACK_BYTES = 1 << 30
+# The key prefix of the image builds that are native compiles.
+COMPILE_KEY = "native-compile:"
+
+
+def refused_natively(reason: str) -> str:
+    """The ERROR reason of a check that --no-fallback keeps out of bytecode."""
+    return f"context cannot run natively (--no-fallback): {reason}"
+
+
+class _Compiler(NativeCompiler):
+    """A session's compiler, which also finds the modules ``classify``
+    compiled (``extra``) when it compiles answers and contexts on them."""
+
+    def __init__(self, *args, extra: Sequence[Path] = (), **kw):
+        super().__init__(*args, **kw)
+        self.extra = [Path(d) for d in extra]
+
+    @property
+    def includes(self) -> list[Path]:
+        return [*super().includes, *self.extra]
+
+
+def _compile(compiler: NativeCompiler, node: contexts.ImageNode, parent: Scope,
+             name: str) -> tuple[Scope, float]:
+    """Compile one image's segment, announced; (its scope, seconds)."""
+    events.say("compile", key=COMPILE_KEY + node.key, name=name)
+    started, ok = time.monotonic(), False
+    try:
+        scope = compiler.compile_context(node.segment, f"Pb_ctx_{node.key}", parent)
+        ok = True
+    finally:
+        events.say("compiled", key=COMPILE_KEY + node.key, name=name, ok=ok)
+    return scope, time.monotonic() - started
 
 
 class NativeHolLightBackend(ProverBackend):
@@ -53,7 +97,7 @@ class NativeHolLightBackend(ProverBackend):
                  batch_size: int = 64, preload: Sequence[Path] = (), boot_timeout_s: float = 600.0,
                  image_timeout_s: float = 10800.0, max_images: int = 8, grace_s: float = 2.0,
                  sandbox_config: SandboxConfig = SandboxConfig(), log_dir: Path | None = None,
-                 context_proofs: ContextProofs = ContextProofs.REPLAY):
+                 context_proofs: ContextProofs = ContextProofs.REPLAY, no_fallback: bool = False):
         """``batch_size``: answers compiled into one plugin (1 = unbatched).
         ``preload``: library files (e.g. Library/words.ml) the server loads at
         start, so that images needing them only open them. ``sandbox_config``:
@@ -61,7 +105,9 @@ class NativeHolLightBackend(ProverBackend):
         in the same box and each check in the same jail. ``log_dir``: where
         the bytecode fallback keeps its per-check logs (native checks keep
         none). ``context_proofs``: replay or trust a context's proofs
-        (runner/context_proofs.py); the fallback uses the same."""
+        (runner/context_proofs.py); the fallback uses the same.
+        ``no_fallback``: a check whose context cannot run natively is ERROR
+        with the reason, instead of running in bytecode."""
         self.install, self.build = install, build
         self.context_proofs = ContextProofs(context_proofs)
         self.context_root = Path(context_root).resolve()
@@ -77,6 +123,70 @@ class NativeHolLightBackend(ProverBackend):
         self.fallback = HolLightBackend(install, context_root, grace_s=grace_s, max_images=max_images,
                                         sandbox_config=sandbox_config, log_dir=log_dir,
                                         context_proofs=self.context_proofs)
+        self.no_fallback = no_fallback
+        # What classify() compiled, for this process's sessions to take over:
+        # the context tree, the scopes of the images (their plugins under
+        # compiled_dir), the images that cannot run natively (key -> why),
+        # the problems whose context is one of those (id -> why), the compiles.
+        self.tree: contexts.ContextTree | None = None
+        self.compiled_dir: Path | None = None
+        self.scopes: dict[str, Scope] = {}
+        self.refused: dict[str, str] = {}
+        self.not_native: dict[str, str] = {}
+        self._compiles: list[ImageBuild] = []
+
+    def __getstate__(self):
+        # Another host (a Slurm task, a Dask worker) cannot read this host's
+        # compiled_dir: its sessions compile again, in the same tree.
+        state = dict(self.__dict__)
+        state.update(compiled_dir=None, scopes={}, _compiles=[])
+        return state
+
+    def classify(self, problems: Sequence[Problem]) -> dict[str, str]:
+        """Compile the contexts of ``problems`` (announced, and recorded for
+        the first session to report), before the sweep gives its checks
+        their limits; returns and keeps the problems whose context cannot
+        run natively, with the reason."""
+        setups = {p.problem_id: p.setup_path.read_text(encoding="utf-8", errors="replace")
+                  for p in problems}
+        tree = contexts.build_context_tree(setups, self.salt)
+        if self.compiled_dir is None:
+            self.compiled_dir = Path(tempfile.mkdtemp(prefix="proofbatch-native-contexts-"))
+            weakref.finalize(self, shutil.rmtree, str(self.compiled_dir), True)
+        compiler = NativeCompiler(self.build, self.install, self.context_root, self.compiled_dir,
+                                  self.context_proofs)
+        scope = Scope(compiler.base_opens)
+        if self.preload:
+            text = "".join(f'needs "{p}";;\n' for p in self.preload)
+            try:
+                scope = compiler.compile_context(text, "Pb_preload", scope)
+            except NotNative as exc:
+                raise ProverError(f"cannot preload {', '.join(map(str, self.preload))}: {exc}") from None
+        scopes = {tree.base: Scope(compiler.base_opens, scope.loaded, frozenset(), ())}
+        nodes = sorted((n for n in tree.nodes.values() if n.parent is not None), key=lambda n: n.depth)
+        for i, node in enumerate(nodes, 1):
+            if node.parent in self.refused:
+                self.refused[node.key] = self.refused[node.parent]
+                continue
+            try:
+                scopes[node.key], secs = _compile(compiler, node, scopes[node.parent],
+                                                  f"context {i} of {len(nodes)}: {_context_name(node)}")
+            except NotNative as exc:
+                self.refused[node.key] = str(exc)
+                continue
+            # Before the sweep starts: paid as the boot is (no parent).
+            self._compiles.append(ImageBuild(COMPILE_KEY + node.key, None, secs, time.time()))
+        self.tree = tree
+        del scopes[tree.base]
+        self.scopes.update(scopes)
+        self.not_native = {pid: self.refused[key] for pid, key in tree.image_of.items()
+                           if key in self.refused}
+        return self.not_native
+
+    def take_compiles(self) -> list[ImageBuild]:
+        """What classify() compiled, once: the session that reports it."""
+        taken, self._compiles = self._compiles, []
+        return taken
 
     allowances = ALLOWANCES
 
@@ -94,8 +204,9 @@ class NativeSession(ForkSession):
         the caller (auto mode); by default the session starts its own."""
         super().__init__(backend, workdir)
         self._shared_bytecode = bytecode
-        self.compiler = NativeCompiler(backend.build, backend.install, backend.context_root,
-                                       workdir / "plugins", backend.context_proofs)
+        extra = [backend.compiled_dir] if backend.compiled_dir is not None else []
+        self.compiler = _Compiler(backend.build, backend.install, backend.context_root,
+                                  workdir / "plugins", backend.context_proofs, extra=extra)
         # Keyed by (problem, answer): the attempts of a problem (pass@k) are
         # Problems of one id, and their answers batch into one plugin.
         self._problems: dict[tuple[str, bytes | None], Problem] = {}
@@ -115,6 +226,11 @@ class NativeSession(ForkSession):
         self._nodes[self.blank_key] = contexts.ImageNode(self.blank_key, self.base_key, "", 1, ())
         self.compile_secs = 0.0
         self._boot()
+        # What the backend compiled before the sweep (classify), taken over.
+        self._scopes.update({k: s for k, s in backend.scopes.items()
+                             if all(p.exists() for p in s.plugins)} if extra else {})
+        self._not_native.update(backend.refused)
+        self.image_builds.extend(backend.take_compiles())
 
     # -- images --------------------------------------------------------------
 
@@ -138,28 +254,32 @@ class NativeSession(ForkSession):
              str(pipes.cmd_path), str(pipes.rep_path), *map(str, preload)],
             backend.sandbox_kind, writable=self.workdir,
             readable=[backend.build.dir, *backend.build.include_dirs, backend.install.hol_dir,
-                      backend.context_root],
+                      backend.context_root, *self.compiler.extra],
             hidden=backend.sandbox_config.hidden, chdir=backend.context_root)
         self._start_base(argv, pipes, "the native HOL Light server")
 
     def prepare(self, problems: Sequence[Problem]) -> None:
         setups = {p.problem_id: p.setup_path.read_text(encoding="utf-8", errors="replace")
                   for p in problems}
-        tree = contexts.build_context_tree(setups, self.backend.salt)
+        tree = self.backend.tree
+        if tree is None or not all(pid in tree.image_of for pid in setups):
+            tree = contexts.build_context_tree(setups, self.backend.salt)
+        # else the tree classify() compiled: its keys name what it compiled
         with self._lock:
             for key, node in tree.nodes.items():
                 self._nodes.setdefault(key, node)
-            self._image_of.update(tree.image_of)
+            self._image_of.update((pid, tree.image_of[pid]) for pid in setups)
             self._problems.update(((p.problem_id, p.answer), p) for p in problems)
         self._expect(p.problem_id for p in problems if p.answer is not None)
         fallback = [p for p in problems if self._not_native_reason(tree.image_of[p.problem_id])]
-        if fallback:
+        if fallback and not self.backend.no_fallback:
             self._bytecode_session().prepare(fallback)
 
     def withdraw(self, problem: Problem) -> None:
         super().withdraw(problem)
         key = self._image_of.get(problem.problem_id)
-        if key in self._not_native and self._bytecode_session_started():
+        if key in self._not_native and self._bytecode_session_started() \
+                and not self.backend.no_fallback:
             self._bytecode_session().withdraw(problem)   # prepare() handed it over
 
     def _bytecode_session_started(self) -> bool:
@@ -180,9 +300,10 @@ class NativeSession(ForkSession):
             node = self._nodes[key]
             try:
                 parent = self._scope(node.parent)
-                started = time.monotonic()
-                scope = self.compiler.compile_context(node.segment, f"Pb_ctx_{node.key}", parent)
-                self.compile_secs += time.monotonic() - started
+                scope, secs = _compile(self.compiler, node, parent, f"context: {_context_name(node)}")
+                self.compile_secs += secs
+                # In prepare(), before any check: paid as the boot is (no parent).
+                self._built(COMPILE_KEY + node.key, None, secs)
             except NotNative as exc:
                 with self._lock:
                     self._not_native[key] = str(exc)
@@ -221,9 +342,18 @@ class NativeSession(ForkSession):
                         and (key, other.answer) not in self._compiled):
                     pending.add(other.answer)
             texts = {f"k{i}": text for i, text in enumerate(sorted(pending))}
-            started = time.monotonic()
-            done = self.compiler.compile_answers(texts, scope.opens)
-            self.compile_secs += time.monotonic() - started
+            name = f"{len(texts)} answers in {_context_name(self._nodes[key])}"
+            events.say("compile", key=f"{COMPILE_KEY}answers:{key}", name=name)
+            started, ok = time.monotonic(), False
+            try:
+                done = self.compiler.compile_answers(texts, scope.opens)
+                ok = True
+            finally:
+                events.say("compiled", key=f"{COMPILE_KEY}answers:{key}", name=name, ok=ok)
+            secs = time.monotonic() - started
+            self.compile_secs += secs
+            # Inside the wait of the check that needed it, as an image load.
+            self._built(f"{COMPILE_KEY}answers:{key}", key, secs)
             for name, text in texts.items():
                 self._compiled[(key, text)] = done[name]
             return self._compiled[(key, answer)]
@@ -233,6 +363,8 @@ class NativeSession(ForkSession):
     def _check(self, problem: Problem, limits: CheckLimits) -> CheckResult:
         key = self._image_of[problem.problem_id]
         reason = self._not_native_reason(key)
+        if reason is not None and self.backend.no_fallback:
+            return not_run(Verdict.ERROR, refused_natively(reason), key, MODE)
         if reason is not None:
             return self._check_in_bytecode(problem, limits, reason)
         key = self._check_image(problem.problem_id)

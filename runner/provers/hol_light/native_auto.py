@@ -7,7 +7,12 @@ in the bytecode fork server otherwise; a check with no expected time runs
 natively, batched, where compiling it costs milliseconds.
 
 A check that runs in another mode than the timeout map was measured in
-gets its limit converted (map_modes.py), and says so.
+gets its limit converted (map_modes.py), and says so. That includes a check
+whose context cannot be compiled natively: the sweep compiles the contexts
+before it makes its checks (``classify``), so such a check gets the
+bytecode limit it will run under, and its row says so (``timeout_s``,
+``timeout_source`` and ``mode`` agree). With ``--no-fallback`` it is ERROR
+instead, under its native limit.
 """
 
 from __future__ import annotations
@@ -26,12 +31,14 @@ from ...sandbox import for_sweep
 from .backend import HolLightBackend
 from .install import HolLightInstall
 from .map_modes import BYTECODE_MODE, NATIVE_MODE, MapModes, converted_warning
-from .native import NativeHolLightBackend, NativeSession
+from .fork_session import not_run
+from .native import NativeHolLightBackend, NativeSession, refused_natively
 from .native_compile import NativeCompiler, NotNative, Scope
 from .native_build import NativeBuild, build_native, resolve
 from .plans import ALLOWANCES
 from ...prover import (BackendInfo, Mode, Prover, CheckLimits, CheckResult, ImageBuild, ImagePlan, ProverBackend,
                        ProverSession)
+from ...verdicts import Verdict
 
 MODES = (Mode.BYTECODE, Mode.NATIVE, Mode.AUTO)    # what --mode asks for
 # Below this expected bytecode time a check is cheaper in the bytecode fork
@@ -84,9 +91,32 @@ class ModeBackend(ProverBackend):
         secs = self.maps.bytecode_secs(problem.problem_id)
         return BYTECODE_MODE if secs is not None and secs <= self.threshold_s else NATIVE_MODE
 
+    def classify(self, problems: Sequence[Problem]) -> dict[str, str]:
+        """Compile the contexts of the problems routed natively, before any
+        limit is given (NativeHolLightBackend.classify); the problems whose
+        context cannot run natively, with the reason."""
+        return self.native.classify([p for p in problems if self.route(p) == NATIVE_MODE])
+
+    @property
+    def not_native(self) -> dict[str, str]:
+        """Problem id -> why its context cannot run natively (after classify)."""
+        return self.native.not_native
+
+    @property
+    def no_fallback(self) -> bool:
+        return self.native.no_fallback
+
+    def runs_in(self, problem: Problem) -> str:
+        """The mode the problem's checks run in: its route, or bytecode when
+        its context cannot run natively and it falls back."""
+        mode = self.route(problem)
+        if mode == NATIVE_MODE and problem.problem_id in self.not_native and not self.no_fallback:
+            return BYTECODE_MODE
+        return mode
+
     def limits_for(self, problem: Problem, limits: CheckLimits) -> CheckLimits:
         """``limits`` in the mode the check will run in (see module doc)."""
-        adjusted = self.maps.convert(limits, self.route(problem))
+        adjusted = self.maps.convert(limits, self.runs_in(problem))
         if adjusted is not limits:
             self.converted.append(problem.problem_id)
         return adjusted
@@ -131,23 +161,36 @@ class ModeSession(ProverSession):
                                              bytecode=lambda: self._session(BYTECODE_MODE))
             return self._native
 
+    def _refused(self, problem: Problem) -> str | None:
+        """Why --no-fallback keeps this problem from running at all, or None."""
+        if not self.backend.no_fallback or self.backend.route(problem) != NATIVE_MODE:
+            return None
+        return self.backend.not_native.get(problem.problem_id)
+
     def prepare(self, problems: Sequence[Problem]) -> None:
         groups: dict[str, list[Problem]] = {}
         for p in problems:
             self._route[p.problem_id] = self.backend.route(p)
-            groups.setdefault(self._route[p.problem_id], []).append(p)
+            if self._refused(p) is None:       # those are ERROR without a session
+                groups.setdefault(self._route[p.problem_id], []).append(p)
         for mode, group in sorted(groups.items()):
             self._session(mode).prepare(group)
 
     def image_key(self, problem: Problem) -> str:
+        if self._refused(problem) is not None:
+            return self.backend.native.tree.image_of[problem.problem_id]
         return self._session(self._route[problem.problem_id]).image_key(problem)
 
     def check(self, problem: Problem, limits: CheckLimits) -> CheckResult:
+        if (why := self._refused(problem)) is not None:
+            return not_run(Verdict.ERROR, refused_natively(why), self.image_key(problem), NATIVE_MODE)
         mode = self._route.get(problem.problem_id) or self.backend.route(problem)
         result = self._session(mode).check(problem, limits)
         return result if result.mode else replace(result, mode=mode)
 
     def withdraw(self, problem: Problem) -> None:
+        if self._refused(problem) is not None:
+            return
         mode = self._route.get(problem.problem_id)
         session = self._native if mode == NATIVE_MODE else self._bytecode
         if mode is not None and session is not None:
@@ -171,6 +214,7 @@ def native_backend(config, install: HolLightInstall, context_root: Path) -> Prov
     native = NativeHolLightBackend(install, build, context_root, grace_s=config.grace,
                                    max_images=config.max_images, sandbox_config=for_sweep(config),
                                    log_dir=Path(config.out) / "logs",
-                                   context_proofs=config.context_proofs)
+                                   context_proofs=config.context_proofs,
+                                   no_fallback=getattr(config, "no_fallback", False))
     # The sweep hands over its map, read once (ModeBackend.use_map).
     return ModeBackend(config.mode, native)
