@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from pathlib import Path
 
 from ... import progress
 from .extract import MANIFEST, extract
 from .install import DEBIAN_DIR, find_hol_light
+from .load_graph import DROPPED_NOTE
 from ...settings import help_of, option
 from .extract import ExtractConfig
 
@@ -21,7 +23,10 @@ def add_arguments(p) -> None:
     p.add_argument("--prefix", **option(ExtractConfig, "prefix"))
     p.add_argument("--category", **option(ExtractConfig, "category"))
     p.add_argument("--hol-light", type=Path, help="HOL Light checkout that the corpus will be run "
-                   "with, to resolve needs/loadt (default: Debian's package)")
+                   "with, to resolve needs/loadt/loads (default: Debian's package)")
+    p.add_argument("--context-root", type=Path, **option(ExtractConfig, "context_root"))
+    p.add_argument("--ids-from", type=Path, metavar="MAP", **option(ExtractConfig, "ids_from"))
+    p.add_argument("--strict", action="store_true", help=help_of(ExtractConfig, "strict"))
 
 
 def run(args) -> int:
@@ -30,22 +35,63 @@ def run(args) -> int:
     else:
         hol_dir = DEBIAN_DIR if DEBIAN_DIR.is_dir() else None
     cfg = ExtractConfig(files=tuple(args.files), out=args.out, prefix=args.prefix,
-                        category=args.category, hol_dir=hol_dir)
+                        category=args.category, hol_dir=hol_dir, context_root=args.context_root,
+                        ids_from=args.ids_from, strict=args.strict)
     result = extract(cfg)
 
     def say(text: str) -> None:
         progress.console.print(text, highlight=False, markup=False, soft_wrap=True)
 
     for s in result.sources:
-        say(f"{s.path}: {s.theorems} theorems, {s.problems} problems, {s.skipped} skipped "
-            f"(sha256 {s.sha256[:12]})")
-    if result.skipped:
-        say(f"skipped {len(result.skipped)}:")
-        for s in result.skipped:
+        if not s.refused:
+            say(f"{s.path}: {s.theorems} theorems, {s.problems} problems, {s.skipped} skipped "
+                f"(sha256 {s.sha256[:12]})")
+    mapped = [s for s in result.skipped if "the id the bench's map keeps it under" in s.reason]
+    others = [s for s in result.skipped if s not in mapped]
+    if others:
+        say(f"skipped {len(others)}:")
+        for s in others:
             say(f"  {s.source}:{s.line} {s.theorem or '-'}: {s.reason}")
-    say(f"wrote {len(result.problems)} problems to {result.out} (list and provenance in "
-        f"{result.out / MANIFEST})")
+    if mapped:
+        say(f"skipped {len(mapped)} duplicate statements the bench's map keeps under another id "
+            f"(each listed in {MANIFEST})")
+    if result.refused:
+        say(f"refused {len(result.refused)} of {len(result.sources)} files (they give no problem):")
+        for r in result.refused:
+            say(f"  {r.source}: {r.reason}")
+    for path, why in result.library_files:
+        say(f"library file: {path}: {why}")
+    for m, text in zip(result.missing_loads, result.unresolved):
+        say(f"missing load: {m['kind']} \"{m['name']}\" found nowhere (searched "
+            f"{', '.join(m['searched']) or 'nothing'}), loaded by {m['loaded_by']}, which "
+            f"{m['given_files_reaching_it']} of the given files load: {' -> '.join(m['chain'])}")
+    if result.dropped_loads:
+        say(f"dropped loads (not followed): {', '.join(result.dropped_loads)}: {DROPPED_NOTE}")
+    if result.ids is not None:
+        _say_ids(say, result.ids)
     say(f"context root: {result.context_note}")
-    for name in result.unresolved:
-        say(f"warning: {name} resolves nowhere; contexts after it will not load until it does")
+    if not result.published:
+        say(f"--strict: {len(result.refused)} refused files, {len(result.unresolved)} loads found "
+            f"nowhere; nothing written to {result.out}")
+        return 2
+    say(f"wrote {len(result.problems)} problems from {len(result.sources) - len(result.refused)} "
+        f"files to {result.out} (list and provenance in {result.out / MANIFEST})")
     return 0
+
+
+def _say_ids(say, ids) -> None:
+    pre = "/".join(ids.prefixes)
+    renamed = (f" ({len(ids.renamed)} under a folder-safe name: "
+               + ", ".join(f"{a} for {b}" for a, b in sorted(ids.renamed.items())) + ")"
+               if ids.renamed else "")
+    say(f"ids: {ids.matched} of the map's {ids.wanted} {pre} ids matched{renamed}; "
+        f"{ids.dropped_duplicates} duplicates skipped for the map's id")
+    for m, why in sorted(ids.misses.items()):
+        say(f"  not extracted: {m}: {why}")
+    for folder, files in sorted(ids.missed_folders.items()):
+        say(f"the map's ids need {len(files)} files of {folder}/ that were not given "
+            f"(e.g. {Path(files[0]).name}): pass {folder}/*.ml too")
+    if ids.not_in_map:
+        counts = Counter(ids.not_in_map.values())
+        say(f"{len(ids.not_in_map)} problems have no id in the map: "
+            + "; ".join(f"{n}: {why}" for why, n in counts.most_common()))

@@ -208,3 +208,57 @@ def _scan(toks: list[Token], text: str, calls: list[int]) -> Theorem | Skip:
         # `e` does; `by` is that step, so this one tactic does the same.
         answer = f"(fun g -> rev_itlist by {text[toks[la].start:toks[lb - 1].end]} (mk_goalstate g))"
     return Theorem(name=name, form=" ".join(form), query=query, answer=answer)
+
+
+def scan_bindings(phrase: str) -> list[tuple[int, Theorem | Skip]]:
+    """What each binding of ``phrase`` proves: (offset in phrase, result) pairs.
+
+    A ``let A = ... and B = prove (`GOAL`, TACTIC) and ...;;`` binds its
+    names at once, none seeing the others, so each binding that proves
+    something is read as a phrase ``let B = prove (...);;`` of its own (as
+    the bench's dump of top-level theorems counts it; s2n-bignum's
+    ``arm/proofs/arm.ml`` proves ``append_e2_nil`` so). Any other phrase is
+    ``scan_phrase``'s single result at offset 0; [] when it proves nothing.
+    """
+    try:
+        toks = tokens(phrase)
+    except ValueError:
+        toks = []
+    cuts = _and_cuts(toks)
+    if not cuts:
+        got = scan_phrase(phrase)
+        return [] if got is None else [(0, got)]
+    out: list[tuple[int, Theorem | Skip]] = []
+    bounds = [1, *(c + 1 for c in cuts)]
+    ends = [*cuts, len(toks) - 1]   # the last binding ends at the phrase's ;;
+    for a, b in zip(bounds, ends):
+        if a >= b or not any(t.kind == "ident" and t.text in PROVERS for t in toks[a:b]):
+            continue
+        start = toks[a].start
+        got = scan_phrase("let " + phrase[start:toks[b - 1].end] + ";;")
+        if got is not None:
+            out.append((start, got))
+    return out
+
+
+def _and_cuts(toks: list[Token]) -> list[int]:
+    """Indices of the ``and`` tokens that separate the bindings of a
+    non-recursive top-level ``let`` (outside brackets and nested let/in);
+    [] for any other phrase."""
+    if len(toks) < 3 or toks[0].text != "let" or toks[1].text == "rec" or toks[-1].kind != "semi2":
+        return []
+    cuts, depth, lets = [], 0, 0
+    for j in range(1, len(toks) - 1):
+        t = toks[j]
+        if t.kind == "open":
+            depth += 1
+        elif t.kind == "close":
+            depth -= 1
+        elif t.kind == "ident" and depth == 0:
+            if t.text == "let":
+                lets += 1
+            elif t.text == "in" and lets:
+                lets -= 1
+            elif t.text == "and" and lets == 0:
+                cuts.append(j)
+    return cuts

@@ -1,0 +1,228 @@
+"""What HOL Light proof files load, recursively, found as the toplevel finds it.
+
+``needs "x.ml"`` and ``loadt "x.ml"`` look in the context root (the folder a
+sweep passes as ``--context-root``), then in HOL Light's own directory;
+``loads "x.ml"`` looks in HOL Light's directory only. Only literal names are
+followed (``needs "a/b.ml";;`` as a phrase of its own, what the toplevel and
+the native compiler load too); a name computed at run time is not seen.
+
+``LoadGraph.missing`` walks every load from a set of files down and names
+each file found nowhere with the chain of loads that reaches it, so a
+corpus whose contexts cannot load is refused before any prover starts.
+``LoadGraph.library_file`` tells a proof file from a file meant to be loaded
+by another one after other files (s2n-bignum's ``arm/proofs/arm.ml``,
+loaded by ``base.ml`` after everything base.ml loads first): the contexts of
+such a file's theorems lack what its loader loaded before it.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Iterable, Sequence
+
+from .contexts import split_phrases
+from .native_build import classify, resolve, strip_phrase
+
+try:  # one list for the native side, the toplevel and extract
+    from .native_compile import DROPPED_LOADS
+except ImportError:  # pragma: no cover - native_compile always defines it today
+    DROPPED_LOADS = ("update_database.ml",)
+
+# Why a dropped load is not followed (extract.json's dropped_loads_note).
+DROPPED_NOTE = ("dropped by the bench's pipeline (HOL Light's inline_load.ml) and by proofbatch, "
+                "natively and in bytecode: it walks the toplevel's symbol tables, which native code "
+                "lacks, and crashes OCaml 4.13's toplevel")
+
+_LOAD_WORDS = re.compile(r"\b(needs|loadt|loads)\b")
+
+
+@dataclass(frozen=True)
+class Load:
+    kind: str            # needs, loadt, loads
+    name: str            # as written
+    line: int            # 1-based line of the phrase's first token
+    target: Path | None  # the file found; None when found nowhere (or dropped)
+    dropped: bool = False
+
+
+@dataclass(frozen=True)
+class Step:
+    """One load on the way down: ``source`` (line) loads ``name``."""
+
+    source: Path
+    line: int
+    kind: str
+    name: str
+
+
+@dataclass(frozen=True)
+class MissingLoad:
+    """A load found nowhere, and the loads that reach it from a given file."""
+
+    kind: str
+    name: str
+    chain: tuple[Step, ...]   # from a given file down to the load found nowhere
+    reached_from: int         # how many of the given files reach it
+
+    @property
+    def loader(self) -> Path:
+        return self.chain[-1].source
+
+
+class LoadGraph:
+    """The loads of files, resolved against ``root`` then ``hol_dir``.
+
+    ``phrases_of`` may hand over phrases already split (extract splits the
+    files it cuts anyway); other files are read and split once each.
+    """
+
+    def __init__(self, root: Path | None, hol_dir: Path | None,
+                 phrases_of: Callable[[Path], list[str] | None] | None = None,
+                 dropped: Sequence[str] = DROPPED_LOADS):
+        self.root = root.resolve() if root is not None else None
+        self.hol_dir = hol_dir
+        self.dropped = tuple(dropped)
+        self._given_phrases = phrases_of or (lambda p: None)
+        self._loads: dict[Path, list[Load]] = {}
+        self._closure: dict[Path, frozenset[Path]] = {}
+
+    # -- one file ------------------------------------------------------------
+
+    def search(self, kind: str) -> list[Path]:
+        hol = [self.hol_dir] if self.hol_dir is not None else []
+        if kind == "loads":
+            return hol
+        return ([self.root] if self.root is not None else []) + hol
+
+    def phrases(self, path: Path) -> list[str]:
+        got = self._given_phrases(path)
+        if got is not None:
+            return got
+        return split_phrases(path.read_text(encoding="utf-8", errors="replace"))
+
+    def loads(self, path: Path) -> list[Load]:
+        path = path.resolve()
+        if path in self._loads:
+            return self._loads[path]
+        out: list[Load] = []
+        offset = line = 0
+        try:
+            phrases = self.phrases(path)
+        except OSError:
+            phrases = []
+        for phrase in phrases:
+            start, offset = offset, offset + len(phrase)
+            if not _LOAD_WORDS.search(phrase):
+                line += phrase.count("\n")
+                continue
+            kind, name = classify(phrase)
+            if kind in ("needs", "loadt", "loads"):
+                body = len(phrase.rstrip()) - len(strip_phrase(phrase))
+                at = line + phrase.count("\n", 0, body) + 1
+                if kind == "loads" and name in self.dropped:
+                    out.append(Load(kind, name, at, None, dropped=True))
+                else:
+                    out.append(Load(kind, name, at, resolve(name, self.search(kind))))
+            line += phrase.count("\n")
+        self._loads[path] = out
+        return out
+
+    # -- recursively -----------------------------------------------------------
+
+    def closure(self, path: Path) -> frozenset[Path]:
+        """Every file ``path`` loads, directly or not (not ``path`` itself)."""
+        path = path.resolve()
+        if path in self._closure:
+            return self._closure[path]
+        seen: set[Path] = set()
+        todo = [path]
+        while todo:
+            f = todo.pop()
+            for ld in self.loads(f):
+                t = ld.target
+                if t is not None and t not in seen:
+                    seen.add(t)
+                    if t in self._closure:
+                        seen |= self._closure[t]
+                    else:
+                        todo.append(t)
+        seen.discard(path)
+        self._closure[path] = frozenset(seen)
+        return self._closure[path]
+
+    def missing(self, starts: Iterable[Path]) -> list[MissingLoad]:
+        """Each load found nowhere under ``starts``, once, with the first chain to it."""
+        found: dict[tuple[Path, str, str], list] = {}   # (loader, kind, name) -> [chain, starts]
+        for start in starts:
+            start = start.resolve()
+            chains: dict[Path, tuple[Step, ...]] = {start: ()}
+            todo = [start]
+            while todo:
+                f = todo.pop(0)
+                for ld in self.loads(f):
+                    step = Step(f, ld.line, ld.kind, ld.name)
+                    if ld.dropped:
+                        continue
+                    if ld.target is None:
+                        key = (f, ld.kind, ld.name)
+                        entry = found.setdefault(key, [chains[f] + (step,), set()])
+                        entry[1].add(start)
+                    elif ld.target not in chains:
+                        chains[ld.target] = chains[f] + (step,)
+                        todo.append(ld.target)
+        return [MissingLoad(k[1], k[2], chain, len(st)) for k, (chain, st) in found.items()]
+
+    def loaded_files(self, starts: Iterable[Path]) -> set[Path]:
+        out: set[Path] = set()
+        for s in starts:
+            out |= self.closure(s)
+        return out
+
+    def library_file(self, path: Path, universe: Iterable[Path]) -> tuple[Path, Path] | None:
+        """(loader, what it loads first) when ``path`` is a library file.
+
+        ``path`` is one when some file of ``universe`` (or of what they load)
+        loads it, and no file that loads it has its first load among what
+        ``path`` loads itself: its contexts lack what its loaders load first
+        (arm.ml is loaded by base.ml, whose first load it does not load). A
+        proof file loaded by another proof file (after both load base.ml)
+        is no library file.
+        """
+        path = path.resolve()
+        files = set(universe) | self.loaded_files(universe)
+        mine = self.closure(path) | {path}
+        verdict = None
+        for f in sorted(files):
+            lds = self.loads(f)
+            if f == path or not any(ld.target == path for ld in lds):
+                continue
+            first = next((ld.target for ld in lds if ld.target is not None), None)
+            if first is None or first in mine:
+                return None
+            verdict = verdict or (f, first)
+        return verdict
+
+    def show(self, path: Path) -> str:
+        """``path`` relative to the context root or HOL Light's directory when under one."""
+        for base in (self.root, self.hol_dir):
+            if base is not None:
+                try:
+                    return str(path.relative_to(base.resolve()))
+                except ValueError:
+                    pass
+        return str(path)
+
+    def describe(self, miss: MissingLoad, given: str | None = None) -> str:
+        """``a.ml: needs "arm/proofs/base.ml" -> arm/proofs/base.ml: loadt "Library/records.ml"``
+        (the first file as ``given``, when given)."""
+        parts = []
+        for k, s in enumerate(miss.chain):
+            where = given if (given is not None and k == 0) else self.show(s.source)
+            parts.append(f'{where}: {s.kind} "{s.name}"')
+        return " -> ".join(parts)
+
+    def describe_lines(self, miss: MissingLoad) -> list[str]:
+        """The chain with line numbers: ``["arm/proofs/bignum_add.ml:10 needs ...", ...]``."""
+        return [f'{self.show(s.source)}:{s.line} {s.kind} "{s.name}"' for s in miss.chain]
