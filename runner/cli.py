@@ -2,32 +2,41 @@
 
 Exit codes: 0 when the command completed, whatever the verdicts; 2 on bad
 input, with one line naming the file or problem and the fix; 1 when the
-prover failed or a validation did not pass; 130 when interrupted by Ctrl-C and
-143 on SIGTERM (rerun the same command to resume).
+prover failed or a validation did not pass; 130 when interrupted by Ctrl-C,
+143 on SIGTERM and 129 on SIGHUP (the terminal or ssh session went away):
+each stops the sweep cleanly, says so and marks it stopped (rerun the same
+command to resume).
+
+It starts fast: only the module of the command being run is imported
+(runner.commands.COMMANDS lists the others' names and helps), so
+``--version``, ``--help`` and ``status`` never load matplotlib, pyarrow,
+dask, submitit or a prover's backend (tests/test_startup.py,
+benchmarks/startup.py).
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import errno
 import importlib
-import importlib.metadata
+import os
 import re
 import signal
 import sys
 import threading
 
-from . import provers
+from .commands import COMMANDS
 from .errors import InputError, ProofbatchError
-
-# runner/commands/<module>.py, in the order `proofbatch --help` lists them; the
-# provers' own commands (runner.provers.command_modules) follow.
-COMMANDS = ["run", "status", "profile", "timeout-map", "simulate", "report"]
-
 
 DESCRIPTION = ("Batch proof checking for HOL Light and Isabelle sweeps: per-problem timeout maps, "
                "planned dispatch over local workers, Slurm or Dask, guarded checks forked from "
                "prebuilt images, and resumable Parquet results.")
+
+# Commands that start provers: every temporary folder they make lives in one
+# folder of the process that a janitor removes however the process ends,
+# kill -9 included (runner.janitor.scratch_root).
+SCRATCH_COMMANDS = {"run", "profile", "timeout-map", "serve", "build-native"}
 
 # What to do about each kind of value argparse could not read.
 _TYPE_FIXES = {"int": "give a whole number", "float": "give a number in seconds",
@@ -36,6 +45,9 @@ _TYPE_FIXES = {"int": "give a whole number", "float": "give a number in seconds"
 # input, not a failure of proofbatch.
 _PATH_ERRNOS = {errno.ENOENT, errno.ENAMETOOLONG, errno.EISDIR, errno.ENOTDIR, errno.EACCES,
                 errno.EROFS, errno.EPERM, errno.ELOOP, errno.EEXIST}
+# A write to a terminal or pipe that is gone: EPIPE (`| tee` killed by the
+# same Ctrl-C), EIO (the ssh session's terminal hung up).
+_GONE_ERRNOS = {errno.EPIPE, errno.EIO}
 
 
 class _Parser(argparse.ArgumentParser):
@@ -61,17 +73,39 @@ class _Parser(argparse.ArgumentParser):
         raise InputError(f"proofbatch {command}".strip(), message, see)
 
 
-def build_parser() -> argparse.ArgumentParser:
+class _Version(argparse.Action):
+    """--version, reading the installed version only when asked."""
+
+    def __init__(self, option_strings, dest=argparse.SUPPRESS, default=argparse.SUPPRESS,
+                 help="show the version and exit"):
+        super().__init__(option_strings, dest=dest, default=default, nargs=0, help=help)
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        import importlib.metadata
+
+        print(f"proofbatch {importlib.metadata.version('proofbatch')}")
+        parser.exit()
+
+
+def _command_of(argv: list[str]) -> str | None:
+    """The subcommand ``argv`` names: its first word that is no option (the
+    top level has only --version and --help, which take no value)."""
+    return next((a for a in argv if not a.startswith("-")), None)
+
+
+def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
+    """The parser. Given ``argv``, only the command it names gets its
+    arguments (its module is the only one imported); without, every one."""
     parser = _Parser(prog="proofbatch", description=DESCRIPTION)
-    parser.add_argument("--version", action="version",
-                        version=f"proofbatch {importlib.metadata.version('proofbatch')}")
+    parser.add_argument("--version", action=_Version)
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    modules = [f"runner.commands.{name.replace('-', '_')}" for name in COMMANDS]
-    for name in modules + provers.command_modules():
-        module = importlib.import_module(name)
-        command = sub.add_parser(module.NAME, help=module.HELP, description=module.HELP)
-        module.add_arguments(command)
-        command.set_defaults(handler=module.run)
+    chosen = _command_of(argv) if argv is not None else None
+    for name, module_name, help_text in COMMANDS:
+        command = sub.add_parser(name, help=help_text, description=help_text)
+        if argv is None or name == chosen:
+            module = importlib.import_module(module_name)
+            module.add_arguments(command)
+            command.set_defaults(handler=module.run)
     return parser
 
 
@@ -79,43 +113,145 @@ class Terminated(KeyboardInterrupt):
     """SIGTERM: the sweep stops exactly as on Ctrl-C (its prover processes
     and work directory go with it), and the exit code says which."""
 
+    code, word = 143, "terminated (SIGTERM)"
 
-def _terminate(signum, frame):
-    raise Terminated()
+
+class HungUp(Terminated):
+    """SIGHUP: the terminal or ssh session went away. The sweep stops as on
+    SIGTERM, is marked stopped, and says so (to whatever still reads it)."""
+
+    code, word = 129, "hung up (SIGHUP: the terminal or ssh session went away)"
+
+
+_STOPS = {signal.SIGINT: KeyboardInterrupt, signal.SIGTERM: Terminated, signal.SIGHUP: HungUp}
+
+
+class _Signals:
+    """The stop signals while a command runs: each raises its exception in
+    the main thread, and the first one received is remembered, so that an
+    error the stop itself causes (a write to the pipe or terminal that went
+    with it) still ends the command as that stop."""
+
+    def __init__(self):
+        self.received: list[int] = []
+        self._old: dict[int, object] = {}
+
+    def _handle(self, signum, frame):
+        if self.received and signum == signal.SIGHUP:
+            return              # already stopping: a dropped terminal may hang up again
+        self.received.append(signum)
+        raise _STOPS[signal.Signals(signum)]()
+
+    def install(self) -> "_Signals":
+        if threading.current_thread() is not threading.main_thread():
+            return self
+        for signum in _STOPS:
+            old = signal.getsignal(signum)
+            # Ignored stays ignored: `nohup proofbatch run ...` must survive
+            # the hang-up it asked to survive, and a background job its Ctrl-C.
+            if old == signal.SIG_IGN:
+                continue
+            self._old[signum] = old
+            signal.signal(signum, self._handle)
+        return self
+
+    def restore(self) -> None:
+        for signum, old in self._old.items():
+            signal.signal(signum, old)
+        self._old.clear()
+
+    def stop(self) -> type[KeyboardInterrupt] | None:
+        return _STOPS[signal.Signals(self.received[0])] if self.received else None
+
+
+def _say(line: str) -> None:
+    """Print one line on stderr, if anything still reads it; a pipe or
+    terminal that went away is silenced, so that flushing it at exit cannot
+    fail and change the exit code."""
+    try:
+        print(line, file=sys.stderr, flush=True)
+    except OSError:
+        pass
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except OSError:
+            _silence(stream)
+        except ValueError:
+            pass                  # closed
+
+
+def _silence(stream) -> None:
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, stream.fileno())
+        os.close(devnull)
+    except (OSError, ValueError):
+        pass
+
+
+def _stopped(kind: type[KeyboardInterrupt]) -> int:
+    code, word = (kind.code, kind.word) if issubclass(kind, Terminated) else (130, "interrupted")
+    _say(f"proofbatch: {word}; stopped cleanly (a sweep is marked stopped): run the same "
+         "command again to resume")
+    return code
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = None
-    # Python's default SIGTERM ends the process without running a finally
-    # clause, which left loading images and work directories behind.
-    if threading.current_thread() is threading.main_thread():
-        signal.signal(signal.SIGTERM, _terminate)
+    argv = sys.argv[1:] if argv is None else list(argv)
+    # Python's default SIGTERM and SIGHUP end the process without running a
+    # finally clause, which left loading images, work directories and a
+    # sweep that `proofbatch status` called dead behind.
+    signals = _Signals().install()
     try:
-        args = build_parser().parse_args(argv)
-        return args.handler(args)
+        return _main(argv, signals)
+    finally:
+        signals.restore()
+
+
+def _main(argv: list[str], signals: _Signals) -> int:
+    args = None
+    try:
+        args = build_parser(argv).parse_args(argv)
+        scratch = contextlib.nullcontext()
+        if args.command in SCRATCH_COMMANDS:
+            from .janitor import scratch_root
+
+            scratch = scratch_root()
+        with scratch:
+            return args.handler(args)
     except InputError as exc:
-        print(f"proofbatch: error: {exc}", file=sys.stderr)
+        _say(f"proofbatch: error: {exc}")
         return 2
     except KeyboardInterrupt as exc:
-        what = "terminated" if isinstance(exc, Terminated) else "interrupted"
-        print(f"proofbatch: {what}; run the same command again to resume", file=sys.stderr)
-        return 143 if isinstance(exc, Terminated) else 130
+        return _stopped(signals.stop() or type(exc))
     except ProofbatchError as exc:
-        print(f"proofbatch: {exc}", file=sys.stderr)
+        if signals.stop():
+            return _stopped(signals.stop())
+        _say(f"proofbatch: {exc}")
         return 1
     except OSError as exc:
+        # Ctrl-C through `| tee` kills tee too, and a dropped ssh session
+        # takes its terminal: the writes that follow fail, and that is the
+        # stop, not a failure.
+        if exc.errno in _GONE_ERRNOS and signals.stop():
+            return _stopped(signals.stop())
+        if exc.errno == errno.EPIPE:
+            _say("proofbatch: stopped: its output pipe was closed (the program reading it exited); "
+                 "run the same command again to resume")
+            return 1
         # A full disk: every file proofbatch publishes appears whole or not
         # at all (shards.publish), so nothing written before is lost.
         if exc.errno in _PATH_ERRNOS and exc.filename:
-            print(f"proofbatch: error: {exc.filename}: {exc.strerror}; pass a path that "
-                  "proofbatch can create and write", file=sys.stderr)
+            _say(f"proofbatch: error: {exc.filename}: {exc.strerror}; pass a path that "
+                 "proofbatch can create and write")
             return 2
         if exc.errno not in (errno.ENOSPC, errno.EDQUOT, errno.EFBIG):
             raise
         where = exc.filename or getattr(args, "out", None) or "output"
-        print(f"proofbatch: {where}: {exc.strerror} while writing results; "
-              "everything published before is kept: free space and run the same command again "
-              "to resume", file=sys.stderr)
+        _say(f"proofbatch: {where}: {exc.strerror} while writing results; "
+             "everything published before is kept: free space and run the same command again "
+             "to resume")
         return 1
 
 

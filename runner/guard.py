@@ -11,6 +11,7 @@ too. The first cause wins (see verdicts.Termination).
 from __future__ import annotations
 
 import os
+import re
 import select
 import signal
 import time
@@ -101,6 +102,60 @@ def cap_address_space(proc: psutil.Process, limits: GuardLimits) -> None:
         proc.rlimit(psutil.RLIMIT_AS, (ceiling, ceiling))
     except (psutil.Error, OSError, ValueError):
         pass
+
+
+# OCaml's own signal numbers (its Sys module: Sys.sigkill is -7), which its
+# Unix.waitpid reports for the signals it knows; others are the OS's own.
+OCAML_SIGNALS = ("SIGABRT", "SIGALRM", "SIGFPE", "SIGHUP", "SIGILL", "SIGINT", "SIGKILL",
+                 "SIGPIPE", "SIGQUIT", "SIGSEGV", "SIGTERM", "SIGUSR1", "SIGUSR2", "SIGCHLD",
+                 "SIGCONT", "SIGSTOP", "SIGTSTP", "SIGTTIN", "SIGTTOU", "SIGVTALRM", "SIGPROF",
+                 "SIGBUS", "SIGPOLL", "SIGSYS", "SIGTRAP", "SIGURG", "SIGXCPU", "SIGXFSZ")
+DIED = "the check died without a verdict"
+# Signals that come from outside a check, not from its own code or limits:
+# the kernel's OOM killer and `kill -9` send SIGKILL, an admin's `kill`
+# SIGTERM. (A crash is SIGSEGV or SIGBUS, the CPU and file-size limits
+# SIGXCPU and SIGXFSZ: the check's own doing, and redoing it would not help.)
+OUTSIDE_SIGNALS = frozenset({"SIGKILL", "SIGTERM"})
+# How often a check killed from outside runs again on a fresh fork before
+# its death is recorded.
+OUTSIDE_RETRIES = 2
+
+
+def signal_name(status: str) -> str | None:
+    """The OS's name of the signal in an image's exit status ("signal -7",
+    OCaml's numbering, is SIGKILL; "signal 9" too), or None."""
+    m = re.fullmatch(r"\s*signal (-?\d+|SIG[A-Z0-9]+)\s*", status or "")
+    if not m:
+        return None
+    if m[1].startswith("SIG"):
+        return m[1]              # named already (hol_check.ml names those OCaml knows)
+    n = int(m[1])
+    if n < 0:
+        return OCAML_SIGNALS[-n - 1] if -n <= len(OCAML_SIGNALS) else f"OCaml signal {n}"
+    try:
+        return signal.Signals(n).name
+    except ValueError:
+        return f"signal {n}"
+
+
+def death_reason(status: str) -> str:
+    """Why a check that wrote no verdict ended, naming its signal as the OS does."""
+    name = signal_name(status)
+    if name is None:
+        return f"{DIED} ({status})"
+    outside = " from outside (the OOM killer, or a kill)" if name in OUTSIDE_SIGNALS else ""
+    return f"{DIED}: killed by {name}{outside} ({status})"
+
+
+def outside_death(verdict: str, reason: str, exit_status: str) -> str | None:
+    """The signal (SIGKILL, SIGTERM) of a check killed from outside, as a
+    check result says it, or None: an ERROR with no verdict from the check,
+    none of our guards' (they say TIMEOUT, MEMOUT or their own reason), and
+    an exit by one of OUTSIDE_SIGNALS."""
+    if str(verdict) != "ERROR" or not reason.startswith(DIED):
+        return None
+    name = signal_name(exit_status)
+    return name if name in OUTSIDE_SIGNALS else None
 
 
 def admit(expected_bytes: int, running: Callable[[], int]) -> str | None:

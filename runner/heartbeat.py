@@ -22,7 +22,7 @@ import time
 from collections import Counter, deque
 from pathlib import Path
 
-from . import shards
+from .publish import publish
 from .prover import Mode
 
 STATUS_FILE = "status.json"
@@ -87,7 +87,7 @@ class Heartbeat:
                     "workers": self._workers, "eta_basis": self._basis,
                     "recent": [list(k) for k in self._recent], "resume": self._resume}
         with self._publishing:
-            shards.publish(self.path, lambda tmp: tmp.write_text(json.dumps(data)))
+            publish(self.path, lambda tmp: tmp.write_text(json.dumps(data)))
 
     def finish(self, counts: Counter, done: int, skipped: int) -> None:
         """The merged table's account: exact, whatever the live counts said."""

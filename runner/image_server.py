@@ -115,6 +115,11 @@ class RemoteSession(ProverSession):
         if not (self.dir / SOCKET).exists() or not (self.dir / KEY).is_file():
             raise InputError(self.dir, "no image server is serving here",
                              "start one with `proofbatch serve DIR`, or drop --server")
+        # No session here, so no session's janitor: this process's scratch
+        # folder (the executor's work directory) needs one of its own.
+        from .janitor import watch_scratch
+
+        watch_scratch()
         self._local = threading.local()
         self._conns: list[Connection] = []
         self._lock = threading.Lock()
@@ -149,9 +154,17 @@ class RemoteSession(ProverSession):
             conn.send(request)
             status, value = conn.recv()
         except (OSError, EOFError) as exc:
-            raise ProverError(f"the image server in {self.dir} went away: {exc}") from exc
+            # EOFError says nothing (str() is empty): say what it means.
+            how = ("it closed the connection" if isinstance(exc, EOFError)
+                   else f"{type(exc).__name__}: {exc.strerror or exc}")
+            raise ProverError(f"the image server in {self.dir} went away ({how}): it was "
+                              "stopped or killed; start it again with `proofbatch serve "
+                              f"{self.dir}` and run the same command again to resume, or drop "
+                              "--server") from exc
         if status != "ok":
-            raise ProverError(f"image server: {value}")
+            raise ProverError(f"the image server in {self.dir} failed: {value} (if it does not "
+                              f"recover, stop it, start `proofbatch serve {self.dir}` again and "
+                              "run the same command again to resume)")
         return value
 
     def prepare(self, problems: Sequence[Problem]) -> None:

@@ -12,18 +12,28 @@ Images follow the runner by themselves (they read end-of-file on their
 command pipes), but an image still loading its context reads no pipe until
 it is done, which can take hours; and the checks of an image that was
 killed are nobody's children any more.
+
+A command that starts provers also keeps every temporary folder it makes
+(the executor's work directory, a native session's folder beside its
+bytecode one, the scratch of a run with --server, which has no session of
+its own) in one folder of its process, ``scratch_root``, watched by a
+janitor of its own: after a kill -9 nothing of it is left in TMPDIR.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import secrets
 import shutil
 import signal
 import subprocess
 import sys
+import tempfile
+import threading
 import time
 from pathlib import Path
+from typing import Iterator
 
 import psutil
 
@@ -36,7 +46,9 @@ SWEEP_S = 10.0
 class Janitor:
     """The runner's end of one session's janitor."""
 
-    def __init__(self, workdir: Path):
+    def __init__(self, workdir: Path, scratch: bool = False):
+        if not scratch:
+            watch_scratch()         # the folder the session's work directory is in
         self.token = secrets.token_hex(12)
         # A session of its own: a Ctrl-C at the terminal must not stop it
         # before the runner has stopped.
@@ -86,8 +98,48 @@ def sweep_up(workdir: Path, token: str) -> int:
             except psutil.Error:
                 pass
         psutil.wait_procs(found, timeout=1)
-    shutil.rmtree(workdir, ignore_errors=True)
-    return killed
+    # A process dying as the folder goes may still add to it: until it is
+    # gone, or the sweep's time is up.
+    while True:
+        shutil.rmtree(workdir, ignore_errors=True)
+        if not os.path.lexists(workdir) or time.monotonic() >= deadline:
+            return killed
+        time.sleep(0.2)
+
+
+_scratch: dict = {"root": None, "keeper": None}
+_scratch_lock = threading.Lock()
+
+
+@contextlib.contextmanager
+def scratch_root(prefix: str = "proofbatch-") -> Iterator[Path]:
+    """While inside, every temporary folder or file this process makes with
+    ``tempfile`` lives in one new folder of TMPDIR. Once the process starts
+    provers (``watch_scratch``: a session's janitor, or a connection to an
+    image server), a janitor removes that folder when the process ends,
+    however it ends (kill -9 included). Validating input starts no process."""
+    root = Path(tempfile.mkdtemp(prefix=prefix))
+    before = tempfile.tempdir
+    tempfile.tempdir = str(root)
+    _scratch.update(root=root, keeper=None)
+    try:
+        yield root
+    finally:
+        tempfile.tempdir = before
+        with _scratch_lock:
+            keeper = _scratch["keeper"]
+            _scratch.update(root=None, keeper=None)
+        if keeper is not None:
+            keeper.close()
+        shutil.rmtree(root, ignore_errors=True)
+
+
+def watch_scratch() -> None:
+    """Have a janitor remove this process's scratch folder (``scratch_root``)
+    however the process ends; once, and only inside one."""
+    with _scratch_lock:
+        if _scratch["root"] is not None and _scratch["keeper"] is None:
+            _scratch["keeper"] = Janitor(_scratch["root"], scratch=True)
 
 
 def main(argv: list[str]) -> int:

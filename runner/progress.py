@@ -6,6 +6,7 @@ import sys
 import threading
 import time
 from collections import Counter
+from typing import TYPE_CHECKING
 
 from rich.console import Console, Group
 from rich.live import Live
@@ -15,8 +16,10 @@ from rich.text import Text
 
 from . import events
 
-from .results import ResultRow
 from .verdicts import Verdict
+
+if TYPE_CHECKING:      # pyarrow: `proofbatch status` starts without it
+    from .results import ResultRow
 
 console = Console(stderr=True)
 STYLE = {"OK": "green", "FAIL": "yellow", "CHEATING": "magenta", "TIMEOUT": "red",

@@ -54,6 +54,11 @@ class ResultRow:
                                 "top-level proofs were taken as stated, runner/context_proofs.py); "
                                 "empty for other provers, null in shards written before the column",
                                 default="")
+    infra_retries: int = _help("how often the check ran again on a fresh fork after something "
+                               "outside it (the OOM killer, an admin's kill -9) killed it without "
+                               "a verdict; at most runner.guard.OUTSIDE_RETRIES, then the death is "
+                               "recorded (ERROR naming the signal); null in shards written before "
+                               "the column", default=0)
 
     def __post_init__(self):
         Verdict(self.verdict)  # a closed set: anything else is a bug
@@ -66,6 +71,7 @@ _TS = pa.timestamp("us", tz="UTC")
 _ARROW_TYPES = {
     "attempt": pa.int32(),
     "dedup_of": pa.int32(),
+    "infra_retries": pa.int32(),
     "answer_unwrapped": pa.bool_(),
     "prove_secs": pa.float64(),
     "wall_secs": pa.float64(),
@@ -85,7 +91,7 @@ KEY = ("problem_id", "attempt")
 # older shards have. Readers take either (runner.done.read_shard).
 RENAMED: dict[str, str] = {"prover_build": "hol_build"}
 OPTIONAL_COLUMNS: tuple[str, ...] = ("dedup_of", "sandbox", "wait_secs", "answer_unwrapped",
-                                     "context_proofs")
+                                     "context_proofs", "infra_retries")
 
 
 def rows_to_table(rows: list[ResultRow]) -> pa.Table:

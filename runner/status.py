@@ -22,7 +22,8 @@ from pathlib import Path
 
 import psutil
 
-from . import heartbeat, shards
+from . import heartbeat
+from .publish import publish
 from .errors import InputError
 
 RUNNING_DIR = "running"
@@ -50,7 +51,7 @@ class RunningBoard:
 
     def _publish(self) -> None:
         entry = self._entry
-        shards.publish(self.path, lambda tmp: tmp.write_text(json.dumps(entry)))
+        publish(self.path, lambda tmp: tmp.write_text(json.dumps(entry)))
 
     def clear(self) -> None:
         self.path.unlink(missing_ok=True)
@@ -216,6 +217,8 @@ def _same(value, default) -> bool:
 
 def _from_shards(out: Path, manifest: dict) -> Status:
     """A sweep without status.json (run before heartbeats): read the shards."""
+    from . import shards      # pyarrow: only for a sweep older than status.json
+
     done = shards.scan(out, repair=False, columns=shards.LIGHT).done
     board = _board(out)
     recorded = done.has([(r.problem_id, r.attempt) for _, r in board])

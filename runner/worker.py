@@ -7,6 +7,7 @@ tasks, Dask workers. Only where the loop runs differs.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import socket
 import threading
@@ -14,6 +15,7 @@ from typing import Callable, Iterator
 
 from . import events
 from .attempts import Drain
+from .guard import OUTSIDE_RETRIES, outside_death
 from .tasks import CheckTask  # noqa: F401  (runner.worker.CheckTask: where executors take it)
 from .prover import BackendInfo, CheckResult, ProverSession
 from .results import ResultRow, utcnow
@@ -23,7 +25,8 @@ from .verdicts import Outcome, Verdict
 
 
 def result_row(task: CheckTask, result: CheckResult, *, info: BackendInfo, worker: str,
-               run_id: str, started_at, finished_at, dedup_of: int | None = None) -> ResultRow:
+               run_id: str, started_at, finished_at, dedup_of: int | None = None,
+               infra_retries: int = 0) -> ResultRow:
     p = task.problem
     return ResultRow(
         problem_id=p.problem_id, attempt=task.attempt, category=p.category,
@@ -43,7 +46,60 @@ def result_row(task: CheckTask, result: CheckResult, *, info: BackendInfo, worke
         wait_secs=None if result.forked_at is None
         else max(0.0, result.forked_at - started_at.timestamp()),
         answer_unwrapped=p.answer_given is not None,
-        context_proofs=info.context_proofs)
+        context_proofs=info.context_proofs, infra_retries=infra_retries)
+
+
+def killed_from_outside(result: CheckResult) -> str | None:
+    """The signal (SIGKILL, SIGTERM) of a check that something outside it
+    killed before its verdict (the OOM killer, an admin's kill -9), or None.
+    Our own guards' kills say TIMEOUT, MEMOUT or their reason instead."""
+    return outside_death(result.outcome.verdict.value, result.outcome.reason, result.exit_status)
+
+
+KILLED = "the check was killed by"      # how a death recorded after its retries begins
+
+
+def check_retrying(session: ProverSession, task: CheckTask,
+                   stop: threading.Event) -> tuple[CheckResult, int]:
+    """Check ``task``; a check killed from outside runs again on a fresh
+    fork, up to OUTSIDE_RETRIES times, and only then is its death recorded,
+    with the retries said. Returns the result and how often it was retried.
+    A sweep being stopped retries nothing (its checks were killed by us)."""
+    result = session.check(task.problem, task.limits)
+    retries = 0
+    while (killed := killed_from_outside(result)) is not None and not stop.is_set():
+        if retries == OUTSIDE_RETRIES:
+            tries = retries + 1
+            reason = (f"{KILLED} {killed} from outside (the OOM killer, or a kill) "
+                      f"{tries} times without a verdict ({result.exit_status}), "
+                      f"{retries} of them retried on a fresh fork; check the host's memory "
+                      "(dmesg) and who kills its processes, then run it again")
+            result = dataclasses.replace(result, outcome=Outcome(Verdict.ERROR, reason))
+            break
+        retries += 1
+        result = session.check(task.problem, task.limits)
+    return result, retries
+
+
+def outside_deaths(table) -> str | None:
+    """What `proofbatch run` says of the checks of a results table that were
+    killed from outside (retried, or recorded after their retries); None
+    when there were none."""
+    import pyarrow.compute as pc
+
+    if "infra_retries" not in table.column_names or table.num_rows == 0:
+        return None
+    retries = table["infra_retries"].fill_null(0)
+    retried = pc.sum(pc.greater(retries, 0)).as_py() or 0
+    recorded = pc.sum(pc.and_(pc.equal(table["verdict"], "ERROR"),
+                              pc.starts_with(table["reason"].fill_null(""), KILLED))).as_py() or 0
+    deaths = (pc.sum(retries).as_py() or 0) + recorded
+    if deaths == 0:
+        return None
+    return (f"{deaths} deaths of checks killed from outside (the OOM killer, or a kill) without a "
+            f"verdict: {retried} checks ran again on a fresh fork, {recorded} of them recorded as "
+            f"ERROR after {OUTSIDE_RETRIES} retries (their reason says so); check the host's memory "
+            "(dmesg) and who kills its processes")
 
 
 def lost_row(task: CheckTask, reason: str, exit_status: str, *, info: BackendInfo, worker: str,
@@ -94,6 +150,7 @@ def work(session: ProverSession, tasks: Iterator[CheckTask], writer: ShardWriter
                 session.withdraw(task.problem)
             continue        # not a check: no row (runner/attempts.py)
         started_at = utcnow()
+        retries = 0
         reused = drain.reused(task)
         if reused is not None:
             result = reused
@@ -116,7 +173,7 @@ def work(session: ProverSession, tasks: Iterator[CheckTask], writer: ShardWriter
                 lambda e: board.started() if board and e.kind == "forked"
                 and threading.get_ident() == me else None)
             try:
-                result = session.check(task.problem, task.limits)
+                result, retries = check_retrying(session, task, stop)
             finally:
                 unlisten()
                 events.say("checked", key=key, name=task.problem.problem_id, worker=worker)
@@ -124,7 +181,8 @@ def work(session: ProverSession, tasks: Iterator[CheckTask], writer: ShardWriter
             return
         row = result_row(task, result, info=session.info, worker=worker, run_id=run_id,
                          started_at=started_at, finished_at=utcnow(),
-                         dedup_of=task.dedup_of if reused is not None else None)
+                         dedup_of=task.dedup_of if reused is not None else None,
+                         infra_retries=retries)
         writer.add(row)
         drain.remember(task, result)
         on_row(row)

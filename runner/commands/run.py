@@ -13,6 +13,7 @@ from ..errors import InputError, ProverError
 from ..image_server import RemoteSession
 from ..settings import help_of, options_of
 from ..sweep import SweepConfig, prepare, run_sweep
+from ..worker import outside_deaths
 from . import size
 
 NAME = "run"
@@ -82,6 +83,8 @@ def run(args) -> int:
         summary = run_sweep(prepared, executor,
                             on_row=bar.row, on_start=bar.start, on_skip=bar.skip)
     progress.print_summary(summary)
+    if deaths := outside_deaths(summary.table):
+        progress.console.print(f"[bold yellow]{deaths}")
     if summary.skipped:
         progress.console.print(f"skipped {summary.skipped} attempts after an OK attempt "
                                f"(--stop-on-first-ok): {summary.out}/skipped.csv")

@@ -5,11 +5,10 @@ from __future__ import annotations
 import shutil
 import sys
 import tempfile
+import threading
+import time
 from pathlib import Path
 
-from .backend import HolLightBackend
-from .install import find_hol_light
-from ...image_server import ImageServer
 from ...sandbox import KINDS, SandboxConfig
 from ...settings import option
 from ...sweep import SweepConfig
@@ -17,6 +16,8 @@ from ...sweep import SweepConfig
 NAME = "serve"
 HELP = ("keep HOL Light images loaded and serve checks to `proofbatch run --server DIR`, "
         "so a killed runner resumes without reloading HOL Light")
+# While HOL Light boots (minutes on a loaded host), how often serve says it still does.
+STILL_EVERY_S = 30.0
 
 
 def add_arguments(p) -> None:
@@ -31,18 +32,75 @@ def add_arguments(p) -> None:
                    **option(SweepConfig, "context_proofs"))
 
 
+def say(line: str) -> None:
+    print(f"proofbatch serve: {line}", file=sys.stderr, flush=True)
+
+
+class BootNews:
+    """Says what the session is doing while it starts and loads images: a
+    boot of HOL Light takes minutes, and silence looked like a hang."""
+
+    def __init__(self):
+        self._started: dict[str, float] = {}
+        self._booting: str | None = None
+        self._done = threading.Event()
+        self._thread = threading.Thread(target=self._still, daemon=True, name="serve-news")
+
+    def event(self, e) -> None:
+        if e.kind in ("boot", "image"):
+            self._started[e.key] = e.at
+            if e.kind == "boot":
+                self._booting = e.name
+                say(f"booting {e.name} (this takes minutes: 70-90 s of CPU, more on a busy host)")
+            else:
+                say(f"loading {e.name} (image {e.key[:12]})")
+        elif e.kind in ("booted", "imaged"):
+            secs = e.at - self._started.pop(e.key, e.at)
+            if e.kind == "booted":
+                self._booting = None
+            what = "booted" if e.kind == "booted" else ("loaded" if e.ok else "failed to load")
+            say(f"{e.name} {what} in {secs:.0f} s")
+
+    def _still(self) -> None:
+        started = time.monotonic()
+        while not self._done.wait(STILL_EVERY_S):
+            if self._booting:
+                say(f"still booting {self._booting} ({time.monotonic() - started:.0f} s so far)")
+
+    def __enter__(self) -> "BootNews":
+        from ... import events
+
+        self._unlisten = events.listen(self.event)
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._done.set()
+        self._unlisten()
+
+
 def run(args) -> int:
+    from .backend import HolLightBackend
+    from .install import find_hol_light
+    from ...image_server import ImageServer
+
     backend = HolLightBackend(find_hol_light(args.hol_light), args.context_root or Path.cwd(),
                               max_images=args.max_images, grace_s=args.grace,
                               sandbox_config=SandboxConfig(kind=args.sandbox),
                               context_proofs=args.context_proofs)
     workdir = Path(tempfile.mkdtemp(prefix="proofbatch-serve-"))
+    say(f"starting an image server for {args.dir}: HOL Light boots first; runners can use it "
+        "once this says it serves")
     try:
-        with backend.start(workdir) as session:
+        with BootNews():
+            session = backend.start(workdir)
+        with session:
             server = ImageServer(session, args.dir)
-            print(f"proofbatch: serving HOL Light images on {args.dir}", file=sys.stderr, flush=True)
+            say(f"serving HOL Light images on {args.dir}: run `proofbatch run CORPUS --out OUT "
+                f"--server {args.dir}`; Ctrl-C or SIGTERM stops it")
             try:
-                server.serve_forever()
+                with BootNews():         # images loaded for runners, as they load
+                    server.serve_forever()
             finally:
                 server.close()
     finally:

@@ -124,7 +124,11 @@ class ImageProcess:
             try:
                 os.write(self.cmd_fd, ("\t".join(fields) + "\n").encode())
             except OSError as exc:
-                raise ProverError(f"image {self.key} is gone: {exc}") from exc
+                # EPIPE: nothing reads its command pipe any more.
+                raise ProverError(
+                    f"image {self.key} is gone: its process was killed or crashed ({fields[0]} "
+                    f"could not be sent: {exc.strerror or exc}); its log is {self.log_path}. Run "
+                    "the same command again to resume: images are loaded afresh") from exc
             assert self._reader is not None
             line = self._reader.readline(timeout, self.alive)
             if line is None:

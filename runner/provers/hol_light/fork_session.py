@@ -304,7 +304,8 @@ def interpret(obs: Observation, status: str, nonce: str, key: str) -> CheckResul
     if obs.termination.outcome is not None:
         outcome, secs = obs.termination.outcome, None
     elif not obs.record:
-        outcome, secs = Outcome(Verdict.ERROR, f"the check died without a verdict ({status})"), None
+        from ...guard import death_reason       # the signal as the OS names it (SIGKILL)
+        outcome, secs = Outcome(Verdict.ERROR, death_reason(status)), None
     elif not match or match["nonce"] != nonce or match["verdict"] not in Verdict.__members__:
         outcome, secs = Outcome(Verdict.ERROR, "garbled or forged verdict record"), None
     elif status != "exit 0":

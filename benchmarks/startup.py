@@ -1,0 +1,78 @@
+"""How fast `proofbatch` answers: --version, --help and status, each against
+a bare `python -c pass` measured in the same run (issue 24: --version took
+2.3-3.5 s on a loaded host, because building the parser imported every
+subcommand, report's matplotlib included).
+
+    python benchmarks/startup.py [--runs N]
+
+Each command runs N times in a fresh interpreter (`python -m runner.cli`,
+as the `proofbatch` entry point does); the table gives the median and the
+best wall time, and the median less bare Python's: what proofbatch itself
+costs. The targets on a quiet host: --version and --help within 0.3 s,
+status within 0.5 s. tests/test_startup.py checks the cause (no heavy
+import), never a time.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+TARGETS = {"--version": 0.3, "--help": 0.3, "status": 0.5}
+
+
+def a_sweep(where: Path) -> Path:
+    """A sweep directory as a stopped sweep leaves it."""
+    sys.path.insert(0, str(ROOT))
+    from runner import heartbeat, shards
+
+    out = where / "out"
+    out.mkdir()
+    (out / "sweep.json").write_text(json.dumps({"checks": 3, "corpus": str(where / "c"),
+                                                "config": {}, "prover": "hol-light"}))
+    heartbeat.Heartbeat(out, total=3, done=shards.Done(None), skipped=0, workers=1,
+                        resume="proofbatch run c --out out").publish("stopped")
+    return out
+
+
+def timed(argv: list[str], runs: int) -> list[float]:
+    times = []
+    for _ in range(runs):
+        started = time.perf_counter()
+        subprocess.run(argv, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                       check=False)
+        times.append(time.perf_counter() - started)
+    return times
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=15, help="runs of each command (default 15)")
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        out = a_sweep(Path(tmp))
+        cli = [sys.executable, "-m", "runner.cli"]
+        cases = {"python -c pass": [sys.executable, "-c", "pass"],
+                 "--version": cli + ["--version"], "--help": cli + ["--help"],
+                 "status": cli + ["status", str(out)]}
+        results = {name: timed(argv, args.runs) for name, argv in cases.items()}
+    bare = statistics.median(results["python -c pass"])
+    print(f"{'command':<16} {'median s':>9} {'best s':>8} {'over bare s':>12} {'target s':>9}")
+    for name, times in results.items():
+        median = statistics.median(times)
+        target = TARGETS.get(name)
+        print(f"{name:<16} {median:>9.3f} {min(times):>8.3f} {median - bare:>12.3f} "
+              f"{'' if target is None else f'{target:.1f}':>9}"
+              + ("" if target is None or median <= target else "  OVER"))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
