@@ -8,7 +8,7 @@ each stops the sweep cleanly, says so and marks it stopped (rerun the same
 command to resume).
 
 It starts fast: only the module of the command being run is imported
-(runner.commands.COMMANDS lists the others' names and helps), so
+(runner.commands.all_commands lists the others' names and helps), so
 ``--version``, ``--help`` and ``status`` never load matplotlib, pyarrow,
 dask, submitit or a prover's backend (tests/test_startup.py,
 benchmarks/startup.py).
@@ -26,7 +26,7 @@ import signal
 import sys
 import threading
 
-from .commands import COMMANDS
+from .commands import all_commands
 from .errors import InputError, ProofbatchError
 
 DESCRIPTION = ("Batch proof checking for HOL Light and Isabelle sweeps: per-problem timeout maps, "
@@ -100,7 +100,7 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
     parser.add_argument("--version", action=_Version)
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     chosen = _command_of(argv) if argv is not None else None
-    for name, module_name, help_text in COMMANDS:
+    for name, module_name, help_text in all_commands():
         command = sub.add_parser(name, help=help_text, description=help_text)
         if argv is None or name == chosen:
             module = importlib.import_module(module_name)

@@ -6,18 +6,19 @@ arguments into configuration and results into text. ``runner.cli`` turns
 errors into exit codes.
 
 ``proofbatch --version``, ``--help`` and ``status`` must answer at once, so
-the command line imports only the module of the command it runs: its names
-and one-line helps are listed here (``COMMANDS``, checked against each
-module's ``NAME`` and ``HELP`` by tests/test_startup.py), and what a command
+the command line imports only the module of the command it runs: names and
+one-line helps are listed here (``COMMANDS``) and in the provers'
+descriptors, checked against each module's ``NAME`` and ``HELP`` by
+tests/test_startup.py, and what a command
 needs that is slow to import (matplotlib, pyarrow, dask, submitit, the
 provers' backends) is imported where the command uses it.
 """
 
 import argparse
 
-# (name, module, help) in the order `proofbatch --help` lists them:
-# runner/commands/<module>.py, then the provers' own commands
-# (runner.provers.command_modules()).
+# (name, module, help) of runner/commands/<module>.py, in the order
+# `proofbatch --help` lists them; the provers' own commands follow
+# (all_commands).
 COMMANDS: tuple[tuple[str, str, str], ...] = (
     ("run", "runner.commands.run",
      "check every problem of a corpus and record one verdict each"),
@@ -31,14 +32,15 @@ COMMANDS: tuple[tuple[str, str, str], ...] = (
      "predict a sweep's makespan, utilization and cost from a timeout map or profile"),
     ("report", "runner.commands.report",
      "report a sweep's cost, throughput and verdicts (two sweeps: compare them)"),
-    ("serve", "runner.provers.hol_light.command_serve",
-     "keep HOL Light images loaded and serve checks to `proofbatch run --server DIR`, "
-     "so a killed runner resumes without reloading HOL Light"),
-    ("build-native", "runner.provers.hol_light.command_build_native",
-     "compile HOL Light natively (core, server, answer front end) into the cache"),
-    ("extract", "runner.provers.hol_light.command_extract",
-     "cut HOL Light proof files into a corpus: one problem per top-level theorem"),
 )
+
+
+def all_commands() -> list[tuple[str, str, str]]:
+    """Every subcommand, (name, module, help): ours, then the registered
+    provers' (their descriptors say theirs without importing the modules)."""
+    from .. import provers
+
+    return [*COMMANDS, *provers.commands()]
 
 
 def size(text: str) -> int:
