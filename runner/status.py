@@ -166,7 +166,7 @@ def resume_command(manifest: dict, out: Path) -> str:
     from anywhere; so is the HOL Light context root, which defaults to it.
     The executor's options (--cluster ...) and --server are not recorded.
     """
-    from .cli import build_parser        # here: the parser imports every command
+    from .cli import build_parser        # here: the parser imports the run command
 
     cfg = manifest.get("config") or {}
     cwd = manifest.get("cwd")
@@ -174,7 +174,7 @@ def resume_command(manifest: dict, out: Path) -> str:
     def absolute(path: str) -> str:
         return str(Path(cwd, path)) if cwd and not Path(path).is_absolute() else path
 
-    run = next(a for a in build_parser()._actions
+    run = next(a for a in build_parser(["run"])._actions
                if isinstance(a, argparse._SubParsersAction)).choices["run"]
     parts = ["proofbatch", "run", absolute(str(manifest.get("corpus") or cfg.get("corpus"))),
              "--out", str(Path(out).resolve())]
