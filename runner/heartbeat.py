@@ -22,8 +22,9 @@ import time
 from collections import Counter, deque
 from pathlib import Path
 
+from . import events
 from .publish import publish
-from .prover import Mode
+from .work_left import WorkLeft
 
 STATUS_FILE = "status.json"
 INTERVAL = 2.0
@@ -44,25 +45,40 @@ class Heartbeat:
         self._publishing = threading.Lock()
         self._counts: Counter = done.verdict_counts()
         self._done, self._skipped, self._total = len(done), skipped, total
-        self._expected: dict[tuple[str, int], float] = {}
-        self._left, self._workers = None, max(1, workers)
+        self._work: WorkLeft | None = None
+        self._workers = max(1, workers)
         self._basis = "no plan: the sweep had no expected durations"
         self._recent: deque = deque(maxlen=RECENT)
         self._resume, self._started = resume, time.time()
         self._stop, self._news = threading.Event(), threading.Event()
+        self._finished = False
+        self._unlisten = lambda: None
         self._thread = threading.Thread(target=self._beat, daemon=True, name="heartbeat")
 
     def plan(self, plan) -> None:
-        """Expected durations of the checks still to run (runner.planner.Plan)."""
+        """The plan of the checks still to run (runner.planner.Plan): the
+        work left counts them, the images they need and the boot."""
         with self._lock:
-            self._expected = {(c.problem_id, c.attempt): c.expected_s for c in plan.checks}
-            self._left = sum(self._expected.values())
+            self._work = WorkLeft(plan)
             shape = plan.workers
             self._workers = max(1, int(shape.nodes) * int(shape.cores_per_node))
             defaults = sum(c.source == "default" for c in plan.checks)
             assumed = (f"; {defaults} of {len(plan.checks)} checks assume the planner's default "
                        f"of 1 s (no profile or map gave their durations)") if defaults else ""
-            self._basis = f"expected work left / {self._workers} workers, from the plan{assumed}"
+            self._basis = (f"the boot, then the checks and image builds left / {self._workers} "
+                           f"workers, from the plan{assumed}")
+
+    def event(self, e: events.Event) -> None:
+        """The runner's own sessions tell when the boot and builds end."""
+        work = self._work
+        if work is None:
+            return
+        if e.kind == "boot":
+            work.booting()
+        elif e.kind == "booted":
+            work.booted()
+        elif e.kind == "imaged" and e.ok:
+            work.built(e.key)
 
     def row(self, row) -> None:
         with self._lock:
@@ -70,8 +86,8 @@ class Heartbeat:
             self._done += 1
             key = (row.problem_id, row.attempt)
             self._recent.append(key)
-            if self._left is not None:
-                self._left -= self._expected.pop(key, 0.0)
+            if self._work is not None:
+                self._work.finished(*key)
         self._news.set()        # status should not lag a row by a whole interval
 
     def skip(self, n: int) -> None:
@@ -80,11 +96,14 @@ class Heartbeat:
 
     def publish(self, state: str) -> None:
         with self._lock:
+            work, finished = self._work, self._finished
+            left = 0.0 if finished else work.work_s() if work is not None else None
+            boot_left = 0.0 if finished or work is None else work.boot_left_s()
             data = {"state": state, "beat": time.time(), "interval": INTERVAL,
                     "host": socket.gethostname(), "pid": os.getpid(), "started": self._started,
                     "total": self._total, "done": self._done, "skipped": self._skipped,
-                    "counts": dict(self._counts), "expected_left_s": self._left,
-                    "workers": self._workers, "eta_basis": self._basis,
+                    "counts": dict(self._counts), "expected_left_s": left,
+                    "boot_left_s": boot_left, "workers": self._workers, "eta_basis": self._basis,
                     "recent": [list(k) for k in self._recent], "resume": self._resume}
         with self._publishing:
             publish(self.path, lambda tmp: tmp.write_text(json.dumps(data)))
@@ -92,9 +111,11 @@ class Heartbeat:
     def finish(self, counts: Counter, done: int, skipped: int) -> None:
         """The merged table's account: exact, whatever the live counts said."""
         with self._lock:
-            self._counts, self._done, self._skipped, self._left = Counter(counts), done, skipped, 0.0
+            self._counts, self._done, self._skipped = Counter(counts), done, skipped
+            self._finished = True
         self._stop.set()
         self._news.set()
+        self._unlisten()
         if self._thread.is_alive():
             self._thread.join()
         self.publish("finished")
@@ -114,12 +135,15 @@ class Heartbeat:
     def __enter__(self) -> "Heartbeat":
         # Entered around the checks and again around the merge: one thread.
         if not self._thread.is_alive() and not self._stop.is_set():
+            self._unlisten = events.listen(self.event)
             self.publish("running")
             self._thread.start()
         return self
 
     def __exit__(self, exc_type, *exc) -> None:
         # On success the beat goes on through the merge, until ``finish``.
+        if exc_type is not None or self._stop.is_set():
+            self._unlisten()
         if exc_type is not None and not self._stop.is_set():
             self._stop.set()
             self._news.set()
@@ -135,22 +159,3 @@ def read(out: Path) -> dict | None:
         return json.loads((Path(out) / STATUS_FILE).read_text())
     except (OSError, ValueError):
         return None
-
-
-def resume_command(manifest: dict, out: Path) -> str:
-    """The `proofbatch run` that resumes the sweep (its main options)."""
-    cfg = manifest.get("config", {})
-    parts = ["proofbatch", "run", str(manifest.get("corpus") or cfg.get("corpus")), "--out", str(out)]
-    for key, flag in (("answers", "--answers"), ("timeout_map", "--timeout-map"),
-                      ("category_timeouts", "--category-timeouts"), ("context_root", "--context-root")):
-        if cfg.get(key):
-            parts += [flag, str(cfg[key])]
-    if cfg.get("default_timeout") not in (None, 120.0):
-        parts += ["--default-timeout", f"{cfg['default_timeout']:g}"]
-    if int(cfg.get("workers") or 1) != 1:
-        parts += ["--workers", str(cfg["workers"])]
-    if cfg.get("mode") and Mode.of(cfg["mode"]) != Mode.BYTECODE:
-        parts += ["--mode", str(cfg["mode"])]
-    if cfg.get("stop_on_first_ok"):
-        parts.append("--stop-on-first-ok")
-    return " ".join(parts)

@@ -17,6 +17,7 @@ from rich.text import Text
 from . import events
 
 from .verdicts import Verdict
+from .work_left import WorkLeft
 
 if TYPE_CHECKING:      # pyarrow: `proofbatch status` starts without it
     from .results import ResultRow
@@ -118,7 +119,9 @@ class NowDoing:
         self.workers, self.total = max(1, workers), 0
         self.stage, self.stage_at = "starting", time.monotonic()
         self.builds = 0
-        self._images_needed = len(plan.images) if plan is not None else None
+        # The base is booted, not built, and prebuilt images are there already.
+        self._images_needed = len(set(plan.images) - {plan.base} - set(plan.prebuilt)) \
+            if plan is not None else None
         # Expected seconds per problem, from the plan; an ETA only when some
         # come from measurements (a profile or a map), not all from defaults.
         self._expected = {(c.problem_id, c.attempt): c.expected_s for c in plan.checks} \
@@ -126,12 +129,15 @@ class NowDoing:
         self._measured = plan is not None and any(c.source not in ("default", "category")
                                                   for c in plan.checks)
         self._done: set[tuple[str, int]] = set()
+        self._left = WorkLeft(plan) if plan is not None else None
         self._waiting: dict[str, tuple[str, float]] = {}     # check key -> (worker, since)
         self._running: dict[str, tuple[str, float, float]] = {}  # problem -> (worker, since, limit)
 
     def event(self, e: events.Event) -> str | None:
         """Take an event; the log line it makes, if any."""
         with self._lock:
+            if self._left is not None:
+                self._track(e)
             if e.kind == "boot":
                 self._set_stage(f"booting {e.name}")
                 return f"booting {e.name}"
@@ -164,22 +170,39 @@ class NowDoing:
                 self._running.pop(e.name, None)
         return None
 
+    def _track(self, e: events.Event) -> None:
+        """What the ETA counts: the boot, and the images built."""
+        if e.kind == "boot":
+            self._left.booting()
+        elif e.kind == "booted":
+            self._left.booted()
+        elif e.kind == "imaged" and e.ok:
+            self._left.built(e.key)
+
     def _set_stage(self, stage: str) -> None:
         self.stage, self.stage_at = stage, time.monotonic()
 
     def finished(self, problem_id: str, attempt: int) -> None:
         with self._lock:
             self._done.add((problem_id, attempt))
+        if self._left is not None:
+            self._left.finished(problem_id, attempt)
 
     def eta_s(self) -> float | None:
-        """Expected work left over the workers, from the plan's durations."""
-        if not self._measured:
+        """The boot still to come, then the work left (checks and the images
+        they still need, runner/work_left.py) over the workers."""
+        if not self._measured or self._left is None:
             return None
         now = time.monotonic()
-        left = sum(s for k, s in self._expected.items() if k not in self._done)
         ran = sum(min(now - since, self._expected.get((p, 0), 0.0))
                   for p, (_, since, _) in self._running.items())
-        return max(0.0, left - ran) / self.workers
+        return self._left.boot_left_s() + max(0.0, self._left.work_s() - ran) / self.workers
+
+    def _eta_basis(self) -> str:
+        if self._left.booting_now:
+            return "from the plan; the boot is running"
+        images = self._left.images_left()
+        return f"from the plan; {images} images to build" if images else "from the plan"
 
     def __rich__(self):
         now = time.monotonic()
@@ -188,7 +211,7 @@ class NowDoing:
             head = Text.assemble(("now: ", "bold"), self.stage,
                                  (f"  {now - self.stage_at:.0f} s", "dim"))
             if eta is not None:
-                head.append(f"   ETA {_clock(eta)} (from the plan)", "cyan")
+                head.append(f"   ETA {_clock(eta)} ({self._eta_basis()})", "cyan")
             elif self._expected:
                 head.append("   no ETA: no profile or timeout map gives expected times", "dim")
             table = Table(box=None, show_header=bool(self._running or self._waiting),

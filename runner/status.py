@@ -147,7 +147,9 @@ def read_status(out: Path) -> Status:
     else:
         # Work under way counts as partly done, at most its expected share.
         in_flight = sum(min(r.elapsed_s, r.timeout_s) for r in running)
-        eta, basis = max(0.0, left - in_flight) / max(1, int(beat.get("workers", 1))), beat["eta_basis"]
+        eta = float(beat.get("boot_left_s") or 0.0) + \
+            max(0.0, left - in_flight) / max(1, int(beat.get("workers", 1)))
+        basis = beat["eta_basis"]
     return Status(out=out, total=manifest.get("checks", beat.get("total")), done=int(beat["done"]),
                   skipped=int(beat.get("skipped", 0)), counts=Counter(beat.get("counts", {})),
                   running=running, eta_s=eta, eta_basis=basis, state=state,

@@ -13,16 +13,17 @@ import sys
 
 import pytest
 
-from runner import cli, heartbeat, shards, status
-from runner.planner import PlanCheck, Workers
+from runner import cli, events, heartbeat, shards, status
+from runner.planner import Image, PlanCheck, PlanConfig, Workers, make_plan
 from runner.results import ResultRow
 
 from .helpers import row
 
 
-class _Plan:        # the two attributes Heartbeat.plan reads of runner.planner.Plan
-    def __init__(self, checks, workers):
-        self.checks, self.workers = checks, workers
+def _Plan(checks, workers):
+    """A real plan whose checks all run in one image, built and booted in no time."""
+    images = {"base": Image("base", None, 0.0, "measured"), "img": Image("img", "base", 0.0, "measured")}
+    return make_plan(checks, images, "base", workers, PlanConfig(dispatch_s=0.0))
 
 
 def _check(pid: str, secs: float, source: str = "map") -> PlanCheck:
@@ -65,7 +66,7 @@ def test_running_sweep_status_reads_no_shard(tmp_path, monkeypatch):
 def test_a_killed_runner_is_dead_with_its_resume_command(tmp_path, capsys):
     out = sweep_dir(tmp_path, [row("a")])
     beat = heartbeat.Heartbeat(out, total=4, done=shards.scan(out).done, skipped=0, workers=2,
-                               resume=heartbeat.resume_command(json.loads(
+                               resume=status.resume_command(json.loads(
                                    (out / "sweep.json").read_text()), out))
     beat.plan(_Plan([_check("b", 30.0)], Workers(1, 2, 2**30)))
     beat.publish("running")
@@ -77,7 +78,8 @@ def test_a_killed_runner_is_dead_with_its_resume_command(tmp_path, capsys):
     (out / heartbeat.STATUS_FILE).write_text(json.dumps(data))
     s = status.read_status(out)
     assert s.state == "dead" and s.eta_s is None
-    assert s.resume == f"proofbatch run /data/corpus --out {out} --timeout-map /data/map.json --workers 2"
+    assert s.resume.startswith("proofbatch run /data/corpus --out ")
+    assert s.resume.endswith("--workers 2 --timeout-map /data/map.json")
     assert cli.main(["status", str(out)]) == 0
     printed = " ".join(capsys.readouterr().out.split())
     assert "dead" in printed and f"resume with: {s.resume}" in printed
@@ -133,3 +135,27 @@ def test_a_check_waiting_for_its_image_is_not_running_against_its_limit(tmp_path
     time.sleep(0.1)
     [running] = status.read_status(out).running
     assert 0.1 <= running.elapsed_s < 1.0 and running.waiting_s >= 1.2
+
+
+def test_status_counts_the_boot_and_the_images_still_to_build(tmp_path):
+    """Issue 24: status said `ETA 0 s` with 29 of 32 checks left, their
+    images still to build."""
+    out = sweep_dir(tmp_path, [row("a")])
+    images = {"base": Image("base", None, 80.0, "measured"),
+              "i1": Image("i1", "base", 60.0, "estimated"), "i2": Image("i2", "base", 60.0, "estimated")}
+    checks = [PlanCheck("b", 0, "generic", 1.0, "map", 2**20, "i1", 60.0, 0),
+              PlanCheck("c", 0, "generic", 1.0, "map", 2**20, "i2", 60.0, 1)]
+    beat = heartbeat.Heartbeat(out, total=3, done=shards.scan(out).done, skipped=0, workers=2,
+                               resume="proofbatch run c --out o")
+    beat.plan(make_plan(checks, images, "base", Workers(1, 2, 2**30), PlanConfig(dispatch_s=0.0)))
+    with beat:
+        beat.publish("running")
+        assert status.read_status(out).eta_s == pytest.approx(80.0 + (1 + 1 + 60 + 60) / 2)
+        events.say("booted", key="base", name="HOL Light")
+        beat.row(row("b"))           # b ran, so i1 was built
+        beat.publish("running")
+        assert status.read_status(out).eta_s == pytest.approx((1 + 60) / 2)
+        events.say("imaged", key="i2", name="the context of c")
+        beat.publish("running")
+        assert status.read_status(out).eta_s == pytest.approx(1 / 2)
+        beat.finish(Counter({"OK": 3}), 3, 0)

@@ -9,14 +9,21 @@ from types import SimpleNamespace
 from rich.console import Console
 
 from runner import events
+from runner.planner import Image, PlanCheck, PlanConfig, Workers, make_plan
 from runner.progress import NowDoing
 
 
-def plan(*checks: tuple[str, float, str], images: int = 3):
-    return SimpleNamespace(
-        images={f"k{i}": None for i in range(images)},
-        checks=[SimpleNamespace(problem_id=p, attempt=0, expected_s=s, source=src)
-                for p, s, src in checks])
+def plan(*checks: tuple[str, float, str], images: int = 3, boot_s: float = 0.0,
+         build_s: float = 0.0, image_of: dict[str, str] | None = None):
+    """A real plan (runner.planner.make_plan): ``images`` contexts under a
+    base booting in ``boot_s``, each built in ``build_s``; every check runs in
+    the image ``image_of`` names (k0 by default)."""
+    tree = {"base": Image("base", None, boot_s, "measured")}
+    tree.update({f"k{i}": Image(f"k{i}", "base", build_s, "estimated") for i in range(images)})
+    image_of = image_of or {}
+    planned = [PlanCheck(p, 0, "generic", s, src, 2**20, image_of.get(p, "k0"), 120.0, i)
+               for i, (p, s, src) in enumerate(checks)]
+    return make_plan(planned, tree, "base", Workers(1, 2), PlanConfig(dispatch_s=0.0))
 
 
 def screen(now: NowDoing) -> str:
@@ -56,6 +63,26 @@ def test_the_eta_comes_from_the_plan_and_shrinks_as_checks_finish():
     now.finished("b", 0)
     assert now.eta_s() == 5.0
     assert "ETA 0:00:05 (from the plan)" in screen(now)
+
+
+def test_the_eta_counts_the_boot_and_the_images_still_to_build():
+    """Issue 23: the ETA read 0 s while workers waited minutes for images,
+    and sat still through a 175 s boot."""
+    now = NowDoing(plan(("a", 10.0, "map"), ("b", 30.0, "map"), boot_s=100.0, build_s=50.0,
+                        image_of={"a": "k1", "b": "k2"}), workers=2)
+    # Before the boot: the boot, then both checks and both images over 2 workers.
+    assert now.eta_s() == 100.0 + (10 + 30 + 50 + 50) / 2
+    now.event(events.Event("boot", at=time.monotonic(), key="base", name="HOL Light"))
+    assert "the boot is running" in screen(now)
+    now.event(events.Event("booted", key="base", name="HOL Light"))
+    assert now.eta_s() == (10 + 30 + 50 + 50) / 2
+    assert "2 images to build" in screen(now)
+    now.event(events.Event("image", key="k2", name="the context of b"))
+    now.event(events.Event("imaged", key="k2", name="the context of b"))
+    assert now.eta_s() == (10 + 30 + 50) / 2
+    now.finished("a", 0)             # a's row: its image was built too, wherever it ran
+    assert now.eta_s() == 30 / 2
+    assert "images to build" not in screen(now)
 
 
 def test_no_eta_without_measured_durations():
