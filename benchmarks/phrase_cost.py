@@ -1,6 +1,9 @@
 """What one top-level phrase of a context costs to load in Debian's bytecode
-HOL Light toplevel, proofs aside: the figure runner/provers/hol_light/context_costs.py charges
-per phrase when no image build of a context was measured.
+HOL Light toplevel, proofs aside: the flat per-phrase figure
+runner/provers/hol_light/context_costs.py charged before its model priced
+phrases by size, kept as a cross-check on Debian's own files. The model's
+figures (bytecode and native, s2n-bignum's library and HOL Light's, loads
+followed) come from benchmarks/load_cost.py.
 
 Method. One HOL Light boots; for each variant a child is forked (Unix.fork
 from the loaded toplevel, as sessions do) and loads one real development

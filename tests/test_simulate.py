@@ -208,3 +208,31 @@ def test_a_recorded_plan_is_simulated_again_on_other_workers(tmp_path, capsys):
     assert cli.main(["simulate", "--plan", str(tmp_path / "plan.json"), "--workers", "1",
                      "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["makespan_s"] == 8
+
+
+def test_simulate_converts_the_maps_proof_times_to_the_sweeps_mode(tmp_path, capsys):
+    # A map measured natively: in --mode native its times stand; in bytecode
+    # they are multiplied by the central ratio; auto routes each check by its
+    # bytecode time (map_modes' conservative ratio, as the sweep routes) and
+    # leaves the quick one in bytecode. Counts say what is measured.
+    from runner.provers.hol_light.plans import RATIO_CENTRAL
+
+    path = tmp_path / "timeout-map.json"
+    path.write_text(json.dumps([{"problem_id": "a", "prove_secs": 50, "timeout_sec": 150},
+                                {"problem_id": "q", "prove_secs": 0.01, "timeout_sec": 10}]))
+    out = {}
+    for mode in ("native", "bytecode", "auto"):
+        assert cli.main(["simulate", "--timeout-map", str(path), "--map-mode", "native", "--workers",
+                         "1", "--mode", mode, "--json"]) == 0
+        out[mode] = json.loads(capsys.readouterr().out)
+    busy = {m: o["makespan_s"] - 70 for m, o in out.items()}       # 70 s: the default boot
+    assert busy["native"] == pytest.approx(50.01 + 2 * 0.02)
+    assert busy["bytecode"] == pytest.approx(50.01 * RATIO_CENTRAL + 2 * 0.02)
+    assert busy["auto"] == pytest.approx(50 + 0.01 * RATIO_CENTRAL + 2 * 0.02)
+    assert out["bytecode"]["proof_times"]["converted"] == 2 and out["native"]["proof_times"]["converted"] == 0
+    assert out["auto"]["proof_times"]["converted"] == 1
+    assert out["native"]["check_durations"] == {"measured": 2, "estimated": 0, "unknown": 0}
+    assert cli.main(["simulate", "--timeout-map", str(path), "--workers", "1", "--mode", "bytecode"]) == 0
+    printed = " ".join(capsys.readouterr().out.split())
+    assert "check durations: measured 2, estimated 0, unknown 0" in printed
+    assert "mode unknown" in printed and "unconverted" in printed

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 from rich.console import Console
@@ -19,6 +20,8 @@ from ..simulate import Prediction, simulate
 from ..sizes import format_size
 from ..sweep import SweepConfig
 from . import size
+
+MODES = ("bytecode", "native", "auto")
 
 NAME = "simulate"
 HELP = "predict a sweep's makespan, utilization and cost from a timeout map or profile"
@@ -46,6 +49,18 @@ def add_arguments(p) -> None:
     p.add_argument("--map-mode", choices=tuple(DECLARED_MODES), default=None,
                    help=help_of(SweepConfig, "map_mode") + "; shown beside the figures")
     p.add_argument("--map-build", default=None, help=help_of(SweepConfig, "map_build"))
+    p.add_argument("--mode", choices=MODES, default=None,
+                   help="the mode the sweep will run in, as `run --mode` takes it (default "
+                   f"{SweepConfig.__dataclass_fields__['mode'].default}): its boot, context loads "
+                   "(and native compiles) and proof times, the map's converted from the map's mode "
+                   "by the central bytecode/native ratio; the other modes are priced beside it")
+    p.add_argument("--context-root", type=Path, default=None,
+                   help="where needs/loadt of the corpus's setups resolve first, as the sweep's "
+                   "--context-root (default: the corpus's extract.json says, else the current "
+                   "directory)")
+    p.add_argument("--hol-light", type=Path, default=None,
+                   help="the HOL Light the sweep will use, where loads resolve after the context "
+                   "root (default: Debian's package); read, never started")
     p.add_argument("--workers", type=int, help="workers in all (default: nodes x cores per node)")
     p.add_argument("--nodes", type=int, help=help_of(Workers, "nodes"))
     p.add_argument("--cores-per-node", type=int, help=help_of(Workers, "cores_per_node", default=False)
@@ -100,6 +115,8 @@ def workers_from(args, default: Workers | None = None) -> Workers:
 def run(args) -> int:
     if args.core_hour_price is not None and args.core_hour_price < 0:
         raise InputError("--core-hour-price", f"{args.core_hour_price} is negative", "pass a price >= 0")
+    mode = args.mode or SweepConfig.__dataclass_fields__["mode"].default
+    conversion, settings, modes = None, None, None
     if args.plan is not None:
         recorded, _ = read_plan(args.plan)
         workers = workers_from(args, recorded.workers)
@@ -116,15 +133,16 @@ def run(args) -> int:
             if args.timeout_map else None
         config = PlanConfig(policy=args.policy or "planned", seed=args.seed or 0)
         chosen = ContextProofs(args.context_proofs or ContextProofs.REPLAY)
-        by_choice = plans_from_files(timeout_map=loaded, profile=args.profile, workers=workers,
-                                     config=config, corpus=args.corpus,
-                                     choices=(chosen,) if args.corpus is None else tuple(ContextProofs))
+        by_choice, conversion, settings = _plans(args, mode, loaded, workers, config,
+                                                 (chosen,) if args.corpus is None else tuple(ContextProofs))
         plan = by_choice[chosen]
+        if args.corpus is not None and _hol_light_corpus(args.corpus):
+            modes = _other_modes(args, mode, loaded, workers, config, chosen, by_choice[chosen])
     ours = simulate(plan, keep_schedule=False)
     naive = simulate(plan.with_policy("naive"), keep_schedule=False)
     # Image builds by choice; without a corpus they are unknown, not zero.
-    contexts = {c.value: _context_figures(p) for c, p in by_choice.items()} \
-        if args.corpus is not None else None
+    contexts = {c.value: {**_context_figures(p), "account": settings.account.get(c.value)}
+                for c, p in by_choice.items()} if args.corpus is not None else None
     price = args.core_hour_price
     sources = {}
     for c in plan.checks:
@@ -143,20 +161,194 @@ def run(args) -> int:
                "context_proofs": None if args.plan else str(chosen),
                "contexts": contexts if contexts is not None else
                ("from the plan" if args.plan else "unknown (no --corpus)"),
-               "map": None if loaded is None else loaded.describe()}
+               "map": None if loaded is None else loaded.describe(),
+               "mode": None if args.plan else mode, "proof_times": conversion,
+               "check_durations": _duration_counts(sources), "modes": modes}
         print(json.dumps(out))
         return 0
     console = Console()
     print_prediction(console, workers, sources, ours, naive, price)
     if loaded is not None:
         console.print(f"timeout map {loaded.path}: {loaded.describe()}")
+    if conversion is not None:
+        console.print(f"mode {mode}: {conversion['note']}")
+    counts = _duration_counts(sources)
+    console.print(f"check durations: measured {counts['measured']}, estimated {counts['estimated']}, "
+                  f"unknown {counts['unknown']} (the default)")
     if contexts is not None:
         print_contexts(console, contexts)
+        for choice, f in contexts.items():
+            console.print(f"{choice}: " + account_line(f["account"]))
+    if modes is not None:
+        print_modes(console, modes, chosen.value)
     elif args.plan is None:
         console.print("contexts: unknown (no --corpus): every check is planned on the base image, "
                       "so image builds above count only the boots; pass --corpus to plan each "
                       "context's load")
     return 0
+
+
+def _duration_counts(sources: dict) -> dict:
+    """Check durations by what stands behind them: measured (a map's or a
+    profile's), estimated (the median of the problem's category), unknown
+    (the default)."""
+    return {"measured": sum(v for k, v in sources.items() if k in ("map", "profile")),
+            "estimated": sources.get("category", 0),
+            "unknown": sum(v for k, v in sources.items() if k not in ("map", "profile", "category"))}
+
+
+def _in_mode(loaded, mode: str) -> tuple[object, dict, dict]:
+    """The map with its prove_secs in ``mode`` (each check's mode under
+    auto), the mode each price is now in, and what was done, said."""
+    from ..provers.hol_light.map_modes import RATIO_MAX
+    from ..provers.hol_light.native_auto import THRESHOLD_S
+    from ..provers.hol_light.plans import RATIO_CENTRAL
+
+    theirs = None if loaded.provenance.mode is None else str(loaded.provenance.mode)
+    if theirs not in ("native", "bytecode"):
+        routed = {pid: ("native" if mode == "auto" else mode) for pid in loaded.entries}
+        return loaded, routed, {
+            "map_mode": None, "ratio": None, "converted": 0,
+            "note": "the map's mode is unknown (no sidecar; --map-mode declares it): its proof times "
+                    "are taken as this mode's, unconverted"}
+    entries, routed, converted = {}, {}, 0
+    for pid, e in loaded.entries.items():
+        secs = e.prove_secs
+        if mode == "auto":
+            # As native_auto routes: bytecode time by map_modes' conservative ratio.
+            bytecode_s = None if secs is None else (secs * RATIO_MAX if theirs == "native" else secs)
+            run = "native" if bytecode_s is None or bytecode_s > THRESHOLD_S else "bytecode"
+        else:
+            run = mode
+        routed[pid] = run
+        if secs is not None and run != theirs:
+            secs = secs / RATIO_CENTRAL if run == "native" else secs * RATIO_CENTRAL
+            converted += 1
+        entries[pid] = replace(e, prove_secs=secs)
+    routing = ""
+    if mode == "auto":
+        n_native = sum(1 for m in routed.values() if m == "native")
+        routing = (f"; auto routes {n_native} checks to native, {len(routed) - n_native} to bytecode "
+                   f"(expected bytecode time above {THRESHOLD_S} s, map_modes' x{RATIO_MAX} as the "
+                   "sweep routes)")
+    if converted:
+        note = (f"the map was measured in {theirs}; {converted} of its proof times converted to the "
+                f"run's mode by the central bytecode/native ratio x{RATIO_CENTRAL} (the geometric "
+                f"mean of map_modes' measured range, not the conservative end limits use){routing}")
+    else:
+        note = f"the map was measured in {theirs}: its proof times stand as measured{routing}"
+    return replace(loaded, entries=entries), routed, {"map_mode": theirs, "ratio": RATIO_CENTRAL,
+                                                      "converted": converted, "note": note}
+
+
+def _context_root(args) -> Path | None:
+    if args.context_root is not None:
+        return args.context_root
+    if args.corpus is not None and (args.corpus / "extract.json").is_file():
+        try:
+            root = json.loads((args.corpus / "extract.json").read_text()).get("context_root")
+        except (OSError, ValueError, AttributeError):
+            root = None
+        if root:
+            return Path(root)
+    return Path.cwd()
+
+
+def _hol_dir(args) -> Path | None:
+    from ..provers.hol_light.install import find_hol_light
+
+    if args.hol_light is not None:            # read, never started: its hol.ml is enough
+        if (args.hol_light / "hol.ml").is_file():
+            return args.hol_light.resolve()
+        raise InputError("--hol-light", f"{args.hol_light} has no hol.ml",
+                         "pass HOL Light's directory (a checkout, or /usr/share/hol-light)")
+    try:
+        return find_hol_light(args.hol_light).hol_dir
+    except InputError:
+        if args.hol_light is not None:
+            raise
+        return None                 # no HOL Light here: its own files count as unknown loads
+
+
+def _plans(args, mode, loaded, workers, config, choices):
+    """Plans by choice in ``mode``, the proof-time conversion and the offline settings used."""
+    from ..provers.hol_light.plans import OfflineSettings, offline_settings
+
+    conversion, routed = None, {}
+    if loaded is not None:
+        loaded, routed, conversion = _in_mode(loaded, mode)
+    settings = OfflineSettings(mode=mode, context_root=_context_root(args), hol_dir=_hol_dir(args),
+                               price_modes=routed)
+    with offline_settings(settings):
+        by_choice = plans_from_files(timeout_map=loaded, profile=args.profile, workers=workers,
+                                     config=config, corpus=args.corpus, choices=choices)
+    return by_choice, conversion, settings
+
+
+def _hol_light_corpus(corpus: Path) -> bool:
+    from .. import provers
+
+    try:
+        return provers.detect(corpus) == "hol-light"
+    except InputError:
+        return False
+
+
+def _other_modes(args, mode, loaded, workers, config, chosen, plan) -> dict:
+    """Every mode's figures under the chosen --context-proofs, this one's from ``plan``."""
+    out = {}
+    for other in MODES:
+        if other == mode:
+            p = plan
+        else:
+            by_choice, _, _ = _plans(args, other, loaded, workers, config, (chosen,))
+            p = by_choice[chosen]
+        figures = _context_figures(p)
+        out[other] = {k: figures[k] for k in ("boot_core_hours", "context_image_core_hours",
+                                              "proof_core_hours", "makespan_s", "core_hours")}
+        out[other]["base_build_s"] = p.images[p.base].build_s
+    cheapest = min(out, key=lambda m: out[m]["core_hours"])
+    return {"by_mode": out, "cheapest": cheapest}
+
+
+def account_line(acc: dict | None) -> str:
+    """What the context images' estimates stand on, with counts: measured,
+    estimated, unknown."""
+    if not acc:
+        return "no account"
+    parts = [f"{acc.get('measured_images', 0)} images measured"]
+    for m, t in acc["by_mode"].items():
+        bits = [f"{m}: {t['images']} images estimated from {t['phrases']:,} phrases",
+                f"loads: {t['files_loaded']} files found and priced by what they load "
+                f"({t['files_measured']} measured whole by benchmarks/load_cost.py, "
+                f"{t['files_loaded'] - t['files_measured']} estimated by phrase size), "
+                f"{t['unknown_loads']} unknown (a stand-in each), {t['dropped_loads']} dropped"]
+        if t["trusted_proofs"]:
+            bits.append(f"proofs: {t['trusted_proofs']:,} trusted (their statements priced by size)")
+        else:
+            bits.append(f"proofs: {t['priced_proofs']:,} measured (the map's prove_secs, "
+                        f"{t['priced_proofs_s']:,.0f} s in this mode), "
+                        f"{t['proofs_in_measured_files']:,} inside files measured whole, "
+                        f"{t['unpriced_proofs']:,} estimated by size")
+        if t["compile_s"]:
+            bits.append(f"native compile {t['compile_s']:,.0f} s (estimated by size)")
+        parts.append("; ".join(bits))
+    return " | ".join(parts) + f"; boot {acc['boot_s']:.0f} s"
+
+
+def print_modes(out: Console, modes: dict, choice: str) -> None:
+    table = Table(title=f"by --mode (context proofs {choice}, planned policy)")
+    table.add_column("")
+    for m in modes["by_mode"]:
+        table.add_column(m + (" (cheapest)" if m == modes["cheapest"] else ""), justify="right")
+    rows = [("boot, each node", lambda f: _duration(f["base_build_s"])),
+            ("context image core-hours", lambda f: f"{f['context_image_core_hours']:,.2f}"),
+            ("proof core-hours", lambda f: f"{f['proof_core_hours']:,.2f}"),
+            ("makespan", lambda f: _duration(f["makespan_s"])),
+            ("core-hours", lambda f: f"{f['core_hours']:,.2f}")]
+    for label, fmt in rows:
+        table.add_row(label, *(fmt(f) for f in modes["by_mode"].values()))
+    out.print(table)
 
 
 def _context_figures(plan) -> dict:

@@ -1,17 +1,39 @@
 """HOL Light's image plans: the context tree a session builds for some
 problems (runner/provers/hol_light/contexts.py) and what building each
-image is expected to cost (context_costs.py), for the planner.
+image is expected to cost (context_costs.py), for the planner, in the mode
+the sweep runs in.
+
+Modes. ``bytecode``: the toplevel boots (``BOOT_S``) and every image loads
+its segment in bytecode (context_costs.MODELS["bytecode"]). ``native``: the
+native server boots (``NATIVE_BOOT_S``) and every image compiles its
+segment and the files it loads first, then loads them natively
+(MODELS["native"]). ``auto``: the native server, plus, on a node that runs
+any check routed to bytecode (expected bytecode time at most
+native_auto.THRESHOLD_S), the bytecode toplevel and every image such a
+check needs built there too.
+
+``simulate --corpus`` has no installation at hand and the registry's
+offline planner takes no settings, so the command says the mode, the
+context root and HOL Light's directory through ``offline_settings`` (a
+context variable read by ``offline_plans``), which also keeps the account
+of what was measured, estimated and unknown for the command to print.
 """
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
+import math
 import statistics
+from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Iterable, Mapping
 
 from ...context_proofs import ContextProofs
 from ...corpus import Problem
 from ...prover import ImagePlan, JobAllowances
 from . import context_costs, contexts
+from .map_modes import RATIO_MAX, RATIO_MIN
 
 # ../shared/notes/hol-light.md: HOL Light starts cold in 75-90 s of CPU
 # (benchmarks/overhead.py measured 65.8 s here).
@@ -30,6 +52,40 @@ ALLOWANCES = JobAllowances(
 # --corpus`): internal to the plan; measured builds are matched by shape
 # (context_costs.translate_measured).
 SIMULATE_SALT = "proofbatch-simulate"
+MODES = ("bytecode", "native", "auto")
+# Expected times move between modes by a central bytecode/native ratio, not
+# by the conservative end map_modes uses for limits (a limit must not cut a
+# proof short; an expected time should be right on average): the geometric
+# mean of map_modes' measured range, sqrt(2.5 x 7.4) = 4.30.
+RATIO_CENTRAL = round(math.sqrt(RATIO_MIN * RATIO_MAX), 2)
+BOOTS = {"bytecode": BOOT_S, "native": NATIVE_BOOT_S}
+
+
+@dataclass
+class OfflineSettings:
+    """What ``simulate --corpus`` plans with, and what it learns back."""
+
+    mode: str = "bytecode"                        # bytecode, native or auto
+    context_root: Path | None = None              # where needs/loadt resolve first
+    hol_dir: Path | None = None                   # HOL Light's directory
+    # problem id -> the mode its prove_secs are in (the map's, converted by the
+    # command: in auto mode, the mode each check is routed to); missing: the
+    # image's own mode
+    price_modes: Mapping[str, str] = field(default_factory=dict)
+    account: dict = field(default_factory=dict)   # choice -> context_costs.totals(...) and more
+
+
+_OFFLINE: contextvars.ContextVar[OfflineSettings | None] = contextvars.ContextVar(
+    "hol_light_offline_settings", default=None)
+
+
+@contextlib.contextmanager
+def offline_settings(settings: OfflineSettings):
+    token = _OFFLINE.set(settings)
+    try:
+        yield settings
+    finally:
+        _OFFLINE.reset(token)
 
 
 def _tree(problems: Iterable[Problem], salt: str) -> contexts.ContextTree:
@@ -38,23 +94,95 @@ def _tree(problems: Iterable[Problem], salt: str) -> contexts.ContextTree:
     return contexts.build_context_tree(setups, salt)
 
 
+def in_mode(prove_secs: Mapping[str, float], price_modes: Mapping[str, str], mode: str
+            ) -> dict[str, float]:
+    """``prove_secs`` in ``mode``: each converted from the mode its price is
+    in by the central ratio ``RATIO_CENTRAL``."""
+    out = {}
+    for pid, secs in prove_secs.items():
+        theirs = price_modes.get(pid, mode)
+        if theirs == mode:
+            out[pid] = secs
+        elif mode == "native":
+            out[pid] = secs / RATIO_CENTRAL
+        else:
+            out[pid] = secs * RATIO_CENTRAL
+    return out
+
+
+def _bytecode_needed(tree: contexts.ContextTree, price_modes: Mapping[str, str]) -> set[str]:
+    """Images a check routed to bytecode (auto mode) needs: its own and its ancestors'."""
+    need: set[str] = set()
+    for pid, key in tree.image_of.items():
+        if price_modes.get(pid) == "bytecode":
+            k: str | None = key
+            while k is not None and k not in need:
+                need.add(k)
+                k = tree.nodes[k].parent
+    return need
+
+
 def plans_of_tree(tree: contexts.ContextTree, prove_secs: Mapping[str, float], choices,
-           boot_s: float) -> dict[ContextProofs, ImagePlan]:
-    costs = context_costs.estimate(tree, prove_secs)
+                  boot_s: float | None = None, *, mode: str = "bytecode",
+                  files: context_costs.FileLoads | None = None,
+                  price_modes: Mapping[str, str] | None = None,
+                  account: dict | None = None) -> dict[ContextProofs, ImagePlan]:
+    """One ImagePlan per choice; ``boot_s`` None: the mode's boot."""
+    price_modes = price_modes or {}
+    if mode == "auto":
+        native = context_costs.estimate(tree, in_mode(prove_secs, price_modes, "native"),
+                                        mode="native", files=files)
+        bytecode_images = _bytecode_needed(tree, price_modes)
+        bytecode = context_costs.estimate(tree, in_mode(prove_secs, price_modes, "bytecode"),
+                                          mode="bytecode", files=files) if bytecode_images else {}
+        if boot_s is None:
+            boot_s = NATIVE_BOOT_S + (BOOT_S if bytecode_images else 0.0)
+        parts = [(native, set(native))] + ([(bytecode, bytecode_images)] if bytecode else [])
+    else:
+        costs = context_costs.estimate(tree, in_mode(prove_secs, price_modes, mode), mode=mode,
+                                       files=files)
+        boot_s = BOOTS[mode] if boot_s is None else boot_s
+        parts = [(costs, set(costs))]
     parent = {k: n.parent for k, n in tree.nodes.items()}
     plans = {}
     for choice in choices:
-        build_s = {tree.base: boot_s, **{k: c.build_s(choice) for k, c in costs.items()}}
+        choice = ContextProofs(choice)
+        build_s = {tree.base: boot_s}
+        for costs, keys in parts:
+            for k in keys:
+                if k in costs:
+                    build_s[k] = build_s.get(k, 0.0) + costs[k].build_s(choice)
         source = {k: ("default" if k == tree.base else "estimated") for k in build_s}
-        plans[ContextProofs(choice)] = ImagePlan(tree.base, dict(tree.image_of), parent, build_s, source)
+        plans[choice] = ImagePlan(tree.base, dict(tree.image_of), parent, build_s, source)
+        if account is not None:
+            account[choice.value] = {
+                "mode": mode, "boot_s": boot_s,
+                "by_mode": {c_mode: context_costs.totals({k: costs[k] for k in keys if k in costs},
+                                                         {}, choice)
+                            for c_mode, (costs, keys) in zip(
+                                ("native", "bytecode") if mode == "auto" else (mode,), parts)}}
     return plans
 
 
 def image_plan(problems: Iterable[Problem], prove_secs: Mapping[str, float], salt: str,
-               choice: ContextProofs, boot_s: float = BOOT_S) -> ImagePlan:
+               choice: ContextProofs, boot_s: float = BOOT_S, *, mode: str | None = None,
+               context_root: Path | None = None, hol_dir: Path | None = None) -> ImagePlan:
     """The images a session keyed by ``salt`` builds for ``problems``, on a
-    base that boots in ``boot_s``."""
-    return plans_of_tree(_tree(problems, salt), prove_secs, (choice,), boot_s)[ContextProofs(choice)]
+    base that boots in ``boot_s``. ``mode`` defaults to the one whose boot
+    ``boot_s`` is (native.py passes NATIVE_BOOT_S); loads resolve in
+    ``context_root`` (default: the current directory, as a sweep's default
+    --context-root) and ``hol_dir`` (default: Debian's HOL Light when
+    installed, else none: its files' loads are unknown). A session knows
+    both; backend.py and native.py should pass them."""
+    if mode is None:
+        mode = "native" if boot_s == NATIVE_BOOT_S else "bytecode"
+    if hol_dir is None:
+        from .install import DEBIAN_DIR
+
+        hol_dir = DEBIAN_DIR if (DEBIAN_DIR / "hol.ml").is_file() else None
+    files = context_costs.FileLoads(context_root or Path.cwd(), hol_dir)
+    return plans_of_tree(_tree(problems, salt), prove_secs, (choice,), boot_s, mode=mode,
+                         files=files)[ContextProofs(choice)]
 
 
 def offline_plans(problems: Iterable[Problem], prove_secs: Mapping[str, float], choices,
@@ -63,9 +191,17 @@ def offline_plans(problems: Iterable[Problem], prove_secs: Mapping[str, float], 
     """Plans of ``problems`` under each of ``choices`` with no installation
     at hand, and the builds a profile measured laid over their images
     (``profiled``: problem id -> image key profiled; ``builds``: key ->
-    (parent, seconds)). A measured boot counts for the base."""
+    (parent, seconds)). A measured boot counts for the base. The mode, the
+    context root and HOL Light's directory come from ``offline_settings``
+    (bytecode, the current directory, none, when not set)."""
+    settings = _OFFLINE.get() or OfflineSettings()
     tree = _tree(problems, SIMULATE_SALT)
     measured = context_costs.translate_measured(tree, profiled, builds)
     roots = [s for _parent, s in (b for b in builds.values()) if _parent is None]
-    boot_s = statistics.median(roots) if roots else BOOT_S
-    return plans_of_tree(tree, prove_secs, choices, boot_s), measured
+    boot_s = statistics.median(roots) if roots else None
+    files = context_costs.FileLoads(settings.context_root or Path.cwd(), settings.hol_dir)
+    plans = plans_of_tree(tree, prove_secs, choices, boot_s, mode=settings.mode, files=files,
+                          price_modes=settings.price_modes, account=settings.account)
+    for choice in plans:
+        settings.account[ContextProofs(choice).value]["measured_images"] = len(measured)
+    return plans, measured
