@@ -50,17 +50,38 @@ def ocaml_string(text: str) -> str:
     return f'"{escaped}"'
 
 
-def trust_phrases(choice: ContextProofs) -> list[str]:
-    """Under trust, the boot script's phrases that make every later phrase
-    of the toplevel (contexts, the files they ``needs``, answers) name the
-    switchable prove (hol_trust.ml); the flag stays set in the images, and
-    each check clears it before reading its answer. The toplevel resolves a
-    name at the phrase that uses it, so a function a context defines keeps
-    this prove; HOL Light's own functions (ARITH_RULE, define, ...) were
-    typed before it and keep the kernel's."""
-    if choice is ContextProofs.REPLAY:
-        return []
-    return ["let prove = Hol_trust.Switch.prove;;\n", "Hol_trust.trusting := true;;\n"]
+# What a context's ``loads`` skips, with a note in the image's log, as HOL
+# Light's own inline_load.ml (the bench's pipeline) does: s2n-bignum's
+# arm/proofs/base.ml does ``loads "update_database.ml"``, and in an OCaml 4.13
+# toplevel that file dies with a segmentation fault. The native side skips the
+# same (native_compile.py); one tuple for both is to come.
+DROPPED_LOADS = ("update_database.ml",)
+
+
+def ocaml_list(items: Sequence[str]) -> str:
+    return "[" + "; ".join(ocaml_string(item) for item in items) + "]"
+
+
+def rebinding_phrases(choice: ContextProofs) -> list[str]:
+    """The boot script's phrases that bind ``loads`` to one that skips
+    DROPPED_LOADS and, under trust, ``prove`` to the switchable prove
+    (hol_trust.ml), for every later phrase of the toplevel: contexts, the
+    files they ``needs`` or ``loads``, answers. The driver binds both again
+    after every top-level ``open`` or ``include`` of every file the toplevel
+    reads (Proofbatch_driver.install_rebinding): a module-built HOL Light's
+    bench setup begins ``open Hol_lib;; open Hol_loader;;``, which binds HOL
+    Light's own again. The trust flag stays set in the images, and each check
+    clears it before reading its answer. The toplevel resolves a name at the
+    phrase that uses it, so a function a context defines keeps this prove;
+    HOL Light's own functions (ARITH_RULE, define, ...) were typed before it
+    and keep the kernel's."""
+    trust = choice is not ContextProofs.REPLAY
+    return [f"Proofbatch_driver.install_rebinding ~trust:{'true' if trust else 'false'} "
+            f"~dropped:{ocaml_list(DROPPED_LOADS)};;\n",
+            # A directive, not a function call: a phrase's own bindings are
+            # the only ones the toplevel keeps from it.
+            "#proofbatch_rebind;;\n",
+            *(["Hol_trust.trusting := true;;\n"] if trust else [])]
 
 
 class HolLightBackend(ProverBackend):
@@ -141,7 +162,7 @@ class HolLightSession(ForkSession):
             "unset_jrh_lexer;;\n",
             *(f"#mod_use {ocaml_string(str(path))};;\n" for path in DRIVER_MODULES),
             f"#use {ocaml_string(str(DRIVER))};;\n",
-            *trust_phrases(backend.context_proofs),
+            *rebinding_phrases(backend.context_proofs),
             "set_jrh_lexer;;\n",
             f"load_path := {ocaml_string(str(backend.context_root))} :: !load_path;;\n",
             f"Proofbatch_driver.serve {ocaml_string(str(pipes.cmd_path))} "

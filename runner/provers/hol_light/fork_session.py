@@ -15,6 +15,7 @@ import os
 import re
 import secrets
 import shutil
+import signal
 import subprocess
 import threading
 import time
@@ -39,12 +40,24 @@ RECORD = re.compile(r"PBV1\t(?P<nonce>[0-9a-f]+)\t(?P<verdict>[A-Z]+)\t(?P<secs>
                     r"(?P<peak_kb>\d+)\t(?P<reason>[^\n]*)\n\Z")
 
 
+class ContextFailed(ImageFailed):
+    """An image that did not load its context. ``log``: where its log was
+    kept (see ForkSession.keep_image_log), None when the session keeps no
+    logs; ``last_output``: the last meaningful line(s) of that log, as the
+    reason quotes them."""
+
+    def __init__(self, key: str, reason: str, log: Path | None, last_output: str | None):
+        super().__init__(key, reason)
+        self.log, self.last_output = log, last_output
+
+
 class ForkSession(ImageTree, ProverSession):
     """A HOL Light session's images and checks. The session's ``backend``
     has ``info``, ``salt``, ``context_root``, ``boot_timeout_s``,
     ``image_timeout_s``, ``grace_s``, ``sandbox_config`` and
-    ``sandbox_kind``; the session says how an image is forked
-    (``_fork_image``) and starts its base image with ``_start_base``."""
+    ``sandbox_kind``, and ``log_dir`` when it keeps logs (OUT/logs in a
+    sweep); the session says how an image is forked (``_fork_image``) and
+    starts its base image with ``_start_base``."""
 
     def __init__(self, backend, workdir: Path):
         self.backend, self.info = backend, backend.info
@@ -148,21 +161,45 @@ class ForkSession(ImageTree, ProverSession):
             loaded = True
         except ImageFailed:
             image.close()
+            # The image is its parent's child, not ours: only the parent
+            # knows how it ended.
+            status = _image_status(parent, image.pid)
             reason = log_reason(log)
             # Slurm's scancel, a preemption or the OOM killer signal every
             # process of the job at once: the image loading a context dies
             # with its parent. That says nothing of the context; the session
             # is gone and its checks must run elsewhere, not be recorded.
-            if not reason and _dies_within(parent, 0.5):
+            if not reason and not status.startswith("exit") and _dies_within(parent, 0.5):
                 raise ProverError(f"image {parent.key} was killed while {node.key} loaded from "
                                   "it, by a signal from outside") from None
-            raise ImageFailed(node.key, reason or "the context did not load") from None
+            # The work directory goes with the session (the local executor
+            # deletes it): the log that says why goes where the sweep's logs go.
+            last = last_output(log)
+            raise ContextFailed(node.key, failure_reason(reason, status, last),
+                                self.keep_image_log(node.key, log), last) from None
         finally:
             with self._lock:
                 self._loading.pop(node.key, None)
             events.say("imaged", key=node.key, name=name, ok=loaded)
         self._built(node.key, node.parent, time.monotonic() - started)
         return image
+
+    def keep_image_log(self, key: str, log: Path) -> Path | None:
+        """Keep the log of an image that did not load as
+        ``<log_dir>/images/<key>.log`` (OUT/logs/images in a sweep): its last
+        ``log_keep_bytes``, where a crash shows. None when the backend keeps
+        no logs."""
+        log_dir = getattr(self.backend, "log_dir", None)
+        if log_dir is None or not log.exists():
+            return None
+        keep = self.backend.sandbox_config.log_keep_bytes
+        data, omitted = _tail_bytes(log, keep)
+        if omitted:
+            data = f"[proofbatch: the first {omitted} bytes of this log omitted]\n".encode() + data
+        target = Path(log_dir) / "images" / f"{key}.log"
+        target.parent.mkdir(parents=True, exist_ok=True)
+        publish(target, lambda tmp: tmp.write_bytes(data))
+        return target
 
     def _jailed_check(self, image: ImageProcess, problem: Problem, limits: CheckLimits,
                       answer_fields: Callable[[Path], Sequence[str]],
@@ -255,6 +292,75 @@ class ForkSession(ImageTree, ProverSession):
         self._janitor.close()
 
 
+def _image_status(parent: ImageProcess, pid: int) -> str:
+    """How ``parent``'s child image ``pid`` ended, as hol_check.ml's STATUS
+    says ("exit 3", "signal SIGSEGV", ...); "unknown" when the parent
+    cannot say (it is gone too)."""
+    try:
+        reply = parent.request("STATUS", str(pid), timeout=30.0)
+    except ProverError:
+        return "unknown"
+    words = reply.split(maxsplit=2)
+    return words[2] if len(words) == 3 and words[0] == "STATUS" else "unknown"
+
+
+def _signal_name(text: str) -> str:
+    """A signal as the OS names it: hol_check.ml gives the names of those
+    OCaml knows, and the OS's number of others."""
+    try:
+        return signal.Signals(int(text)).name if text.lstrip("-").isdigit() else signal.Signals[text].name
+    except (KeyError, ValueError):
+        return f"signal {text}"
+
+
+def failure_reason(error: str | None, status: str, last: str | None) -> str:
+    """Why an image did not load: killed by a signal, named as the OS names
+    it; else the first error its toplevel printed; else how it exited. The
+    last meaningful output follows when no error line says more."""
+    tail = f"; last output: {last}" if last else ""
+    kind, _, value = status.partition(" ")
+    if kind == "signal":
+        return f"the context's process was killed by {_signal_name(value)} while it loaded{tail}"
+    if error:
+        return error
+    if kind == "exit" and value != "3":       # 3: the driver's own "did not load"
+        return f"the context's process exited with status {value} while it loaded{tail}"
+    return f"the context did not load{tail}"
+
+
+# What a toplevel prints that says nothing: prompts, blank lines, the
+# outcome of a phrase of type unit.
+_NOISE = re.compile(r"^[#\s]*(- : unit = \(\))?\s*$")
+LAST_OUTPUT_CHARS = 240
+
+
+def last_output(log: Path) -> str | None:
+    """The last meaningful line(s) of a log, on one line: as many of the
+    last lines as fit in LAST_OUTPUT_CHARS, the last one cut to fit."""
+    try:
+        data, _ = _tail_bytes(log, 16384)
+    except OSError:
+        return None
+    lines = [line.strip().lstrip("# ").strip() for line in data.decode("utf-8", "replace").splitlines()
+             if not _NOISE.match(line)]
+    if not lines:
+        return None
+    text = lines.pop()
+    if len(text) > LAST_OUTPUT_CHARS:
+        return text[:LAST_OUTPUT_CHARS - 3] + "..."
+    while lines and len(lines[-1]) + 3 + len(text) <= LAST_OUTPUT_CHARS:
+        text = f"{lines.pop()} | {text}"
+    return text
+
+
+def _tail_bytes(path: Path, keep: int) -> tuple[bytes, int]:
+    """The last ``keep`` bytes of a file, and how many came before them."""
+    with open(path, "rb") as f:
+        size = f.seek(0, os.SEEK_END)
+        f.seek(max(0, size - keep))
+        return f.read(), max(0, size - keep)
+
+
 def _dies_within(image: ImageProcess, seconds: float) -> bool:
     deadline = time.monotonic() + seconds
     while image.alive():
@@ -304,8 +410,7 @@ def interpret(obs: Observation, status: str, nonce: str, key: str) -> CheckResul
     if obs.termination.outcome is not None:
         outcome, secs = obs.termination.outcome, None
     elif not obs.record:
-        from ...guard import death_reason       # the signal as the OS names it (SIGKILL)
-        outcome, secs = Outcome(Verdict.ERROR, death_reason(status)), None
+        outcome, secs = Outcome(Verdict.ERROR, f"the check died without a verdict ({status})"), None
     elif not match or match["nonce"] != nonce or match["verdict"] not in Verdict.__members__:
         outcome, secs = Outcome(Verdict.ERROR, "garbled or forged verdict record"), None
     elif status != "exit 0":

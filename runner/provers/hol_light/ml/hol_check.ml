@@ -9,6 +9,9 @@
 (*   CHECK <verdict> ... <scratch> <nonce> <jail-uid or ->                   *)
 (*                                        fork one check; reply its pid      *)
 (*   REAP <pid>                           wait for a finished child          *)
+(*   STATUS <pid>                         how a child image ended: "exit N", *)
+(*                                        "signal SIGSEGV", "running" or     *)
+(*                                        "unknown"                          *)
 (*   QUIT                                                                    *)
 (*                                                                           *)
 (* and one verdict record per check, written to its verdict pipe:            *)
@@ -183,11 +186,57 @@ type request =
 let live_checks : int list ref = ref []
 let live_images : int list ref = ref []
 
+(* OCaml numbers the signals it knows in its own way (Sys.sigsegv is -10,
+   Linux's SIGSEGV is 11), and Unix.waitpid reports those numbers: the
+   runner gets the name the OS gives, other signals as the OS's number. *)
+let signal_name n =
+  let names = [Sys.sigabrt, "SIGABRT"; Sys.sigalrm, "SIGALRM"; Sys.sigbus, "SIGBUS";
+               Sys.sigfpe, "SIGFPE"; Sys.sighup, "SIGHUP"; Sys.sigill, "SIGILL";
+               Sys.sigint, "SIGINT"; Sys.sigkill, "SIGKILL"; Sys.sigpipe, "SIGPIPE";
+               Sys.sigquit, "SIGQUIT"; Sys.sigsegv, "SIGSEGV"; Sys.sigterm, "SIGTERM";
+               Sys.sigusr1, "SIGUSR1"; Sys.sigusr2, "SIGUSR2"; Sys.sigxcpu, "SIGXCPU";
+               Sys.sigxfsz, "SIGXFSZ"; Sys.sigtrap, "SIGTRAP"; Sys.sigsys, "SIGSYS"] in
+  try List.assoc n names with Not_found -> string_of_int n
+
+let describe_exit = function
+  | Unix.WEXITED n -> Printf.sprintf "exit %d" n
+  | Unix.WSIGNALED n -> "signal " ^ signal_name n
+  | Unix.WSTOPPED n -> "stopped " ^ signal_name n
+
+(* How recent child images ended, for STATUS: an image that died while it
+   loaded may be reaped here (after another command) before the runner
+   asks. Bounded: evicted images quit too, and a server lives long. *)
+let ended_images : (int * string) list ref = ref []
+
+let image_ended pid status =
+  ended_images := (pid, describe_exit status)
+                  :: List.filteri (fun i _ -> i < 63) !ended_images
+
 (* Child images that quit are reaped as the server goes; check children are
    reaped only on REAP, so that the runner reads their exit status. *)
 let reap_images () =
   live_images := List.filter (fun pid ->
-    try fst (Unix.waitpid [Unix.WNOHANG] pid) = 0 with Unix.Unix_error _ -> false) !live_images
+    match Unix.waitpid [Unix.WNOHANG] pid with
+    | (0, _) -> true
+    | (_, status) -> image_ended pid status; false
+    | exception Unix.Unix_error _ -> false) !live_images
+
+(* The runner asks once it has seen an image it forked here stop before it
+   served (its reply pipe closed, or it wrote FAILED and is exiting): wait
+   for it a little, and say how it ended. Only images: a check's status is
+   the runner's to collect with REAP. *)
+let image_status pid =
+  let rec wait tries =
+    match Unix.waitpid [Unix.WNOHANG] pid with
+    | (0, _) when tries > 0 -> Unix.sleepf 0.05; wait (tries - 1)
+    | (0, _) -> "running"
+    | (_, status) ->
+        live_images := List.filter (fun p -> p <> pid) !live_images;
+        image_ended pid status;
+        describe_exit status
+    | exception Unix.Unix_error _ -> "unknown" in
+  if List.mem pid !live_images then wait 100
+  else try List.assoc pid !ended_images with Not_found -> "unknown"
 
 let redirect_output log =
   let fd = Unix.openfile log [Unix.O_WRONLY; Unix.O_CREAT; Unix.O_TRUNC] 0o600 in
@@ -245,6 +294,9 @@ let rec serve request cmd_path rep_path =
                | Unix.WSTOPPED n -> Printf.sprintf "stopped %d" n in
              live_checks := List.filter (fun p -> p <> pid) !live_checks;
              reply (Printf.sprintf "REAPED %d %s" pid status)
+         | ["STATUS"; pid] ->
+             let pid = int_of_string pid in
+             reply (Printf.sprintf "STATUS %d %s" pid (image_status pid))
          | ["QUIT"] -> hard_exit 0
          | words ->
              (match request words with

@@ -109,6 +109,77 @@ module Proofbatch_driver = struct
     with Hol_screen.Refused why -> raise (Verdict ("ERROR", why))
 
   (* ----------------------------------------------------------------------- *)
+  (* What stays bound whatever a context opens.                              *)
+  (* ----------------------------------------------------------------------- *)
+
+  (* Files [loads] skips (backend.py's DROPPED_LOADS), as HOL Light's own
+     inline_load.ml, the bench's pipeline, omits them: s2n-bignum's
+     arm/proofs/base.ml does [loads "update_database.ml"], which crashes the
+     toplevel with a segmentation fault in an OCaml 4.13 build. *)
+  let dropped_loads : string list ref = ref []
+
+  let dropping_loads (loads : string -> unit) file =
+    if List.mem file !dropped_loads then
+      Format.printf "proofbatch: Warning: 'loads %S;;' is omitted, as HOL Light's \
+                     inline_load.ml omits it@." file
+    else loads file
+
+  let rebind_directive = "proofbatch_rebind"
+
+  let path names =
+    match names with
+    | [] -> invalid_arg "path"
+    | first :: rest ->
+        Location.mknoloc (List.fold_left (fun l s -> Longident.Ldot (l, s))
+                            (Longident.Lident first) rest)
+
+  let bind name expr =
+    let open Ast_helper in
+    Parsetree.Ptop_def [Str.value Asttypes.Nonrecursive
+                          [Vb.mk (Pat.var (Location.mknoloc name)) expr]]
+
+  (* [let prove = Hol_trust.Switch.prove] under trust (hol_trust.ml), and
+     [let loads = Proofbatch_driver.dropping_loads loads], run by the
+     directive #proofbatch_rebind: once by the boot script, and again after
+     every top-level open or include of every file the toplevel reads
+     (contexts, and the files they needs or loads). A module-built HOL Light
+     (HOLLIGHT_USE_MODULE=1) keeps its functions in Hol_lib and its loader
+     in Hol_loader, and a bench setup begins [open Hol_lib;; open Hol_loader;;],
+     which would bind HOL Light's own prove and loads again. Rebinding [loads]
+     wraps whatever [loads] the open brought; one that does not type (a
+     module's own [loads] of another type) is left as it is. *)
+  let install_rebinding ~trust ~dropped =
+    dropped_loads := dropped;
+    let ident names = Ast_helper.Exp.ident (path names) in
+    let prove = bind "prove" (ident ["Hol_trust"; "Switch"; "prove"]) in
+    let loads = bind "loads" (Ast_helper.Exp.apply (ident ["Proofbatch_driver"; "dropping_loads"])
+                                [Asttypes.Nolabel, ident ["loads"]]) in
+    let rebind () =
+      if trust && not (Toploop.execute_phrase false Format.std_formatter prove) then
+        failwith "proofbatch: prove could not be bound to Hol_trust.Switch.prove";
+      (try ignore (Toploop.execute_phrase false Format.std_formatter loads) with _ -> ()) in
+    Toploop.add_directive rebind_directive (Toploop.Directive_none rebind)
+      {Toploop.section = "proofbatch"; doc = "bind prove and loads as the session needs"};
+    let again = Parsetree.Ptop_dir {Parsetree.pdir_name = Location.mknoloc rebind_directive;
+                                    pdir_arg = None; pdir_loc = Location.none} in
+    let opens item = match item.Parsetree.pstr_desc with
+      | Parsetree.Pstr_open _ | Parsetree.Pstr_include _ -> true
+      | _ -> false in
+    (* A phrase is cut after each open or include in it, so that
+       [open M let x = prove ...] (one phrase) sees the rebinding too. *)
+    let rec cut before = function
+      | [] -> if before = [] then [] else [Parsetree.Ptop_def (List.rev before)]
+      | item :: rest when opens item ->
+          Parsetree.Ptop_def (List.rev (item :: before)) :: again :: cut [] rest
+      | item :: rest -> cut (item :: before) rest in
+    let parse = !Toploop.parse_use_file in
+    Toploop.parse_use_file := fun lexbuf ->
+      List.concat_map (function
+          | Parsetree.Ptop_def items when List.exists opens items -> cut [] items
+          | phrase -> [phrase])
+        (parse lexbuf)
+
+  (* ----------------------------------------------------------------------- *)
   (* The fork server.                                                        *)
   (* ----------------------------------------------------------------------- *)
 
