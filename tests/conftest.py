@@ -22,7 +22,7 @@ from .helpers import DEMO, EXTRACTED_FILES, HOL_LIBRARY, ROOT, demo_config, extr
 
 # Fixtures that boot HOL Light (or build it natively): a test using any of
 # them, directly or through another fixture, is a `hol` test.
-HOL_FIXTURES = {"hol_session", "demo_sweep", "demo_rows", "native_build", "extracted_library",
+HOL_FIXTURES = {"hol_session", "trust_session", "demo_sweep", "demo_rows", "native_build", "extracted_library",
                 "extracted_sweep"}
 
 
@@ -119,6 +119,18 @@ def hol_backend() -> HolLightBackend:
 @pytest.fixture(scope="session")
 def hol_session(hol_backend, tmp_path_factory):
     session = hol_backend.start(tmp_path_factory.mktemp("hol-session"))
+    yield session
+    session.close()
+
+
+@pytest.fixture(scope="session")
+def trust_session(tmp_path_factory):
+    """The bytecode session under --context-proofs trust: a second base
+    image, booted once for every test module that needs it."""
+    from runner.context_proofs import ContextProofs
+
+    backend = HolLightBackend(find_hol_light(), context_root=DEMO, context_proofs=ContextProofs.TRUST)
+    session = backend.start(tmp_path_factory.mktemp("trust-session"))
     yield session
     session.close()
 

@@ -24,15 +24,12 @@ from pathlib import Path
 import pytest
 
 from runner.context_proofs import ContextProofs
-from runner.provers.hol_light.backend import DROPPED_LOADS, HolLightBackend
+from runner.provers.hol_light.backend import HolLightBackend
+from runner.provers.hol_light.native_compile import DROPPED_LOADS
 from runner.provers.hol_light.fork_session import failure_reason, last_output
 from runner.provers.hol_light.install import find_hol_light
 
 from ..helpers import demo_config, make_corpus, sweep_with
-# The session under trust that test_context_proofs.py boots (not in
-# conftest.py, so pytest keeps one per module that imports it, and the
-# sweeps here mark their tests `hol` themselves).
-from .test_context_proofs import trust_session  # noqa: F401
 
 # The sandbox mounts a tmpfs over /tmp (runner/sandbox.py): a file a context
 # needs lives where every image can read it.
@@ -162,7 +159,7 @@ needs "{lib}";;
 
 
 @pytest.fixture(scope="module")
-def trust_rows(trust_session, tmp_path_factory):  # noqa: F811
+def trust_rows(trust_session, tmp_path_factory):
     lib = SHARED / "trust_lib.ml"
     lib.parent.mkdir(parents=True, exist_ok=True)
     lib.write_text(TRUST_LIB)

@@ -24,7 +24,6 @@ import json
 import shutil
 from pathlib import Path
 
-import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
@@ -140,15 +139,6 @@ def probe_corpus(tmp_path_factory) -> Path:
 
 
 # -- sessions and sweeps ---------------------------------------------------------
-
-@pytest.fixture(scope="session")
-def trust_session(tmp_path_factory):
-    """The bytecode session under trust: a second base image, booted once."""
-    backend = HolLightBackend(find_hol_light(), context_root=DEMO, context_proofs=ContextProofs.TRUST)
-    session = backend.start(tmp_path_factory.mktemp("trust-session"))
-    yield session
-    session.close()
-
 
 def sessions_of(hol_session, trust_session):
     return {"replay": hol_session, "trust": trust_session}

@@ -25,6 +25,7 @@ from ...guard import admit
 from .fork_server import ImageFailed, ImageProcess, PipePair
 from .install import HolLightInstall
 from .map_modes import BYTECODE_MODE, MapModes, converted_warning
+from .native_compile import DROPPED_LOADS
 from .plans import ALLOWANCES, image_plan
 from .fork_session import ForkSession, not_run
 from ...prover import BackendInfo, CheckLimits, CheckResult, ImagePlan, Prover, ProverBackend
@@ -50,12 +51,6 @@ def ocaml_string(text: str) -> str:
     return f'"{escaped}"'
 
 
-# What a context's ``loads`` skips, with a note in the image's log, as HOL
-# Light's own inline_load.ml (the bench's pipeline) does: s2n-bignum's
-# arm/proofs/base.ml does ``loads "update_database.ml"``, and in an OCaml 4.13
-# toplevel that file dies with a segmentation fault. The native side skips the
-# same (native_compile.py); one tuple for both is to come.
-DROPPED_LOADS = ("update_database.ml",)
 
 
 def ocaml_list(items: Sequence[str]) -> str:

@@ -25,10 +25,7 @@ from typing import Callable, Iterable, Sequence
 from .contexts import split_phrases
 from .native_build import classify, resolve, strip_phrase
 
-try:  # one list for the native side, the toplevel and extract
-    from .native_compile import DROPPED_LOADS
-except ImportError:  # pragma: no cover - native_compile always defines it today
-    DROPPED_LOADS = ("update_database.ml",)
+from .native_compile import DROPPED_LOADS   # one list: native, the toplevel and extract
 
 # Why a dropped load is not followed (extract.json's dropped_loads_note).
 DROPPED_NOTE = ("dropped by the bench's pipeline (HOL Light's inline_load.ml) and by proofbatch, "

@@ -103,8 +103,8 @@ class NativeHolLightBackend(ProverBackend):
         start, so that images needing them only open them. ``sandbox_config``:
         as for the bytecode backend (runner/sandbox.py); the server tree runs
         in the same box and each check in the same jail. ``log_dir``: where
-        the bytecode fallback keeps its per-check logs (native checks keep
-        none). ``context_proofs``: replay or trust a context's proofs
+        the bytecode fallback keeps its per-check logs, and a context image
+        that dies its log (native checks keep none). ``context_proofs``: replay or trust a context's proofs
         (runner/context_proofs.py); the fallback uses the same.
         ``no_fallback``: a check whose context cannot run natively is ERROR
         with the reason, instead of running in bytecode."""
@@ -116,6 +116,8 @@ class NativeHolLightBackend(ProverBackend):
         self.max_images, self.grace_s = max_images, grace_s
         self.sandbox_config = sandbox_config
         self.sandbox_kind = sandbox.resolve_kind(sandbox_config.kind)
+        # A context image that dies keeps its log here (fork_session.keep_image_log).
+        self.log_dir = log_dir
         trust = "" if self.context_proofs is ContextProofs.REPLAY else f"|proofs-{self.context_proofs}"
         self.salt = f"{install.build}|{self.context_root}|native-{build.key}{trust}"
         self.info = BackendInfo(prover=Prover.HOL_LIGHT, build=install.build, mode=MODE,

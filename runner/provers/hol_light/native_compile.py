@@ -48,9 +48,10 @@ TRUST_OPEN = "Hol_trust.Switch"
 
 # HOL Light's own inline_load.ml (the bench's pipeline) drops these loads:
 # update_database.ml walks the toplevel's symbol tables, which native code
-# does not have, and its OCaml 4.13 variant segfaults. Natively they are
-# skipped too, in any context or library; the bytecode side and extract can
-# reuse the list.
+# does not have, and its OCaml 4.13 variant segfaults (s2n-bignum's
+# arm/proofs/base.ml loads it). They are skipped natively in any context or
+# library, in bytecode by the driver's `loads` (backend.py), and extract
+# records them (load_graph.py).
 DROPPED_LOADS = ("update_database.ml",)
 
 # Code that loads files at run time has no native equivalent: compiled
