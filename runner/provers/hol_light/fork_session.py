@@ -15,7 +15,6 @@ import os
 import re
 import secrets
 import shutil
-import signal
 import subprocess
 import threading
 import time
@@ -29,7 +28,7 @@ from ... import events, sandbox
 from ...corpus import Problem
 from ...errors import ProverError
 from .fork_server import ImageFailed, ImageProcess, PipePair
-from ...guard import GuardLimits, Observation, kill_tree, watch
+from ...guard import GuardLimits, Observation, death_reason, kill_tree, signal_name, watch
 from .image_tree import ImageTree
 from ...janitor import Janitor
 from ...prover import CheckLimits, CheckResult, ImageBuild, ProverSession
@@ -304,15 +303,6 @@ def _image_status(parent: ImageProcess, pid: int) -> str:
     return words[2] if len(words) == 3 and words[0] == "STATUS" else "unknown"
 
 
-def _signal_name(text: str) -> str:
-    """A signal as the OS names it: hol_check.ml gives the names of those
-    OCaml knows, and the OS's number of others."""
-    try:
-        return signal.Signals(int(text)).name if text.lstrip("-").isdigit() else signal.Signals[text].name
-    except (KeyError, ValueError):
-        return f"signal {text}"
-
-
 def failure_reason(error: str | None, status: str, last: str | None) -> str:
     """Why an image did not load: killed by a signal, named as the OS names
     it; else the first error its toplevel printed; else how it exited. The
@@ -320,7 +310,7 @@ def failure_reason(error: str | None, status: str, last: str | None) -> str:
     tail = f"; last output: {last}" if last else ""
     kind, _, value = status.partition(" ")
     if kind == "signal":
-        return f"the context's process was killed by {_signal_name(value)} while it loaded{tail}"
+        return f"the context's process was killed by {signal_name(status)} while it loaded{tail}"
     if error:
         return error
     if kind == "exit" and value != "3":       # 3: the driver's own "did not load"
@@ -410,7 +400,7 @@ def interpret(obs: Observation, status: str, nonce: str, key: str) -> CheckResul
     if obs.termination.outcome is not None:
         outcome, secs = obs.termination.outcome, None
     elif not obs.record:
-        outcome, secs = Outcome(Verdict.ERROR, f"the check died without a verdict ({status})"), None
+        outcome, secs = Outcome(Verdict.ERROR, death_reason(status)), None
     elif not match or match["nonce"] != nonce or match["verdict"] not in Verdict.__members__:
         outcome, secs = Outcome(Verdict.ERROR, "garbled or forged verdict record"), None
     elif status != "exit 0":
