@@ -74,6 +74,76 @@ def given_answer(attempt: int, given: bytes, source: str) -> Answer:
     return Answer(attempt, given, source) if inner is None else Answer(attempt, inner, source, given)
 
 
+def refusal(text: bytes) -> str | None:
+    """Why an answer cannot be checked at all, decided here before any
+    prover sees it, as the ERROR reason of its row; None when it can be.
+
+    An answer of whitespace and OCaml comments only is empty (HOL Light's
+    toplevel says ``illegal begin of top_phrase`` of it), and a NUL byte
+    cannot occur in OCaml source (the toplevel's lexer stops at it). An
+    answer that is not UTF-8 is refused by runner/worker.py."""
+    nul = text.find(b"\0")
+    if nul >= 0:
+        line = text[:nul].count(b"\n") + 1
+        return (f"answer holds a NUL byte (at offset {nul}, line {line}), which OCaml source cannot "
+                "contain; remove it (was the answer saved as UTF-16 or as binary?)")
+    if _only_comments(text.decode("utf-8", "surrogateescape")):
+        return ("answer is empty (whitespace and comments only); write one OCaml expression of type "
+                "tactic, e.g. ARITH_TAC")
+    return None
+
+
+# What OCaml's lexer skips between tokens (a no-break space is not one of them).
+_OCAML_BLANKS = frozenset(" \t\n\r\x0c")
+
+
+def _only_comments(text: str) -> bool:
+    """True when ``text`` is whitespace and closed OCaml comments only.
+
+    Comments nest, and string and character literals inside them are lexed
+    as OCaml lexes them (``(* "*)" *)`` is one comment). A comment left open
+    is not called empty: the prover names that mistake itself."""
+    i, n = 0, len(text)
+    while True:
+        while i < n and text[i] in _OCAML_BLANKS:
+            i += 1
+        if i == n:
+            return True
+        if not text.startswith("(*", i):
+            return False
+        i = _comment_end(text, i + 2)
+        if i < 0:
+            return False
+
+
+def _comment_end(text: str, i: int) -> int:
+    """The offset after the comment whose ``(*`` ends at ``i``; -1 when it
+    is never closed."""
+    depth, n = 1, len(text)
+    while i < n:
+        if text.startswith("(*", i):
+            depth, i = depth + 1, i + 2
+        elif text.startswith("*)", i):
+            depth, i = depth - 1, i + 2
+            if depth == 0:
+                return i
+        elif text[i] == '"':
+            i += 1
+            while i < n and text[i] != '"':
+                i += 2 if text[i] == "\\" else 1
+            if i >= n:
+                return -1
+            i += 1
+        elif text[i] == "'" and i + 2 < n and text[i + 2] == "'":
+            i += 3          # a character literal such as '"'
+        elif text.startswith("'\\", i):      # '\n', '\'', '\123', '\xff', '\o177'
+            close = text.find("'", i + 3)
+            i = i + 1 if close < 0 or close > i + 6 else close + 1
+        else:
+            i += 1
+    return -1
+
+
 def _attempt_number(text: str, where, fix: str) -> int:
     text = text.strip()
     if not _ATTEMPT.fullmatch(text) or int(text) > MAX_ATTEMPT:
@@ -85,8 +155,15 @@ def _attempt_number(text: str, where, fix: str) -> int:
 # -- loading -------------------------------------------------------------------
 
 def from_folder(folder: Path) -> list[Answer]:
-    """The attempts in one problem folder, by attempt; [] when it has none."""
-    numbered = sorted(p for p in folder.iterdir() if p.is_file() and _NUMBERED.fullmatch(p.name))
+    """The attempts in one problem folder, by attempt; [] when it has none.
+    An answer file that is not a file (a folder, a broken symlink) is
+    refused, never read as no answer."""
+    entries = list(folder.iterdir())
+    for path in entries:
+        if (path.name in (ANSWER_FILE, JSONL_FILE) or _NUMBERED.fullmatch(path.name)) \
+                and not path.is_file():
+            _not_a_file(path)
+    numbered = sorted(p for p in entries if _NUMBERED.fullmatch(p.name))
     plain, jsonl = folder / ANSWER_FILE, folder / JSONL_FILE
     if jsonl.is_file():
         if numbered or plain.is_file():
@@ -105,6 +182,20 @@ def from_folder(folder: Path) -> list[Answer]:
                              "keep one file per attempt")
         found[k] = given_answer(k, path.read_bytes(), str(path))
     return [found[k] for k in sorted(found)]
+
+
+def _not_a_file(path: Path) -> None:
+    """Refuse an answer file that is a folder, a broken symlink or a device."""
+    if path.is_symlink() and not path.exists():
+        what = f"is a symlink to {path.readlink()}, which does not exist"
+    elif path.is_dir():
+        what = "is a folder, not a file"
+    elif path.exists():
+        what = "is not a regular file"
+    else:
+        return      # gone since the folder was listed: no answer, as before
+    raise InputError(path, f"{what}, so it gives no answer", f"put the answer's text in a file "
+                     f"named {path.name}, or remove it to give no answer")
 
 
 def from_jsonl(path: Path) -> list[Answer]:

@@ -81,7 +81,9 @@ def load_corpus(corpus: Path, answers: Path | None = None) -> list[Problem]:
     for d in folders:
         _refuse_non_problem(corpus, d)
     if not folders:
-        raise InputError(corpus, "corpus has no problems (no problem folders)",
+        hidden = hidden_problems(corpus)
+        skipped = f"; {_hidden_said(hidden)}" if hidden else ""
+        raise InputError(corpus, f"corpus has no problems (no problem folders{skipped})",
                          "pass the folder that holds <problem-id>/setup.ml and query.txt")
 
     found = [_read_problem_folder(d) for d in folders]
@@ -202,6 +204,63 @@ def _refuse_non_problem(corpus: Path, folder: Path) -> None:
                          "a path outside the corpus")
 
 
+def hidden_problems(corpus: Path) -> list[Path]:
+    """The hidden folders of ``corpus`` (names beginning with ".") that look
+    like problems: they hold a setup.ml, query.txt or answer.txt. They are
+    never read as problems, as .git is not; ``corpus_notes`` says so."""
+    try:
+        entries = sorted(Path(corpus).iterdir())
+    except OSError:
+        return []
+    return [d for d in entries if d.name.startswith(".") and d.is_dir()
+            and any((d / f).exists() for f in ("setup.ml", "query.txt", ANSWER_FILE))]
+
+
+def _hidden_said(hidden: list[Path]) -> str:
+    names = ", ".join(d.name for d in hidden[:3]) + (", ..." if len(hidden) > 3 else "")
+    if len(hidden) == 1:
+        return f"1 hidden folder that looks like a problem is skipped ({names})"
+    return f"{len(hidden)} hidden folders that look like problems are skipped ({names})"
+
+
+def corpus_notes(corpus: Path, problems: Iterable[Problem]) -> tuple[str, ...]:
+    """What a sweep says once, before it starts, about how it read the
+    corpus: hidden problem folders it skipped, and setup.ml files that are
+    symlinks out of the corpus, which it follows.
+
+    Why follow them rather than refuse: a context is the user's own code,
+    not an answer; runner.provers reads its text once, in Python, and only
+    that text reaches HOL Light (the fingerprint in sweep.json hashes it too).
+    Its needs/loadt already reach outside the corpus (--context-root), so a
+    link adds no exposure, and linking one shared setup into many problem
+    folders is a fair way to build a corpus. But such a corpus is not
+    self-contained (copied elsewhere, it loses or changes its contexts), so
+    it is said."""
+    corpus = Path(corpus)
+    notes = []
+    hidden = hidden_problems(corpus)
+    if hidden:
+        notes.append(f"CORPUS: {_hidden_said(hidden)}: a folder whose name begins with '.' is never "
+                     "read as a problem; rename it to check it")
+    home = corpus.resolve()
+    outside = []
+    for p in problems:
+        if p.setup_path.is_symlink():
+            target = p.setup_path.resolve()
+            if home not in target.parents:
+                outside.append((p, target))
+    if outside:
+        p, target = outside[0]
+        many = len(outside) > 1
+        whose = f"{len(outside)} problems' setup.ml are symlinks" if many \
+            else "1 problem's setup.ml is a symlink"
+        contexts = "their contexts are" if many else "its context is"
+        notes.append(f"CORPUS: {whose} out of the corpus (e.g. {p.setup_path} -> {target}); "
+                     f"followed: {contexts} read from there, so the corpus is not self-contained "
+                     "(copy the files in to make it so)")
+    return tuple(notes)
+
+
 def _utf8_text(path: Path, what: str) -> str:
     data = path.read_bytes()
     try:
@@ -222,9 +281,17 @@ def _read_problem_folder(folder: Path) -> tuple[Path, Path, str]:
         if not needed.is_file():
             raise InputError(needed, f"problem {folder.name} is missing {needed.name}",
                              "retrieve the problem again, or remove its folder from the corpus")
-    if not _utf8_text(query, f"query of problem {folder.name}").strip():
+    text = _utf8_text(query, f"query of problem {folder.name}").strip()
+    if not text:
         raise InputError(query, f"query of problem {folder.name} is empty",
                          "retrieve the problem again")
+    # The bench's queries are HOL term quotations. An unquoted one reached
+    # the prover as something other than the goal (FAIL "Too deep").
+    if len(text) < 3 or not (text.startswith("`") and text.endswith("`")):
+        shown = text if len(text) <= 40 else text[:37] + "..."
+        raise InputError(query, f"query of problem {folder.name} is not a backquoted HOL term "
+                         f"(it reads {shown!r})", "write the goal between backquotes, e.g. "
+                         "`1 + 1 = 2`, or retrieve the problem again")
     return setup, query, _read_category(folder / "category.txt")
 
 

@@ -21,6 +21,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import pyarrow.compute as pc  # noqa: E402
 
 from . import shards  # noqa: E402
+from .errors import InputError  # noqa: E402
 from .report import PARTS, Comparison, SweepReport  # noqa: E402
 from .verdicts import Verdict  # noqa: E402
 
@@ -235,7 +236,25 @@ def render_comparison(c: Comparison, price: float | None = None) -> str:
     return page(f"proofbatch comparison: {a.out} vs {b.out}", body)
 
 
+def check_target(path: Path) -> None:
+    """Refuse a path the page cannot be written to, naming it (not the
+    temp file the page is first written to)."""
+    path = Path(path)
+    if path.is_dir():
+        raise InputError(path, "is a folder, not an HTML file",
+                         f"pass the path of the page to write, e.g. {path / 'report.html'}")
+    existing = next(p for p in [path.parent, *path.parent.parents] if p.exists())
+    if not existing.is_dir():
+        raise InputError(existing, f"is not a folder, so {path.name} cannot be written in it",
+                         "pass an --html path in a folder")
+
+
 def write(path: Path, text: str) -> None:
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    shards.publish(path, lambda tmp: tmp.write_text(text, encoding="utf-8"))
+    check_target(path)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        shards.publish(path, lambda tmp: tmp.write_text(text, encoding="utf-8"))
+    except OSError as exc:
+        raise InputError(path, f"cannot be written ({exc.strerror or exc})",
+                         "pass an --html path that proofbatch can create and write") from None

@@ -62,6 +62,21 @@ def size_flag(n: int) -> str:
     return text if parse_size(text) == n else f"{n}B"
 
 
+def beyond_ram(size: int, flag: str = "--mem-limit") -> str | None:
+    """The warning for a per-check memory limit above this machine's RAM,
+    or None. A warning, not a refusal: a sweep's checks may run on cluster
+    nodes with more memory than the machine that starts it."""
+    import psutil
+
+    total = psutil.virtual_memory().total
+    if size <= total:
+        return None
+    return (f"{flag} {format_size(size)} is more than this machine's {format_size(total)} of RAM: "
+            "a check run here would swap or meet the OOM killer long before its limit. Kept (a "
+            "warning, not a refusal: cluster nodes may have more memory than this one); for checks "
+            f"on this machine pass at most --mem-limit {max(1, int(0.8 * total / 2**30))}G")
+
+
 def format_seconds(seconds: float) -> str:
     """A time limit as people write it: "120 s", "0.5 s"."""
     return f"{float(seconds):g} s"

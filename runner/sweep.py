@@ -27,7 +27,7 @@ from cluster.base import SweepJob
 from . import attempts, heartbeat, map_provenance, shards, status, sweep_lock, timeout_map
 from . import provers as backends
 from .context_proofs import ContextProofs
-from .corpus import Problem, corpus_fingerprint, select_problems
+from .corpus import Problem, corpus_fingerprint, corpus_notes, select_problems
 from .errors import InputError
 from .planner import PLAN_FILE, PlanConfig, Workers, write_plan
 from .planner_inputs import plan_sweep
@@ -35,7 +35,7 @@ from .prover import CheckLimits, Mode, Prover, ProverBackend
 from .results import ResultRow
 from .settings import setting as _help
 from .simulate import predict
-from .sizes import format_size, size_flag
+from .sizes import beyond_ram, format_size, size_flag
 from .timeouts import TimeoutPolicy, load_category_timeouts, resolve_limits
 from .worker import CheckTask
 
@@ -216,6 +216,8 @@ def prepare(config: SweepConfig) -> PreparedSweep:
     check_resume_settings(config)
     selected = backends.select(config)      # HOL Light or Isabelle: runner/provers/__init__.py
     problems = selected.load(config.corpus, config.answers)
+    # Said once: hidden problem folders skipped, setup.ml symlinks followed out of the corpus.
+    notes = corpus_notes(config.corpus, problems)
     require_answers(config, problems)
     if config.only is not None:
         wanted = set(config.only)
@@ -239,6 +241,8 @@ def prepare(config: SweepConfig) -> PreparedSweep:
         category_path=config.category_timeouts)
     limits = resolve_limits(problems, policy)
     mem = config.mem_limit or default_mem_limit(config.workers)
+    if config.mem_limit and (beyond := beyond_ram(config.mem_limit)):
+        notes += (beyond,)      # warned, not refused: a cluster node may have more
     backend = selected.build(config)
     try:
         backend.check_mem_limit(mem)
@@ -275,7 +279,7 @@ def prepare(config: SweepConfig) -> PreparedSweep:
     # loaded context, stopping early and reusing duplicates as it goes.
     ordered, plan = order(tasks, backend, config, loaded)
     return PreparedSweep(config, problems, attempts.contiguous(ordered), backend,
-                         warnings=covered + map_use.warnings + backend.warnings(), plan=plan,
+                         warnings=notes + covered + map_use.warnings + backend.warnings(), plan=plan,
                          corpus_fingerprint=fingerprint)
 
 

@@ -24,6 +24,10 @@ from .errors import InputError
 # A check runs for hours at most (the bench's cap is 3 h); a limit beyond a
 # week is a unit mistake (milliseconds), not a plan.
 MAX_TIMEOUT_S = 7 * 24 * 3600.0
+# No check (a fork, reading and typing the answer) ends within a millisecond:
+# a default limit below it times every check out, and is a unit mistake
+# (hours or minutes written as a fraction), not a plan.
+MIN_DEFAULT_TIMEOUT_S = 0.001
 
 
 @dataclass(frozen=True)
@@ -52,6 +56,10 @@ class TimeoutPolicy:
         if self.default > MAX_TIMEOUT_S:
             raise InputError(where, f"{self.default:g} seconds is more than a week",
                              "give seconds, not milliseconds, e.g. 600")
+        if self.default < MIN_DEFAULT_TIMEOUT_S:
+            raise InputError(where, f"{self.default:g} seconds is below a millisecond, so every "
+                             "check would time out before it starts",
+                             "give seconds, e.g. 600 (not hours or minutes)")
         object.__setattr__(self, "by_problem", MappingProxyType(dict(self.by_problem)))
         if self.by_category is not None:
             object.__setattr__(self, "by_category", MappingProxyType(dict(self.by_category)))
@@ -121,6 +129,12 @@ def read_map(path: Path, data: bytes | None = None) -> dict[str, MapEntry]:
         if prove is not None and not _is_number(prove):
             raise InputError(path, f"entry {i} ({pid}): prove_secs {prove!r} is not a number",
                              "write the measured proof time in seconds, or drop the key")
+        # A planner and `proofbatch simulate` add these up: a negative or
+        # infinite one makes their predictions nonsense, quietly.
+        if prove is not None and not (_finite(prove) and prove >= 0):
+            raise InputError(path, f"entry {i} ({pid}): prove_secs {prove!r} is not a measured "
+                             "time (negative or not finite)",
+                             "write the measured proof time in seconds (0 or more), or drop the key")
         if pid in index_of:
             raise InputError(path, f"problem id {pid} appears in entry {index_of[pid]} and entry {i}",
                              "keep one entry per problem")
@@ -178,6 +192,13 @@ def _load_json(path: Path, data: bytes | None = None) -> Any:
 
 def _is_number(value: Any) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _finite(value: int | float) -> bool:
+    try:
+        return math.isfinite(float(value))
+    except OverflowError:       # an integer beyond a float
+        return False
 
 
 def _seconds(value: Any, path: Path, what: str) -> float:

@@ -33,6 +33,8 @@ def run(args) -> int:
     price = args.core_hour_price
     if price is not None and price < 0:
         raise InputError("--core-hour-price", f"{price} is negative", "pass a price >= 0")
+    if args.html is not None:
+        report_html.check_target(args.html)     # before minutes of loading a big sweep
     out = Console()
     reports = [load(d) for d in args.out]
     # pass@k is computed before anything is printed: a k it refuses is bad input.

@@ -377,3 +377,88 @@ def test_a_resume_giving_the_default_memory_limit_is_not_refused(corpus, hol, tm
         check_resume_settings(SweepConfig(**base, mem_limit=2**31))
     assert refused.value.problem.endswith("not 2 GiB; its verdicts would mix both")
     assert refused.value.fix == f"use a new --out, or pass --mem-limit {size_flag(default_mem_limit(1))}"
+
+
+# -- issue 24: inputs accepted without a word, or refused in words that misled ---
+
+def test_a_query_without_backquotes_names_the_query_file(run, corpus, hol):
+    """Accepted, the text was checked as an OCaml term: FAIL "Too deep"."""
+    query = corpus / ADD / "query.txt"
+    query.write_text("1 + 1 = 2\n")
+    result = run(corpus, "--hol-light", hol)
+    assert_one_line_error(result, query, f"query of problem {ADD} is not a backquoted HOL term "
+                          "(it reads '1 + 1 = 2')", "; write the goal between backquotes")
+
+
+def test_a_default_timeout_below_a_millisecond(run, corpus, hol):
+    result = run(corpus, "--default-timeout=0.0001", "--hol-light", hol)
+    assert_one_line_error(result, "default timeout", "0.0001 seconds is below a millisecond",
+                          "; give seconds, e.g. 600")
+
+
+@pytest.mark.parametrize("prove_secs", [-3.5, 1e400])
+def test_a_map_with_a_negative_or_infinite_prove_secs(run, corpus, hol, tmp_path, prove_secs):
+    """Accepted, simulate planned with it (47.9% utilization of nothing)."""
+    timeout_map = tmp_path / "timeout-map.json"
+    timeout_map.write_text(json.dumps([{"problem_id": ADD, "prove_secs": prove_secs,
+                                        "timeout_sec": 120}]).replace("Infinity", "1e400"))
+    result = run(corpus, "--timeout-map", timeout_map, "--map-mode", "native", "--hol-light", hol)
+    shown = "-3.5" if prove_secs < 0 else "inf"
+    assert_one_line_error(result, timeout_map, f"entry 0 ({ADD}): prove_secs {shown} is not a "
+                          "measured time", "; write the measured proof time in seconds (0 or more)")
+
+
+def test_simulate_refuses_a_map_with_a_negative_prove_secs(capsys, tmp_path):
+    timeout_map = tmp_path / "timeout-map.json"
+    timeout_map.write_text(json.dumps([{"problem_id": ADD, "prove_secs": -3.5, "timeout_sec": 120}]))
+    result = cli_result(capsys, "simulate", "--timeout-map", timeout_map, "--map-mode", "native",
+                        "--workers", "4")
+    assert_one_line_error(result, timeout_map, f"entry 0 ({ADD}): prove_secs -3.5 is not a measured "
+                          "time", "; write the measured proof time")
+
+
+def test_an_answer_txt_that_is_a_folder(run, corpus, hol):
+    """It was read as no answer: ERROR "no answer given"."""
+    answer = corpus / ADD / "answer.txt"
+    answer.unlink()
+    answer.mkdir()
+    result = run(corpus, "--hol-light", hol)
+    assert_one_line_error(result, answer, "is a folder, not a file, so it gives no answer",
+                          "; put the answer's text in a file named answer.txt")
+
+
+def test_a_corpus_of_hidden_problem_folders_says_they_are_skipped(run, hol, tmp_path):
+    from ..helpers import make_problem
+
+    corpus = tmp_path / "hidden-corpus"
+    make_problem(corpus, ".p2")
+    (corpus / ".git").mkdir()          # not a problem: not counted
+    result = run(corpus, "--hol-light", hol)
+    assert_one_line_error(result, corpus, "corpus has no problems (no problem folders; 1 hidden "
+                          "folder that looks like a problem is skipped (.p2))", "; pass the folder")
+
+
+def test_report_html_to_a_folder_names_the_folder(capsys, tmp_path):
+    """It named the page's temp file (.DIR.<pid>.tmp: Is a directory), after the whole report."""
+    import datetime as dt
+
+    from runner import shards
+    from runner.results import ResultRow
+
+    sweep = tmp_path / "sweep"
+    sweep.mkdir()
+    (sweep / "sweep.json").write_text(json.dumps({"config": {"workers": 1}}))
+    now = dt.datetime(2026, 1, 1, tzinfo=dt.timezone.utc)
+    with shards.ShardWriter(sweep, "w0") as writer:
+        writer.add(ResultRow(
+            problem_id=ADD, attempt=0, category="generic", verdict="OK", reason="proved",
+            prove_secs=0.1, wall_secs=0.2, peak_rss_mb=None, timeout_s=60.0,
+            timeout_source="default", worker="h/1/w0", host="h", started_at=now, finished_at=now,
+            image_key="k", prover_build="b", mode="bytecode", exit_status="exit 0",
+            answer_sha256="", run_id="r"))
+    folder = tmp_path / "pages"
+    folder.mkdir()
+    result = cli_result(capsys, "report", sweep, "--html", folder)
+    assert_one_line_error(result, folder, "is a folder, not an HTML file",
+                          f"; pass the path of the page to write, e.g. {folder / 'report.html'}")
+    assert list(folder.iterdir()) == []
