@@ -14,6 +14,7 @@ import threading
 from typing import Callable, Iterator
 
 from . import events
+from .answers import refusal
 from .attempts import Drain
 from .guard import OUTSIDE_RETRIES, outside_death
 from .tasks import CheckTask  # noqa: F401  (runner.worker.CheckTask: where executors take it)
@@ -118,17 +119,22 @@ def unanswered(task: CheckTask) -> CheckResult:
 
 
 def unreadable(task: CheckTask) -> CheckResult | None:
-    """An answer that is not UTF-8 text gets ERROR naming the encoding,
-    without a check: the bench reads answers as UTF-8 text, and what OCaml's
-    parser would say of the bytes never mentions it."""
+    """An answer no prover can read gets ERROR saying why, without a check:
+    one that is not UTF-8 text (the bench reads answers as UTF-8, and what
+    OCaml's parser would say of the bytes never mentions it), an empty one
+    or one with a NUL byte (runner/answers.refusal)."""
+    answer = task.problem.answer or b""
     try:
-        (task.problem.answer or b"").decode("utf-8")
-        return None
+        answer.decode("utf-8")
     except UnicodeDecodeError as exc:
-        bad = task.problem.answer[exc.start]
+        bad = answer[exc.start]
         return CheckResult(Outcome(Verdict.ERROR, f"answer is not UTF-8 text (byte 0x{bad:02x} at "
                                    f"offset {exc.start}); save answers as UTF-8"),
                            None, 0.0, None, "", "not run")
+    reason = refusal(answer)
+    if reason is None:
+        return None
+    return CheckResult(Outcome(Verdict.ERROR, reason), None, 0.0, None, "", "not run")
 
 
 def work(session: ProverSession, tasks: Iterator[CheckTask], writer: ShardWriter, *,
@@ -160,6 +166,7 @@ def work(session: ProverSession, tasks: Iterator[CheckTask], writer: ShardWriter
             result = unanswered(task)
         elif (refused := unreadable(task)) is not None:
             result = refused
+            session.withdraw(task.problem)      # no check: its image is not needed for it
         else:
             if board:
                 board.start(task.problem.problem_id, task.attempt, task.limits.time_s)
