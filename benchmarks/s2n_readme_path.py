@@ -83,7 +83,8 @@ def step(argv: list[str], cwd: Path | None = None, env: dict | None = None) -> f
     that fails stops the benchmark: what follows would measure nothing."""
     log("$ " + " ".join(str(a) for a in argv))
     started = time.monotonic()
-    r = subprocess.run([str(a) for a in argv], cwd=cwd, env=env)
+    # Their output is progress: stderr, so that stdout is the report (or --json).
+    r = subprocess.run([str(a) for a in argv], cwd=cwd, env=env, stdout=sys.stderr)
     if r.returncode != 0:
         raise SystemExit(f"step failed with exit {r.returncode}: {' '.join(map(str, argv))}")
     return time.monotonic() - started
