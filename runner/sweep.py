@@ -92,11 +92,6 @@ class SweepConfig:
     seed: int = _help("seed of the shuffle policy and of tie-breaking", default=0)
     sandbox: str = _help("the box checks run in: auto (bwrap when installed and root, else "
                          "rlimits), bwrap, rlimits or none; see runner/sandbox.py", default="auto")
-    policy: str = _help("dispatch order: planned (longest first, context affinity), naive "
-                        "(corpus order) or shuffle (seeded random)", default="planned")
-    seed: int = _help("seed of the shuffle policy and of tie-breaking", default=0)
-    sandbox: str = _help("the box checks run in: auto (bwrap when installed and root, else "
-                         "rlimits), bwrap, rlimits or none; see runner/sandbox.py", default="auto")
     allow_missing_answers: bool = _help("on resume, accept that answers recorded before are gone "
                                         "(--answers dropped, an answer.txt deleted): those problems "
                                         "are checked again as given now, ERROR 'no answer given' "
@@ -140,6 +135,7 @@ class SweepSummary:
     quarantined: list[Path]
     table: pa.Table
     skipped: int = 0        # attempts early stop skipped (no row; OUT/skipped.csv)
+    rechecked: int = 0      # recorded checks run again: their answers changed, or are gone
     problem_ids: tuple[str, ...] | None = None   # this run's problems; None: every row's
 
     def _rows(self) -> pa.Table:
@@ -183,8 +179,6 @@ class SweepSummary:
         first = [rs[0].split(" " + FALLBACK_MARK, 1)[0] for rs in contexts.values()]
         cause, _ = _common(first)
         return f"every context failed to load ({len(contexts)} of {len(contexts)}): {cause}"
-
-    rechecked: int = 0      # recorded checks run again: their answers changed, or are gone
 
 
 @dataclass(frozen=True)
@@ -499,10 +493,6 @@ def check_manifest(prepared: PreparedSweep, done: shards.Done | None = None, *,
             raise InputError(path, f"this sweep was run with --context-proofs {was or 'none'}, not "
                              f"{manifest['context_proofs']}; its contexts loaded otherwise, so results "
                              "would mix", f"use a new --out, or pass --context-proofs {was}")
-        if not cfg.allow_missing_answers:
-            missing_answers(prepared, old, done)
-        if not write:
-            return old
         # Before the flag existed, checks fell back. It changes verdicts only
         # of checks whose context cannot run natively.
         if bool(old.get("no_fallback", False)) != cfg.no_fallback \
@@ -512,6 +502,10 @@ def check_manifest(prepared: PreparedSweep, done: shards.Done | None = None, *,
                              f"--no-fallback, and {len(prepared.backend.not_native)} problems' contexts "
                              "cannot run natively: their verdicts would mix both",
                              f"use a new --out, or {flag}")
+        if not cfg.allow_missing_answers:
+            missing_answers(prepared, old, done)
+        if not write:
+            return old
         counts = {**run_counts(prepared), "config": json.loads(json.dumps(manifest["config"])),
                   "cwd": manifest["cwd"]}
         if any(old.get(k) != v for k, v in counts.items()):

@@ -63,8 +63,7 @@ def run(args) -> int:
         policy=args.policy, seed=args.seed,
         prover=args.prover, isabelle=args.isabelle, sandbox=args.sandbox,
         stop_on_first_ok=args.stop_on_first_ok, mode=args.mode, context_proofs=args.context_proofs,
-        no_fallback=args.no_fallback,
-        allow_missing_answers=args.allow_missing_answers,
+        allow_missing_answers=args.allow_missing_answers, no_fallback=args.no_fallback,
         problems=tuple(args.problems) if args.problems else None)
     with progress.PrepareLog():        # --mode native compiles the contexts here
         prepared = prepare(config)
