@@ -8,13 +8,11 @@ written, so bad input costs nothing and loses nothing.
 from __future__ import annotations
 
 import datetime as dt
-import json
 import os
-import platform
 import secrets
 import socket
 from collections import Counter
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
@@ -31,21 +29,15 @@ from .corpus import Problem, corpus_fingerprint, corpus_notes, select_problems
 from .errors import InputError
 from .planner import PLAN_FILE, PlanConfig, Workers, write_plan
 from .planner_inputs import plan_sweep
-from .prover import CheckLimits, Mode, Prover, ProverBackend
+from .prover import CheckLimits, Mode, ProverBackend
 from .results import ResultRow
 from .settings import setting as _help
 from .simulate import predict
-from .sizes import beyond_ram, format_size, size_flag
+from .sweep_dir import (check_manifest, check_out_dir, check_resume_settings, default_mem_limit,
+                        require_answers)
+from .sizes import beyond_ram
 from .timeouts import TimeoutPolicy, load_category_timeouts, resolve_limits
 from .worker import CheckTask
-
-MANIFEST = "sweep.json"
-
-
-def default_mem_limit(workers: int) -> int:
-    """8 GiB, or an even share of 80% of this machine's memory if smaller."""
-    return int(min(8 * 2**30, 0.8 * psutil.virtual_memory().total / max(1, workers)))
-
 
 @dataclass(frozen=True)
 class SweepConfig:
@@ -277,114 +269,6 @@ def prepare(config: SweepConfig) -> PreparedSweep:
                          corpus_fingerprint=fingerprint)
 
 
-# What a run leaves in --out before it writes sweep.json (the lock, and the
-# logs folder a backend makes): a run stopped there left a sweep directory.
-# Anything else without sweep.json is someone's files, results.csv included.
-SWEEP_NAMES = frozenset({"logs", sweep_lock.LOCK_FILE, sweep_lock.HOLDER_FILE})
-
-
-def read_manifest(out: Path) -> dict | None:
-    """OUT/sweep.json, or None when there is none or it cannot be read."""
-    try:
-        old = json.loads((Path(out) / MANIFEST).read_text())
-    except (OSError, ValueError):
-        return None
-    return old if isinstance(old, dict) else None
-
-
-def resolved_mem_limit(config: SweepConfig) -> int:
-    """The memory limit per check a sweep of ``config`` runs under."""
-    return config.mem_limit or default_mem_limit(config.workers)
-
-
-def _recorded_mem_limit(old: dict) -> int | None:
-    """The memory limit per check the sweep of manifest ``old`` ran under:
-    manifests before this one recorded None for the default."""
-    if old.get("mem_limit") is not None:
-        return int(old["mem_limit"])
-    workers = (old.get("config") or {}).get("workers") or 1
-    return default_mem_limit(int(workers))
-
-
-def _mode_refusal(path: Path, was, now) -> InputError:
-    return InputError(path, f"this sweep was run with --mode {was}, not {now}; mixing them would "
-                      "make results incomparable", f"use a new --out, or pass --mode {was}")
-
-
-def _mem_refusal(path: Path, was: int, now: int) -> InputError:
-    return InputError(path, f"this sweep was run with --mem-limit {format_size(was)}, not "
-                      f"{format_size(now)}; its verdicts would mix both",
-                      f"use a new --out, or pass --mem-limit {size_flag(was)}")
-
-
-def check_resume_settings(config: SweepConfig) -> None:
-    """A resume under another --mode or memory limit than its sweep ran
-    with is refused here, from the config alone, before any work: values
-    are compared resolved (the default --mem-limit is a size too)."""
-    old = read_manifest(config.out)
-    if old is None:
-        return
-    path = Path(config.out) / MANIFEST
-    was = Mode.of(old.get("mode"))
-    if old.get("prover", Prover.HOL_LIGHT) == Prover.HOL_LIGHT \
-            and was in (Mode.BYTECODE, Mode.NATIVE, Mode.AUTO) and str(was) != str(config.mode):
-        raise _mode_refusal(path, was, config.mode)
-    if "mem_limit" in old:      # manifests written before it was recorded say nothing
-        before, now = _recorded_mem_limit(old), resolved_mem_limit(config)
-        if before != now:
-            raise _mem_refusal(path, before, now)
-
-
-def require_answers(config: SweepConfig, problems: list[Problem]) -> None:
-    """An --answers folder that answers no problem of the corpus (empty, or
-    holding other things) is refused, as a timeout map naming none is:
-    every problem would be recorded as ERROR "no answer given"."""
-    if config.answers is None or not Path(config.answers).is_dir():
-        return
-    if any(attempts.answers_of(p) for p in problems):
-        return
-    folder = Path(config.answers)
-    inside = sorted(p.name for p in folder.iterdir() if not p.name.startswith("."))
-    holds = (f"it holds {', '.join(inside[:3])}{', ...' if len(inside) > 3 else ''}" if inside
-             else "it is empty")
-    example = problems[0].problem_id if problems else "<problem-id>"
-    raise InputError(folder, f"answers folder gives no answer to any of the corpus's {len(problems)} "
-                     f"problems ({holds})", f"pass the folder that holds <problem-id>/answer.txt "
-                     f"(e.g. {example}/answer.txt) or a .csv, or drop --answers")
-
-
-def check_out_dir(config: SweepConfig) -> None:
-    """--out must be a directory we can write, holding no other corpus's
-    results and nothing that is not a sweep's."""
-    out = Path(config.out)
-    existing = next(p for p in [out, *out.parents] if p.exists())
-    if not existing.is_dir():
-        raise InputError(existing, "is not a directory, so --out cannot be made there",
-                         "pass a directory path for --out")
-    corpus = Path(config.corpus).resolve()
-    if out.resolve() == corpus or corpus in out.resolve().parents:
-        raise InputError(out, f"is inside the corpus {corpus}, where every folder is read as "
-                         "a problem", "pass an --out outside the corpus folder")
-    if not os.access(existing, os.W_OK | os.X_OK):
-        raise InputError(existing, "is not writable (read-only file system or permissions)",
-                         "pass an --out on a writable disk")
-    if out.is_dir() and not (out / MANIFEST).exists():
-        foreign = sorted(p.name for p in out.iterdir() if p.name not in SWEEP_NAMES
-                         and not (p.name.startswith(".") and p.name.endswith(".tmp")))
-        if foreign:
-            shown = ", ".join(foreign[:3]) + (", ..." if len(foreign) > 3 else "")
-            raise InputError(out, f"is not a proofbatch sweep directory: it holds {shown} and no "
-                             f"{MANIFEST}", "pass a new or empty --out (results would mix with "
-                             "these files), or the folder of an earlier sweep to resume it")
-    try:
-        old = json.loads((out / MANIFEST).read_text()).get("corpus")
-    except (OSError, ValueError, AttributeError):
-        return      # no manifest: check_manifest reports an unreadable one
-    if old is not None and old != str(Path(config.corpus).resolve()):
-        raise InputError(out, f"holds the results of another corpus ({old})",
-                         "use a new --out for this corpus, or pass the corpus it was run on")
-
-
 def order(tasks: list[CheckTask], backend: ProverBackend, config: SweepConfig, loaded=None):
     """The planner's order of the tasks and the plan (runner/planner.py):
     longest expected first with context affinity and memory packing
@@ -397,155 +281,6 @@ def order(tasks: list[CheckTask], backend: ProverBackend, config: SweepConfig, l
                       timeout_map=loaded, out=config.out)
     by_key = {(t.problem.problem_id, t.attempt): t for t in tasks}
     return [by_key[(c.problem_id, c.attempt)] for c in plan.checks], plan
-
-
-def run_counts(prepared: PreparedSweep) -> dict:
-    """The manifest's account of what a run plans: ``checks``, ``attempts``
-    (problem -> attempt count, for problems with more than one) and
-    ``stop_on_first_ok``."""
-    per_problem = Counter(t.problem.problem_id for t in prepared.tasks)
-    return {"checks": len(prepared.tasks),
-            "attempts": {pid: n for pid, n in sorted(per_problem.items()) if n > 1},
-            "stop_on_first_ok": prepared.config.stop_on_first_ok}
-
-
-def changed_limits(prepared: PreparedSweep, done: shards.Done | None) -> str | None:
-    """How the time limits of this run differ from those its recorded rows
-    were checked under, or None: a verdict depends on its limit, so a sweep
-    never mixes rows of two limits for one problem. Joined in Arrow: a
-    resume of a million rows pays no pass over them in Python."""
-    if done is None or done.table.num_rows == 0:
-        return None
-    tasks = pa.table({"problem_id": [t.problem.problem_id for t in prepared.tasks],
-                      "attempt": pa.array([t.attempt for t in prepared.tasks], pa.int32()),
-                      "limit_s": [float(t.limits.time_s) for t in prepared.tasks],
-                      "limit_source": [t.limits.time_source for t in prepared.tasks]})
-    recorded = done.table.select(["problem_id", "attempt", "timeout_s"])
-    both = tasks.join(recorded, ["problem_id", "attempt"], join_type="inner")
-    changed = both.filter(pc.greater(pc.abs(pc.subtract(both["limit_s"], both["timeout_s"])), 1e-6))
-    if changed.num_rows == 0:
-        return None
-    first = changed.slice(0, 1).to_pylist()[0]
-    return (f"{changed.num_rows} recorded checks ran under other time limits than this run gives "
-            f"them (e.g. {first['problem_id']}: {first['timeout_s']:g} s, now {first['limit_s']:g} s "
-            f"from {first['limit_source']})")
-
-
-def check_manifest(prepared: PreparedSweep, done: shards.Done | None = None, *,
-                   write: bool = True) -> dict:
-    """Write OUT/sweep.json, or check that a resumed sweep matches it: the
-    prover build, mode, sandbox, memory limit and the time limits of every
-    recorded check (``done``: the rows on disk) decide verdicts, and must
-    not change on resume; answers recorded must not be gone unless
-    ``allow_missing_answers``. Raises InputError before anything is
-    written; with ``write`` False, only checks."""
-    cfg, info = prepared.config, prepared.backend.info
-    path = cfg.out / MANIFEST
-    manifest = {
-        "prover": info.prover, "prover_build": info.build, "mode": str(info.mode),
-        "sandbox": info.sandbox,
-        "mem_limit": resolved_mem_limit(cfg),      # resolved: resumes compare sizes, not flags
-        "context_proofs": info.context_proofs,
-        # Decides the verdicts of checks whose context cannot run natively.
-        "no_fallback": cfg.no_fallback,
-        "corpus": str(cfg.corpus.resolve()),
-        "corpus_fingerprint": prepared.corpus_fingerprint or corpus_fingerprint(prepared.problems),
-        "context_root": str(prepared.backend.context_root),
-        # What this run plans, for `proofbatch status` (runner/status.py): its
-        # checks, the problems with several attempts, and whether it stops early.
-        **run_counts(prepared),
-        "created": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
-        "host": socket.gethostname(), "python": platform.python_version(),
-        "config": {k: (str(v) if isinstance(v, Path) else v) for k, v in asdict(cfg).items()},
-        "cwd": os.getcwd(),      # what relative paths in config are relative to (status's resume)
-    }
-    if path.exists():
-        try:
-            old = json.loads(path.read_text())
-        except (OSError, json.JSONDecodeError) as exc:
-            raise InputError(path, f"unreadable sweep manifest ({exc})",
-                             "restore it or use a new --out") from None
-        # Manifests written before today's names say hol_build, and
-        # bytecode-fork or native-fork (runner.prover.Mode reads them).
-        old = {**old, "prover_build": old.get("prover_build", old.get("hol_build")),
-               "mode": Mode.of(old.get("mode"))}
-        if old.get("mode") != manifest["mode"]:
-            raise _mode_refusal(path, old.get("mode"), manifest["mode"])
-        if old.get("prover_build") != manifest["prover_build"]:
-            raise InputError(path, f"this sweep was run with prover_build '{old.get('prover_build')}', "
-                             f"not '{manifest['prover_build']}'; mixing them would make results "
-                             "incomparable", "use a new --out, or the same HOL Light")
-        # Manifests written before these were recorded say nothing of them.
-        if "sandbox" in old and old["sandbox"] != manifest["sandbox"]:
-            raise InputError(path, f"this sweep was run with --sandbox {old['sandbox']}, not "
-                             f"{manifest['sandbox']}; its verdicts would mix both",
-                             f"use a new --out, or pass --sandbox {old['sandbox']}")
-        if "mem_limit" in old and _recorded_mem_limit(old) != manifest["mem_limit"]:
-            raise _mem_refusal(path, _recorded_mem_limit(old), manifest["mem_limit"])
-        if changed := changed_limits(prepared, done):
-            raise InputError(path, f"{changed}; its verdicts would mix both",
-                             "use a new --out, or the limits it was run with "
-                             "(--timeout-map, --category-timeouts, --default-timeout)")
-        # A manifest from before the choice existed was a replay sweep.
-        was = old.get("context_proofs", str(ContextProofs.REPLAY) if old.get("prover") == Prover.HOL_LIGHT
-                      else "")
-        if was != manifest["context_proofs"]:
-            raise InputError(path, f"this sweep was run with --context-proofs {was or 'none'}, not "
-                             f"{manifest['context_proofs']}; its contexts loaded otherwise, so results "
-                             "would mix", f"use a new --out, or pass --context-proofs {was}")
-        # Before the flag existed, checks fell back. It changes verdicts only
-        # of checks whose context cannot run natively.
-        if bool(old.get("no_fallback", False)) != cfg.no_fallback \
-                and getattr(prepared.backend, "not_native", None):
-            flag = "pass --no-fallback" if old.get("no_fallback") else "drop --no-fallback"
-            raise InputError(path, f"this sweep was run {'with' if old.get('no_fallback') else 'without'} "
-                             f"--no-fallback, and {len(prepared.backend.not_native)} problems' contexts "
-                             "cannot run natively: their verdicts would mix both",
-                             f"use a new --out, or {flag}")
-        if not cfg.allow_missing_answers:
-            missing_answers(prepared, old, done)
-        if not write:
-            return old
-        counts = {**run_counts(prepared), "config": json.loads(json.dumps(manifest["config"])),
-                  "cwd": manifest["cwd"]}
-        if any(old.get(k) != v for k, v in counts.items()):
-            # A resumed run may select other problems (--problems) or stop
-            # early: the manifest, and the resume command `proofbatch status`
-            # prints from it, describe the sweep as last started.
-            old.update(counts)
-            shards.publish(path, lambda tmp: tmp.write_text(json.dumps(old, indent=2) + "\n"))
-        return old
-    if not write:
-        return manifest
-    cfg.out.mkdir(parents=True, exist_ok=True)
-    shards.publish(path, lambda tmp: tmp.write_text(json.dumps(manifest, indent=2) + "\n"))
-    return manifest
-
-
-def _answers_flag(answers) -> str:
-    return f"--answers {answers}" if answers else "the answer files in the problem folders"
-
-
-def missing_answers(prepared: PreparedSweep, old: dict, done: shards.Done | None) -> None:
-    """Refuse a resume whose answers lost some the recorded rows checked
-    (--answers dropped, an answer.txt deleted, fewer attempts): resumed, the
-    sweep would keep verdicts of answers nobody gives any more."""
-    ids = {p.problem_id for p in prepared.problems}
-    gone = attempts.compare(prepared.tasks, done, ids).gone if done is not None else []
-    if not gone:
-        return
-    pid, k = gone[0]
-    was = (old.get("config") or {}).get("answers")
-    now = prepared.config.answers
-    differ = str(was or "") != str(now or "")
-    source = (f"; this run reads {_answers_flag(now)}, the sweep was run with {_answers_flag(was)}"
-              if differ else f" in {_answers_flag(now)}")
-    raise InputError(prepared.config.out / MANIFEST,
-                     f"{len(gone)} answers its rows checked are gone (e.g. {pid} attempt {k}"
-                     f"{source.replace('; ', ': ')})",
-                     f"pass the answers it was run with ({_answers_flag(was)}), or "
-                     "--allow-missing-answers to check those problems as given now (ERROR "
-                     "'no answer given' where there is none)")
 
 
 def _of(table: pa.Table, wanted: pa.Array) -> shards.Done:

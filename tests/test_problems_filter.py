@@ -22,7 +22,8 @@ from runner import cli, shards
 from runner.corpus import Problem, corpus_fingerprint, load_corpus, select_problems
 from runner.errors import InputError
 from runner.status import read_status
-from runner.sweep import SweepConfig, check_manifest, prepare, run_sweep
+from runner.sweep import SweepConfig, prepare, run_sweep
+from runner.sweep_dir import check_manifest
 
 from .helpers import make_corpus, row
 

@@ -21,7 +21,8 @@ from cluster.local import LocalExecutor
 from runner import cli, compaction, shards
 from runner.errors import InputError
 from runner.sizes import format_size, size_flag
-from runner.sweep import SweepConfig, default_mem_limit, prepare, run_sweep
+from runner.sweep import SweepConfig, prepare, run_sweep
+from runner.sweep_dir import default_mem_limit
 
 from .helpers import ROOT, row, snapshot
 

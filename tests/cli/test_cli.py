@@ -34,7 +34,8 @@ import pytest
 
 from runner import cli
 from runner.errors import InputError
-from runner.sweep import SweepConfig, check_manifest, prepare
+from runner.sweep import SweepConfig, prepare
+from runner.sweep_dir import check_manifest
 
 from ..helpers import ADD, assert_one_line_error, DEMO, NO_BOX, previous_sweep, PROOFBATCH, snapshot, WORD
 

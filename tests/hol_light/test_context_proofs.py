@@ -34,7 +34,8 @@ from runner.errors import InputError
 from runner.provers.hol_light.backend import HolLightBackend
 from runner.provers.hol_light.install import find_hol_light
 from runner.results import COLUMNS
-from runner.sweep import check_manifest, prepare
+from runner.sweep import prepare
+from runner.sweep_dir import check_manifest
 
 from ..helpers import DEMO, ROOT, demo_config, extracted_config, sweep_with
 

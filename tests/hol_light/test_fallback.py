@@ -20,7 +20,8 @@ from cluster.local import LocalExecutor
 from runner import events, progress, report
 from runner.errors import InputError
 from runner.provers.hol_light.map_modes import RATIO_MAX
-from runner.sweep import SweepConfig, check_manifest, prepare, run_sweep
+from runner.sweep import SweepConfig, prepare, run_sweep
+from runner.sweep_dir import check_manifest
 
 from ..helpers import TEST_MEM_LIMIT, make_corpus
 
