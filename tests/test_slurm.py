@@ -86,11 +86,15 @@ def tiny_corpus(root: Path, *, spin_limit: int) -> tuple[Path, Path]:
     return corpus, timeouts
 
 
+def cli_driver_argv(out: Path, *cluster: str) -> list[str]:
+    return [sys.executable, "-m", "runner.cli", "run", str(DEMO), "--out", str(out), *cluster,
+            "--category-timeouts", str(DEMO / "timeouts.json"),
+            "--mem-limit", f"{TEST_MEM_LIMIT // 2**20}M", "--context-root", str(DEMO)]
+
+
 def cli_driver(out: Path) -> subprocess.Popen:
     return subprocess.Popen(
-        [sys.executable, "-m", "runner.cli", "run", str(DEMO), "--out", str(out),
-         "--cluster", "slurm", "--category-timeouts", str(DEMO / "timeouts.json"),
-         "--mem-limit", f"{TEST_MEM_LIMIT // 2**20}M", "--context-root", str(DEMO)],
+        cli_driver_argv(out, "--cluster", "slurm"),
         cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
         start_new_session=True, env={**os.environ, "COLUMNS": "120"})
 
@@ -123,6 +127,7 @@ def run_bad_day(tmp_path_factory, holder: dict) -> dict:
     story: dict = {"out": out, "statuses": []}
     ledger_path = out / "slurm" / "jobs.json"
     first = holder["first"] = cli_driver(out)
+    story["first_pid"] = first.pid
     try:
         def both_running():
             if not ledger_path.exists():
@@ -132,6 +137,10 @@ def run_bad_day(tmp_path_factory, holder: dict) -> dict:
             return len(ledger) == 2 and all(states.get(r.job_id) == "RUNNING" for r in ledger) \
                 and all(claimed_by(out, r.job_id) for r in ledger) and ledger
         ledger = wait_for(both_running, 300, "both array tasks running and pulling")
+        # A stray local run beside the Slurm driver: the sweep's lock refuses it.
+        stray = subprocess.run(cli_driver_argv(out), cwd=ROOT, capture_output=True,
+                               text=True, timeout=300, env={**os.environ, "COLUMNS": "120"})
+        story["stray"] = (stray.returncode, stray.stdout + stray.stderr)
         victim, preempted = ledger
         subprocess.run(["scancel", victim.job_id], check=True)
         # It may publish rows until Slurm has it killed (KillWait after SIGTERM).
@@ -191,6 +200,17 @@ def test_the_example_corpus_gives_the_expected_verdicts_on_slurm(bad_day, demo_r
     table = shards.read_results(bad_day["out"]).to_pylist()
     assert {r["problem_id"]: r["verdict"] for r in table} == \
         {p: r["verdict"] for p, r in demo_rows.items()}
+
+
+def test_a_local_run_beside_the_slurm_driver_is_refused_by_the_lock(bad_day):
+    """Issue 24: one runner per sweep directory, whatever its executor. The
+    local run, started while both array tasks pulled, exits 2 naming the
+    Slurm driver, and the sweep's verdicts are the driver's alone."""
+    code, said = bad_day["stray"]
+    assert code == 2, said
+    line = " ".join(said.split())
+    assert "is in use by another proofbatch run" in line and "slurm" in line, line
+    assert f"pid {bad_day['first_pid']}," in line, line
 
 
 def test_a_restarted_driver_reattaches_instead_of_submitting_twice(bad_day):
