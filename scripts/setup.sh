@@ -13,6 +13,10 @@ packages+=(chromium)   # tests/test_report.py renders the HTML report headless
 # proofbatch build-native: ocamlopt and Dynlink (ocaml), ocamlfind, camlp5 with camlp-streams
 # to read HOL Light's syntax (runner/provers/hol_light/native_build.py)
 packages+=(ocaml ocaml-findlib camlp5 libcamlp-streams-ocaml-dev util-linux)
+# A HOL Light checkout built as s2n-bignum-bench builds it (scripts/build-hol-light-checkout.sh:
+# its hol_lib rules ask ocamlfind for zarith) and s2n-bignum's arm objects, which its proofs read
+# (README, "s2n-bignum, as the bench's users have it").
+packages+=(libzarith-ocaml-dev binutils-aarch64-linux-gnu git make)
 python3 -c 'import ensurepip' 2>/dev/null || packages+=(python3-venv)
 missing=()
 for p in "${packages[@]}"; do
