@@ -216,9 +216,15 @@ class DaskExecutor(Executor):
     def _record_leftovers(self, job: SweepJob, received: dict, lost: list, on_row) -> None:
         """Rows a worker returned but did not publish (it died within its flush
         interval), and ERROR rows for the attempts of problems whose workers
-        kept dying, less those already recorded or skipped by early stop."""
+        kept dying, less those already recorded (for the answer as it is now,
+        as on every executor) or skipped by early stop."""
         done = shards.scan(job.out, repair=False, columns=shards.LIGHT).done
-        rows = [ResultRow(**r) for k, r in received.items() if k not in done]
+        # A row on disk settles a check only for the answer it checked
+        # (runner/done.py): one of an answer changed since is no reason to
+        # drop the row this run's worker returned for the answer as it is.
+        keys = list(received)
+        settled = done.current(keys, [received[k].get("answer_sha256") or "" for k in keys])
+        rows = [ResultRow(**received[k]) for k, on_disk in zip(keys, settled) if not on_disk]
         done = done | received
         for run, reason in lost:
             unsettled, _skipped = attempts.pending(run, done)

@@ -270,3 +270,70 @@ def test_a_problem_whose_worker_dies_is_recorded_as_error_not_lost(scheduler, da
     for row in rows.values():
         assert row["verdict"] == "ERROR" and "Dask workers died" in row["reason"], row
         assert row["worker"] == "dask-driver"
+
+
+# -- leftovers count only rows of the answers as they are (issue 24) ------------------
+
+
+class _Dropping:
+    """A worker's shard stream that loses every row: as if its worker died
+    after returning them and before its flush interval published them."""
+
+    def add(self, row) -> None:
+        pass
+
+    def close(self) -> None:
+        pass
+
+
+def test_leftovers_of_a_changed_answer_are_recorded_not_dropped(tmp_path, monkeypatch):
+    """A worker returns the rows of a resume but never publishes them: the
+    driver records them (runner/done.py's rule, as local and Slurm). Before,
+    it dropped each row whose key had any row on disk, whatever answer that
+    row checked, so a changed answer kept its old verdict and every resume
+    checked it again. A real Dask LocalCluster; the stand-in Isabelle checks."""
+    from distributed import LocalCluster
+
+    from cluster import dask as dask_executor
+    from runner import shards
+    from runner.sweep import SweepConfig
+
+    from .test_sweep_dir import KEEP, STANDIN, answers_csv, raw_rows, small_corpus
+
+    monkeypatch.setenv("STANDIN_HEAPS", str(tmp_path / "heaps"))
+    monkeypatch.setenv("ISABELLE_HOME", str(STANDIN))
+    corpus, out = small_corpus(tmp_path), tmp_path / "out"
+    answers = answers_csv(tmp_path / "a.csv", {k: "by simp" for k in KEEP})
+
+    def on_dask(**kw):
+        cluster = LocalCluster(n_workers=1, threads_per_worker=1, processes=False,
+                               dashboard_address=":0")
+        client = Client(cluster)
+
+        def close():
+            client.close()
+            cluster.close()
+        config = SweepConfig(corpus=corpus, out=out, isabelle=STANDIN, answers=answers, **kw)
+        return run_sweep(prepare(config), DaskExecutor(client_factory=lambda: (client, close)))
+
+    first = on_dask()
+    assert {r["problem_id"]: r["verdict"] for r in first.table.to_pylist()} == {k: "OK" for k in KEEP}
+
+    answers_csv(answers, {"arith.add_comm": "by (standin_fail)", "lists.rev_rev": "by simp"})
+    monkeypatch.setattr(dask_executor.ProverPlugin, "writer", lambda self, out, run_id: _Dropping())
+    again = on_dask()
+    assert again.ran_now == 1
+    current = {r["problem_id"]: r for r in again.table.to_pylist()}
+    assert current["arith.add_comm"]["verdict"] == "FAIL", current["arith.add_comm"]
+    assert current["arith.add_comm"]["worker"] != "dask-driver"     # the row the worker returned
+    # Published by the driver; the verdict of the answer it replaced stays, as history.
+    history = sorted(r["verdict"] for r in raw_rows(out) if r["problem_id"] == "arith.add_comm")
+    assert history == ["FAIL", "OK"], history
+    assert list((out / "shards").glob("*-dask-driver*.parquet"))
+    # Recorded: a third resume checks nothing.
+    monkeypatch.undo()
+    monkeypatch.setenv("STANDIN_HEAPS", str(tmp_path / "heaps"))
+    monkeypatch.setenv("ISABELLE_HOME", str(STANDIN))
+    third = on_dask()
+    assert (third.ran_now, third.resumed) == (0, 2)
+    assert shards.scan(out, repair=False).done[("arith.add_comm", 0)]["verdict"] == "FAIL"
