@@ -19,8 +19,10 @@ import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Iterable
 
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from . import compaction, results_csv
@@ -251,8 +253,27 @@ def read_results(out_dir: Path, *, repair: bool = False) -> pa.Table:
     return scan(out_dir, repair=repair).done.table
 
 
-def merge(out_dir: Path) -> pa.Table:
-    """Write results.parquet, results.csv and verdicts.csv from the shards.
+def current_attempts(table: pa.Table, checks: Iterable[tuple[str, int]]) -> pa.Table:
+    """``table`` without the rows of attempts that ``checks`` (a sweep's
+    (problem, attempt) checks now) no longer give their problems: an answer
+    deleted for good, or a problem's "no answer given" attempt 0 once it is
+    answered from attempt 1 on. They stay in the shards, as history. Rows of
+    problems ``checks`` does not name (another --problems selection) stay."""
+    checks = list(checks)
+    if not checks or table.num_rows == 0:
+        return table
+    problems = pa.array(sorted({p for p, _ in checks}), pa.string())
+    keys = pa.array(sorted({f"{p}\x00{a}" for p, a in checks}), pa.string())
+    row_keys = pc.binary_join_element_wise(table["problem_id"], pc.cast(table["attempt"], pa.string()),
+                                           "\x00")
+    stale = pc.and_(pc.is_in(table["problem_id"], value_set=problems),
+                    pc.invert(pc.is_in(row_keys, value_set=keys)))
+    return table.filter(pc.invert(stale))
+
+
+def merge(out_dir: Path, checks: Iterable[tuple[str, int]] | None = None) -> pa.Table:
+    """Write results.parquet, results.csv and verdicts.csv from the shards:
+    the rows of ``checks`` (see current_attempts) when given, else every one.
 
     ``verdicts.csv`` follows s2n-bignum-bench's collect-verdicts output:
     ``Problem,Verdict``, one line per problem. With one attempt per problem
@@ -264,6 +285,8 @@ def merge(out_dir: Path) -> pa.Table:
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     table = read_results(out_dir, repair=True)
+    if checks is not None:
+        table = current_attempts(table, checks)
     publish(out_dir / "results.parquet", lambda tmp: pq.write_table(table, tmp))
     publish(out_dir / "results.csv", lambda tmp: results_csv.write_results(table, tmp))
     publish(out_dir / "verdicts.csv", lambda tmp: results_csv.write_verdicts(table, tmp))

@@ -357,7 +357,7 @@ def _run_sweep(prepared: PreparedSweep, executor, on_row, on_start, on_skip, on_
         with beat:
             executor.execute(SweepJob(prepared.backend, pending, cfg.out, run_id, plan=plan), row_in)
     with beat:
-        table = shards.merge(cfg.out)
+        table = shards.merge(cfg.out, ((t.problem.problem_id, t.attempt) for t in prepared.tasks))
         skipped = attempts.record_skipped(cfg.out, prepared.tasks, table)
     selected = _of(table, wanted)
     beat.finish(selected.verdict_counts(), len(selected), skipped)

@@ -16,13 +16,12 @@ or neither. A run after a deletion is refused without --allow-missing-answers
 and touches nothing. The last round puts every deleted attempt back and
 runs to the end.
 
-Two cases are left out of the random rounds because they fail today, and
-have a strict xfail test each (an XPASS, so a failure, once fixed): an attempt
-deleted for good keeps its old verdict in results.csv and verdicts.csv
-(``test_a_deleted_attempt_leaves_results_csv``), and a problem without an
-answer that gets attempts from 1 on keeps its attempt 0 "no answer given"
-ERROR (``test_a_problem_answered_from_attempt_1_keeps_no_unanswered_row``):
-results.csv lists every key ever recorded, not the checks the sweep holds.
+Two cases have a test of their own: an attempt deleted for good leaves
+results.csv and verdicts.csv (``test_a_deleted_attempt_leaves_results_csv``),
+and a problem without an answer that gets attempts from 1 on loses its
+attempt 0 "no answer given" ERROR
+(``test_a_problem_answered_from_attempt_1_keeps_no_unanswered_row``):
+results.csv lists the checks the sweep holds now, not every key recorded.
 
 Checks are cheap and real: the stand-in Isabelle (tests/samples/isabelle/
 standin) runs a process per check, as Isabelle would, and its verdict
@@ -396,9 +395,6 @@ def test_answers_changing_between_killed_runs_end_as_the_answers_are(tmp_path, l
     assert sweep.runner_kills >= 3 and sweep.check_kills >= 2, why
 
 
-@pytest.mark.xfail(strict=True, reason="issue 24: an attempt deleted from --answers (its problem keeps "
-                   "others) keeps its old verdict in results.csv and verdicts.csv: shards.merge "
-                   "writes every recorded key, and --allow-missing-answers writes nothing for it")
 def test_a_deleted_attempt_leaves_results_csv(tmp_path):
     sweep = Sweep(tmp_path, "csv", random.Random(SEED))
     sweep.answers = {("arith.add_comm", 0): "by (standin_fail)", ("arith.add_comm", 1): "by simp"}
@@ -416,9 +412,6 @@ def test_a_deleted_attempt_leaves_results_csv(tmp_path):
     assert sorted(k for k in results if k[0] == "arith.add_comm") == [("arith.add_comm", 0)]
 
 
-@pytest.mark.xfail(strict=True, reason="issue 24: a problem with no answer, then answered from attempt 1 "
-                   "on, keeps its attempt 0 'no answer given' ERROR in results.csv, and verdicts.csv "
-                   "gives the problem that ERROR (its lowest attempt's) instead of attempt 1's FAIL")
 def test_a_problem_answered_from_attempt_1_keeps_no_unanswered_row(tmp_path):
     sweep = Sweep(tmp_path, "csv", random.Random(SEED))
     sweep.answers = {("arith.add_comm", 0): "by simp"}
