@@ -197,6 +197,14 @@ class ProverBackend(abc.ABC):
         """The sweep's timeout map as read once (runner.map_provenance.LoadedMap,
         or None), before ``limits_for`` and before any session starts."""
 
+    def classify(self, problems: Sequence[Problem]) -> Mapping[str, str]:
+        """Before any ``limits_for``: the problems whose checks cannot run in
+        the mode asked for (problem id -> why), found ahead so that their
+        limits belong to the mode they will run in (a native context that
+        does not compile runs in bytecode). Most backends run every check as
+        asked: none."""
+        return {}
+
     def limits_for(self, problem: Problem, limits: CheckLimits) -> CheckLimits:
         """The limits ``problem``'s checks run under, given those the sweep
         resolved (e.g. a map's limit converted to the mode the check runs in)."""

@@ -12,9 +12,9 @@ import os
 import secrets
 import socket
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Mapping
 
 import psutil
 import pyarrow as pa
@@ -182,6 +182,8 @@ class PreparedSweep:
     warnings: tuple[str, ...] = ()  # said before the sweep starts, e.g. a map of another mode
     plan: object = None             # runner.planner.Plan of the tasks; None: dispatch in task order
     corpus_fingerprint: str | None = None   # of the corpus --problems selected from; None: of problems
+    # Problem id -> why its checks cannot run in the mode asked for (ProverBackend.classify).
+    not_native: Mapping[str, str] = field(default_factory=dict)
 
 
 def prepare(config: SweepConfig) -> PreparedSweep:
@@ -247,9 +249,7 @@ def prepare(config: SweepConfig) -> PreparedSweep:
     # A backend that compiles contexts before it can say which mode a check
     # runs in (native HOL Light: a context that cannot be compiled runs in
     # bytecode, under a bytecode limit) compiles them now, before any limit.
-    classify = getattr(backend, "classify", None)
-    if classify is not None:
-        classify(problems)
+    not_native = dict(backend.classify(problems))
 
     def limits_of(p: Problem) -> CheckLimits:
         guard, expected = map_use.memory(p.problem_id, mem, min(config.expected_mem, mem))
@@ -266,7 +266,7 @@ def prepare(config: SweepConfig) -> PreparedSweep:
     ordered, plan = order(tasks, backend, config, loaded)
     return PreparedSweep(config, problems, attempts.contiguous(ordered), backend,
                          warnings=notes + covered + map_use.warnings + backend.warnings(), plan=plan,
-                         corpus_fingerprint=fingerprint)
+                         corpus_fingerprint=fingerprint, not_native=not_native)
 
 
 def order(tasks: list[CheckTask], backend: ProverBackend, config: SweepConfig, loaded=None):

@@ -247,10 +247,10 @@ def check_manifest(prepared: PreparedSweep, done: shards.Done | None = None, *,
         # Before the flag existed, checks fell back. It changes verdicts only
         # of checks whose context cannot run natively.
         if bool(old.get("no_fallback", False)) != cfg.no_fallback \
-                and getattr(prepared.backend, "not_native", None):
+                and prepared.not_native:
             flag = "pass --no-fallback" if old.get("no_fallback") else "drop --no-fallback"
             raise InputError(path, f"this sweep was run {'with' if old.get('no_fallback') else 'without'} "
-                             f"--no-fallback, and {len(prepared.backend.not_native)} problems' contexts "
+                             f"--no-fallback, and {len(prepared.not_native)} problems' contexts "
                              "cannot run natively: their verdicts would mix both",
                              f"use a new --out, or {flag}")
         if not cfg.allow_missing_answers:
