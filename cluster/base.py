@@ -33,6 +33,9 @@ class SweepJob:
 
 class Executor(abc.ABC):
     name: ClassVar[str]
+    # True for an executor that adds workers to a sweep another runner
+    # drives (Slurm's --add-tasks): it runs without the sweep's lock.
+    joins_running_sweep: bool = False
 
     @abc.abstractmethod
     def execute(self, job: SweepJob, on_row: Callable[[ResultRow], None]) -> None:

@@ -308,9 +308,9 @@ def run_sweep(prepared: PreparedSweep, executor, on_row: Callable[[ResultRow], N
     sweep another driver runs (Slurm ``--add-tasks``) takes no lock."""
     cfg = prepared.config
     check_manifest(prepared, shards.scan(cfg.out, repair=False, columns=shards.LIGHT).done, write=False)
-    if getattr(executor, "joins_running_sweep", False):
+    if executor.joins_running_sweep:
         return _run_sweep(prepared, executor, on_row, on_start, on_skip, on_note)
-    with sweep_lock.SweepLock(cfg.out, executor=getattr(executor, "name", None) or "local"):
+    with sweep_lock.SweepLock(cfg.out, executor=executor.name):
         return _run_sweep(prepared, executor, on_row, on_start, on_skip, on_note)
 
 
