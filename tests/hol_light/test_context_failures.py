@@ -87,6 +87,19 @@ def test_the_log_of_an_image_that_died_is_kept_in_out(crashed):
     assert "the last phrase before the crash" in kept.read_text(errors="replace")
 
 
+def test_a_needs_of_a_missing_file_names_it_and_where_it_was_looked_for(hol_session, tmp_path):
+    """Issue 24: HOL Light's loader says only `Exception: Not_found.`"""
+    corpus = make_corpus(tmp_path / "corpus", {
+        "missing.needs": ('let pb_fine = 1;;\nneeds "no/such/library.ml";;\n', "`T`\n",
+                          "ACCEPT_TAC TRUTH\n")})
+    row = sweep(hol_session, corpus, tmp_path / "out")["missing.needs"]
+    assert row["verdict"] == "ERROR", row["reason"]
+    reason = row["reason"]
+    assert 'setup.ml: needs "no/such/library.ml" finds no file (looked in ' in reason, reason
+    assert str(hol_session.backend.context_root) in reason, reason
+    assert str(hol_session.backend.install.hol_dir) in reason, reason
+
+
 def test_the_reason_is_bounded_and_one_line(tmp_path):
     log = tmp_path / "image.log"
     log.write_text("# val a : int = 1\n" + "x" * 5000 + "\n- : unit = ()\n# \n\n")

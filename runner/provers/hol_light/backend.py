@@ -27,7 +27,8 @@ from .install import HolLightInstall
 from .map_modes import BYTECODE_MODE, MapModes, converted_warning
 from .native_compile import DROPPED_LOADS
 from .plans import ALLOWANCES, image_plan
-from .fork_session import ForkSession, not_run
+from .fork_session import ContextFailed, ForkSession, not_run
+from .load_graph import LoadGraph
 from ...prover import BackendInfo, CheckLimits, CheckResult, ImagePlan, Prover, ProverBackend
 from ...sandbox import SandboxConfig
 from ...verdicts import Verdict
@@ -192,7 +193,26 @@ class HolLightSession(ForkSession):
     def _fork_image(self, parent: ImageProcess, node: contexts.ImageNode) -> ImageProcess:
         segment = self.workdir / "images" / f"{node.key}.ml"
         segment.write_text(node.segment, encoding="utf-8")
-        return self._fork_loading(parent, node, [str(segment)])
+        try:
+            return self._fork_loading(parent, node, [str(segment)])
+        except ContextFailed as failed:
+            missing = self._missing_load(segment)
+            if missing is None:
+                raise
+            raise ContextFailed(failed.key, missing, failed.log, failed.last_output) from None
+
+    def _missing_load(self, segment: Path) -> str | None:
+        """The first load of ``segment`` (or of what it loads) that finds no
+        file, said with where it was looked for; None when every one finds
+        one. HOL Light's own loader says only `Exception: Not_found.`"""
+        graph = LoadGraph(self.backend.context_root, self.backend.install.hol_dir)
+        missing = graph.missing([segment])
+        if not missing:
+            return None
+        first = missing[0]
+        where = " and ".join(str(d) for d in graph.search(first.kind))
+        return (f"{graph.describe(first, 'setup.ml')} finds no file (looked in {where}); "
+                "fix the path, or pass the --context-root it is relative to")
 
     # -- checks --------------------------------------------------------------
 
