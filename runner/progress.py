@@ -138,6 +138,9 @@ class NowDoing:
         with self._lock:
             if self._left is not None:
                 self._track(e)
+            if e.kind == "prepare":
+                self._set_stage(e.name)
+                return e.name
             if e.kind == "boot":
                 self._set_stage(f"booting {e.name}")
                 return f"booting {e.name}"

@@ -22,7 +22,7 @@ import pyarrow.compute as pc
 
 from cluster.base import SweepJob
 
-from . import attempts, heartbeat, map_provenance, shards, status, sweep_lock, timeout_map
+from . import attempts, events, heartbeat, map_provenance, shards, status, sweep_lock, timeout_map
 from . import provers as backends
 from .context_proofs import ContextProofs
 from .corpus import Problem, corpus_fingerprint, corpus_notes, select_problems
@@ -35,7 +35,7 @@ from .settings import setting as _help
 from .simulate import predict
 from .sweep_dir import (check_manifest, check_out_dir, check_resume_settings, default_mem_limit,
                         require_answers)
-from .sizes import beyond_ram
+from .sizes import beyond_ram, format_size
 from .timeouts import TimeoutPolicy, load_category_timeouts, resolve_limits
 from .worker import CheckTask
 
@@ -186,6 +186,19 @@ class PreparedSweep:
     not_native: Mapping[str, str] = field(default_factory=dict)
 
 
+# Reading, splitting and keying contexts takes about half a second per MB of
+# setup.ml here (a 50 MB setup.ml gave 25 s of silence): past this, say so.
+LOUD_CONTEXTS_BYTES = 8 * 2**20
+
+
+def _say_reading(problems: list[Problem]) -> None:
+    """Tell the screen (runner/progress.PrepareLog) that big contexts are being read."""
+    size = sum(p.setup_path.stat().st_size for p in problems if p.setup_path.is_file())
+    if size >= LOUD_CONTEXTS_BYTES:
+        events.say("prepare", name=f"reading the contexts of {len(problems)} problems "
+                                   f"({format_size(size)} of setup files) to plan their images")
+
+
 def prepare(config: SweepConfig) -> PreparedSweep:
     """Resolve and validate all input; raises InputError, writes nothing."""
     if config.workers < 1:
@@ -246,6 +259,7 @@ def prepare(config: SweepConfig) -> PreparedSweep:
     # the backend turns its limits into those of the mode a check runs in.
     map_use = timeout_map.use_map(loaded, info.prover, info.build, info.mode)
     backend.use_map(loaded)
+    _say_reading(problems)
     # A backend that compiles contexts before it can say which mode a check
     # runs in (native HOL Light: a context that cannot be compiled runs in
     # bytecode, under a bytecode limit) compiles them now, before any limit.

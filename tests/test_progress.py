@@ -105,3 +105,22 @@ def test_the_profile_table_never_cuts_a_problem_id():
     text = console.export_text()
     # Folded onto three lines each, with what tells them apart kept whole.
     assert "ALT_A_CORRECT" in text and "ALT_B_CORRECT" in text and "…" not in text
+
+
+def test_prepare_says_it_reads_big_contexts(tmp_path, monkeypatch):
+    """Issue 24: a 50 MB setup.ml gave 25 s of silence before the sweep began."""
+    from runner import sweep
+    from .helpers import demo_config
+
+    heard: list[str] = []
+    now = NowDoing(None, 1)
+    stop = events.listen(lambda e: heard.append(now.event(e) or ""))
+    try:
+        sweep.prepare(demo_config(tmp_path / "quiet"))
+        assert not any(line.startswith("reading the contexts") for line in heard), heard
+        monkeypatch.setattr(sweep, "LOUD_CONTEXTS_BYTES", 1)
+        sweep.prepare(demo_config(tmp_path / "loud"))
+    finally:
+        stop()
+    said = [line for line in heard if line.startswith("reading the contexts of ")]
+    assert len(said) == 1 and "of setup files) to plan their images" in said[0], heard
