@@ -120,6 +120,9 @@ class PlanConfig:
                                    "than this many times the build it would need", default=4.0)
     lookahead: int = _help("checks the planned policy looks past when the next one does not "
                            "fit in a node's free memory", default=64)
+    submission_order: bool = _help(
+        "planned, but dispatched as naive: simulating both predicted submission order faster "
+        "on this corpus and these workers (runner.simulate.guard)", default=False)
 
     def __post_init__(self):
         if self.policy not in POLICIES:
@@ -197,7 +200,7 @@ class Plan:
 
     def with_policy(self, policy: str, seed: int | None = None) -> "Plan":
         """The same checks ordered by another policy."""
-        config = replace(self.config, policy=policy,
+        config = replace(self.config, policy=policy, submission_order=False,
                          seed=self.config.seed if seed is None else seed)
         return make_plan(sorted(self.checks, key=lambda c: c.index), self.images, self.base,
                          self.workers, config, self.prebuilt)
@@ -258,6 +261,8 @@ def make_plan(checks: Sequence[PlanCheck], images: Mapping[str, Image], base: st
                 -(reach[units[i][0].image_key] if lead[i] else sum(c.expected_s for c in units[i])),
                 len(above[units[i][0].image_key]), i))
             units = [units[i] for i in order]
+    if config.policy == "planned" and config.submission_order:
+        units.sort(key=lambda u: u[0].index)
     ordered = tuple(c for u in units for c in u)
     return Plan(config, workers, ordered, dict(images), base, frozenset(prebuilt))
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 import statistics
 from collections import defaultdict
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Iterable, Mapping, Sequence
 
@@ -25,6 +25,7 @@ from .context_proofs import ContextProofs
 from .errors import InputError
 from .planner import Image, PlanCheck, make_plan
 from .profile_data import load_profile
+from .simulate import guard
 
 # ../shared/notes/hol-light.md: HOL Light starts cold in 75-90 s of CPU
 # (benchmarks/overhead.py measured 65.8 s here); `needs "Library/words.ml"`
@@ -79,6 +80,175 @@ def measured_builds(dirs: Iterable[Path]) -> dict[str, tuple[str | None, float]]
                 secs[b["key"]].append(float(b["secs"]))
                 parent[b["key"]] = b.get("parent")
     return {k: (parent[k], statistics.median(v)) for k, v in secs.items()}
+
+
+# -- measured costs of earlier sweeps ------------------------------------------
+
+@dataclass(frozen=True)
+class Measured:
+    """The image builds one sweep directory recorded, with what they hold
+    for: the mode and build its contexts loaded in and its choice of
+    --context-proofs (sweep.json), and which image each problem ran in (its
+    rows, else its plan.json)."""
+
+    out: Path
+    mode: str | None
+    choice: str | None
+    build: str | None
+    image_of: Mapping[str, str]                        # problem id -> image key
+    builds: Mapping[str, tuple[str | None, float]]     # key -> (parent, median s)
+
+
+def sweep_dirs(dirs: Iterable[Path]) -> list[Path]:
+    """Each sweep directory given, a profile's runs in its place (runs/*)."""
+    out = []
+    for d in map(Path, dirs):
+        if (d / "sweep.json").is_file():
+            out.append(d)
+        elif (d / "runs").is_dir() and any((r / "sweep.json").is_file() for r in (d / "runs").iterdir()):
+            out += sorted(r for r in (d / "runs").iterdir() if (r / "sweep.json").is_file())
+        else:
+            raise InputError(d, "neither a sweep directory (no sweep.json) nor a profile (no runs/)",
+                             "pass the --out of a `proofbatch run`, or a `proofbatch profile` directory")
+    return out
+
+
+def measured_sweeps(dirs: Iterable[Path]) -> list[Measured]:
+    """What each sweep (or profile run) of ``dirs`` measured (sweep_dirs)."""
+    from . import shards
+
+    found = []
+    for d in sweep_dirs(dirs):
+        try:
+            manifest = json.loads((d / "sweep.json").read_text())
+        except (OSError, ValueError):
+            manifest = {}
+        image_of: dict[str, str] = {}
+        try:
+            plan = json.loads((d / "plan.json").read_text())
+            image_of.update({c["problem_id"]: c["image_key"] for c in plan.get("checks", [])})
+        except (OSError, ValueError, KeyError, TypeError, AttributeError):
+            pass
+        try:
+            table = shards.scan(d, repair=False, columns=("problem_id", "image_key")).done.table
+            image_of.update((p, k) for p, k in zip(table["problem_id"].to_pylist(),
+                                                   table["image_key"].to_pylist()) if k)
+        except Exception:                      # no rows yet, or not ours: the plan's stand
+            pass
+        found.append(Measured(d, manifest.get("mode"), manifest.get("context_proofs"),
+                              manifest.get("prover_build"), image_of, measured_builds([d])))
+    return found
+
+
+def lay_over(plan, image_of: Mapping[str, str], builds: Mapping[str, tuple[str | None, float]]
+             ) -> dict[str, float]:
+    """Measured builds of ``plan``'s images (a runner.prover.ImagePlan) from
+    builds recorded under other keys (another salt: a sweep keyed by its
+    build, context root and driver): each problem's chain of measured builds
+    laid over its chain in the plan when both are as long; an image given
+    two different measured keys is dropped; the base gets a measured boot.
+    Keys the plan shares with the builds count as they are."""
+    out: dict[str, float] = {k: s for k, (_, s) in builds.items() if k in plan.parent}
+    mapped: dict[str, str] = {}
+    clash: set[str] = set()
+
+    def chain_of(key, parents):
+        chain, k = [], key
+        while k is not None and k in parents:
+            chain.append(k)
+            k = parents[k]
+        return chain[::-1]
+
+    theirs_parent = {k: p for k, (p, _) in builds.items()}
+    for pid, ours_key in plan.image_of.items():
+        theirs = image_of.get(pid)
+        if theirs is None or theirs not in builds or ours_key in out:
+            continue
+        ours = chain_of(ours_key, plan.parent)
+        chain = chain_of(theirs, theirs_parent)
+        if len(chain) != len(ours) or theirs_parent.get(chain[0]) is not None:
+            continue
+        for a, b in zip(ours, chain):
+            if mapped.setdefault(a, b) != b:
+                clash.add(a)
+    out.update({a: builds[b][1] for a, b in mapped.items() if a not in clash and a not in out})
+    roots = [s for p, s in builds.values() if p is None]
+    if plan.base not in out and roots:
+        out[plan.base] = statistics.median(roots)
+    return out
+
+
+def learned_for(plan, sets: Sequence[Measured], mode: str | None, choice: str | None
+                ) -> tuple[dict[str, float], dict]:
+    """Measured builds of ``plan``'s images from the sweeps ``sets``
+    measured in ``mode`` under ``choice`` (the median where several did);
+    and what was used and left out: a build of another mode or choice is
+    not used as it is."""
+    secs: dict[str, list[float]] = defaultdict(list)
+    used, other_mode, other_choice = [], [], []
+    for m in sets:
+        if mode is not None and m.mode is not None and str(m.mode) != str(mode):
+            other_mode.append(f"{m.out} ({m.mode})")
+            continue
+        if choice is not None and (m.choice or "replay") != str(choice):
+            other_choice.append(f"{m.out} ({m.choice or 'replay'})")
+            continue
+        used.append(str(m.out))
+        for k, v in lay_over(plan, m.image_of, m.builds).items():
+            secs[k].append(v)
+    measured = {k: statistics.median(v) for k, v in secs.items()}
+    return measured, {"images": len(plan.parent), "measured": len(measured),
+                      "sweeps": used, "other_mode": other_mode, "other_choice": other_choice}
+
+
+# The cost cache: sweeps that asked for it are remembered, and every later
+# sweep's plan is priced from what they all measured. Image keys hold the
+# prover's build, the context root and the driver or native build (a
+# session's salt), so a build is used only for the very image, in the very
+# mode and build, it was measured in. Opt in: PROOFBATCH_COST_CACHE=FILE.
+COST_CACHE_ENV = "PROOFBATCH_COST_CACHE"
+
+
+def cached_builds(out: Path | None = None, path: Path | None = None
+                  ) -> dict[str, tuple[str | None, float]]:
+    """The cost cache's builds (key -> (parent, median s over the runs that
+    built it)), after remembering ``out`` and gathering what every sweep it
+    remembers has recorded since; {} when no cache is set."""
+    import os
+
+    from . import shards
+
+    if path is None:
+        env = os.environ.get(COST_CACHE_ENV)
+        if not env:
+            return {}
+        path = Path(env)
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, ValueError):
+        data = {}
+    sweeps = list(data.get("sweeps", []))
+    builds = data.get("builds", {})
+    if out is not None and str(Path(out).resolve()) not in sweeps:
+        sweeps.append(str(Path(out).resolve()))
+    for d in sweeps:
+        for f in sorted((Path(d) / "images").glob("*.json")):
+            try:
+                rec = json.loads(f.read_text())
+                run = rec.get("run_id", f.stem)
+                for b in rec["builds"]:
+                    entry = builds.setdefault(b["key"], {"parent": b.get("parent"), "runs": {}})
+                    entry["runs"].setdefault(run, float(b["secs"]))
+            except (OSError, ValueError, KeyError, TypeError, AttributeError):
+                continue
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        shards.publish(path, lambda tmp: tmp.write_text(json.dumps(
+            {"format": "proofbatch-image-costs/1", "sweeps": sweeps, "builds": builds}) + "\n"))
+    except OSError:
+        pass                          # a read-only cache still prices
+    return {k: (e.get("parent"), statistics.median(e["runs"].values()))
+            for k, e in builds.items() if e.get("runs")}
 
 
 def from_profile(path: Path) -> Known:
@@ -200,7 +370,7 @@ def plan_sweep(tasks: Sequence, backend, *, workers, config, timeout_map=None, o
     sidecar and --mem-limit); image builds measured by earlier runs of the
     same sweep come first, then those of the map's profile, then the
     backend's estimates."""
-    known = combine(Known(builds=measured_builds([out])),
+    known = combine(Known(builds=measured_builds([out])), Known(builds=cached_builds(out)),
                     from_map(timeout_map) if timeout_map else Known())
     known = Known(known.durations, {}, known.builds, known.categories, known.images)
     problems = list({t.problem.problem_id: t.problem for t in tasks}.values())
@@ -208,8 +378,8 @@ def plan_sweep(tasks: Sequence, backend, *, workers, config, timeout_map=None, o
     items = [Item(t.problem.problem_id, t.attempt, t.problem.category,
                   images.image_of[t.problem.problem_id], t.limits.time_s, t.limits.expected_mem_bytes)
              for t in tasks]
-    return make_plan(expected_checks(items, known), images_of_plan(images, known.builds), images.base,
-                     workers, config)
+    return guard(make_plan(expected_checks(items, known), images_of_plan(images, known.builds),
+                           images.base, workers, config))
 
 
 def images_of_plan(plan, measured: Mapping[str, tuple[str | None, float]]) -> dict[str, Image]:
@@ -233,7 +403,8 @@ def plan_from_files(*, timeout_map=None, profile: Path | None, workers, config,
 
 def plans_from_files(*, timeout_map=None, profile: Path | None, workers, config,
                      default_mem: int = 512 * 2**20, corpus: Path | None = None,
-                     choices=()) -> dict:
+                     choices=(), costs_from: Sequence[Measured] = (), mode: str | None = None,
+                     learned: dict | None = None) -> dict:
     """A plan of the problems of a profile and/or a timeout map (a
     runner.map_provenance.LoadedMap). With a ``corpus``, its problems are
     planned on their real context tree, each image measured or estimated
@@ -241,7 +412,12 @@ def plans_from_files(*, timeout_map=None, profile: Path | None, workers, config,
     each, read from one pass over the corpus; runner/provers/hol_light/context_costs.py);
     without one, a profile (given, or named by the map's sidecar) gives image
     keys and measured builds, and a map alone puts every check on the base
-    image (its contexts are unknown, and every choice gets the same plan)."""
+    image (its contexts are unknown, and every choice gets the same plan).
+
+    ``costs_from`` (measured_sweeps): image builds earlier sweeps measured
+    in ``mode`` under each choice, laid over the plan's images (lay_over);
+    ``learned``, given, gets per choice how many images they priced."""
+    learned = {} if learned is None else learned
     if timeout_map is None and profile is None:
         raise InputError("simulate", "nothing to plan", "pass --timeout-map FILE or --profile DIR")
     parts, limits = [], {}
@@ -252,7 +428,8 @@ def plans_from_files(*, timeout_map=None, profile: Path | None, workers, config,
         limits = timeout_map.limits()
     known = combine(*parts)
     if corpus is not None:
-        return _plan_corpus(corpus, known, limits, workers, config, default_mem, choices)
+        return _plan_corpus(corpus, known, limits, workers, config, default_mem, choices,
+                            costs_from, mode, learned)
     image_of = known.images
     ids = sorted(set().union(*(d.keys() for _, d in known.durations)) | set(limits))
     if not ids:
@@ -265,12 +442,32 @@ def plans_from_files(*, timeout_map=None, profile: Path | None, workers, config,
     checks = expected_checks(items, known)
     parents = {k: (p if p is not None or k == base else base) for k, (p, _) in known.builds.items()}
     images = images_for({c.image_key for c in checks}, parents, base, known.builds)
-    plan = make_plan(checks, images, base, workers, config)
-    return {c: plan for c in choices}
+    plans = {}
+    for choice in choices:
+        ours = _measured_over(images, base, costs_from, mode, choice, learned,
+                              {c.problem_id: c.image_key for c in checks})
+        plans[choice] = guard(make_plan(checks, ours, base, workers, config))
+    return plans
+
+
+def _measured_over(images: Mapping[str, Image], base: str, sets, mode, choice,
+                   learned: dict, image_of: Mapping[str, str] | None = None) -> dict[str, Image]:
+    """``images`` with the builds of ``sets`` measured in ``mode`` under
+    ``choice``; ``image_of``: problem id -> image key, to lay them over."""
+    if not sets:
+        return dict(images)
+    from .prover import ImagePlan
+
+    shape = ImagePlan(base, dict(image_of or {}), {k: i.parent for k, i in images.items()},
+                      {k: i.build_s for k, i in images.items()})
+    measured, said = learned_for(shape, sets, mode, str(choice) if choice is not None else None)
+    learned[str(choice)] = said
+    return {k: (replace(i, build_s=measured[k], source="measured") if k in measured else i)
+            for k, i in images.items()}
 
 
 def _plan_corpus(corpus: Path, known: Known, limits: Mapping[str, float], workers, config,
-                 default_mem: int, choices) -> dict:
+                 default_mem: int, choices, costs_from=(), mode=None, learned=None) -> dict:
     prover = provers.detect(corpus)
     problems = provers.load_problems(corpus, prover=prover)
     by_choice, measured = provers.offline_image_plans(prover, problems, prices(known), choices,
@@ -282,5 +479,8 @@ def _plan_corpus(corpus: Path, known: Known, limits: Mapping[str, float], worker
         items = [Item(p.problem_id, 0, p.category, images.image_of[p.problem_id],
                       limits.get(p.problem_id, 0.0), default_mem) for p in problems]
         planned = images_of_plan(images, {k: (images.parent.get(k), s) for k, s in ours.items()})
-        plans[choice] = make_plan(expected_checks(items, known), planned, images.base, workers, config)
+        planned = _measured_over(planned, images.base, costs_from, mode, choice,
+                                 {} if learned is None else learned, images.image_of)
+        plans[choice] = guard(make_plan(expected_checks(items, known), planned, images.base,
+                                        workers, config))
     return plans

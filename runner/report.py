@@ -209,6 +209,85 @@ class SweepReport:
                 "checks": pairs.select(["expected_s", "prove_secs", "source", "verdict"])}
 
 
+    def predicted_costs(self) -> dict | None:
+        """The plan's predicted image-build and proof core-hours beside the
+        measured ones, for the run it was made for, and per image class
+        (``image_class``): each image the run built, its planned build
+        against its measured one (the median of its builds there). None
+        without a prediction or its run."""
+        if not self.plan or not self.plan.get("predicted"):
+            return None
+        run_id = self.plan.get("run_id")
+        if not any(r.run_id == run_id for r in self.runs):
+            return None
+        predicted = self.plan["predicted"]
+        builds = [b for b in self.builds if b["run_id"] == run_id]
+        rows = self.table.filter(pc.equal(self.table["run_id"], run_id))
+        measured_proof_s = _total(pc.fill_null(rows["prove_secs"], 0.0))
+        planned = {i["key"]: i for i in self.plan.get("images", [])}
+        classes = image_classes(planned)
+        secs: dict[str, list[float]] = defaultdict(list)
+        for b in builds:
+            if b["key"] in planned:
+                secs[b["key"]].append(float(b["secs"]))
+        per: dict[str, dict] = {}
+        for key, values in secs.items():
+            c = per.setdefault(classes[key], {"images": 0, "builds": 0, "predicted_s": 0.0,
+                                              "measured_s": 0.0})
+            c["images"] += 1
+            c["builds"] += len(values)
+            c["predicted_s"] += float(planned[key]["build_s"])
+            c["measured_s"] += float(np.median(values))
+        for c in per.values():
+            c["error"] = ((c["predicted_s"] - c["measured_s"]) / c["measured_s"]
+                          if c["measured_s"] > 0 else None)
+        image_h = predicted["image_build_core_hours"]
+        return {"run_id": run_id,
+                "predicted_image_core_hours": image_h,
+                "measured_image_core_hours": sum(b["secs"] for b in builds) / 3600.0,
+                "predicted_rebuild_core_hours": predicted.get("image_rebuild_core_hours"),
+                "predicted_proof_core_hours": predicted["busy_core_hours"] - image_h,
+                "measured_proof_core_hours": measured_proof_s / 3600.0,
+                "unplanned_builds": sum(1 for b in builds if b["key"] not in planned),
+                "by_class": {k: per[k] for k in IMAGE_CLASSES if k in per}}
+
+
+IMAGE_CLASSES = ("boot", "library prefix", "file head", "chain image")
+
+
+def image_classes(images: dict[str, dict]) -> dict[str, str]:
+    """Each image of a plan (key -> {"parent": ...}) by its role in the
+    tree: the ``boot`` (the root); a ``library prefix`` (shared: more than
+    one branch of the tree passes through it); a ``file head`` (the first
+    image of a single branch, below a shared one or the root: a proof
+    file's own setup); a ``chain image`` (further down a branch: a proof
+    file cut theorem by theorem, each context the last plus a theorem)."""
+    children: dict[str, list[str]] = defaultdict(list)
+    for key, i in images.items():
+        if i.get("parent") is not None:
+            children[i["parent"]].append(key)
+    leaves: dict[str, int] = {}
+    order, todo = [], [k for k, i in images.items() if i.get("parent") is None]
+    while todo:
+        k = todo.pop()
+        order.append(k)
+        todo.extend(children[k])
+    for k in reversed(order):
+        leaves[k] = sum(leaves[c] for c in children[k]) or 1
+    out = {}
+    for key, i in images.items():
+        parent = i.get("parent")
+        if parent is None:
+            out[key] = "boot"
+        elif leaves.get(key, 1) > 1:
+            out[key] = "library prefix"
+        elif images.get(parent, {}).get("parent") is None or leaves.get(parent, 1) > 1:
+            out[key] = "file head"
+        else:
+            out[key] = "chain image"
+    return out
+
+
 # A plan's check, as OUT/plan.json lists it (runner/planner.py), as far as
 # the report reads it.
 PLANNED = pa.struct([("problem_id", pa.string()), ("attempt", pa.int32()),

@@ -14,9 +14,9 @@ from __future__ import annotations
 
 import heapq
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
-from .planner import Plan
+from .planner import Plan, make_plan
 from .planner_dispatch import WAIT, Dispatcher
 
 
@@ -94,7 +94,13 @@ def simulate(plan: Plan, *, keep_schedule: bool = True, budget_s: float | None =
             if take is None:
                 continue                                  # this worker is done
             if take is WAIT:
-                parked[node].append(w)
+                if dispatcher.retry_s > 0:
+                    # It waits for other nodes: it asks again when loading
+                    # here would have been done, not only when its own node
+                    # frees memory (a live queue asks again on every verdict).
+                    heapq.heappush(events, (now + dispatcher.retry_s, w, -1))
+                else:
+                    parked[node].append(w)
                 continue
             t, new = now, set(take.new_images)
             # Down the chain, base first: an image is forked from its parent,
@@ -126,6 +132,9 @@ def simulate(plan: Plan, *, keep_schedule: bool = True, budget_s: float | None =
         if deadline is not None and steps % 2048 == 0 and time.monotonic() > deadline:
             raise OutOfTime(f"simulating {len(plan.checks)} checks took over {budget_s} s")
         now, w, index = heapq.heappop(events)
+        if index < 0:                                 # a waiting worker asks again
+            free = [w]
+            continue
         makespan = max(makespan, now)
         dispatcher.finish(w, index)
         node = w // cores
@@ -135,3 +144,26 @@ def simulate(plan: Plan, *, keep_schedule: bool = True, budget_s: float | None =
                       lower_bound_s=plan.lower_bound(), busy_s=work + build + boots,
                       build_s=build + boots, boots_s=boots, checks=len(plan.checks),
                       schedule=schedule, rebuild_s=rebuild)
+
+
+def guard(plan: Plan, budget_s: float = 10.0) -> Plan:
+    """``plan``, or, when simulating both predicts submission order faster,
+    the same checks dispatched as naive (``PlanConfig.submission_order``):
+    a planned sweep is never predicted slower than the naive one. Only the
+    planned policy is guarded; a simulation over ``budget_s`` keeps the plan.
+
+    What the planner does not foresee is rare but real: on one node that
+    keeps 8 images, 8 workers sent down 8 proof files' chains of contexts
+    evict each other's chains between their problems, where submission
+    order keeps the workers in one file (x86 proofs under trust, native, 8
+    workers: 1% slower after the fixes of issue 25, 3% before)."""
+    if plan.config.policy != "planned" or plan.config.submission_order or not plan.checks:
+        return plan
+    naive = make_plan(sorted(plan.checks, key=lambda c: c.index), plan.images, plan.base,
+                      plan.workers, replace(plan.config, submission_order=True), plan.prebuilt)
+    try:
+        ours = simulate(plan, keep_schedule=False, budget_s=budget_s)
+        theirs = simulate(naive, keep_schedule=False, budget_s=budget_s)
+    except OutOfTime:
+        return plan
+    return naive if theirs.makespan_s < ours.makespan_s * (1 - 1e-9) else plan

@@ -254,3 +254,80 @@ def test_on_two_nodes_each_chain_of_contexts_is_built_on_one():
         nodes[pid[0]].add(worker)
     assert nodes["a"] != nodes["b"] and all(len(n) == 1 for n in nodes.values())
     assert prediction.build_s == pytest.approx(2 * 70 + 2 * 60 + 20 + 10 + 18 * 1.0)
+
+
+# -- a plan is never worse than submission order (issue 25, part 4) ------------
+
+def _busy_holder_plan(policy: str = "planned"):
+    """Two nodes of one core. A proof file's chain C1 -> C2 -> C3: C1 takes
+    200 s to load and holds a 1,000 s proof, C2 and C3 a 30 s proof each;
+    ten 1 s problems on a context D of their own."""
+    imgs = {"base": Image("base", None, 0.0, "default"), "C1": Image("C1", "base", 200.0, "estimated"),
+            "C2": Image("C2", "C1", 1.0, "estimated"), "C3": Image("C3", "C2", 1.0, "estimated"),
+            "D": Image("D", "base", 5.0, "estimated")}
+    spec = [("p1", "C1", 1000.0), ("p2", "C2", 30.0), ("p3", "C3", 30.0)] + \
+        [(f"q{i}", "D", 1.0) for i in range(10)]
+    checks = [PlanCheck(pid, 0, "generic", s, "map", GIB, key, 3600.0, n)
+              for n, (pid, key, s) in enumerate(spec)]
+    return make_plan(checks, imgs, "base", Workers(2, 1, 8 * GIB, 8), PlanConfig(policy=policy))
+
+
+def test_a_node_does_not_wait_for_a_holder_busy_with_a_long_proof():
+    """The cause of planned > naive on s2n-bignum's x86 proofs: a node
+    whose next problem continues a chain another node holds waited for that
+    node to do it, counting all of the holder's cores as free, though they
+    ran proofs far longer than the load (and a worker whose node then ran
+    nothing retired for good). Node 1 waited 1,000 s for node 0 to finish
+    p1 before p2 and p3 ran there: 1,262 s against naive's 1,200 s. Now it
+    loads C1 and C2 itself: both end with p1."""
+    ours, naive = simulate(_busy_holder_plan()), simulate(_busy_holder_plan("naive"))
+    assert ours.makespan_s <= naive.makespan_s
+    assert ours.makespan_s == pytest.approx(1200.0, abs=1.0)
+    assert ours.schedule[("p2", 0)][1] < 1000.0
+
+
+def test_the_next_context_of_a_chain_counts_as_warm():
+    """One worker keeping 4 images, two proof files each a chain of 6
+    contexts (5 s each) under a library: longest first alternates between
+    the files, and a chain's next problem, on its own image, looked as cold
+    as the other file's, so the node evicted one chain to load the other
+    and built it again (145 s of rebuilds, no faster than submission order).
+    A node holding a chain's tip now counts the chain's next problem as
+    warm."""
+    imgs = {"base": Image("base", None, 0.0, "default"), "lib": Image("lib", "base", 50.0, "estimated")}
+    for f in range(2):
+        parent = "lib"
+        for d in range(6):
+            imgs[f"f{f}.{d}"] = Image(f"f{f}.{d}", parent, 5.0, "estimated")
+            parent = f"f{f}.{d}"
+    checks = [PlanCheck(f"f{f}.t{d}", 0, "generic", 100.0 - 10 * d - 0.1 * f, "map", GIB,
+                        f"f{f}.{d}", 600.0, 2 * d + f) for d in range(6) for f in range(2)]
+    plan = make_plan(checks, imgs, "base", Workers(1, 1, 8 * GIB, 4))
+    ours, naive = simulate(plan), simulate(plan.with_policy("naive"))
+    assert ours.rebuild_s <= 15.0
+    assert ours.makespan_s < naive.makespan_s - 100
+
+
+def test_the_guard_keeps_whichever_order_simulates_faster():
+    """runner.simulate.guard: a planned sweep is dispatched in submission
+    order when simulating both predicts that faster; never slower."""
+    from runner.simulate import guard
+
+    rng = random.Random(5)
+    for trial in range(6):
+        imgs = {"base": Image("base", None, 10.0, "default")}
+        checks = []
+        for f in range(6):
+            parent = "base"
+            for d in range(rng.randint(2, 8)):
+                key = f"f{f}.{d}"
+                imgs[key] = Image(key, parent, rng.uniform(1, 30), "estimated")
+                parent = key
+                checks.append(PlanCheck(f"f{f}.t{d}", 0, "generic", rng.choice([0.5, 5, 50, 300]),
+                                        "map", GIB, key, 600.0, len(checks)))
+        plan = make_plan(checks, imgs, "base", Workers(1, rng.choice([2, 4, 8]), 64 * GIB, 4))
+        kept = guard(plan)
+        ours, naive = simulate(plan), simulate(plan.with_policy("naive"))
+        assert simulate(kept).makespan_s == pytest.approx(min(ours.makespan_s, naive.makespan_s))
+        assert kept.config.policy == "planned"
+        assert kept.config.submission_order == (naive.makespan_s < ours.makespan_s)

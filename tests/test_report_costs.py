@@ -98,3 +98,49 @@ def test_the_page_has_readable_plots_and_no_empty_header(sweep, tmp_path):
     assert all(png_width(i) >= 900 for i in images), [png_width(i) for i in images]
     assert "<tr><th></th><th></th></tr>" not in text
     assert "waiting" in text and "another worker was building" in text
+
+
+def test_the_plans_predicted_core_hours_stand_beside_the_measured_ones(sweep, capsys):
+    """Issue 25, part 2: after a real sweep, the report puts the plan's
+    predicted image and proof core-hours beside the measured ones, and the
+    error per class of image (its role in the context tree)."""
+    from rich.console import Console
+
+    from runner.commands.report import term_prediction
+
+    plan = {"format": "proofbatch-plan/1", "run_id": "r1", "sources": {"map": 2},
+            "predicted": {"makespan_s": 150.0, "lower_bound_s": 140.0, "core_hours": 300 / 3600,
+                          "image_build_core_hours": (70.0 + 50.0) / 3600,
+                          "busy_core_hours": (70.0 + 50.0 + 12.0) / 3600,
+                          "image_rebuild_core_hours": 0.0},
+            "images": [{"key": "base", "parent": None, "build_s": 70.0, "source": "default"},
+                       {"key": "A", "parent": "base", "build_s": 50.0, "source": "estimated"}],
+            "checks": [{"problem_id": "p1", "attempt": 0, "expected_s": 8.0, "source": "map"},
+                       {"problem_id": "p2", "attempt": 0, "expected_s": 4.0, "source": "map"}]}
+    (sweep / "plan.json").write_text(json.dumps(plan))
+    c = load(sweep).predicted_costs()
+    assert c["predicted_image_core_hours"] * 3600 == pytest.approx(120.0)
+    assert c["measured_image_core_hours"] * 3600 == pytest.approx(130.0)    # r1's builds only
+    assert c["predicted_proof_core_hours"] * 3600 == pytest.approx(12.0)
+    assert c["measured_proof_core_hours"] * 3600 == pytest.approx(13.0)     # p1 9 s + p2 4 s
+    assert c["by_class"] == {
+        "boot": {"images": 1, "builds": 1, "predicted_s": 70.0, "measured_s": 90.0,
+                 "error": pytest.approx(-20 / 90)},
+        "file head": {"images": 1, "builds": 1, "predicted_s": 50.0, "measured_s": 40.0,
+                      "error": pytest.approx(0.25)}}
+    console = Console(width=200)
+    with console.capture() as cap:
+        term_prediction(console, load(sweep), None)
+    text = cap.get()
+    assert "predicted against measured" in text and "+25%" in text and "-22%" in text
+
+
+def test_images_are_classed_by_their_role_in_the_tree():
+    from runner.report import image_classes
+
+    tree = {"base": None, "lib": "base", "words": "lib", "head1": "words", "c1": "head1",
+            "c2": "c1", "head2": "words", "alone": "base"}
+    classes = image_classes({k: {"parent": p} for k, p in tree.items()})
+    assert classes == {"base": "boot", "lib": "library prefix", "words": "library prefix",
+                       "head1": "file head", "c1": "chain image", "c2": "chain image",
+                       "head2": "file head", "alone": "file head"}

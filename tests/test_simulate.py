@@ -236,3 +236,40 @@ def test_simulate_converts_the_maps_proof_times_to_the_sweeps_mode(tmp_path, cap
     printed = " ".join(capsys.readouterr().out.split())
     assert "check durations: measured 2, estimated 0, unknown 0" in printed
     assert "mode unknown" in printed and "unconverted" in printed
+
+
+def test_simulate_shows_rebuilds_and_each_choices_lower_bound(tmp_path, capsys):
+    """Issue 25, part 3: the rebuilds a plan predicts (an evicted image built
+    again) are on simulate's output, and the context table gives the lower
+    bound of each choice of --context-proofs, not only of the chosen one."""
+    from runner.planner import write_plan
+
+    images = {k: Image(k, "base", 10.0, "default") for k in "abc"}
+    checks = [check(i, 1.0, "abc"[i % 3]) for i in range(12)]
+    write_plan(tmp_path / "plan.json", plan_of(None, Workers(1, 1, 8 * GIB, images_per_node=3),
+                                                policy="naive", images=images, checks=checks))
+    args = ["simulate", "--plan", str(tmp_path / "plan.json"), "--policy", "naive"]
+    assert cli.main(args + ["--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    # As test_a_node_that_keeps_few_images_builds_evicted_ones_again: 8 rebuilds of 10 s.
+    assert out["image_rebuild_core_hours"] * 3600 == pytest.approx(80.0)
+    assert cli.main(args) == 0
+    printed = capsys.readouterr().out
+    assert "of which rebuilds" in printed and "0.02" in printed.split("of which rebuilds")[1][:40]
+
+    from .test_learned_costs import map_file, write_corpus
+
+    corpus = write_corpus(tmp_path / "corpus")
+    assert cli.main(["simulate", "--timeout-map", str(map_file(tmp_path)), "--corpus", str(corpus),
+                     "--workers", "1", "--map-mode", "bytecode", "--json"]) == 0
+    contexts = json.loads(capsys.readouterr().out)["contexts"]
+    for choice in ("trust", "replay"):
+        assert contexts[choice]["lower_bound_s"] > 0
+        assert contexts[choice]["rebuild_core_hours"] == 0.0
+        assert contexts[choice]["lower_bound_s"] <= contexts[choice]["makespan_s"] + 1e-6
+    # Replay loads the earlier proofs in its contexts: its bound is higher.
+    assert contexts["replay"]["lower_bound_s"] > contexts["trust"]["lower_bound_s"]
+    assert cli.main(["simulate", "--timeout-map", str(map_file(tmp_path)), "--corpus", str(corpus),
+                     "--workers", "1", "--map-mode", "bytecode"]) == 0
+    table = capsys.readouterr().out.split("context images by --context-proofs")[1]
+    assert "lower bound" in table and "of which rebuilds" in table

@@ -142,6 +142,33 @@ def term_prediction(out: Console, r: SweepReport, price: float | None) -> None:
     sources = ", ".join(f"{k} {v}" for k, v in sorted(p["sources"].items()))
     out.print(f"predicted makespan {p['predicted_makespan_s']:,.2f} s, actual "
               f"{p['actual_makespan_s']:,.2f} s (expected durations from {sources})")
+    costs = r.predicted_costs()
+    if costs is not None:
+        out.print(costs_table(costs))
+
+
+def _error(predicted: float, measured: float) -> str:
+    return "-" if measured <= 0 else f"{100 * (predicted - measured) / measured:+.0f}%"
+
+
+def costs_table(c: dict) -> Table:
+    """The plan's predicted core-hours against the measured ones, and image
+    builds per class of image (runner.report.image_classes)."""
+    table = Table(title="predicted against measured (the plan's run)")
+    for name in ("", "predicted", "measured", "error"):
+        table.add_column(name, justify="left" if not name else "right")
+    for label, pred, meas in (
+            ("image builds, core-h", c["predicted_image_core_hours"], c["measured_image_core_hours"]),
+            ("proofs, core-h", c["predicted_proof_core_hours"], c["measured_proof_core_hours"])):
+        table.add_row(label, f"{pred:,.3f}", f"{meas:,.3f}", _error(pred, meas))
+    for name, k in c["by_class"].items():
+        table.add_row(f"  {name}: {k['images']} images, {k['builds']} builds, s each once",
+                      f"{k['predicted_s']:,.1f}", f"{k['measured_s']:,.1f}",
+                      _error(k["predicted_s"], k["measured_s"]))
+    if c.get("predicted_rebuild_core_hours"):
+        table.add_row("  of the images, rebuilds predicted, core-h",
+                      f"{c['predicted_rebuild_core_hours']:,.3f}", "", "")
+    return table
 
 
 # One function per part of the terminal summary, in order; add one to add a part.

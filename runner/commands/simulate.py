@@ -14,7 +14,7 @@ from ..context_proofs import ContextProofs
 from ..errors import InputError
 from ..map_provenance import DECLARED_MODES
 from ..planner import POLICIES, PlanConfig, Workers, read_plan
-from ..planner_inputs import plans_from_files
+from ..planner_inputs import measured_sweeps, plans_from_files
 from ..settings import help_of
 from ..simulate import Prediction, simulate
 from ..sizes import format_size
@@ -61,6 +61,11 @@ def add_arguments(p) -> None:
     p.add_argument("--hol-light", type=Path, default=None,
                    help="the HOL Light the sweep will use, where loads resolve after the context "
                    "root (default: Debian's package); read, never started")
+    p.add_argument("--costs-from", type=Path, nargs="+", default=(), metavar="OUT",
+                   help="sweep directories (`run --out`) or profiles whose measured image builds "
+                   "(OUT/images/*.json) price this plan's images: those of the same mode and "
+                   "--context-proofs only, laid over the corpus's images by shape (a recorded "
+                   "--plan: by image key)")
     p.add_argument("--workers", type=int, help="workers in all (default: nodes x cores per node)")
     p.add_argument("--nodes", type=int, help=help_of(Workers, "nodes"))
     p.add_argument("--cores-per-node", type=int, help=help_of(Workers, "cores_per_node", default=False)
@@ -117,10 +122,14 @@ def run(args) -> int:
         raise InputError("--core-hour-price", f"{args.core_hour_price} is negative", "pass a price >= 0")
     mode = args.mode or SweepConfig.__dataclass_fields__["mode"].default
     conversion, settings, modes = None, None, None
+    sets = measured_sweeps(args.costs_from) if args.costs_from else ()
+    learned: dict = {}
     if args.plan is not None:
         recorded, _ = read_plan(args.plan)
         workers = workers_from(args, recorded.workers)
         plan = recorded.with_workers(workers)
+        if sets:
+            plan = _by_key(plan, sets, learned)
         if args.policy is not None or args.seed is not None:
             plan = plan.with_policy(args.policy or plan.config.policy, args.seed)
         if args.corpus is not None:
@@ -134,13 +143,18 @@ def run(args) -> int:
         config = PlanConfig(policy=args.policy or "planned", seed=args.seed or 0)
         chosen = ContextProofs(args.context_proofs or ContextProofs.REPLAY)
         by_choice, conversion, settings = _plans(args, mode, loaded, workers, config,
-                                                 (chosen,) if args.corpus is None else tuple(ContextProofs))
+                                                 (chosen,) if args.corpus is None else tuple(ContextProofs),
+                                                 sets, learned)
         plan = by_choice[chosen]
         if args.corpus is not None and _hol_light_corpus(args.corpus):
-            modes = _other_modes(args, mode, loaded, workers, config, chosen, by_choice[chosen])
+            modes = _other_modes(args, mode, loaded, workers, config, chosen, by_choice[chosen], sets)
     ours = simulate(plan, keep_schedule=False)
     naive = simulate(plan.with_policy("naive"), keep_schedule=False)
     # Image builds by choice; without a corpus they are unknown, not zero.
+    if settings is not None:
+        for choice, said in learned.items():
+            if choice in settings.account:
+                settings.account[choice]["learned_images"] = said["measured"]
     contexts = {c.value: {**_context_figures(p), "account": settings.account.get(c.value)}
                 for c, p in by_choice.items()} if args.corpus is not None else None
     price = args.core_hour_price
@@ -154,6 +168,10 @@ def run(args) -> int:
                "lower_bound_s": ours.lower_bound_s, "makespan_s": ours.makespan_s,
                "ratio": ours.ratio, "utilization": ours.utilization, "core_hours": ours.core_hours,
                "image_build_core_hours": ours.build_s / 3600,
+               "image_rebuild_core_hours": ours.rebuild_s / 3600,
+               "naive_image_rebuild_core_hours": naive.rebuild_s / 3600,
+               "submission_order": plan.config.submission_order,
+               "image_costs_learned": _learned_of(learned, chosen if args.plan is None else None),
                "cost": None if price is None else ours.core_hours * price,
                "naive_makespan_s": naive.makespan_s, "naive_ratio": naive.ratio,
                "naive_utilization": naive.utilization, "naive_core_hours": naive.core_hours,
@@ -168,6 +186,11 @@ def run(args) -> int:
         return 0
     console = Console()
     print_prediction(console, workers, sources, ours, naive, price)
+    if plan.config.submission_order:
+        console.print("the planned policy dispatches in submission order here: simulating both "
+                      "predicted it faster on this corpus and these workers")
+    if args.costs_from:
+        console.print(learned_line(_learned_of(learned, chosen if args.plan is None else None)))
     if loaded is not None:
         console.print(f"timeout map {loaded.path}: {loaded.describe()}")
     if conversion is not None:
@@ -270,7 +293,46 @@ def _hol_dir(args) -> Path | None:
         return None                 # no HOL Light here: its own files count as unknown loads
 
 
-def _plans(args, mode, loaded, workers, config, choices):
+def _by_key(plan, sets, learned: dict):
+    """A recorded plan with the builds ``sets`` measured of its very images
+    (image keys hold the build, the context root and the driver, so the
+    mode too)."""
+    from dataclasses import replace as _replace
+
+    secs: dict[str, list[float]] = {}
+    for m in sets:
+        for k, (_, v) in m.builds.items():
+            if k in plan.images:
+                secs.setdefault(k, []).append(v)
+    import statistics
+
+    images = {k: (_replace(i, build_s=statistics.median(secs[k]), source="measured")
+                  if k in secs else i) for k, i in plan.images.items()}
+    learned["plan"] = {"images": len(images), "measured": len(secs),
+                       "sweeps": [str(m.out) for m in sets], "other_mode": [], "other_choice": []}
+    return _replace(plan, images=images)
+
+
+def _learned_of(learned: dict, chosen) -> dict | None:
+    if not learned:
+        return None
+    return learned.get("plan") or learned.get(str(chosen)) or next(iter(learned.values()))
+
+
+def learned_line(said: dict | None) -> str:
+    """How many image costs --costs-from measured, and what it left out."""
+    if not said:
+        return "image costs from --costs-from: none of its sweeps matched"
+    line = (f"image costs measured by --costs-from: {said['measured']} of {said['images']} images "
+            f"(from {len(said['sweeps'])} sweeps of this mode and choice)")
+    if said["other_mode"]:
+        line += f"; not used, another mode: {', '.join(said['other_mode'])}"
+    if said["other_choice"]:
+        line += f"; not used, another --context-proofs: {', '.join(said['other_choice'])}"
+    return line
+
+
+def _plans(args, mode, loaded, workers, config, choices, sets=(), learned=None):
     """Plans by choice in ``mode``, the proof-time conversion and the offline settings used."""
     from ..provers.hol_light.plans import OfflineSettings, offline_settings
 
@@ -281,7 +343,8 @@ def _plans(args, mode, loaded, workers, config, choices):
                                price_modes=routed)
     with offline_settings(settings):
         by_choice = plans_from_files(timeout_map=loaded, profile=args.profile, workers=workers,
-                                     config=config, corpus=args.corpus, choices=choices)
+                                     config=config, corpus=args.corpus, choices=choices,
+                                     costs_from=sets, mode=mode, learned=learned)
     return by_choice, conversion, settings
 
 
@@ -294,14 +357,14 @@ def _hol_light_corpus(corpus: Path) -> bool:
         return False
 
 
-def _other_modes(args, mode, loaded, workers, config, chosen, plan) -> dict:
+def _other_modes(args, mode, loaded, workers, config, chosen, plan, sets=()) -> dict:
     """Every mode's figures under the chosen --context-proofs, this one's from ``plan``."""
     out = {}
     for other in MODES:
         if other == mode:
             p = plan
         else:
-            by_choice, _, _ = _plans(args, other, loaded, workers, config, (chosen,))
+            by_choice, _, _ = _plans(args, other, loaded, workers, config, (chosen,), sets)
             p = by_choice[chosen]
         figures = _context_figures(p)
         out[other] = {k: figures[k] for k in ("boot_core_hours", "context_image_core_hours",
@@ -316,7 +379,9 @@ def account_line(acc: dict | None) -> str:
     estimated, unknown."""
     if not acc:
         return "no account"
-    parts = [f"{acc.get('measured_images', 0)} images measured"]
+    parts = [f"{acc.get('measured_images', 0)} images measured by the profile"
+             + (f", {acc['learned_images']} by --costs-from (the estimates below are of "
+                "all images, these among them)" if acc.get("learned_images") else "")]
     for m, t in acc["by_mode"].items():
         bits = [f"{m}: {t['images']} images estimated from {t['phrases']:,} phrases",
                 f"loads: {t['files_loaded']} files found and priced by what they load "
@@ -364,7 +429,9 @@ def _context_figures(plan) -> dict:
             "context_image_core_hours": context_h, "boot_core_hours": p.boots_s / 3600,
             "proof_core_hours": proof_h,
             "image_share_of_proofs": context_h / proof_h if proof_h > 0 else None,
-            "makespan_s": p.makespan_s, "core_hours": p.core_hours}
+            "rebuild_core_hours": p.rebuild_s / 3600,
+            "makespan_s": p.makespan_s, "lower_bound_s": p.lower_bound_s,
+            "core_hours": p.core_hours}
 
 
 def print_contexts(out: Console, figures: dict) -> None:
@@ -379,7 +446,9 @@ def print_contexts(out: Console, figures: dict) -> None:
             ("proof core-hours", lambda f: f"{f['proof_core_hours']:,.2f}"),
             ("images / proofs", lambda f: "-" if f["image_share_of_proofs"] is None
              else f"{100 * f['image_share_of_proofs']:.1f}%"),
+            ("of which rebuilds", lambda f: f"{f['rebuild_core_hours']:,.2f}"),
             ("makespan", lambda f: _duration(f["makespan_s"])),
+            ("lower bound", lambda f: _duration(f["lower_bound_s"])),
             ("core-hours", lambda f: f"{f['core_hours']:,.1f}")]
     for label, fmt in rows:
         table.add_row(label, *(fmt(f) for f in figures.values()))
@@ -398,7 +467,8 @@ def print_prediction(out: Console, workers: Workers, sources: dict, ours: Predic
             ("makespan / bound", lambda p: f"{p.ratio:.3f}"),
             ("utilization", lambda p: f"{100 * p.utilization:.1f}%"),
             ("core-hours", lambda p: f"{p.core_hours:,.1f}"),
-            ("of which image builds", lambda p: f"{p.build_s / 3600:,.2f}")]
+            ("of which image builds", lambda p: f"{p.build_s / 3600:,.2f}"),
+            ("of which rebuilds", lambda p: f"{p.rebuild_s / 3600:,.2f}")]
     if price is not None:
         rows.append(("cost", lambda p: f"{p.core_hours * price:,.2f}"))
     for label, fmt in rows:

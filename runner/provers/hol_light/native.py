@@ -193,7 +193,9 @@ class NativeHolLightBackend(ProverBackend):
     allowances = ALLOWANCES
 
     def image_plan(self, problems: Sequence[Problem], prove_secs) -> ImagePlan:
-        return image_plan(problems, prove_secs, self.salt, self.context_proofs, NATIVE_BOOT_S)
+        return image_plan(problems, prove_secs, self.salt, self.context_proofs, NATIVE_BOOT_S,
+                          mode="native", context_root=self.context_root,
+                          hol_dir=self.install.hol_dir)
 
     def start(self, workdir: Path) -> "NativeSession":
         return NativeSession(self, Path(workdir))

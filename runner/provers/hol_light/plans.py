@@ -173,7 +173,10 @@ def image_plan(problems: Iterable[Problem], prove_secs: Mapping[str, float], sal
     ``context_root`` (default: the current directory, as a sweep's default
     --context-root) and ``hol_dir`` (default: Debian's HOL Light when
     installed, else none: its files' loads are unknown). A session knows
-    both; backend.py and native.py should pass them."""
+    all three: native.py passes them (mode native, its context root, its
+    HOL Light); backend.py still leaves them to these defaults, which is
+    right for its mode (bytecode) and wrong for a --context-root other than
+    the current directory or a HOL Light other than Debian's."""
     if mode is None:
         mode = "native" if boot_s == NATIVE_BOOT_S else "bytecode"
     if hol_dir is None:
