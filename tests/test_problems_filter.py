@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 
+from cluster.local import LocalExecutor
 from runner import cli, shards
 from runner.corpus import Problem, corpus_fingerprint, load_corpus, select_problems
 from runner.errors import InputError
@@ -144,7 +145,7 @@ def test_a_resumed_subset_counts_its_own_checks(corpus, hol, tmp_path):
             w.add(dataclasses.replace(row(p.problem_id),
                                       answer_sha256=hashlib.sha256(p.answer).hexdigest()))
     # Every check of the subset is recorded: nothing runs, nothing starts.
-    summary = run_sweep(prepare(config(corpus, out, hol, ["arith.*"])), executor=None)
+    summary = run_sweep(prepare(config(corpus, out, hol, ["arith.*"])), executor=LocalExecutor(1))
     assert summary.total == 2 and summary.counts == {"OK": 2}
     s = read_status(out)
     assert s.state == "finished" and (s.done, s.total) == (2, 2) and s.counts == {"OK": 2}
