@@ -113,7 +113,8 @@ class HolLightBackend(ProverBackend):
         self._maps, self._converted = MapModes(None), []
 
     def image_plan(self, problems: Sequence[Problem], prove_secs) -> ImagePlan:
-        return image_plan(problems, prove_secs, self.salt, self.context_proofs)
+        return image_plan(problems, prove_secs, self.salt, self.context_proofs, mode=BYTECODE_MODE,
+                          context_root=self.context_root, hol_dir=self.install.hol_dir)
 
     def use_map(self, loaded) -> None:
         self._maps = MapModes(loaded)
