@@ -289,7 +289,7 @@ def test_native_checks_run_jailed_under_their_own_uid(native_sweep, tmp_path):
                 try:
                     if child.uids().real >= sandbox.JAIL_UID_BASE:
                         seen.append((child.uids().real, os.readlink(f"/proc/{child.pid}/root")))
-                except psutil.Error:
+                except (psutil.Error, FileNotFoundError):     # it ended between the two looks
                     pass
             time.sleep(0.05)
 

@@ -230,11 +230,6 @@ class NativeSession(ForkSession):
         self._nodes[self.blank_key] = contexts.ImageNode(self.blank_key, self.base_key, "", 1, ())
         self.compile_secs = 0.0
         self._boot()
-        # What the backend compiled before the sweep (classify), taken over.
-        self._scopes.update({k: s for k, s in backend.scopes.items()
-                             if all(p.exists() for p in s.plugins)} if extra else {})
-        self._not_native.update(backend.refused)
-        self.image_builds.extend(backend.take_compiles())
 
     # -- images --------------------------------------------------------------
 
@@ -263,6 +258,15 @@ class NativeSession(ForkSession):
         self._start_base(argv, pipes, "the native HOL Light server")
 
     def prepare(self, problems: Sequence[Problem]) -> None:
+        # What the backend compiled before this sweep (classify), taken over
+        # here: an executor records the builds of a session it was handed
+        # from its sweep's start on, and the compiles are that sweep's work.
+        backend = self.backend
+        if backend.compiled_dir is not None:
+            self._scopes.update({k: s for k, s in backend.scopes.items()
+                                 if all(p.exists() for p in s.plugins)})
+        self._not_native.update(backend.refused)
+        self.image_builds.extend(backend.take_compiles())
         setups = {p.problem_id: p.setup_path.read_text(encoding="utf-8", errors="replace")
                   for p in problems}
         tree = self.backend.tree
