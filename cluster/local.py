@@ -52,12 +52,16 @@ class LocalExecutor(Executor):
             # A session started here boots its base image for this run (a
             # Ctrl-C during the boot stops it there): record that build too.
             session = self.session or job.backend.start(workdir)
-            known = 0 if own else len(session.image_builds)
+            # A session handed over has builds of earlier sweeps; a mode
+            # session's list joins its native and bytecode sessions' lists
+            # (the bytecode one maybe shared), so new builds are told by
+            # identity, not by position.
+            known = set() if own else {id(b) for b in session.image_builds}
             try:
                 session.prepare([t.problem for t in job.tasks])
                 self._run_threads(session, job, on_row)
             finally:
-                record_image_builds(job, session.image_builds[known:])
+                record_image_builds(job, [b for b in session.image_builds if id(b) not in known])
                 if own:
                     session.close()
         finally:
