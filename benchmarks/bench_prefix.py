@@ -73,7 +73,7 @@ from common import arg_parser, cpu_busy, emit, log, loadavg, temp_dir
 from context_keys import baseline_module
 from s2n_cut import Inliner, ProofFile, dir_source, read_proof_file
 from cluster.local import LocalExecutor
-from runner import report as sweep_report
+from runner.reporting import report as sweep_report
 from runner.errors import InputError
 from runner.provers.hol_light import contexts
 from runner.provers.hol_light.extract_scan import Theorem, scan_phrase

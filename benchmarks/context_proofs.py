@@ -48,7 +48,7 @@ import psutil
 
 # common first: it puts the checkout on sys.path for the imports below.
 from common import arg_parser, emit, limits, loadavg, log, require_ok, temp_dir
-from runner.context_proofs import ContextProofs
+from runner.checks.context_proofs import ContextProofs
 from runner.corpus import load_corpus
 from runner.provers.hol_light.backend import HolLightBackend
 from runner.provers.hol_light.extract import ExtractConfig, extract

@@ -30,9 +30,9 @@ from cluster.base import Executor, SweepJob
 from cluster.local import LocalExecutor
 from cluster.shares import planned_shares
 from cluster.slurm_jobs import UNFINISHED
-from runner import shards
-from runner.results import ResultRow
-from runner.worker import CheckTask
+from runner.results import shards
+from runner.results.rows import ResultRow
+from runner.checks.worker import CheckTask
 
 BENCH_DIR = Path(__file__).resolve().parent
 LEDGER = Path("fixed") / "jobs.json"

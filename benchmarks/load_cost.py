@@ -219,7 +219,7 @@ def native(args, tmp: Path) -> dict:
                           "wall_s": time.monotonic() - t,
                           "plugin": str(folder / f"{module.lower()}.cmxs")})
 
-    from runner.context_proofs import ContextProofs
+    from runner.checks.context_proofs import ContextProofs
 
     choice = ContextProofs(args.native_choice)
     work = tmp / f"native-{choice}"

@@ -26,8 +26,8 @@ import time
 
 from common import arg_parser, emit, loadavg, log
 
-from runner.planner import Image, PlanCheck, PlanConfig, Workers, make_plan
-from runner.simulate import simulate
+from runner.planning.planner import Image, PlanCheck, PlanConfig, Workers, make_plan
+from runner.planning.simulate import simulate
 
 BANDS = [((0.005, 1.0), 1647), ((1.0, 10.0), 377), ((10.0, 60.0), 246), ((60.0, 600.0), 272),
          ((600.0, 3600.0), 70), ((3600.0, 5991.0), 10)]

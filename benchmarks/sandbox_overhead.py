@@ -25,7 +25,7 @@ import time
 from common import (Spec, arg_parser, emit, limits, log, loadavg, median, percentile, require_ok,
                     start_session, temp_dir, write_corpus)
 
-from runner.sandbox import SandboxConfig  # noqa: E402  (common puts the root on sys.path)
+from runner.checks.sandbox import SandboxConfig  # noqa: E402  (common puts the root on sys.path)
 
 TARGET_RATIO = 1.10
 BLOCK = 10

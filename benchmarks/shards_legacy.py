@@ -27,7 +27,7 @@ from typing import Callable
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from runner.results import COLUMNS, OPTIONAL_COLUMNS, SCHEMA, ResultRow, rows_to_table
+from runner.results.rows import COLUMNS, OPTIONAL_COLUMNS, SCHEMA, ResultRow, rows_to_table
 
 SHARDS_DIR = "shards"
 QUARANTINE_DIR = "quarantine"

@@ -4,19 +4,19 @@ and 200-row shards, with today's code beside the code before issue 16
 (benchmarks/shards_legacy.py: ``scan`` into row dicts, ``merge`` through the
 csv module, ``status`` as a scan) measured in the same run.
 
-Rows are synthetic, made with ``runner.results.rows_to_table`` (32 attempts
+Rows are synthetic, made with ``runner.results.rows.rows_to_table`` (32 attempts
 per problem, every verdict; a block of 10,000 rows, repeated with its
 problem ids, attempts, hashes and times shifted in Arrow) and written as ``OUT/shards/*.parquet``. Each
 configuration is written twice: as the raw shards a sweep without
 compaction leaves (what the legacy code reads), and as the shards a sweep
-leaves with compaction (``runner.compaction.compact`` called after every
+leaves with compaction (``runner.results.compaction.compact`` called after every
 32 shards, as writers do), what the new code reads. Each operation runs in
 a fresh subprocess; its wall time is measured inside it (the operation) and
 outside (the whole process, Python start-up included), and its peak memory
 is the child's own high-water mark (VmHWM).
 
 ``report`` loads the report and computes every figure its renderers show
-(beside runner/report.py before its figures were computed in Arrow, read
+(beside runner/reporting/report.py before its figures were computed in Arrow, read
 from git: ``legacy_report``); ``report-cli`` is ``proofbatch report OUT
 --html PAGE`` whole, the terminal report and the page with its plots.
 
@@ -53,7 +53,7 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 TARGETS = {"scan": 3.0, "merge": 15.0, "status": 1.0, "report": 10.0, "report-cli": 10.0}
-# The last commit of runner/report.py before its figures were computed in
+# The last commit of runner/reporting/report.py before its figures were computed in
 # Arrow: the report's baseline (``legacy_report``).
 REPORT_BASELINE = "492b683"
 MEM_TARGET_MB = 2048
@@ -62,7 +62,7 @@ T0 = dt.datetime(2026, 1, 1, tzinfo=dt.timezone.utc)
 
 
 def _rows(lo: int, hi: int):
-    from runner.results import ResultRow
+    from runner.results.rows import ResultRow
 
     return [ResultRow(
         problem_id=f"arm.bignum_problem_{i // 32:06d}", attempt=i % 32, category="generic",
@@ -103,8 +103,8 @@ def generate(out: Path, rows: int, per: int, *, compact: bool) -> dict:
     writers do (after every 32 shards). Returns timings."""
     import pyarrow.parquet as pq
 
-    from runner import compaction, heartbeat, shards
-    from runner.results import SCHEMA, rows_to_table
+    from runner.results import compaction, heartbeat, shards
+    from runner.results.rows import SCHEMA, rows_to_table
 
     d = out / shards.SHARDS_DIR
     d.mkdir(parents=True, exist_ok=True)
@@ -122,7 +122,7 @@ def generate(out: Path, rows: int, per: int, *, compact: bool) -> dict:
     (out / "sweep.json").write_text(json.dumps({"checks": rows, "corpus": "/bench/corpus",
                                                 "config": {"workers": 8}, "prover_build": "2.0"}))
     if compact:
-        # What the runner leaves while it runs: its heartbeat (runner/heartbeat.py).
+        # What the runner leaves while it runs: its heartbeat (runner/results/heartbeat.py).
         done = shards.scan(out, repair=False).done
         heartbeat.Heartbeat(out, total=rows, done=done, skipped=0, workers=8,
                             resume="proofbatch run /bench/corpus --out OUT").publish("running")
@@ -131,11 +131,11 @@ def generate(out: Path, rows: int, per: int, *, compact: bool) -> dict:
 
 
 def legacy_report() -> types.ModuleType:
-    """runner/report.py as it was before its figures were computed in Arrow
+    """runner/reporting/report.py as it was before its figures were computed in Arrow
     (it turned every row into a dict), read from git; it reads the shards
-    through ``runner.shards.read_results``, which ``op`` points at the legacy
+    through ``runner.results.shards.read_results``, which ``op`` points at the legacy
     reader."""
-    source = subprocess.run(["git", "-C", str(ROOT), "show", f"{REPORT_BASELINE}:runner/report.py"],
+    source = subprocess.run(["git", "-C", str(ROOT), "show", f"{REPORT_BASELINE}:runner/reporting/report.py"],
                             capture_output=True, text=True, check=True).stdout
     module = types.ModuleType("runner.report_legacy")
     module.__package__ = "runner"                # its relative imports: today's runner
@@ -146,7 +146,9 @@ def legacy_report() -> types.ModuleType:
 
 def op(name: str, impl: str, out: Path) -> dict:
     """Run one operation in this (fresh) process."""
-    from runner import cli, report, shards
+    from runner import cli
+    from runner.reporting import report
+    from runner.results import shards
     if impl == "legacy":
         sys.path.insert(0, str(ROOT / "benchmarks"))
         import shards_legacy
@@ -167,7 +169,7 @@ def op(name: str, impl: str, out: Path) -> dict:
             done = shards.scan(out, repair=False).done
             n = sum(Counter(r["verdict"] for r in done.values()).values())
         else:
-            from runner.status import read_status
+            from runner.reporting.status import read_status
             n = read_status(out).done
     elif name == "report":
         # Every figure the report shows, computed as its renderers ask.

@@ -37,14 +37,14 @@ from pathlib import Path
 
 from s2n_cut import Inliner, cut_corpus, git_source  # also puts the project root on sys.path
 
-from runner.context_proofs import ContextProofs  # noqa: E402
-from runner.map_provenance import load  # noqa: E402
-from runner.planner import PlanConfig, Workers  # noqa: E402
-from runner.planner_inputs import plan_from_files, plans_from_files  # noqa: E402
+from runner.checks.context_proofs import ContextProofs  # noqa: E402
+from runner.maps.provenance import load  # noqa: E402
+from runner.planning.planner import PlanConfig, Workers  # noqa: E402
+from runner.planning.inputs import plan_from_files, plans_from_files  # noqa: E402
 from runner.provers.hol_light.context_costs import PHRASE_S, estimate  # noqa: E402
 from runner.provers.hol_light.contexts import build_context_tree  # noqa: E402
 from runner.provers.hol_light.plans import SIMULATE_SALT  # noqa: E402
-from runner.simulate import simulate  # noqa: E402
+from runner.planning.simulate import simulate  # noqa: E402
 
 MIRRORS = Path("/work/.mirror")
 BENCH = MIRRORS / "kings-crown+s2n-bignum-bench" / "repo"

@@ -34,7 +34,7 @@ host's load favours neither):
 
 Figures per sweep: the makespan, from sbatch accepting the array to the last
 verdict (Slurm's scheduling and the tasks' start-up included), and the
-planner's prediction with true durations: ``runner.simulate`` on the same
+planner's prediction with true durations: ``runner.planning.simulate`` on the same
 checks, planned afresh with each check's measured ``prove_secs`` and the
 measured boot (the mean of the two tasks' HOL Light boots) on 2 nodes x 1
 core. For the cancel scenario the prediction is of the sweep as planned,
@@ -65,9 +65,9 @@ from common import Spec, arg_parser, emit, log, loadavg, temp_dir, write_corpus
 from elastic_fixed import LEDGER as FIXED_LEDGER
 from elastic_fixed import FixedShares
 from cluster.slurm import Ledger, SlurmExecutor, SlurmOptions
-from runner import shards
-from runner.planner import make_plan
-from runner.simulate import simulate
+from runner.results import shards
+from runner.planning.planner import make_plan
+from runner.planning.simulate import simulate
 from runner.sweep import SweepConfig, prepare, run_sweep
 
 TARGET_RATIO = 1.10

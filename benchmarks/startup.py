@@ -31,7 +31,7 @@ TARGETS = {"--version": 0.3, "--help": 0.3, "status": 0.5}
 def a_sweep(where: Path) -> Path:
     """A sweep directory as a stopped sweep leaves it."""
     sys.path.insert(0, str(ROOT))
-    from runner import heartbeat, shards
+    from runner.results import heartbeat, shards
 
     out = where / "out"
     out.mkdir()

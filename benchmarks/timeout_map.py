@@ -29,8 +29,8 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from runner.profile import load_profile, write_profile  # noqa: E402
-from runner.profile_data import ProblemRuns  # noqa: E402
-from runner.timeout_map import MapPolicy, derive, write_map  # noqa: E402
+from runner.maps.profile_data import ProblemRuns  # noqa: E402
+from runner.maps.timeout_map import MapPolicy, derive, write_map  # noqa: E402
 
 # (low, high) seconds and share of problems: the bench's 2,622 problems.
 SHAPE = [((0.001, 1), 1647), ((1, 10), 377), ((10, 60), 246), ((60, 600), 272),

@@ -11,7 +11,7 @@ import importlib
 
 from runner.errors import InputError
 from runner.settings import help_of, option
-from runner.sizes import parse_size
+from runner.settings import parse_size
 
 from .local import LocalExecutor
 

@@ -16,10 +16,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, ClassVar, Sequence
 
-from runner import shards
+from runner.results import shards
 from runner.prover import ImageBuild, ProverBackend
-from runner.results import ResultRow
-from runner.worker import CheckTask
+from runner.results.rows import ResultRow
+from runner.checks.worker import CheckTask
 
 
 @dataclass(frozen=True)
@@ -28,7 +28,7 @@ class SweepJob:
     tasks: Sequence[CheckTask]     # pending checks, in the planned order
     out: Path                      # the sweep directory; shards go to out/shards
     run_id: str                    # names this invocation's shards
-    plan: object = None            # runner.planner.Plan of the tasks: dispatch by it (LiveQueue)
+    plan: object = None            # runner.planning.planner.Plan of the tasks: dispatch by it (LiveQueue)
 
 
 class Executor(abc.ABC):

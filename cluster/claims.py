@@ -204,7 +204,7 @@ class Claimer:
     A problem taken over with all its checks recorded stays refused. The
     executor asks once more at the end for every problem it was refused
     (its holder may have died meanwhile), and by then the claim is this
-    task's own: "mine" would run it a second time (tests/test_slurm.py saw
+    task's own: "mine" would run it a second time (tests/cluster/test_slurm.py saw
     a check recorded twice so)."""
 
     def __init__(self, pool: Pool, recorded: Callable[[str], bool]):

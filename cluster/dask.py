@@ -4,7 +4,7 @@
 Each problem is one Dask task holding all its attempts (pass@k), so workers
 pull work dynamically and the worker that loaded a problem's context drains
 its attempts: it forks them from one image, reuses the verdict of a repeated
-answer and stops early after an OK one (runner/attempts.py).
+answer and stops early after an OK one (runner/checks/attempts.py).
 - heavy problems first: a task's Dask priority is its rank in the plan;
 - context affinity: each image group is hinted to one worker (loose
   restrictions, so an idle worker still steals it), and every worker keeps
@@ -38,12 +38,13 @@ from dask_jobqueue import SLURMCluster
 from distributed import Client, WorkerPlugin, as_completed, get_worker
 from distributed.scheduler import KilledWorker
 
-from runner import attempts, shards
+from runner.checks import attempts
+from runner.results import shards
 from runner.errors import InputError, ProverError
 from runner.prover import JobAllowances
-from runner.results import ResultRow
-from runner.status import RunningBoard
-from runner.worker import CheckTask, lost_row, work
+from runner.results.rows import ResultRow
+from runner.results.running import RunningBoard
+from runner.checks.worker import CheckTask, lost_row, work
 
 from .base import Executor, SweepJob
 
@@ -179,7 +180,7 @@ class DaskExecutor(Executor):
         image_of = job.backend.image_plan(problems, {}).image_of
         group_of: dict[str, int] = {}
         futures = {}
-        # Problems come in the planner's order, heaviest first (runner/planner.py:
+        # Problems come in the planner's order, heaviest first (runner/planning/planner.py:
         # expected time with image builds; without a plan, the longest limits
         # first): that order is their Dask priority, and they are submitted in
         # it, so the first to reach an idle worker are the heaviest too.
@@ -220,7 +221,7 @@ class DaskExecutor(Executor):
         as on every executor) or skipped by early stop."""
         done = shards.scan(job.out, repair=False, columns=shards.LIGHT).done
         # A row on disk settles a check only for the answer it checked
-        # (runner/done.py): one of an answer changed since is no reason to
+        # (runner/results/done.py): one of an answer changed since is no reason to
         # drop the row this run's worker returned for the answer as it is.
         keys = list(received)
         settled = done.current(keys, [received[k].get("answer_sha256") or "" for k in keys])

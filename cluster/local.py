@@ -16,13 +16,13 @@ import time
 from pathlib import Path
 from typing import Callable
 
-from runner.attempts import problem_runs
-from runner.planner_dispatch import LiveQueue
+from runner.checks.attempts import problem_runs
+from runner.planning.dispatch import LiveQueue
 from runner.prover import ProverSession
-from runner.results import ResultRow
-from runner.shards import ShardWriter
-from runner.status import RunningBoard
-from runner.worker import CheckTask, work
+from runner.results.rows import ResultRow
+from runner.results.shards import ShardWriter
+from runner.results.running import RunningBoard
+from runner.checks.worker import CheckTask, work
 
 from .base import Executor, SweepJob, record_image_builds
 
@@ -144,7 +144,7 @@ class LocalExecutor(Executor):
 
 
 def _planned_queue(job: SweepJob, runs: list[list[CheckTask]], workers: int):
-    """The plan's dispatcher (runner/planner.py) over the job's problem runs,
+    """The plan's dispatcher (runner/planning/planner.py) over the job's problem runs,
     on one node of ``workers`` cores; None when the job has no plan."""
     if job.plan is None:
         return None

@@ -9,12 +9,12 @@ from __future__ import annotations
 import dataclasses
 from typing import Sequence
 
-from runner.worker import CheckTask
-from runner.simulate import simulate
+from runner.checks.worker import CheckTask
+from runner.planning.simulate import simulate
 
 
 def planned_shares(tasks: Sequence[CheckTask], plan, nodes: int, cores: int, mem_per_node: int):
-    """The planner's split (runner/planner.py): simulate ``plan`` on ``nodes``
+    """The planner's split (runner/planning/planner.py): simulate ``plan`` on ``nodes``
     x ``cores`` workers and give each node the checks the simulation ran on
     it, in their predicted start order. Returns (plan, prediction, shares);
     the plan carries the worker shape, so ``proofbatch status`` divides the

@@ -42,13 +42,14 @@ import submitit
 from submitit.helpers import Checkpointable
 from submitit.slurm.slurm import SlurmJob
 
-from runner import attempts, shards
+from runner.checks import attempts
+from runner.results import shards
 from runner.errors import InputError, ProverError
-from runner.planner import PLAN_FILE, write_plan
-from runner.results import ResultRow
+from runner.planning.planner import PLAN_FILE, write_plan
+from runner.results.rows import ResultRow
 from runner.settings import setting as _help
 from runner.verdicts import Verdict
-from runner.worker import CheckTask, lost_row
+from runner.checks.worker import CheckTask, lost_row
 
 from .base import Executor, SweepJob
 from .claims import Claimer, Pool, holder_name
@@ -110,7 +111,7 @@ class PullWorker(Checkpointable):
     def __call__(self) -> int:
         done = shards.scan(self.out, repair=False, columns=shards.LIGHT).done
         # Less what is recorded and what early stop skips; a repeated answer
-        # whose original is recorded reuses its verdict (runner/attempts.py).
+        # whose original is recorded reuses its verdict (runner/checks/attempts.py).
         todo, _skipped = attempts.pending(self.tasks, done)
         pool = Pool(self.out / "slurm", holder_name())
         pool.start_lease()
@@ -171,7 +172,7 @@ class SlurmExecutor(Executor):
     def __init__(self, options: SlurmOptions | None = None):
         self.options = options or SlurmOptions()
         # A driver of --add-tasks joins a sweep another driver runs and holds
-        # the lock of (runner/sweep_lock.py): it takes none itself.
+        # the lock of (runner/results/lock.py): it takes none itself.
         self.joins_running_sweep = bool(self.options.add_tasks)
         self._seen_shards: set[Path] = set()
         self._reported: set[tuple[str, int]] = set()
@@ -262,7 +263,7 @@ class SlurmExecutor(Executor):
             for row in table.to_pylist():
                 key = (row["problem_id"], int(row["attempt"]))
                 # ``wanted`` maps each check to its answer's hash: a row of an
-                # answer changed since settles nothing (runner/attempts.py).
+                # answer changed since settles nothing (runner/checks/attempts.py).
                 if key in wanted and key not in self._reported \
                         and (row.get("answer_sha256") or "") == wanted[key]:
                     self._reported.add(key)
@@ -274,7 +275,7 @@ class SlurmExecutor(Executor):
     def _unsettled(self, keys, by_key: dict) -> list[tuple[str, int]]:
         """Of ``keys``, the checks of this sweep with no row yet, less the
         attempts early stop skips: a skipped attempt gets no row, and is not
-        a check its job failed to finish (runner/attempts.py)."""
+        a check its job failed to finish (runner/checks/attempts.py)."""
         return [k for k in keys if k in by_key and k not in self._reported
                 and not (by_key[k].skip_if_solved and k[0] in self._solved)]
 

@@ -10,7 +10,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from runner import shards, subproc
+from runner.results import shards
+from runner import subproc
 from runner.errors import CommandError, InputError
 
 LEDGER = "jobs.json"

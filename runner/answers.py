@@ -15,7 +15,7 @@ and ``--answers FILE.csv`` may have an ``attempt`` column next to
 ``problem_id`` and ``answer``. ``runner.corpus`` calls these readers.
 Every answer, from any of these, is unwrapped from its markdown fence as
 s2n-bignum-bench unwraps it (``given_answer``); its row says so. Running
-the attempts is runner/attempts.py.
+the attempts is runner/checks/attempts.py.
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ ANSWER_FILE = "answer.txt"
 JSONL_FILE = "answers.jsonl"
 _NUMBERED = re.compile(r"answer_(.*)\.txt")
 _ATTEMPT = re.compile(r"0|[1-9][0-9]*")
-# The result rows store attempts as Arrow int32 (runner/results.py).
+# The result rows store attempts as Arrow int32 (runner/results/rows.py).
 MAX_ATTEMPT = 2**31 - 1
 
 
@@ -81,7 +81,7 @@ def refusal(text: bytes) -> str | None:
     An answer of whitespace and OCaml comments only is empty (HOL Light's
     toplevel says ``illegal begin of top_phrase`` of it), and a NUL byte
     cannot occur in OCaml source (the toplevel's lexer stops at it). An
-    answer that is not UTF-8 is refused by runner/worker.py."""
+    answer that is not UTF-8 is refused by runner/checks/worker.py."""
     nul = text.find(b"\0")
     if nul >= 0:
         line = text[:nul].count(b"\n") + 1

@@ -35,7 +35,7 @@ DESCRIPTION = ("Batch proof checking for HOL Light and Isabelle sweeps: per-prob
 
 # Commands that start provers: every temporary folder they make lives in one
 # folder of the process that a janitor removes however the process ends,
-# kill -9 included (runner.janitor.scratch_root).
+# kill -9 included (runner.checks.janitor.scratch_root).
 SCRATCH_COMMANDS = {"run", "profile", "timeout-map", "serve", "build-native"}
 
 # What to do about each kind of value argparse could not read.
@@ -215,7 +215,7 @@ def _main(argv: list[str], signals: _Signals) -> int:
         args = build_parser(argv).parse_args(argv)
         scratch = contextlib.nullcontext()
         if args.command in SCRATCH_COMMANDS:
-            from .janitor import scratch_root
+            from .checks.janitor import scratch_root
 
             scratch = scratch_root()
         with scratch:

@@ -2,7 +2,7 @@
 
 Prover sessions say when the prover boots and when an image starts and ends
 loading; workers say when a check starts and ends. The progress display
-(runner/progress.py) listens, in the runner's own process: Slurm array
+(runner/reporting/progress.py) listens, in the runner's own process: Slurm array
 tasks and Dask workers tell it nothing this way (their rows and
 ``proofbatch status`` do). Display only: nothing is decided from it, and a
 listener that fails is dropped rather than allowed to stop a sweep.

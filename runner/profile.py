@@ -32,14 +32,15 @@ from typing import Callable
 
 import psutil
 
-from . import shards
+from .results import shards
 from . import provers as backends
 from .corpus import Problem
 from .errors import InputError
 # The profile's files and their reader live in profile_data, which the
 # planner reads without the sweep; they are this module's API too.
-from .planner import Policy
-from .profile_data import (FORMAT, PROVENANCE, SUMMARY, SUMMARY_CSV, SUMMARY_FORMAT,  # noqa: F401
+from .planning.planner import Policy
+from .maps import provenance
+from .maps.profile_data import (FORMAT, PROVENANCE, SUMMARY, SUMMARY_CSV, SUMMARY_FORMAT,  # noqa: F401
                            Defect, ProblemRuns, Profile, _now, _read_json, _write_json,
                            load_profile, write_profile)
 from .settings import setting as _help
@@ -69,7 +70,7 @@ class ProfileConfig:
                               "truth changed since the last generation", default=False)
     command: tuple[str, ...] = _help("the command line, recorded as provenance", default=())
     context_proofs: str = _help("replay or trust: how the profiled runs load contexts "
-                                "(runner/context_proofs.py); recorded in provenance", default="replay")
+                                "(runner/checks/context_proofs.py); recorded in provenance", default="replay")
     verify_trust: bool = _help("after the runs, check every ground truth once more under the other "
                                "choice of context_proofs; a verdict that differs is a defect",
                                default=False)
@@ -296,3 +297,65 @@ def _write_summary(out: Path, provenance: dict, in_corpus: set[str]) -> None:
               f"{max(p['peak_rss_mb']):.1f}" if p["peak_rss_mb"] else ""] for p in problems]
     shards.publish(out / SUMMARY_CSV, lambda tmp: tmp.write_text(
         "\n".join(",".join(str(c) for c in row) for row in [header, *lines]) + "\n"))
+
+
+# Validating a timeout map: does every ground truth fit in its limit? Two
+# checks. On paper: each problem's largest profiled prove_secs against its
+# timeout. In practice: the ground truths run once more under the map, and the
+# acceptance criterion is zero TIMEOUT.
+
+@dataclass(frozen=True)
+class Headroom:
+    problem_id: str
+    max_prove_secs: float
+    timeout_sec: float | None      # None: the map has no entry for it
+
+    @property
+    def ratio(self) -> float | None:
+        return None if self.timeout_sec is None else self.max_prove_secs / self.timeout_sec
+
+
+@dataclass(frozen=True)
+class Validation:
+    map_path: Path
+    out: Path                       # the validation sweep's directory
+    headroom: list[Headroom]        # worst first
+    summary: SweepSummary
+    false_timeouts: list[str]       # ground truths that timed out under the map
+
+    @property
+    def passed(self) -> bool:
+        return not self.false_timeouts and all(h.timeout_sec is not None for h in self.headroom)
+
+
+def headroom(profile: Profile, timeouts: dict[str, float]) -> list[Headroom]:
+    """max prove_secs / timeout per profiled problem, the tightest first."""
+    rows = [Headroom(r.problem_id, max(r.prove_secs), timeouts.get(r.problem_id)) for r in profile.runs]
+    return sorted(rows, key=lambda h: (-(h.ratio if h.ratio is not None else float("inf")), h.problem_id))
+
+
+def validate(profile: Profile, map_path: Path, executor_for: Callable[[SweepConfig], object], *,
+             workers: int = 1, mem_limit: int | None = None, hol_light: Path | None = None,
+             context_root: Path | None = None, on_row=lambda row: None,
+             on_start=lambda total, done: None) -> Validation:
+    """Rerun the profiled ground truths once under the map at ``map_path``.
+
+    The sweep goes to ``PROFILE/validations/<map>-<hash>/`` and resumes like
+    any sweep. Defects of the profile are left out: they never verified.
+    """
+    loaded = provenance.load(map_path)
+    out = profile.path / "validations" / f"{Path(map_path).stem}-{loaded.digest[:10]}"
+    prov = profile.provenance
+    # Validate under the profile's own prover and contexts unless told otherwise.
+    hol_light = hol_light or recorded_path(prov, "hol_light", profile.path)
+    context_root = context_root or recorded_path(prov, "context_root", profile.path)
+    config = SweepConfig(corpus=recorded_path(prov, "corpus", profile.path), out=out,
+                         answers=recorded_path(prov, "answers", profile.path),
+                         workers=workers, timeout_map=Path(map_path), mem_limit=mem_limit,
+                         hol_light=hol_light, context_root=context_root,
+                         only=tuple(sorted(r.problem_id for r in profile.runs)))
+    summary = run_sweep(prepare(config), executor_for(config), on_row=on_row, on_start=on_start)
+    timed_out = sorted(r["problem_id"] for r in summary.table.to_pylist()
+                       if r["problem_id"] in set(config.only) and r["verdict"] == "TIMEOUT")
+    return Validation(map_path=Path(map_path), out=out, headroom=headroom(profile, loaded.limits()),
+                      summary=summary, false_timeouts=timed_out)

@@ -73,7 +73,7 @@ class CheckResult:
     peak_rss_bytes: int | None
     image_key: str
     exit_status: str
-    sandbox: str = ""               # the box the check ran in (runner/sandbox.py); "" if none ran
+    sandbox: str = ""               # the box the check ran in (runner/checks/sandbox.py); "" if none ran
     mode: str = ""                  # the mode this check ran in, when a session mixes modes
                                     # (native with bytecode fallback); "" means the session's
     forked_at: float | None = None  # epoch seconds when the check started in its loaded
@@ -85,8 +85,8 @@ class BackendInfo:
     prover: str     # "hol-light"
     build: str      # identifies the prover build
     mode: str       # execution mode (Mode), e.g. "bytecode"
-    sandbox: str = "none"   # the box checks run in: bwrap, rlimits or none (runner/sandbox.py)
-    context_proofs: str = ""  # HOL Light: replay or trust (runner/context_proofs.py); "" elsewhere
+    sandbox: str = "none"   # the box checks run in: bwrap, rlimits or none (runner/checks/sandbox.py)
+    context_proofs: str = ""  # HOL Light: replay or trust (runner/checks/context_proofs.py); "" elsewhere
 
 
 @dataclass(frozen=True)
@@ -194,7 +194,7 @@ class ProverBackend(abc.ABC):
         (the prover's own floor); ``where`` names the flag to blame."""
 
     def use_map(self, loaded) -> None:
-        """The sweep's timeout map as read once (runner.map_provenance.LoadedMap,
+        """The sweep's timeout map as read once (runner.maps.provenance.LoadedMap,
         or None), before ``limits_for`` and before any session starts."""
 
     def classify(self, problems: Sequence[Problem]) -> Mapping[str, str]:

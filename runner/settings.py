@@ -9,11 +9,20 @@ command line reads instead of writing it again.
 
 ``option`` gives argparse the field's default and its help with that
 default said, so the flag, the dataclass and ``--help`` cannot disagree.
+
+Memory sizes as users write them on the command line.
+
+Sizes are read the way Slurm reads ``--mem``: a plain number is MiB, and
+every suffix is a power of 1024, whether written ``G``, ``GB`` or ``GiB``
+(``800MB`` is 800 MiB, not 800 000 000 bytes). Suffixes are
+case-insensitive; ``B`` alone means bytes.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import re
+from decimal import ROUND_FLOOR, Decimal
 from pathlib import Path
 from typing import Any, Callable
 
@@ -82,3 +91,74 @@ def options_of(cls) -> Callable[..., dict[str, Any]]:
     """``option`` bound to ``cls``: ``opt = options_of(SweepConfig)``, then
     ``parser.add_argument("--workers", type=int, **opt("workers"))``."""
     return lambda name, **overrides: option(cls, name, **overrides)
+
+
+_POWERS = {"": 2, "b": 0, "k": 1, "m": 2, "g": 3, "t": 4, "p": 5}
+_SIZE = re.compile(r"\s*(\d+(?:\.\d*)?|\.\d+)\s*(?:([kmgtp])(?:i?b)?|(b))?\s*", re.IGNORECASE)
+_UNITS = ("B", "KiB", "MiB", "GiB", "TiB", "PiB")
+
+
+def parse_size(text: str) -> int:
+    """Bytes in ``text``, e.g. "512M", "4GiB", "1.5g", "800MB", "2048" (MiB).
+
+    Fractions are rounded down to whole bytes. Raises ValueError for
+    anything else, or for a size of zero.
+    """
+    if not isinstance(text, str):
+        raise ValueError(f"memory size must be text, not {type(text).__name__}")
+    match = _SIZE.fullmatch(text)
+    if not match:
+        raise ValueError(f"cannot read {text!r} as a memory size; write e.g. 512M, 4G, 4GiB "
+                         "or a plain number of MiB")
+    number, prefix, bare_b = match.groups()
+    power = _POWERS[(prefix or bare_b or "").lower()]
+    size = int((Decimal(number) * 1024**power).to_integral_value(rounding=ROUND_FLOOR))
+    if size <= 0:
+        raise ValueError(f"memory size {text!r} is zero; give a positive size such as 512M")
+    return size
+
+
+def format_size(n: int) -> str:
+    """``n`` bytes in the largest binary unit that keeps it at least 1, e.g. "1.5 GiB".
+
+    One decimal at most, and none when it would be ".0".
+    """
+    if isinstance(n, bool) or not isinstance(n, int) or n < 0:
+        raise ValueError(f"size must be a non-negative whole number of bytes, not {n!r}")
+    power = 0
+    while power + 1 < len(_UNITS) and n >= 1024 ** (power + 1):
+        power += 1
+    value = round(n / 1024**power, 1)
+    # Rounding can reach the next unit: 1023.96 MiB shows as 1 GiB.
+    if value >= 1024 and power + 1 < len(_UNITS):
+        power += 1
+        value = round(n / 1024**power, 1)
+    text = f"{value:.1f}".removesuffix(".0")
+    return f"{text} {_UNITS[power]}"
+
+
+def size_flag(n: int) -> str:
+    """``n`` bytes as a flag value that reads back to exactly ``n``
+    (``parse_size``): "8GiB", "1.5GiB", or "1234567B" when no unit is exact."""
+    text = format_size(n).replace(" ", "")
+    return text if parse_size(text) == n else f"{n}B"
+
+
+def beyond_ram(size: int, flag: str = "--mem-limit") -> str | None:
+    """The warning for a per-check memory limit above this machine's RAM,
+    or None. A warning, not a refusal: a sweep's checks may run on cluster
+    nodes with more memory than the machine that starts it."""
+    import psutil
+
+    total = psutil.virtual_memory().total
+    if size <= total:
+        return None
+    return (f"{flag} {format_size(size)} is more than this machine's {format_size(total)} of RAM: "
+            "a check run here would swap or meet the OOM killer long before its limit. Kept (a "
+            "warning, not a refusal: cluster nodes may have more memory than this one); for checks "
+            f"on this machine pass at most --mem-limit {max(1, int(0.8 * total / 2**30))}G")
+
+
+def format_seconds(seconds: float) -> str:
+    """A time limit as people write it: "120 s", "0.5 s"."""
+    return f"{float(seconds):g} s"

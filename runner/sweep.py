@@ -22,22 +22,28 @@ import pyarrow.compute as pc
 
 from cluster.base import SweepJob
 
-from . import attempts, events, heartbeat, map_provenance, shards, status, sweep_lock, timeout_map
+from .checks import attempts
+from . import events
+from .results import heartbeat, shards, lock as sweep_lock
+from .maps import provenance as map_provenance, timeout_map
+from .reporting import status
 from . import provers as backends
-from .context_proofs import ContextProofs
+from .checks.context_proofs import ContextProofs
 from .corpus import Problem, corpus_fingerprint, corpus_notes, select_problems
 from .errors import InputError
-from .planner import PLAN_FILE, PlanConfig, Workers, write_plan
-from .planner_inputs import plan_sweep
+from .planning.planner import PLAN_FILE, PlanConfig, Workers, write_plan
+from .planning.inputs import plan_sweep
 from .prover import CheckLimits, Mode, ProverBackend
-from .results import ResultRow
+from .results.rows import ResultRow
 from .settings import setting as _help
-from .simulate import predict
+from .planning.simulate import predict
+from .planning.work_left import WorkLeft
+from . import sweep_dir
 from .sweep_dir import (check_manifest, check_out_dir, check_resume_settings, default_mem_limit,
                         require_answers)
-from .sizes import beyond_ram, format_size
-from .timeouts import TimeoutPolicy, load_category_timeouts, resolve_limits
-from .worker import CheckTask
+from .settings import beyond_ram, format_size
+from .maps.timeouts import TimeoutPolicy, load_category_timeouts, resolve_limits
+from .checks.worker import CheckTask
 
 @dataclass(frozen=True)
 class SweepConfig:
@@ -53,7 +59,7 @@ class SweepConfig:
     map_mode: str | None = _help("the mode a timeout map without a sidecar was measured in: native "
                                  "or bytecode (required for HOL Light: s2n-bignum-bench's map is "
                                  "native); limits of another mode than a check runs in are "
-                                 "converted, with a warning (runner/map_provenance.py)", default=None)
+                                 "converted, with a warning (runner/maps/provenance.py)", default=None)
     map_build: str | None = _help("the HOL Light build a timeout map without a sidecar was measured "
                                   "with (warned about when it is not this sweep's)", default=None)
     category_timeouts: Path | None = _help("s2n-bignum-bench timeouts.json: per-category limits", default=None)
@@ -83,7 +89,7 @@ class SweepConfig:
                         "(corpus order) or shuffle (seeded random)", default="planned")
     seed: int = _help("seed of the shuffle policy and of tie-breaking", default=0)
     sandbox: str = _help("the box checks run in: auto (bwrap when installed and root, else "
-                         "rlimits), bwrap, rlimits or none; see runner/sandbox.py", default="auto")
+                         "rlimits), bwrap, rlimits or none; see runner/checks/sandbox.py", default="auto")
     allow_missing_answers: bool = _help("on resume, accept that answers recorded before are gone "
                                         "(--answers dropped, an answer.txt deleted): those problems "
                                         "are checked again as given now, ERROR 'no answer given' "
@@ -97,7 +103,7 @@ class SweepConfig:
     context_proofs: str = _help("HOL Light: replay (a context runs its proofs as written) or trust "
                                 "(while a context loads, its top-level prove returns the stated "
                                 "theorem unproved; answers still prove for real); part of every image "
-                                "key, recorded in rows and sweep.json; runner/context_proofs.py",
+                                "key, recorded in rows and sweep.json; runner/checks/context_proofs.py",
                                 default=str(ContextProofs.REPLAY))
     no_fallback: bool = _help("with --mode native or auto: a check whose context cannot be "
                               "compiled natively (a toplevel directive, a computed load, a compile "
@@ -180,7 +186,7 @@ class PreparedSweep:
     tasks: list[CheckTask]          # every problem, planned order
     backend: ProverBackend
     warnings: tuple[str, ...] = ()  # said before the sweep starts, e.g. a map of another mode
-    plan: object = None             # runner.planner.Plan of the tasks; None: dispatch in task order
+    plan: object = None             # runner.planning.planner.Plan of the tasks; None: dispatch in task order
     corpus_fingerprint: str | None = None   # of the corpus --problems selected from; None: of problems
     # Problem id -> why its checks cannot run in the mode asked for (ProverBackend.classify).
     not_native: Mapping[str, str] = field(default_factory=dict)
@@ -228,7 +234,7 @@ def prepare(config: SweepConfig) -> PreparedSweep:
     if config.problems:
         problems = select_problems(problems, config.problems)
     # The map is read once, here; a map that cannot say what measured it
-    # must be declared before anything is built (runner/map_provenance.py).
+    # must be declared before anything is built (runner/maps/provenance.py).
     loaded = map_provenance.load(config.timeout_map, config.map_mode, config.map_build) \
         if config.timeout_map else None
     covered: tuple[str, ...] = ()
@@ -271,7 +277,7 @@ def prepare(config: SweepConfig) -> PreparedSweep:
             time_s=limits[p.problem_id].seconds, time_source=limits[p.problem_id].source,
             mem_bytes=guard, expected_mem_bytes=expected))
 
-    # One task per attempt of each problem (runner/attempts.py).
+    # One task per attempt of each problem (runner/checks/attempts.py).
     tasks = [task for p in problems
              for task in attempts.tasks_for(p, limits_of(p), stop_on_first_ok=config.stop_on_first_ok)]
     # Whatever the order of problems, a problem's attempts must stay one
@@ -284,7 +290,7 @@ def prepare(config: SweepConfig) -> PreparedSweep:
 
 
 def order(tasks: list[CheckTask], backend: ProverBackend, config: SweepConfig, loaded=None):
-    """The planner's order of the tasks and the plan (runner/planner.py):
+    """The planner's order of the tasks and the plan (runner/planning/planner.py):
     longest expected first with context affinity and memory packing
     (``planned``), corpus order (``naive``) or seeded random (``shuffle``),
     for one node of ``config.workers`` cores and 80% of this machine's memory."""
@@ -302,7 +308,7 @@ def _of(table: pa.Table, wanted: pa.Array) -> shards.Done:
 
 
 def _say(text: str) -> None:
-    from . import progress      # the console the command line prints on
+    from .reporting import progress  # the console the command line prints on
     progress.console.print(text)
 
 
@@ -316,7 +322,7 @@ def run_sweep(prepared: PreparedSweep, executor, on_row: Callable[[ResultRow], N
     ``on_skip(n)`` when a row settles n more attempts (early stop), and
     ``on_note`` with what a resume does besides (answers checked again).
 
-    The run holds OUT's lock (runner/sweep_lock.py): another live run on
+    The run holds OUT's lock (runner/results/lock.py): another live run on
     OUT is refused, naming it. A refused resume is refused before it takes
     the lock, reading only: it touches nothing. An executor that joins a
     sweep another driver runs (Slurm ``--add-tasks``) takes no lock."""
@@ -332,7 +338,7 @@ def _run_sweep(prepared: PreparedSweep, executor, on_row, on_start, on_skip, on_
     cfg = prepared.config
     scan = shards.scan(cfg.out, columns=shards.LIGHT)
     manifest = check_manifest(prepared, scan.done)
-    # Not yet recorded, less the attempts early stop skips (runner/attempts.py).
+    # Not yet recorded, less the attempts early stop skips (runner/checks/attempts.py).
     # A row settles its check only for the answer it checked: changed ones run again.
     pending, skipped_before = attempts.pending(prepared.tasks, scan.done)
     changes = attempts.compare(prepared.tasks, scan.done, {p.problem_id for p in prepared.problems})
@@ -349,7 +355,7 @@ def _run_sweep(prepared: PreparedSweep, executor, on_row, on_start, on_skip, on_
     current = scan.done.matching(*attempts.task_hashes(prepared.tasks))     # less changed answers
     beat = heartbeat.Heartbeat(cfg.out, total=len(prepared.tasks), done=_of(current.table, wanted),
                                skipped=len(skipped_before), workers=cfg.workers,
-                               resume=status.resume_command(manifest, cfg.out))
+                               resume=sweep_dir.resume_command(manifest, cfg.out))
 
     def row_in(row: ResultRow) -> None:
         on_row(row)
@@ -367,7 +373,7 @@ def _run_sweep(prepared: PreparedSweep, executor, on_row, on_start, on_skip, on_
         if prepared.plan is not None:
             plan = prepared.plan.only((t.problem.problem_id, t.attempt) for t in pending)
             write_plan(cfg.out / PLAN_FILE, plan, predict(plan), run_id=run_id)
-            beat.plan(plan)
+            beat.plan(plan, WorkLeft(plan))
         with beat:
             executor.execute(SweepJob(prepared.backend, pending, cfg.out, run_id, plan=plan), row_in)
     with beat:

@@ -10,10 +10,12 @@ answer source that lost answers the rows checked (docs/sweep-directory.md).
 
 from __future__ import annotations
 
+import argparse
 import datetime as dt
 import json
 import os
 import platform
+import shlex
 import socket
 from collections import Counter
 from dataclasses import asdict
@@ -24,12 +26,13 @@ import psutil
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from . import attempts, shards, sweep_lock
-from .context_proofs import ContextProofs
+from .checks import attempts
+from .results import shards, lock as sweep_lock
+from .checks.context_proofs import ContextProofs
 from .corpus import Problem, corpus_fingerprint
 from .errors import InputError
 from .prover import Mode, Prover
-from .sizes import format_size, size_flag
+from .settings import format_size, size_flag
 
 if TYPE_CHECKING:
     from .sweep import PreparedSweep, SweepConfig
@@ -202,7 +205,7 @@ def check_manifest(prepared: PreparedSweep, done: shards.Done | None = None, *,
         "corpus": str(cfg.corpus.resolve()),
         "corpus_fingerprint": prepared.corpus_fingerprint or corpus_fingerprint(prepared.problems),
         "context_root": str(prepared.backend.context_root),
-        # What this run plans, for `proofbatch status` (runner/status.py): its
+        # What this run plans, for `proofbatch status` (runner/reporting/status.py): its
         # checks, the problems with several attempts, and whether it stops early.
         **run_counts(prepared),
         "created": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
@@ -297,3 +300,64 @@ def missing_answers(prepared: PreparedSweep, old: dict, done: shards.Done | None
                      f"pass the answers it was run with ({_answers_flag(was)}), or "
                      "--allow-missing-answers to check those problems as given now (ERROR "
                      "'no answer given' where there is none)")
+
+
+def resume_command(manifest: dict, out: Path) -> str:
+    """The `proofbatch run` that resumes the sweep of ``manifest`` (its sweep.json).
+
+    Every option of `run` that sets a field of the sweep's config is given
+    as sweep.json records it, unless it has its default: a resume must use
+    the same HOL Light, mode, map declaration, context proofs, limits and
+    answers, and the same problems. The options are read off `run`'s own
+    parser, so a new one cannot be forgotten. Paths are made absolute against
+    the directory the sweep was started in (``cwd``), so the command works
+    from anywhere; so is the HOL Light context root, which defaults to it.
+    The executor's options (--cluster ...) and --server are not recorded.
+    """
+    from .cli import build_parser        # here: the parser imports the run command
+
+    cfg = manifest.get("config") or {}
+    cwd = manifest.get("cwd")
+
+    def absolute(path: str) -> str:
+        return str(Path(cwd, path)) if cwd and not Path(path).is_absolute() else path
+
+    run = next(a for a in build_parser(["run"])._actions
+               if isinstance(a, argparse._SubParsersAction)).choices["run"]
+    parts = ["proofbatch", "run", absolute(str(manifest.get("corpus") or cfg.get("corpus"))),
+             "--out", str(Path(out).resolve())]
+    for action in run._actions:
+        name = action.dest
+        if not action.option_strings or name in ("help", "out") or name not in cfg:
+            continue
+        flag, value = max(action.option_strings, key=len), cfg[name]
+        if name == "context_root" and value is None and manifest.get("context_root") \
+                and manifest.get("prover", "hol-light") == "hol-light":
+            value = manifest["context_root"]        # the directory it defaulted to
+        if isinstance(action, argparse._StoreTrueAction):
+            parts += [flag] if value else []
+            continue
+        if value is None or value == [] or _same(value, action.default):
+            continue
+        if name == "problems":
+            parts += [flag, ",".join("@" + absolute(v[1:]) if v.startswith("@") else v
+                                     for v in value)]
+        elif action.type is Path:
+            parts += [flag, absolute(str(value))]
+        elif name == "mem_limit":
+            parts += [flag, f"{int(value)}B"]       # bytes: a plain number would read as MiB
+        else:
+            parts += [flag, f"{value:g}" if isinstance(value, float) and float(f"{value:g}") == value
+                      else str(value)]
+    return shlex.join(parts)
+
+
+def _same(value, default) -> bool:
+    if default is None:
+        return False
+    if isinstance(default, (int, float)) and not isinstance(default, bool):
+        try:
+            return float(value) == float(default)
+        except (TypeError, ValueError):
+            return False
+    return str(value) == str(default)

@@ -6,10 +6,10 @@ cd "$(dirname "$0")/.."
 
 export DEBIAN_FRONTEND=noninteractive
 # hol-light's package forgets libnum-ocaml-dev; bubblewrap boxes every check
-# (runner/sandbox.py).
+# (runner/checks/sandbox.py).
 packages=(hol-light libnum-ocaml-dev bubblewrap)
 packages+=(slurm-wlm munge slurmdbd mariadb-server)   # the dev Slurm cluster (slurm/)
-packages+=(chromium)   # tests/test_report.py renders the HTML report headless
+packages+=(chromium)   # tests/reporting/test_report.py renders the HTML report headless
 # proofbatch build-native: ocamlopt and Dynlink (ocaml), ocamlfind, camlp5 with camlp-streams
 # to read HOL Light's syntax (runner/provers/hol_light/native_build.py)
 packages+=(ocaml ocaml-findlib camlp5 libcamlp-streams-ocaml-dev util-linux)

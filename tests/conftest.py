@@ -127,7 +127,7 @@ def hol_session(hol_backend, tmp_path_factory):
 def trust_session(tmp_path_factory):
     """The bytecode session under --context-proofs trust: a second base
     image, booted once for every test module that needs it."""
-    from runner.context_proofs import ContextProofs
+    from runner.checks.context_proofs import ContextProofs
 
     backend = HolLightBackend(find_hol_light(), context_root=DEMO, context_proofs=ContextProofs.TRUST)
     session = backend.start(tmp_path_factory.mktemp("trust-session"))

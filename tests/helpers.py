@@ -14,7 +14,7 @@ from cluster.local import LocalExecutor
 from runner.corpus import Problem
 from runner.prover import CheckLimits
 from runner.prover import ProverSession
-from runner.results import ResultRow
+from runner.results.rows import ResultRow
 from runner.sweep import run_sweep
 
 
@@ -311,7 +311,7 @@ WORD = "x86.sha3_keccak_f1600.WORD_NEG_EL_DEMORGAN"
 
 
 # The tripwire HOL Light records being started in a file under the test's
-# temp dir; inside the sandbox (runner/sandbox.py) that write would fail, and
+# temp dir; inside the sandbox (runner/checks/sandbox.py) that write would fail, and
 # the tripwire could never fire. These tests are about validation, not the box.
 NO_BOX = ("--sandbox", "none")
 

@@ -4,7 +4,7 @@ shard: tests/test_resume.py.)
 
 The design that keeps this cheap: a runner that owns its HOL Light session
 pays 70-90 s of CPU to load it again after every kill. Here the loaded
-images live in an image server (runner/image_server.py, `proofbatch serve`)
+images live in an image server (runner/checks/image_server.py, `proofbatch serve`)
 inside the test process, serving the session the other tests share, and
 each runner is a real `proofbatch run --server` subprocess: killing one
 costs only its Python start-up. What a kill can break lives in the runner:
@@ -30,9 +30,9 @@ import psutil
 import pyarrow.parquet as pq
 import pytest
 
-from runner import shards
+from runner.results import shards
 from runner.errors import ProverError
-from runner.image_server import ImageServer
+from runner.checks.image_server import ImageServer
 from runner.verdicts import Verdict
 
 from .helpers import DEMO, ROOT
@@ -141,7 +141,7 @@ def test_kill_9_at_random_points_then_resume_every_time(server, tmp_path):
 
 
 def running(out: Path, pid: int) -> set[str]:
-    """Problems the workers of runner ``pid`` show as running (runner/status.py;
+    """Problems the workers of runner ``pid`` show as running (runner/reporting/status.py;
     a killed runner's entries stay behind)."""
     found = set()
     for path in (out / "running").glob("*.json"):

@@ -20,7 +20,7 @@ from runner import answers
 from runner.corpus import load_corpus
 from runner.errors import InputError
 from runner.sweep import SweepConfig, prepare
-from runner.timeouts import TimeoutPolicy, read_map
+from runner.maps.timeouts import TimeoutPolicy, read_map
 
 from .helpers import ADD, WORD, make_problem
 
@@ -77,9 +77,9 @@ def test_an_answer_with_a_nul_byte_names_it():
 
 def test_the_worker_records_an_empty_answer_as_error_without_a_check(corpus):
     """The row's reason is the refusal's; the session is never asked."""
-    from runner import worker
+    from runner.checks import worker
     from runner.prover import CheckLimits
-    from runner.tasks import CheckTask
+    from runner.checks.tasks import CheckTask
 
     [problem] = [p for p in load_corpus(corpus) if p.problem_id == ADD]
     task = CheckTask(problem.__class__(**{**problem.__dict__, "answer": b"(* nothing yet *)\n"}),
@@ -129,7 +129,7 @@ def test_a_memory_limit_above_this_machines_ram_is_warned_about(corpus, hol, tmp
     """10T on a 23 GiB machine was taken without a word."""
     import psutil
 
-    from runner.sizes import beyond_ram
+    from runner.settings import beyond_ram
 
     monkeypatch.setattr(psutil, "virtual_memory", lambda: Memory(23 * 2**30))
     sweep = prepared(corpus, hol, tmp_path, mem_limit=10 * 2**40)

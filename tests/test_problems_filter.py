@@ -19,10 +19,11 @@ from pathlib import Path
 import pytest
 
 from cluster.local import LocalExecutor
-from runner import cli, shards
+from runner import cli
+from runner.results import shards
 from runner.corpus import Problem, corpus_fingerprint, load_corpus, select_problems
 from runner.errors import InputError
-from runner.status import read_status
+from runner.reporting.status import read_status
 from runner.sweep import SweepConfig, prepare, run_sweep
 from runner.sweep_dir import check_manifest
 

@@ -18,10 +18,11 @@ from pathlib import Path
 import pytest
 
 from cluster.local import LocalExecutor
-from runner import cli, shards
+from runner import cli
+from runner.results import shards
 from runner.errors import InputError
 from runner.profile import ProfileConfig, load_profile, profile, recorded_path
-from runner.map_provenance import load
+from runner.maps.provenance import load
 
 from .helpers import DEMO, TEST_MEM_LIMIT, expected_verdicts
 
@@ -136,7 +137,7 @@ def test_derived_map_validates_with_no_false_timeout(demo_profile, hol_session, 
     assert set(timeouts) == ok_ids()
     assert all(120 <= t <= 10800 for t in timeouts.values())
 
-    from runner.validate import validate
+    from runner.profile import validate
     v = validate(result, map_path, lambda c: LocalExecutor(workers=2, session=hol_session),
                  workers=2, mem_limit=TEST_MEM_LIMIT)
     assert v.passed and v.false_timeouts == []

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import psutil
 
-from runner import shards
+from runner.results import shards
 
 from .helpers import DEMO, demo_config, ROOT, SPIN, sweep_with
 

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from runner.image_server import ImageServer
+from runner.checks.image_server import ImageServer
 
 from .helpers import DEMO, ROOT, make_corpus
 from .test_stopping import LOOP, QUICK, STOPPED_WITHIN_S, booting, leftovers, wait_for, workdir

@@ -44,7 +44,7 @@ def probe(*argv: str) -> dict:
 
 def a_sweep(tmp_path):
     """A sweep directory as a running sweep leaves it: sweep.json and status.json."""
-    from runner import heartbeat, shards
+    from runner.results import heartbeat, shards
 
     out = tmp_path / "out"
     out.mkdir()

@@ -18,9 +18,10 @@ import pyarrow.parquet as pq
 import pytest
 
 from cluster.local import LocalExecutor
-from runner import cli, compaction, shards
+from runner import cli
+from runner.results import compaction, shards
 from runner.errors import InputError
-from runner.sizes import format_size, size_flag
+from runner.settings import format_size, size_flag
 from runner.sweep import SweepConfig, prepare, run_sweep
 from runner.sweep_dir import default_mem_limit
 

@@ -45,7 +45,7 @@ def all_commands() -> list[tuple[str, str, str]]:
 
 def size(text: str) -> int:
     """argparse type for a memory size such as 4G or 512M."""
-    from ..sizes import parse_size
+    from ..settings import parse_size
 
     try:
         return parse_size(text)

@@ -12,7 +12,7 @@ from rich.table import Table
 
 from cluster.local import LocalExecutor
 
-from .. import progress
+from ..reporting import progress
 from ..profile import Profile, ProfileConfig, profile
 from ..settings import help_of, options_of
 from ..sweep import prepare

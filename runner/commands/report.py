@@ -7,10 +7,10 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
-from .. import passk, report_html
+from ..reporting import passk, html as report_html
 from ..errors import InputError
-from ..progress import STYLE
-from ..report import PARTS, Comparison, SweepReport, compare, load
+from ..reporting.progress import STYLE
+from ..reporting.report import PARTS, Comparison, SweepReport, compare, load
 from ..verdicts import Verdict
 
 NAME = "report"
@@ -23,7 +23,7 @@ def add_arguments(p) -> None:
     p.add_argument("--html", type=Path, help="also write a self-contained HTML page with plots")
     p.add_argument("--core-hour-price", type=float, help="price of one core-hour, for the cost")
     p.add_argument("--k", help="also pass@k for these k, e.g. 1,4,8 (every problem needs at "
-                   "least k attempts; runner/passk.py)")
+                   "least k attempts; runner/reporting/passk.py)")
 
 
 def run(args) -> int:
@@ -153,7 +153,7 @@ def _error(predicted: float, measured: float) -> str:
 
 def costs_table(c: dict) -> Table:
     """The plan's predicted core-hours against the measured ones, and image
-    builds per class of image (runner.report.image_classes)."""
+    builds per class of image (runner.reporting.report.image_classes)."""
     table = Table(title="predicted against measured (the plan's run)")
     for name in ("", "predicted", "measured", "error"):
         table.add_column(name, justify="left" if not name else "right")

@@ -7,13 +7,14 @@ from pathlib import Path
 import cluster
 from cluster.local import LocalExecutor
 
-from .. import progress, provers
+from ..reporting import progress
+from .. import provers
 from ..corpus import problem_patterns
 from ..errors import InputError, ProverError
-from ..image_server import RemoteSession
+from ..checks.image_server import RemoteSession
 from ..settings import help_of, options_of
 from ..sweep import SweepConfig, prepare, run_sweep
-from ..worker import outside_deaths
+from ..checks.worker import outside_deaths
 from . import size
 
 NAME = "run"

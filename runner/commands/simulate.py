@@ -9,15 +9,15 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
-from .. import map_provenance
-from ..context_proofs import ContextProofs
+from ..maps import provenance as map_provenance
+from ..checks.context_proofs import ContextProofs
 from ..errors import InputError
-from ..map_provenance import DECLARED_MODES
-from ..planner import POLICIES, PlanConfig, Workers, read_plan
-from ..planner_inputs import measured_sweeps, plans_from_files
+from ..maps.provenance import DECLARED_MODES
+from ..planning.planner import POLICIES, PlanConfig, Workers, read_plan
+from ..planning.inputs import measured_sweeps, plans_from_files
 from ..settings import help_of
-from ..simulate import Prediction, simulate
-from ..sizes import format_size
+from ..planning.simulate import Prediction, simulate
+from ..settings import format_size
 from ..sweep import SweepConfig
 from . import size
 

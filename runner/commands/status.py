@@ -7,8 +7,9 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
-from ..progress import STYLE
-from ..status import read_status
+from ..reporting.progress import STYLE
+from ..reporting.status import read_status
+from ..sweep_dir import resume_command
 from ..verdicts import Verdict
 
 NAME = "status"
@@ -20,7 +21,7 @@ def add_arguments(p) -> None:
 
 
 def run(args) -> int:
-    s = read_status(args.out)
+    s = read_status(args.out, resume_of=resume_command)
     out = Console()
     total = "?" if s.total is None else str(s.total)
     counts = "  ".join(f"[{STYLE[v.value]}]{v.value}[/] {s.counts[v.value]}" for v in Verdict

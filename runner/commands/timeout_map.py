@@ -11,13 +11,13 @@ from rich.table import Table
 
 from cluster.local import LocalExecutor
 
-from .. import progress
+from ..reporting import progress
 from ..errors import InputError
 from ..prover import Mode
 from ..profile import Profile, load_profile, recorded_path
 from ..settings import help_of
-from ..timeout_map import DerivedMap, MapPolicy, derive, write_map
-from ..validate import validate
+from ..maps.timeout_map import DerivedMap, MapPolicy, derive, write_map
+from ..profile import validate
 
 NAME = "timeout-map"
 HELP = "derive a per-problem timeout map from a profile (s2n-bignum-bench's format), or validate one"

@@ -85,7 +85,7 @@ class ProverDescriptor:
         default=())
     modal_maps: bool = setting(
         "its checks run in several modes whose times differ (e.g. bytecode and native): a "
-        "timeout map must say which it was measured in (runner/map_provenance.py)", default=False)
+        "timeout map must say which it was measured in (runner/maps/provenance.py)", default=False)
 
     def corpus_phrase(self) -> str:
         """'an <title> corpus' or 'a <title> corpus'."""

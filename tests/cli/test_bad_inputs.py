@@ -262,8 +262,8 @@ def test_a_query_that_is_not_utf8_names_the_encoding(capsys, corpus, hol, tmp_pa
 
 def test_a_resume_under_other_time_limits_is_refused(corpus, hol, tmp_path):
     """Accepted, it left rows under both limits while sweep.json named one."""
-    from runner import shards
-    from runner.results import ResultRow, utcnow
+    from runner.results import shards
+    from runner.results.rows import ResultRow, utcnow
     from runner.sweep import SweepConfig, prepare, run_sweep
     from runner.sweep_dir import check_manifest
 
@@ -290,7 +290,7 @@ def test_a_resume_under_other_time_limits_is_refused(corpus, hol, tmp_path):
     assert refused.value.fix.startswith("use a new --out, or the limits it was run with")
     assert snapshot(out_dir) == before
     # The same limits resume; only the memory limit differs now, and that is refused too.
-    from runner.sizes import format_size
+    from runner.settings import format_size
     from runner.sweep_dir import default_mem_limit
     with pytest.raises(InputError, match=f"--mem-limit {format_size(default_mem_limit(1))}, not 2 GiB"):
         run_sweep(prepare(SweepConfig(**base, default_timeout=60, mem_limit=2**31)), executor=None)
@@ -300,7 +300,7 @@ def test_a_server_directory_whose_server_stopped(capsys, corpus, hol, tmp_path):
     """Its socket file is left behind; connecting to it is refused."""
     import socket as sockets
 
-    from runner.image_server import KEY, SOCKET
+    from runner.checks.image_server import KEY, SOCKET
 
     dead = tmp_path / "server"
     dead.mkdir()
@@ -366,7 +366,7 @@ def test_a_resume_in_another_mode_is_refused_before_anything_is_built(capsys, co
 
 def test_a_resume_giving_the_default_memory_limit_is_not_refused(corpus, hol, tmp_path):
     """The default was recorded as None and compared with the size given."""
-    from runner.sizes import size_flag
+    from runner.settings import size_flag
     from runner.sweep import SweepConfig, prepare
     from runner.sweep_dir import check_manifest, check_resume_settings, default_mem_limit
 
@@ -445,8 +445,8 @@ def test_report_html_to_a_folder_names_the_folder(capsys, tmp_path):
     """It named the page's temp file (.DIR.<pid>.tmp: Is a directory), after the whole report."""
     import datetime as dt
 
-    from runner import shards
-    from runner.results import ResultRow
+    from runner.results import shards
+    from runner.results.rows import ResultRow
 
     sweep = tmp_path / "sweep"
     sweep.mkdir()

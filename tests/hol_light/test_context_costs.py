@@ -13,9 +13,9 @@ import pytest
 from runner import cli
 from runner.provers.hol_light.context_costs import (MODELS, FileLoads, estimate, origin_of, read_phrases,
                                                     theorem_of, translate_measured)
-from runner.context_proofs import ContextProofs
+from runner.checks.context_proofs import ContextProofs
 from runner.provers.hol_light.contexts import build_context_tree
-from runner.planner_inputs import Known, images_of_plan
+from runner.planning.inputs import Known, images_of_plan
 from runner.provers.hol_light.plans import BOOT_S, NATIVE_BOOT_S, RATIO_CENTRAL, plans_of_tree
 
 
@@ -147,8 +147,8 @@ def test_simulate_without_a_corpus_says_contexts_are_unknown(tmp_path, capsys):
 
 
 def test_a_profiles_builds_hold_only_for_the_choice_it_ran_under(tmp_path):
-    from runner.planner import PlanConfig, Workers
-    from runner.planner_inputs import _plan_corpus
+    from runner.planning.planner import PlanConfig, Workers
+    from runner.planning.inputs import _plan_corpus
 
     corpus = write_corpus(tmp_path / "corpus", SETUPS)
     theirs = build_context_tree(SETUPS, "the profile's prover build")

@@ -23,7 +23,7 @@ from pathlib import Path
 
 import pytest
 
-from runner.context_proofs import ContextProofs
+from runner.checks.context_proofs import ContextProofs
 from runner.provers.hol_light.backend import HolLightBackend
 from runner.provers.hol_light.native_compile import DROPPED_LOADS
 from runner.provers.hol_light.fork_session import failure_reason, last_output
@@ -31,7 +31,7 @@ from runner.provers.hol_light.install import find_hol_light
 
 from ..helpers import demo_config, make_corpus, sweep_with
 
-# The sandbox mounts a tmpfs over /tmp (runner/sandbox.py): a file a context
+# The sandbox mounts a tmpfs over /tmp (runner/checks/sandbox.py): a file a context
 # needs lives where every image can read it.
 SHARED = Path.home() / ".cache" / "proofbatch-tests" / "context-failures"
 NOTE = "'loads \"update_database.ml\";;' is omitted"

@@ -1,4 +1,4 @@
-"""--context-proofs trust, on real HOL Light (runner/context_proofs.py,
+"""--context-proofs trust, on real HOL Light (runner/checks/context_proofs.py,
 runner/provers/hol_light/ml/hol_trust.ml).
 
 Contexts cut by `proofbatch extract` from Debian's own developments
@@ -28,12 +28,12 @@ import pyarrow.parquet as pq
 import pytest
 
 from runner.provers.hol_light import contexts
-from runner import shards
-from runner.context_proofs import ContextProofs
+from runner.results import shards
+from runner.checks.context_proofs import ContextProofs
 from runner.errors import InputError
 from runner.provers.hol_light.backend import HolLightBackend
 from runner.provers.hol_light.install import find_hol_light
-from runner.results import COLUMNS
+from runner.results.rows import COLUMNS
 from runner.sweep import prepare
 from runner.sweep_dir import check_manifest
 
@@ -123,7 +123,7 @@ PROBES_UNDER_TRUST = {
 
 @pytest.fixture(scope="session")
 def probe_corpus(tmp_path_factory) -> Path:
-    # The sandbox mounts a tmpfs over /tmp (runner/sandbox.py), so the file
+    # The sandbox mounts a tmpfs over /tmp (runner/checks/sandbox.py), so the file
     # the context needs lives outside it, where every image can read it.
     lib = Path.home() / ".cache" / "proofbatch-tests" / "trust" / "bad_lib.ml"
     lib.parent.mkdir(parents=True, exist_ok=True)
@@ -325,7 +325,7 @@ def test_the_trust_module_is_hashed_into_driver_and_native_keys():
 
 
 def test_shards_written_before_the_column_still_read(tmp_path):
-    from runner.results import ResultRow, rows_to_table, utcnow
+    from runner.results.rows import ResultRow, rows_to_table, utcnow
 
     row = ResultRow(problem_id="p", attempt=0, category="c", verdict="OK", reason="proved",
                     prove_secs=0.1, wall_secs=0.2, peak_rss_mb=None, timeout_s=10.0,

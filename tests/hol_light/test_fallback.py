@@ -17,7 +17,8 @@ import json
 import pytest
 
 from cluster.local import LocalExecutor
-from runner import events, progress, report
+from runner import events
+from runner.reporting import progress, report
 from runner.errors import InputError
 from runner.provers.hol_light.map_modes import RATIO_MAX
 from runner.sweep import SweepConfig, prepare, run_sweep

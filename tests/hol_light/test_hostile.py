@@ -23,7 +23,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from runner import sandbox
+from runner.checks import sandbox
 from runner.verdicts import Verdict
 
 from ..helpers import DEMO, ROOT, demo_config, sweep_with
@@ -43,7 +43,7 @@ def expected() -> dict[str, tuple[str, str]]:
 
 
 def jailed_processes(session) -> list[psutil.Process]:
-    """Live processes under a check's own uid (runner/sandbox.py) that this
+    """Live processes under a check's own uid (runner/checks/sandbox.py) that this
     session's images started, or that lost their parent. (Other sessions on
     the host jail their own checks.)"""
     images = {image.pid for image in session._images.values()}

@@ -20,8 +20,8 @@ from runner.corpus import load_corpus
 from runner.provers.hol_light.backend import HolLightBackend
 from runner.provers.hol_light.install import find_hol_light
 from runner.prover import CheckLimits
-from runner.report import load
-from runner.report_html import render
+from runner.reporting.report import load
+from runner.reporting.html import render
 
 from ..helpers import TEST_MEM_LIMIT, demo_config, sweep_with
 

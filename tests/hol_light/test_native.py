@@ -18,9 +18,9 @@ from pathlib import Path
 
 import pytest
 
-from runner import attempts
+from runner.checks import attempts
 from runner.corpus import load_corpus
-from runner.map_provenance import load
+from runner.maps.provenance import load
 from runner.provers.hol_light.install import find_hol_light
 from runner.provers.hol_light.native import MODE, NativeHolLightBackend, NativeSession
 from runner.provers.hol_light.map_modes import RATIO_MIN, MapModes
@@ -28,7 +28,7 @@ from runner.provers.hol_light.native_auto import ModeBackend
 from runner.provers.hol_light.native_build import build_native, load_build
 from runner.prover import CheckLimits
 from runner.sweep import prepare, run_sweep
-from runner.timeout_map import SIDECAR_FORMAT
+from runner.maps.timeout_map import SIDECAR_FORMAT
 
 from ..helpers import DEMO, ROOT, TEST_MEM_LIMIT, demo_config, expected_verdicts, make_corpus
 
@@ -268,7 +268,7 @@ def test_native_checks_run_jailed_under_their_own_uid(native_sweep, tmp_path):
 
     import psutil
 
-    from runner import sandbox
+    from runner.checks import sandbox
 
     _, mode_session, _, _ = native_sweep
     native: NativeSession = mode_session._session(MODE)

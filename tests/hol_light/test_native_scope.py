@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from runner.context_proofs import ContextProofs
+from runner.checks.context_proofs import ContextProofs
 from runner.corpus import load_corpus
 from runner.prover import CheckLimits
 from runner.provers.hol_light.install import find_hol_light

@@ -266,7 +266,7 @@ def test_mem_limit_below_an_isabelle_check_is_refused(standin, corpus):
 
 
 def test_a_check_waits_for_memory_and_gives_up_alone(standin, corpus, monkeypatch):
-    monkeypatch.setattr("runner.guard.MEMORY_WAIT_ALONE_S", 0.4)
+    monkeypatch.setattr("runner.checks.guard.MEMORY_WAIT_ALONE_S", 0.4)
     backend = standin_backend(corpus)
     with backend.start(standin / "w") as session:
         r = session.check(problem(corpus, "arith.add_comm", b"by simp"),
@@ -325,7 +325,7 @@ def test_sandboxed_check_cannot_write_read_ground_truth_or_reach_the_network(sta
                                                                             monkeypatch):
     """--sandbox bwrap, on the stand-in: the same probe that escapes without
     the box finds nothing to escape to inside it."""
-    from runner.sandbox import for_sweep
+    from runner.checks.sandbox import for_sweep
 
     secret = corpus / "lists.rev_rev" / "answer.txt"            # another problem's ground truth
     # Off /tmp, which the box replaces by its own: the host's disk, read-only inside.

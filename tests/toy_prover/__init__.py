@@ -204,7 +204,7 @@ def build(config) -> ToyBackend:
 
 
 def offline_plans(problems, prove_secs, choices, profiled, builds):
-    from runner.context_proofs import ContextProofs
+    from runner.checks.context_proofs import ContextProofs
 
     key = next(iter(set(profiled.values())), IMAGE)
     one = one_image([p.problem_id for p in problems], key)

@@ -22,7 +22,7 @@ def _load(corpus: Path, answers: Path | None = None):
 
 def _backend(config):
     from ...errors import InputError
-    from ...sandbox import for_sweep
+    from ...checks.sandbox import for_sweep
     from .backend import HolLightBackend
     from .install import find_hol_light
     from .native_auto import native_backend
@@ -33,7 +33,7 @@ def _backend(config):
         raise InputError(root, "context root is not a directory", "pass --context-root an existing directory")
     if config.mode != "bytecode":
         return native_backend(config, install, root)      # --mode native|auto
-    # Checks are boxed (runner/sandbox.py); their own output is kept in OUT/logs.
+    # Checks are boxed (runner/checks/sandbox.py); their own output is kept in OUT/logs.
     return HolLightBackend(install, root, grace_s=config.grace, max_images=config.max_images,
                            sandbox_config=for_sweep(config), log_dir=Path(config.out) / "logs",
                            context_proofs=config.context_proofs)

@@ -17,11 +17,11 @@ from typing import Sequence
 
 
 from . import contexts
-from ... import sandbox
-from ...context_proofs import ContextProofs
+from ...checks import sandbox
+from ...checks.context_proofs import ContextProofs
 from ...corpus import Problem
 from ...errors import InputError, ProverError
-from ...guard import admit
+from ...checks.guard import admit
 from .fork_server import ImageFailed, ImageProcess, PipePair
 from .install import HolLightInstall
 from .map_modes import BYTECODE_MODE, MapModes, converted_warning
@@ -30,7 +30,7 @@ from .plans import ALLOWANCES, image_plan
 from .fork_session import ContextFailed, ForkSession, not_run
 from .load_graph import LoadGraph
 from ...prover import BackendInfo, CheckLimits, CheckResult, ImagePlan, Prover, ProverBackend
-from ...sandbox import SandboxConfig
+from ...checks.sandbox import SandboxConfig
 from ...verdicts import Verdict
 
 DRIVER = Path(__file__).parent / "ml" / "hol_light_driver.ml"
@@ -93,7 +93,7 @@ class HolLightBackend(ProverBackend):
         not kept when None. ``image_retries``: how often a check is retried
         on a rebuilt image when its image process dies under it.
         ``context_proofs``: whether contexts replay their proofs or trust
-        them (runner/context_proofs.py, hol_trust.ml)."""
+        them (runner/checks/context_proofs.py, hol_trust.ml)."""
         self.install, self.context_root = install, Path(context_root).resolve()
         self.boot_timeout_s, self.image_timeout_s = boot_timeout_s, image_timeout_s
         self.max_images, self.grace_s = max_images, grace_s
@@ -185,7 +185,7 @@ class HolLightSession(ForkSession):
                 self._nodes.setdefault(key, node)
             self._nodes.setdefault(bare, contexts.ImageNode(bare, self.base_key, "", 1, ()))
             self._image_of.update(image_of)
-        # Checks of unanswered problems never run (runner/worker.py).
+        # Checks of unanswered problems never run (runner/checks/worker.py).
         self._expect(p.problem_id for p in problems if p.answer is not None)
 
     def problems(self) -> set[str]:

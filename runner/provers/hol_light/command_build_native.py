@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ... import progress
+from ...reporting import progress
 from .install import find_hol_light
 from .native_auto import precompile_libraries
 from .native_build import build_native

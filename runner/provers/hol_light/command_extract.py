@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections import Counter
 from pathlib import Path
 
-from ... import progress
+from ...reporting import progress
 from .extract import MANIFEST, extract
 from .install import DEBIAN_DIR, find_hol_light
 from .load_graph import DROPPED_NOTE

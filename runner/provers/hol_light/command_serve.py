@@ -9,7 +9,7 @@ import threading
 import time
 from pathlib import Path
 
-from ...sandbox import KINDS, SandboxConfig
+from ...checks.sandbox import KINDS, SandboxConfig
 from ...settings import option
 from ...sweep import SweepConfig
 
@@ -82,7 +82,7 @@ class BootNews:
 def run(args) -> int:
     from .backend import HolLightBackend
     from .install import find_hol_light
-    from ...image_server import ImageServer
+    from ...checks.image_server import ImageServer
 
     backend = HolLightBackend(find_hol_light(args.hol_light), args.context_root or Path.cwd(),
                               max_images=args.max_images, grace_s=args.grace,

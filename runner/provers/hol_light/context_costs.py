@@ -4,10 +4,10 @@ An image loads its ``segment`` (runner.provers.hol_light.contexts.ImageNode) on 
 parent. Its build time is, in this order:
 
 1. measured: a build of the same image recorded by a sweep or a profile
-   (``OUT/images/*.json``, runner.planner_inputs.measured_builds);
+   (``OUT/images/*.json``, runner.planning.inputs.measured_builds);
 2. estimated, phrase by phrase, in the mode the sweep runs in (``LoadModel``:
    bytecode or native) and by the choice of ``--context-proofs``
-   (runner.context_proofs):
+   (runner.checks.context_proofs):
 
    - every phrase that runs (comments and blanks aside) costs the mode's
      ``phrase_s`` plus ``per_kb_s`` per KB of its normal form
@@ -64,7 +64,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Mapping
 
-from ...context_proofs import ContextProofs
+from ...checks.context_proofs import ContextProofs
 from .contexts import ContextTree, _skip_comment, normal_form, split_phrases
 
 DEFAULT_MODE = "bytecode"

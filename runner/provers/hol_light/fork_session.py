@@ -24,15 +24,16 @@ from typing import Callable, Sequence
 import psutil
 
 from . import contexts
-from ... import events, sandbox
+from ... import events
+from ...checks import sandbox
 from ...corpus import Problem
 from ...errors import ProverError
 from .fork_server import ImageFailed, ImageProcess, PipePair
-from ...guard import GuardLimits, Observation, death_reason, kill_tree, signal_name, watch
+from ...checks.guard import GuardLimits, Observation, death_reason, kill_tree, signal_name, watch
 from .image_tree import ImageTree
-from ...janitor import Janitor
+from ...checks.janitor import Janitor
 from ...prover import CheckLimits, CheckResult, ImageBuild, ProverSession
-from ...shards import publish
+from ...results.shards import publish
 from ...verdicts import Outcome, Verdict
 
 RECORD = re.compile(r"PBV1\t(?P<nonce>[0-9a-f]+)\t(?P<verdict>[A-Z]+)\t(?P<secs>[0-9.]+)\t"

@@ -122,7 +122,7 @@ class ImageTree:
         measured build), least recently used first among equals. An image a
         pending check needs is built again before that check runs, so losing
         it costs its build once more (a 35,000-line bench context: minutes),
-        while one no check needs costs nothing; runner/node_images.py
+        while one no check needs costs nothing; runner/planning/node_images.py
         (NodeImages) plans with the same order, counting every image on a
         pending check's chain as needed."""
         with self._lock:

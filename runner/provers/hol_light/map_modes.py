@@ -1,7 +1,7 @@
 """A timeout map's limits in the mode a HOL Light check runs in.
 
 A timeout map is valid for the mode it was measured in (its sidecar's
-provenance says which, or --map-mode declares it: runner/map_provenance.py).
+provenance says which, or --map-mode declares it: runner/maps/provenance.py).
 A check that runs in the other mode gets the map's limit converted with
 the bytecode/native ratios measured on this project's machine
 (benchmarks/native.py), conservatively: a bytecode limit becomes a
@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from ...map_provenance import LoadedMap
+from ...maps.provenance import LoadedMap
 from ...prover import CheckLimits, Mode
 
 # The modes HOL Light checks run in, as rows and maps record them.
@@ -29,7 +29,7 @@ RATIO_MIN, RATIO_MAX = 2.5, 7.4
 class MapModes:
     """The timeout map's expected times and mode, for routing and limits.
 
-    ``loaded`` is the sweep's map as runner.map_provenance.load read it once
+    ``loaded`` is the sweep's map as runner.maps.provenance.load read it once
     (a LoadedMap), or None for a sweep without a map."""
 
     def __init__(self, loaded: LoadedMap | None = None):

@@ -17,7 +17,7 @@ A sweep compiles its contexts before it gives its checks their limits
 it runs in), and its sessions take over what that compiled (the context
 tree, the scopes, the refusals) instead of compiling again. Every compile is
 announced (events ``compile``/``compiled``) and recorded among the
-session's image builds, keyed ``native-compile:...`` (runner/report.py
+session's image builds, keyed ``native-compile:...`` (runner/reporting/report.py
 counts them apart from image loads).
 """
 
@@ -33,8 +33,9 @@ from pathlib import Path
 from typing import Callable, Sequence
 
 from . import contexts
-from ... import events, sandbox
-from ...context_proofs import ContextProofs
+from ... import events
+from ...checks import sandbox
+from ...checks.context_proofs import ContextProofs
 from ...corpus import Problem
 from ...errors import ProverError
 from .fork_server import ImageFailed, ImageProcess, PipePair
@@ -47,7 +48,7 @@ from .native_build import NativeBuild
 from .plans import ALLOWANCES, NATIVE_BOOT_S, image_plan
 from ...prover import (BackendInfo, CheckLimits, CheckResult, ImageBuild, ImagePlan, Prover,
                        ProverBackend, ProverSession)
-from ...sandbox import SandboxConfig
+from ...checks.sandbox import SandboxConfig
 from ...verdicts import Outcome, Verdict
 
 MODE = NATIVE_MODE
@@ -101,11 +102,11 @@ class NativeHolLightBackend(ProverBackend):
         """``batch_size``: answers compiled into one plugin (1 = unbatched).
         ``preload``: library files (e.g. Library/words.ml) the server loads at
         start, so that images needing them only open them. ``sandbox_config``:
-        as for the bytecode backend (runner/sandbox.py); the server tree runs
+        as for the bytecode backend (runner/checks/sandbox.py); the server tree runs
         in the same box and each check in the same jail. ``log_dir``: where
         the bytecode fallback keeps its per-check logs, and a context image
         that dies its log (native checks keep none). ``context_proofs``: replay or trust a context's proofs
-        (runner/context_proofs.py); the fallback uses the same.
+        (runner/checks/context_proofs.py); the fallback uses the same.
         ``no_fallback``: a check whose context cannot run natively is ERROR
         with the reason, instead of running in bytecode."""
         self.install, self.build = install, build

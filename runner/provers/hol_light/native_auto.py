@@ -25,9 +25,9 @@ from typing import Iterable, Sequence
 
 from ...corpus import Problem
 from ...errors import InputError
-from ...map_provenance import LoadedMap
-from ... import progress
-from ...sandbox import for_sweep
+from ...maps.provenance import LoadedMap
+from ...reporting import progress
+from ...checks.sandbox import for_sweep
 from .backend import HolLightBackend
 from .install import HolLightInstall
 from .map_modes import BYTECODE_MODE, NATIVE_MODE, MapModes, converted_warning
@@ -210,7 +210,7 @@ def native_backend(config, install: HolLightInstall, context_root: Path) -> Prov
     if config.mode not in MODES:
         raise InputError("--mode", f"{config.mode!r} is not an execution mode", "pass bytecode, native or auto")
     build = build_native(install, log=lambda line: progress.console.print(f"  native build: {line}"))
-    # The same box and jail as bytecode checks (runner/sandbox.py).
+    # The same box and jail as bytecode checks (runner/checks/sandbox.py).
     native = NativeHolLightBackend(install, build, context_root, grace_s=config.grace,
                                    max_images=config.max_images, sandbox_config=for_sweep(config),
                                    log_dir=Path(config.out) / "logs",

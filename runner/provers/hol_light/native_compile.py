@@ -35,7 +35,7 @@ from typing import Callable, Sequence
 
 from . import contexts
 from ... import subproc
-from ...context_proofs import ContextProofs
+from ...checks.context_proofs import ContextProofs
 from ...errors import CommandError
 from .native_build import (UNLIMITED_STACK, NativeBuild, camlp5_argv, classify, inline_core, resolve,
                            strip_phrase)

@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable, Mapping
 
-from ...context_proofs import ContextProofs
+from ...checks.context_proofs import ContextProofs
 from ...corpus import Problem
 from ...prover import ImagePlan, JobAllowances
 from . import context_costs, contexts

@@ -47,7 +47,7 @@ def _check_config(config) -> None:
 
 
 def _backend(config):
-    from ...sandbox import for_sweep, resolve_kind
+    from ...checks.sandbox import for_sweep, resolve_kind
     from .backend import IsabelleBackend
     from .corpus import load_description
     from .heap import find_isabelle
@@ -65,7 +65,7 @@ def _backend(config):
 def _offline_plans(problems, prove_secs, choices, profiled, builds):
     """One parent heap, however its contexts load their proofs; keyed by
     the heap a profile recorded, when it recorded one."""
-    from ...context_proofs import ContextProofs
+    from ...checks.context_proofs import ContextProofs
     from ...prover import ImagePlan
     from .backend import HEAP_BUILD_S
 

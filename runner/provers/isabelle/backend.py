@@ -28,10 +28,10 @@ from ... import events
 from . import check as ic
 from . import output as io_
 from ... import subproc
-from ... import sandbox
+from ...checks import sandbox
 from ...corpus import Problem
 from ...errors import CommandError, InputError, ProverError
-from ...guard import GuardLimits, admit, enforce, kill_tree
+from ...checks.guard import GuardLimits, admit, enforce, kill_tree
 from .corpus import IsabelleCorpus, build_candidate, read_goal
 from .heap import HeapStore, IsabelleInstall, build_heap_argv, built_heap_dir, heap_key, session_sources
 from .text import GoalTheory
@@ -69,7 +69,7 @@ class IsabelleBackend(ProverBackend):
                  store: Path | None = None, sandbox_kind: str = "none",
                  hidden: tuple[Path, ...] = ()):
         """``sandbox_kind`` "bwrap" runs every check inside bubblewrap
-        (runner/sandbox.py): no network, the host read-only, only
+        (runner/checks/sandbox.py): no network, the host read-only, only
         $ISABELLE_HOME_USER writable, ``hidden`` (results, answers, ground
         truth) out of sight. Anything else runs checks unboxed."""
         if sandbox_kind == "bwrap" and install.home_user is None:
@@ -223,7 +223,7 @@ class IsabelleSession(ProverSession):
 
     def _watch(self, proc: subprocess.Popen, limits: CheckLimits,
                started: float) -> tuple[Termination, int]:
-        """Wait for the check under runner.guard.enforce. The JVM reserves
+        """Wait for the check under runner.checks.guard.enforce. The JVM reserves
         far more address space than it uses, so RLIMIT_AS (the HOL Light
         backstop) cannot be used here."""
         b, term = self.backend, Termination()

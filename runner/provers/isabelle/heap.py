@@ -24,7 +24,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Sequence
 
-from ... import shards, subproc
+from ...results import shards
+from ... import subproc
 from ...errors import CommandError, InputError, ProverError
 
 ISABELLE_FIX = ("no package registry carries Isabelle: unpack Isabelle2024 from "

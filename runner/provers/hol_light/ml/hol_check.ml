@@ -72,7 +72,7 @@ let arm_timer seconds =
   Sys.set_signal Sys.sigalrm (Sys.Signal_handle (fun _ -> raise Time_limit));
   set_timer seconds
 
-(* The jail (see runner/sandbox.py): once the answer is readied (typed, or
+(* The jail (see runner/checks/sandbox.py): once the answer is readied (typed, or
    its plugin loaded) and the goal read, nothing of it has run yet. The
    check then chroots into its empty scratch directory and becomes a uid of
    its own, so the answer sees no file, no /proc and no other process.

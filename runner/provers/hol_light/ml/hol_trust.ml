@@ -1,6 +1,6 @@
 (* ========================================================================= *)
 (* proofbatch: contexts that load without replaying their proofs            *)
-(* (module Hol_trust; --context-proofs trust, runner/context_proofs.py).    *)
+(* (module Hol_trust; --context-proofs trust, runner/checks/context_proofs.py).    *)
 (*                                                                           *)
 (* Under trust the image binds the toplevel's [prove] to [Switch.prove]     *)
 (* before any context loads: bytecode by its boot script (backend.py), and  *)

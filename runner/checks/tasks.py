@@ -1,0 +1,23 @@
+"""A check to run: one attempt of one problem, with its limits."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..corpus import Problem
+from ..prover import CheckLimits, CheckResult
+
+
+@dataclass(frozen=True)
+class CheckTask:
+    problem: Problem
+    limits: CheckLimits
+    attempt: int = 0
+    # Attempts (runner/checks/attempts.py): an earlier attempt of the problem with
+    # the same answer text, whose verdict this one reuses without a check;
+    # that attempt's result when an earlier run recorded it; and whether to
+    # skip this attempt once the worker saw the problem solved
+    # (--stop-on-first-ok).
+    dedup_of: int | None = None
+    reuse: CheckResult | None = None
+    skip_if_solved: bool = False

@@ -1,0 +1,197 @@
+"""A worker: takes checks one at a time, runs them in a prover session and
+publishes each verdict as a result row in its own shard stream.
+
+Every executor runs this same loop: threads on one machine, Slurm array
+tasks, Dask workers. Only where the loop runs differs.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import socket
+import threading
+from typing import Callable, Iterator
+
+from .. import events
+from ..answers import refusal
+from .attempts import Drain
+from .guard import OUTSIDE_RETRIES, outside_death
+from .tasks import CheckTask  # noqa: F401  (runner.worker.CheckTask: where executors take it)
+from ..prover import BackendInfo, CheckResult, ProverSession
+from ..results.rows import ResultRow, utcnow
+from ..results.shards import ShardWriter
+from ..results.running import RunningBoard
+from ..verdicts import Outcome, Verdict
+
+
+def result_row(task: CheckTask, result: CheckResult, *, info: BackendInfo, worker: str,
+               run_id: str, started_at, finished_at, dedup_of: int | None = None,
+               infra_retries: int = 0) -> ResultRow:
+    p = task.problem
+    return ResultRow(
+        problem_id=p.problem_id, attempt=task.attempt, category=p.category,
+        verdict=result.outcome.verdict.value, reason=result.outcome.reason,
+        prove_secs=result.prove_secs, wall_secs=result.wall_secs,
+        peak_rss_mb=None if result.peak_rss_bytes is None else result.peak_rss_bytes / 2**20,
+        timeout_s=task.limits.time_s, timeout_source=task.limits.time_source,
+        worker=worker, host=socket.gethostname(), started_at=started_at, finished_at=finished_at,
+        image_key=result.image_key, prover_build=info.build, mode=str(result.mode or info.mode),
+        exit_status=result.exit_status,
+        # The hash of the answer as given, fenced or not: it names the
+        # submission (a row of the user's CSV or JSONL), and the checked text
+        # follows from it (attempts.unwrap_fence).
+        answer_sha256=(hashlib.sha256(p.answer if p.answer_given is None else p.answer_given)
+                       .hexdigest() if p.answer is not None else ""),
+        run_id=run_id, dedup_of=dedup_of, sandbox=result.sandbox,
+        wait_secs=None if result.forked_at is None
+        else max(0.0, result.forked_at - started_at.timestamp()),
+        answer_unwrapped=p.answer_given is not None,
+        context_proofs=info.context_proofs, infra_retries=infra_retries)
+
+
+def killed_from_outside(result: CheckResult) -> str | None:
+    """The signal (SIGKILL, SIGTERM) of a check that something outside it
+    killed before its verdict (the OOM killer, an admin's kill -9), or None.
+    Our own guards' kills say TIMEOUT, MEMOUT or their reason instead."""
+    return outside_death(result.outcome.verdict.value, result.outcome.reason, result.exit_status)
+
+
+KILLED = "the check was killed by"      # how a death recorded after its retries begins
+
+
+def check_retrying(session: ProverSession, task: CheckTask,
+                   stop: threading.Event) -> tuple[CheckResult, int]:
+    """Check ``task``; a check killed from outside runs again on a fresh
+    fork, up to OUTSIDE_RETRIES times, and only then is its death recorded,
+    with the retries said. Returns the result and how often it was retried.
+    A sweep being stopped retries nothing (its checks were killed by us)."""
+    result = session.check(task.problem, task.limits)
+    retries = 0
+    while (killed := killed_from_outside(result)) is not None and not stop.is_set():
+        if retries == OUTSIDE_RETRIES:
+            tries = retries + 1
+            reason = (f"{KILLED} {killed} from outside (the OOM killer, or a kill) "
+                      f"{tries} times without a verdict ({result.exit_status}), "
+                      f"{retries} of them retried on a fresh fork; check the host's memory "
+                      "(dmesg) and who kills its processes, then run it again")
+            result = dataclasses.replace(result, outcome=Outcome(Verdict.ERROR, reason))
+            break
+        retries += 1
+        result = session.check(task.problem, task.limits)
+    return result, retries
+
+
+def outside_deaths(table) -> str | None:
+    """What `proofbatch run` says of the checks of a results table that were
+    killed from outside (retried, or recorded after their retries); None
+    when there were none."""
+    import pyarrow.compute as pc
+
+    if "infra_retries" not in table.column_names or table.num_rows == 0:
+        return None
+    retries = table["infra_retries"].fill_null(0)
+    retried = pc.sum(pc.greater(retries, 0)).as_py() or 0
+    recorded = pc.sum(pc.and_(pc.equal(table["verdict"], "ERROR"),
+                              pc.starts_with(table["reason"].fill_null(""), KILLED))).as_py() or 0
+    deaths = (pc.sum(retries).as_py() or 0) + recorded
+    if deaths == 0:
+        return None
+    return (f"{deaths} deaths of checks killed from outside (the OOM killer, or a kill) without a "
+            f"verdict: {retried} checks ran again on a fresh fork, {recorded} of them recorded as "
+            f"ERROR after {OUTSIDE_RETRIES} retries (their reason says so); check the host's memory "
+            "(dmesg) and who kills its processes")
+
+
+def lost_row(task: CheckTask, reason: str, exit_status: str, *, info: BackendInfo, worker: str,
+             run_id: str) -> ResultRow:
+    """The ERROR row of a check an executor lost (its job or worker died and
+    no retry finished it): recorded, with the reason, never dropped."""
+    now = utcnow()
+    return result_row(task, CheckResult(Outcome(Verdict.ERROR, reason), None, 0.0, None, "", exit_status),
+                      info=info, worker=worker, run_id=run_id, started_at=now, finished_at=now)
+
+
+def unanswered(task: CheckTask) -> CheckResult:
+    """A problem without an answer still gets its one verdict, without a check."""
+    return CheckResult(Outcome(Verdict.ERROR, "no answer given for this problem"),
+                       None, 0.0, None, "", "not run")
+
+
+def unreadable(task: CheckTask) -> CheckResult | None:
+    """An answer no prover can read gets ERROR saying why, without a check:
+    one that is not UTF-8 text (the bench reads answers as UTF-8, and what
+    OCaml's parser would say of the bytes never mentions it), an empty one
+    or one with a NUL byte (runner/answers.refusal)."""
+    answer = task.problem.answer or b""
+    try:
+        answer.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        bad = answer[exc.start]
+        return CheckResult(Outcome(Verdict.ERROR, f"answer is not UTF-8 text (byte 0x{bad:02x} at "
+                                   f"offset {exc.start}); save answers as UTF-8"),
+                           None, 0.0, None, "", "not run")
+    reason = refusal(answer)
+    if reason is None:
+        return None
+    return CheckResult(Outcome(Verdict.ERROR, reason), None, 0.0, None, "", "not run")
+
+
+def work(session: ProverSession, tasks: Iterator[CheckTask], writer: ShardWriter, *,
+         worker: str, run_id: str, on_row: Callable[[ResultRow], None] = lambda row: None,
+         stop: threading.Event | None = None, board: RunningBoard | None = None) -> None:
+    """Check tasks until the iterator is exhausted or ``stop`` is set.
+
+    A check cut short by ``stop`` is not recorded: it never reached a verdict
+    and a resumed sweep runs it again. ``board``, when given, shows the
+    running check to ``proofbatch status``.
+    """
+    stop = stop or threading.Event()
+    drain = Drain()
+    for task in tasks:
+        if stop.is_set():
+            return
+        if drain.skips(task):
+            if task.problem.answer is not None:
+                session.withdraw(task.problem)
+            continue        # not a check: no row (runner/checks/attempts.py)
+        started_at = utcnow()
+        retries = 0
+        reused = drain.reused(task)
+        if reused is not None:
+            result = reused
+            if task.problem.answer is not None:
+                session.withdraw(task.problem)
+        elif task.problem.answer is None:
+            result = unanswered(task)
+        elif (refused := unreadable(task)) is not None:
+            result = refused
+            session.withdraw(task.problem)      # no check: its image is not needed for it
+        else:
+            if board:
+                board.start(task.problem.problem_id, task.attempt, task.limits.time_s)
+            key = f"{task.problem.problem_id}/{task.attempt}"
+            events.say("check", key=key, name=task.problem.problem_id, worker=worker,
+                       limit_s=task.limits.time_s)
+            # The session says when the check starts in its loaded image, in
+            # this thread; until then it waits for the image, not its limit.
+            me = threading.get_ident()
+            unlisten = events.listen(
+                lambda e: board.started() if board and e.kind == "forked"
+                and threading.get_ident() == me else None)
+            try:
+                result, retries = check_retrying(session, task, stop)
+            finally:
+                unlisten()
+                events.say("checked", key=key, name=task.problem.problem_id, worker=worker)
+        if stop.is_set():
+            return
+        row = result_row(task, result, info=session.info, worker=worker, run_id=run_id,
+                         started_at=started_at, finished_at=utcnow(),
+                         dedup_of=task.dedup_of if reused is not None else None,
+                         infra_retries=retries)
+        writer.add(row)
+        drain.remember(task, result)
+        on_row(row)
+    if board:
+        board.clear()

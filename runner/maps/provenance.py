@@ -1,0 +1,197 @@
+"""A timeout map as the runner uses it: read once, with its sidecar and what
+it was measured on, into one object (``LoadedMap``) that everything else is
+handed instead of a path.
+
+The files' formats are read by runner/maps/timeouts.py (the bench's map) and
+runner/maps/timeout_map.py (the sidecar ``NAME.meta.json`` it writes); ``load``
+here is the one caller of both. A map's limits and ``prove_secs`` hold only
+for the execution mode and the prover build that measured them
+(../shared/notes/hol-light.md: proofs run 2.5-6x slower in the bytecode
+toplevel than natively). A map derived by ``proofbatch timeout-map`` says
+which in its sidecar. A map without one, such as s2n-bignum-bench's own
+``timeout-map.json`` (measured natively), says nothing: a HOL Light sweep
+refuses it until the user declares its mode (``--map-mode native|bytecode``,
+and optionally ``--map-build``). A map measured in another mode than a check
+runs in gets its limits converted by runner.provers.hol_light.map_modes.MapModes, loudly.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any, Mapping
+
+from ..errors import InputError
+from ..prover import Mode
+from .timeout_map import read_sidecar, sidecar_path
+from .timeouts import MapEntry, read_file, read_map
+
+# --map-mode values -> the modes checks run in (runner.prover.Mode).
+DECLARED_MODES = {"bytecode": Mode.BYTECODE, "native": Mode.NATIVE}
+MB = 1 << 20
+
+
+@dataclass(frozen=True)
+class Provenance:
+    prover: str | None
+    build: str | None
+    mode: Mode | str | None  # what measured it (runner.prover.Mode); None: unknown
+    source: str             # "sidecar", "declared" or "none"
+
+
+@dataclass(frozen=True)
+class ProblemMeta:
+    """What a sidecar says of one problem besides its limit."""
+
+    category: str | None
+    expected_mem_bytes: int | None   # the profiled peak RSS of its check's process tree
+    mem_guard_bytes: int | None      # that peak times the policy's mem_margin
+
+
+@dataclass(frozen=True)
+class Sidecar:
+    """A map's sidecar (runner.maps.timeout_map.write_map), checked and typed."""
+
+    path: Path
+    provenance: Mapping[str, Any]    # prover, hol_build, mode, profile, corpus, ...
+    problems: Mapping[str, ProblemMeta]
+
+    @property
+    def profile(self) -> Path | None:
+        """The profile the map was derived from, as the sidecar names it."""
+        profile = self.provenance.get("profile")
+        return Path(profile) if isinstance(profile, str) and profile else None
+
+
+@dataclass(frozen=True)
+class LoadedMap:
+    """A timeout map and its sidecar, read once."""
+
+    path: Path
+    entries: Mapping[str, MapEntry]
+    sidecar: Sidecar | None         # None for a map without one (e.g. the bench's own)
+    provenance: Provenance
+    digest: str                     # sha256 of the map file's bytes
+
+    def limits(self) -> dict[str, float]:
+        return {pid: e.timeout_sec for pid, e in self.entries.items()}
+
+    def prove_secs(self) -> dict[str, float]:
+        return {pid: e.prove_secs for pid, e in self.entries.items() if e.prove_secs is not None}
+
+    @property
+    def problems(self) -> Mapping[str, ProblemMeta]:
+        """What the sidecar says of each problem; nothing without a sidecar."""
+        return MappingProxyType({}) if self.sidecar is None else self.sidecar.problems
+
+    @property
+    def profile(self) -> Path | None:
+        """The profile the map was derived from, as its sidecar names it."""
+        return None if self.sidecar is None else self.sidecar.profile
+
+    def describe(self) -> str:
+        p = self.provenance
+        if p.mode is None:
+            return "mode unknown (no sidecar, not declared)"
+        build = f", build {p.build}" if p.build else ""
+        return f"measured in {p.mode}{build} ({p.source})"
+
+
+def load(path: Path, mode: str | None = None, build: str | None = None) -> LoadedMap:
+    """Read the map at ``path`` and its sidecar; ``mode`` (``native`` or
+    ``bytecode``) and ``build`` declare what measured a map without a
+    sidecar. A declaration that contradicts the sidecar is refused."""
+    path = Path(path)
+    if mode is not None and mode not in DECLARED_MODES:
+        raise InputError("--map-mode", f"{mode!r} is not an execution mode",
+                         f"pass one of {', '.join(DECLARED_MODES)}")
+    data = read_file(path)
+    entries = read_map(path, data)
+    meta = read_sidecar(path)
+    sidecar = None if meta is None else _sidecar(sidecar_path(path), meta)
+    declared = DECLARED_MODES.get(mode) if mode else None
+    if sidecar is not None:
+        prov = sidecar.provenance
+        # Sidecars written before the vocabulary of modes and the prover_build
+        # key say bytecode-fork/native-fork and hol_build: read as today's.
+        theirs_build = prov.get("prover_build") or prov.get("hol_build")
+        for what, theirs, ours in (("mode", Mode.of(prov.get("mode")), declared),
+                                   ("build", theirs_build, build)):
+            if ours is not None and theirs is not None and ours != theirs:
+                raise InputError(sidecar.path, f"the map's sidecar says it was measured with "
+                                 f"{what} '{theirs}', but --map-{what} declares '{ours}'",
+                                 f"drop --map-{what} (the sidecar knows), or derive the map again")
+        provenance = Provenance(prov.get("prover"), theirs_build or build,
+                                Mode.of(prov.get("mode")) or declared, "sidecar")
+    elif declared is not None or build is not None:
+        provenance = Provenance(None, build, declared, "declared")
+    else:
+        provenance = Provenance(None, None, None, "none")
+    return LoadedMap(path, MappingProxyType(entries), sidecar, provenance,
+                     hashlib.sha256(data).hexdigest())
+
+
+def _sidecar(path: Path, meta: Mapping) -> Sidecar:
+    """The typed sidecar; a field of the wrong type is one InputError naming it."""
+    def bad(what: str, value) -> InputError:
+        return InputError(path, f"{what} is {value!r}, not what `proofbatch timeout-map` writes",
+                          "derive the map again, or delete the sidecar to use the map alone")
+
+    prov = meta.get("provenance") or {}
+    if not isinstance(prov, dict):
+        raise bad("provenance", prov)
+    for key in ("prover", "prover_build", "hol_build", "mode", "profile"):
+        if prov.get(key) is not None and not isinstance(prov[key], str):
+            raise bad(f"provenance.{key}", prov[key])
+    problems = meta.get("problems") or {}
+    if not isinstance(problems, dict):
+        raise bad("problems", problems)
+    typed = {}
+    for pid, p in problems.items():
+        if not isinstance(p, dict):
+            raise bad(f"problems.{pid}", p)
+        category = p.get("category")
+        if category is not None and not isinstance(category, str):
+            raise bad(f"problems.{pid}.category", category)
+        mem = []
+        for key in ("expected_mem_mb", "mem_guard_mb"):
+            value = p.get(key)
+            if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float))
+                                      or value < 0):
+                raise bad(f"problems.{pid}.{key}", value)
+            mem.append(None if value is None else int(value * MB))
+        typed[pid] = ProblemMeta(category or None, *mem)
+    return Sidecar(path, MappingProxyType(dict(prov)), MappingProxyType(typed))
+
+
+def require_mode(loaded: LoadedMap, prover: str) -> None:
+    """Refuse a map of unknown mode for a prover whose checks run in several
+    modes: its limits may be 2.5-6x off in either direction."""
+    from .. import provers  # only provers whose checks run in several modes need a map's
+
+    if not provers.modal_maps(prover) or loaded.provenance.mode is not None:
+        return
+    raise InputError(loaded.path, "this timeout map says nothing of the mode it was measured in (no "
+                     f"sidecar {sidecar_path(loaded.path).name}), and bytecode runs 2.5-6x slower "
+                     "than native", "declare it with --map-mode native|bytecode [--map-build B] "
+                     "(s2n-bignum-bench's map is native)")
+
+
+def coverage(loaded: LoadedMap, problem_ids: list[str]) -> tuple[str, ...]:
+    """How much of the corpus a map limits. One that names none of its
+    problems is refused: every problem would silently fall to the category
+    or default limit. One that names some says how many (a warning)."""
+    if not problem_ids:
+        return ()
+    named = sum(pid in loaded.entries for pid in problem_ids)
+    if named == 0:
+        example = next(iter(loaded.entries), None)
+        seen = f" (the map names e.g. {example}, the corpus {problem_ids[0]})" if example else ""
+        raise InputError(loaded.path, f"names none of the corpus's {len(problem_ids)} "
+                         f"problems{seen}", "pass the map made for this corpus, or drop --timeout-map")
+    if named < len(problem_ids):
+        return (f"MAP: {loaded.path} covers {named} of the corpus's {len(problem_ids)} problems; "
+                f"the other {len(problem_ids) - named} get category or default limits",)
+    return ()

@@ -1,0 +1,11 @@
+"""Planning: the order and placement of checks, and what they will cost.
+
+Owns the plan (``planner``), its inputs priced from profiles, maps and past
+sweeps (``inputs``), the dispatcher that follows it live (``dispatch``), the
+model of a node's images (``node_images``), the simulator (``simulate``) and
+the work left for an ETA (``work_left``).
+
+May import: the core's base modules, ``runner.results``, ``runner.checks``
+and ``runner.maps``. A prover's own costs come through the prover interface
+(``runner.prover``, ``runner.provers``), never from a prover's modules.
+"""

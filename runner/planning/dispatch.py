@@ -1,0 +1,502 @@
+"""The planner's dispatcher: the scheduling policy every executor drives
+(through ``LiveQueue``) and the simulator drives on a virtual clock
+(``runner.planning.simulate``). See ``runner.planning.planner`` for the policies.
+
+Per node it tracks free memory, running checks and the images the node
+holds; per image, its remaining problems in priority order. A free worker
+gets, in this order of preference: the first problem in priority order
+that fits its node's memory (packed so no idle core is stranded); if that
+one needs an image the node lacks and is not long, the longest problem of
+an image the node holds, else of an image no node holds yet; or nothing,
+when other nodes hold that image and will finish its problems sooner than
+this node could load it.
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+import threading
+from collections import Counter, defaultdict, deque
+from dataclasses import dataclass
+from typing import Mapping
+
+from .node_images import NodeImages
+from .planner import Plan, PlanCheck, Policy, units_of
+
+WAIT = "wait"   # take(): nothing fits this node's free memory until a check ends
+_CLASS_UNIT, _CLASS_STEP = 2**26, 2**0.25     # memory classes: up to 64 MiB, then +19% each
+
+
+def _mem_class(mem: int) -> int:
+    return max(0, math.ceil(math.log(max(mem, 1) / _CLASS_UNIT, _CLASS_STEP)))
+
+
+@dataclass(frozen=True)
+class Take:
+    index: int                      # the problem's unit (Dispatcher.units)
+    checks: tuple[PlanCheck, ...]   # its attempts, drained in this order by one worker
+    new_images: tuple[str, ...]     # images its node gains (again, if evicted), base first:
+                                    # this worker loads them
+
+
+class Dispatcher:
+    """The scheduling policy: gives a free worker its next problem (all its
+    attempts; ``make_plan`` keeps them together).
+
+    Not thread-safe; the local executor holds a lock around it. Workers are
+    numbered 0 .. count-1; worker w runs on node w // cores_per_node. Each
+    node starts with its base image and the plan's prebuilt images.
+    """
+
+    def __init__(self, plan: Plan):
+        self.plan = plan
+        cfg, workers = plan.config, plan.workers
+        checks = plan.checks
+        self.units = units_of(checks)
+        self.image = [checks[a].image_key for a, _ in self.units]
+        self.affinity = cfg.policy == Policy.PLANNED and not cfg.submission_order
+        self.lookahead = cfg.lookahead if self.affinity else 1
+        self.cores = workers.cores_per_node
+        self.workers = workers.count
+        self.cost = [sum(plan.cost(c) for c in checks[a:b]) for a, b in self.units]
+        # A check larger than a whole node runs alone rather than never.
+        self.mem = [min(max(c.mem_bytes for c in checks[a:b]), workers.mem_per_node)
+                    for a, b in self.units]
+        self.taken = bytearray(len(self.units))
+        self.left = len(self.units)
+        self.work_left = sum(self.cost)
+        self.head = 0
+        # Checks by memory class, each in priority order, to find the first one
+        # that fits when the head does not. A class fits when its largest
+        # member does, so a fit is never optimistic.
+        self.classes: dict[int, deque[int]] = {}
+        for i, m in enumerate(self.mem):
+            self.classes.setdefault(_mem_class(m), deque()).append(i)
+        self.class_bound = {k: max(self.mem[i] for i in q) for k, q in self.classes.items()}
+        self.class_min = {k: min(self.mem[i] for i in q) for k, q in self.classes.items()}
+        self.chains = {key: plan.chain(key) for key in set(self.image)}
+        children = Counter(plan.images[k].parent for k in {k for c in self.chains.values() for k in c})
+        # Per image, its ancestors below its chain's last branch point: the
+        # earlier contexts of one proof file, each extending the last.
+        self.stems = {key: chain[max((n + 1 for n, k in enumerate(chain[:-1]) if children[k] > 1),
+                                     default=0):-1] for key, chain in self.chains.items()}
+        self.by_image: dict[str, deque[int]] = {}
+        for i, key in enumerate(self.image):
+            self.by_image.setdefault(key, deque()).append(i)
+        # The next context of a chain: an image whose parent has no other
+        # child (a proof file's next theorem). A node holding the parent
+        # holds all but one cheap build of it, so its problems count as warm
+        # there; else every problem of a chain, each on its own image, looked
+        # cold, and longest first sent a node's workers down as many files'
+        # chains as it has cores, more than the images a node keeps: each
+        # chain was evicted between its problems and built again from its
+        # head (simulate, x86 proofs at 8 workers: 0.77 core-h of rebuilds,
+        # 3% slower than submission order).
+        kids: dict[str, list[str]] = defaultdict(list)
+        for key in {k for c in self.chains.values() for k in c}:
+            parent = plan.images[key].parent
+            if parent is not None:
+                kids[parent].append(key)
+        self.next_context = {parent: ks[0] for parent, ks in kids.items()
+                             if len(ks) == 1 and parent != plan.base}
+        for key in self.chains:    # an image holds the checks of the images below it too
+            for ancestor in self.chains[key][:-1]:
+                self.by_image.setdefault(ancestor, deque())
+        # Problems not yet taken whose chain has each image, as a session
+        # counts its pending checks (runner/provers/hol_light/image_tree.py).
+        self.pending: dict[str, int] = defaultdict(int)
+        for key in self.image:
+            for ancestor in self.chains[key]:
+                self.pending[ancestor] += 1
+        start = {plan.base} | set(plan.prebuilt)
+        self.node_images = [NodeImages(workers.images_per_node, start, plan.base,
+                                       needed=lambda key: self.pending.get(key, 0),
+                                       rebuild_s=lambda key: plan.images[key].build_s)
+                            for _ in range(workers.nodes)]
+        # Images no node holds yet, by their next check: where a node with
+        # nothing warm left goes, rather than after the images others hold.
+        self.unheld = [(q[0], key) for key, q in self.by_image.items() if q and key not in start]
+        heapq.heapify(self.unheld)
+        self.held = set(start)
+        self.holders: dict[str, int] = {key: workers.nodes for key in start}
+        self.image_work: dict[str, float] = defaultdict(float)
+        # Work left under each image: its problems' and its descendants'.
+        self.tree_work: dict[str, float] = defaultdict(float)
+        for i, key in enumerate(self.image):
+            self.image_work[key] += self.cost[i]
+            for ancestor in self.chains[key]:
+                self.tree_work[ancestor] += self.cost[i]
+        # Per node, the images a worker is loading for its problem, until that
+        # problem ends: another worker that needs one waits for it.
+        self.building: list[dict[str, int]] = [{} for _ in range(workers.nodes)]
+        self.builds_of: dict[int, tuple[str, ...]] = {}
+        self.free_mem = [workers.mem_per_node] * workers.nodes
+        self.running = [0] * workers.nodes
+        # Set by take() when it says WAIT for other nodes' work rather than
+        # for this node's memory: ask again after this many seconds.
+        self.retry_s = 0.0
+        self.on_node: list[set[int]] = [set() for _ in range(workers.nodes)]   # problems running
+        # Workers waiting for other nodes' work, per node: their cores are
+        # idle but take nothing, so no other node waits for them.
+        self.waiters: set[int] = set()
+        self.waiting = [0] * workers.nodes
+        # Per node, a lazy max-heap of (-expected, index, image, held image)
+        # over the next checks of its images and of their next contexts.
+        self.heaps: list[list] = [[] for _ in range(workers.nodes)]
+        for node in range(workers.nodes):
+            for key in start:
+                self._push(node, key)
+
+    def _queue_head(self, key: str) -> int | None:
+        q = self.by_image.get(key)
+        while q and self.taken[q[0]]:
+            q.popleft()
+        return q[0] if q else None
+
+    def _push(self, node: int, key: str) -> None:
+        """Offer this node the next problem of ``key`` and, down a chain,
+        of the image next below it (``next_context``), held through ``key``."""
+        for image in (key, self.next_context.get(key)):
+            i = None if image is None else self._queue_head(image)
+            if i is not None:
+                heapq.heappush(self.heaps[node], (-self.cost[i], i, image, key))
+
+    def _best_warm(self, node: int, free: int) -> int | None:
+        """The longest check whose image this node holds and that fits ``free``."""
+        heap, skipped, found = self.heaps[node], [], None
+        while heap and len(skipped) < self.lookahead:
+            _, i, key, anchor = heap[0]
+            if anchor not in self.node_images[node]:     # evicted: pushed again when reloaded
+                heapq.heappop(heap)
+                continue
+            actual = self._queue_head(key)
+            if actual != i:                # its check was taken: refresh the entry
+                heapq.heappop(heap)
+                if actual is not None:
+                    heapq.heappush(heap, (-self.cost[actual], actual, key, anchor))
+                continue
+            if self.mem[i] <= free:
+                found = i
+                break
+            skipped.append(heapq.heappop(heap))
+        for entry in skipped:
+            heapq.heappush(heap, entry)
+        return found
+
+    def _elsewhere(self, i: int, node: int) -> bool:
+        """``i`` continues a chain another node holds: its image's ancestors
+        below the chain's last branch point (a proof file's earlier contexts,
+        each extending the last), held there and not here, and that node
+        finishes the work under them sooner than this one could load them.
+        Above a branch point (a library many files start from) each node
+        loads what it needs."""
+        have = self.node_images[node]
+        foreign = [k for k in self.stems[self.image[i]] if k not in have and self.holders.get(k)]
+        if not foreign:
+            return False
+        deepest = foreign[-1]
+        load = sum(self.plan.build_s(k) for k in foreign)
+        delay = self._holders_free_in(deepest)
+        return delay is not None and \
+            delay + self.tree_work[deepest] / (self.holders[deepest] * self.cores) < load
+
+    def _holders_free_in(self, key: str) -> float | None:
+        """How soon a node that holds ``key`` has a core free for its work:
+        0 with an idle core, else the shortest expected time of the problems
+        it runs (an upper bound: they began earlier); None if no node holds
+        it. A holder whose cores all run long proofs takes nothing before
+        they end, so a node that waits for it pays that wait (replay contexts
+        of x86 proofs at 512 workers: a file's small problems waited 4,500 s
+        for a holder busy with 5,000 s proofs, and the sweep took 1.8x the
+        naive order)."""
+        if not self.holders.get(key):
+            return None
+        best = None
+        for n, images in enumerate(self.node_images):
+            if key not in images:
+                continue
+            if self.running[n] + self.waiting[n] < self.cores:
+                return 0.0
+            if self.running[n] < self.cores:
+                continue           # its idle workers wait for others in turn
+            soonest = min((self.cost[i] for i in self.on_node[n]), default=0.0)
+            best = soonest if best is None else min(best, soonest)
+        return best
+
+    def _first_unheld(self, free: int, node: int) -> int | None:
+        """The next check of the first image no node holds, if it fits
+        ``free``, passing over (up to ``lookahead``) images better built
+        where part of their chain is (``_elsewhere``)."""
+        heap, skipped, found = self.unheld, [], None
+        while heap and len(skipped) < self.lookahead:
+            i, key = heap[0]
+            actual = self._queue_head(key) if key not in self.held else None
+            if actual != i:
+                heapq.heappop(heap)
+                if actual is not None:
+                    heapq.heappush(heap, (actual, key))
+                continue
+            if self._elsewhere(i, node):
+                skipped.append(heapq.heappop(heap))
+                continue
+            found = i if self.mem[i] <= free else None
+            break
+        for entry in skipped:
+            heapq.heappush(heap, entry)
+        return found
+
+    def _first_fitting(self, free: int) -> int | None:
+        """The first check in priority order that fits ``free``; for the naive
+        and shuffle policies only the very next one (submission order waits)."""
+        taken = self.taken
+        while self.head < len(taken) and taken[self.head]:
+            self.head += 1
+        if self.head == len(taken) or self.mem[self.head] <= free:
+            return self.head if self.head < len(taken) else None
+        if not self.affinity:
+            return None
+        best = None
+        for k, q in self.classes.items():
+            if self.class_bound[k] > free:
+                continue
+            while q and taken[q[0]]:
+                q.popleft()
+            if q and (best is None or q[0] < best):
+                best = q[0]
+        return best
+
+    def _smallest_mem(self) -> int:
+        smallest = None
+        for k, q in self.classes.items():
+            while q and self.taken[q[0]]:
+                q.popleft()
+            if q and (smallest is None or self.class_min[k] < smallest):
+                smallest = self.class_min[k]
+        return smallest or 0
+
+    def take(self, worker: int) -> Take | str | None:
+        """The next problem for ``worker``; WAIT when none fits its node's
+        free memory yet, or when only problems of images other nodes hold and
+        will soon finish are left; None when nothing is left for it."""
+        self.retry_s = 0.0
+        node = worker // self.cores
+        if worker in self.waiters:
+            self.waiters.discard(worker)
+            self.waiting[node] -= 1
+        if self.left == 0:
+            return None
+        free = self.free_mem[node]
+        if self.affinity:
+            # Pack memory so that no core is stranded: leave room for the
+            # smallest remaining check on each other idle core of the node.
+            smallest = self._smallest_mem()
+            packed = free - (self.cores - self.running[node] - 1) * smallest
+            if packed >= smallest:
+                free = packed
+        pick = self._first_fitting(free)
+        if pick is None and free < self.free_mem[node]:
+            free = self.free_mem[node]
+            pick = self._first_fitting(free)
+        if (self.affinity and pick is not None
+                and self.image[pick] not in self.node_images[node]):
+            pick = self._affine(pick, node, free)
+            if pick is None:
+                # Other nodes' work, still running: ask again (retry_s). A
+                # worker told None here before retired for good when its own
+                # node ran nothing, though problems were left for it later
+                # (x86 proofs, replay, 512 workers: 480 of 512 workers retired
+                # and the sweep took 1.8x the naive order).
+                self.waiters.add(worker)
+                self.waiting[node] += 1
+                return WAIT
+        if pick is None:
+            if self.running[node]:
+                return WAIT
+            pick = self.head       # nothing runs here and nothing fits: it runs alone
+        elif self.affinity and self.building[node]:
+            pick = self._sooner(pick, node, free)
+        return self._assign(pick, node, worker)
+
+    def _affine(self, pick: int, node: int, free: int) -> int | None:
+        """``pick`` needs an image this node lacks: keep it, or take a check
+        of an image the node holds (or one nobody holds yet); None when the
+        worker had better wait."""
+        cfg, key = self.plan.config, self.image[pick]
+        have = self.node_images[node]
+        missing = sum(self.plan.build_s(k) for k in self.chains[key] if k not in have)
+        # Loading here evicts idle images (a node keeps images_per_node): one
+        # with work left would be built again, so that build counts too.
+        rebuild = sum(self.plan.images[k].build_s for k in have.victims(self.chains[key])
+                      if self.pending.get(k))
+        if self.cost[pick] >= cfg.affinity_factor * (missing + rebuild):
+            return pick                 # long next to the loads: longest first wins
+        critical = cfg.critical_share * self.work_left / self.workers
+        # Other nodes hold the image, or part of its chain, and finish the
+        # work there before this one could load it.
+        soon = self._soon(pick, node, missing)
+        # Images no node holds must be loaded somewhere: their load is part
+        # of the problem's length. A pick that would evict work is never
+        # critical: warm work comes first.
+        length = self.cost[pick] + sum(self.plan.build_s(k) for k in self.chains[key]
+                                       if not self.holders.get(k))
+        if length >= critical and not soon and not rebuild:
+            return pick
+        other = self._best_warm(node, free)
+        if other is None:
+            other = self._first_unheld(free, node)
+        if other is None and soon:
+            other = self._next_here(pick, node, free)
+        if other is not None:
+            return other
+        if soon and any(self.running):
+            # Waiting on other nodes: by this time the load would have been
+            # done here, so the worker asks again then, whatever its node
+            # does. With nothing running anywhere, nobody is waited for.
+            self.retry_s = missing
+            return None
+        return pick
+
+    def _soon(self, i: int, node: int, missing: float) -> bool:
+        """Other nodes hold ``i``'s image, or part of its chain, and finish
+        the work there before this one could load it (``missing`` s)."""
+        key = self.image[i]
+        delay = self._holders_free_in(key)
+        return (delay is not None and
+                delay + self.image_work[key] / (self.holders[key] * self.cores) < missing) or \
+            self._elsewhere(i, node)
+
+    def _next_here(self, pick: int, node: int, free: int) -> int | None:
+        """``pick`` is better done where its chain is: the next problem in
+        priority order that fits ``free``, is not, and evicts nothing a
+        pending problem needs. Without it a worker waited whenever the first
+        problem left was another node's, though later ones were nobody's to
+        wait for (x86 proofs, replay, 512 workers: a proof file's 41 small
+        problems started only when the slowest chain was done, 1.8x the
+        naive makespan)."""
+        have = self.node_images[node]
+        seen, looked = {self.image[pick]}, 0
+        i = pick + 1
+        while i < len(self.taken) and len(seen) <= self.lookahead and looked < 4 * self.lookahead:
+            key = self.image[i]
+            if not self.taken[i] and key not in seen and self.mem[i] <= free:
+                seen.add(key)
+                chain = self.chains[key]
+                missing = sum(self.plan.build_s(k) for k in chain if k not in have)
+                if not self._soon(i, node, missing) and \
+                        not any(self.pending.get(k) for k in have.victims(chain)):
+                    return i
+            looked += 1
+            i += 1
+        return None
+
+    def _waits(self, i: int, node: int) -> float:
+        """Seconds of ``i``'s chain that other workers of the node are loading."""
+        building = self.building[node]
+        return sum(self.plan.build_s(k) for k in self.chains[self.image[i]] if k in building)
+
+    def _sooner(self, pick: int, node: int, free: int) -> int:
+        """``pick``, unless it would wait for images another worker of this
+        node is still loading: then a check that waits less and is done
+        (its wait and its time, its own loads aside) before ``pick`` could
+        start, the first in priority order that waits least. Only one whose
+        loads are work no other node has done (no image loaded twice across
+        the cluster) and evict nothing a pending check needs. A session
+        builds images of separate chains at once, but one chain only in
+        order (each image is forked from its parent): two workers sent down
+        one chain (a proof file's problems, each context extending the last)
+        took turns waiting for each other, while the next file needed only
+        the library (benchmarks/bench_prefix.py)."""
+        best, least = pick, self._waits(pick, node)
+        deadline = least
+        seen, looked = {self.image[pick]}, 0
+        have = self.node_images[node]
+        i = self.head
+        while least and i < len(self.taken) and len(seen) <= self.lookahead \
+                and looked < 4 * self.lookahead:
+            key = self.image[i]
+            if not self.taken[i] and key not in seen and self.mem[i] <= free:
+                seen.add(key)
+                wait = self._waits(i, node)
+                chain = self.chains[key]
+                if (wait < least and wait + self.cost[i] <= deadline
+                        and not any(self.holders.get(k) for k in chain if k not in have)
+                        and not any(self.pending.get(k) for k in have.victims(chain))):
+                    best, least = i, wait
+            looked += 1
+            i += 1
+        return best
+
+    def _assign(self, i: int, node: int, worker: int) -> Take:
+        self.taken[i] = 1
+        self.left -= 1
+        self.work_left -= self.cost[i]
+        self.image_work[self.image[i]] -= self.cost[i]
+        self.free_mem[node] -= self.mem[i]
+        self.running[node] += 1
+        self.on_node[node].add(i)
+        for key in self.chains[self.image[i]]:
+            self.pending[key] -= 1
+            self.tree_work[key] -= self.cost[i]
+        new, evicted = self.node_images[node].take(self.chains[self.image[i]])
+        for key in evicted:
+            self.holders[key] -= 1
+            if not self.holders[key]:       # no node holds it now
+                self.held.discard(key)
+                head = self._queue_head(key)
+                if head is not None:
+                    heapq.heappush(self.unheld, (head, key))
+        self.builds_of[worker] = new
+        for key in new:
+            self.building[node][key] = worker
+            self.held.add(key)
+            self.holders[key] = self.holders.get(key, 0) + 1
+            self._push(node, key)
+        a, b = self.units[i]
+        return Take(i, self.plan.checks[a:b], new)
+
+    def finish(self, worker: int, index: int) -> None:
+        """``worker`` is done with unit ``index``: its memory is free again."""
+        node = worker // self.cores
+        for key in self.builds_of.pop(worker, ()):
+            if self.building[node].get(key) == worker:
+                del self.building[node][key]
+        self.free_mem[node] += self.mem[index]
+        self.running[node] -= 1
+        self.on_node[node].discard(index)
+        self.node_images[node].release(self.chains[self.image[index]])
+
+
+class LiveQueue:
+    """The dispatcher for an executor that runs real checks: thread-safe, and
+    a worker whose node has no memory free for any remaining problem blocks
+    until a check of that node ends. ``units`` maps each problem id of the
+    plan to what the executor runs for it (its pending attempts)."""
+
+    def __init__(self, plan: Plan, units: Mapping[str, object]):
+        self._dispatcher = Dispatcher(plan)
+        self._units = units
+        self._cond = threading.Condition()
+        self._held: dict[int, int] = {}
+
+    def next(self, worker: int, stop: threading.Event | None = None):
+        """The next unit for ``worker``, or None when none is left (or ``stop`` is set)."""
+        with self._cond:
+            while not (stop is not None and stop.is_set()):
+                take = self._dispatcher.take(worker)
+                if take is None:
+                    return None
+                if take is WAIT:
+                    self._cond.wait(timeout=0.5)
+                    continue
+                self._held[worker] = take.index
+                return self._units[take.checks[0].problem_id]
+            return None
+
+    def done(self, worker: int) -> None:
+        """``worker`` finished its unit: the memory it held is free."""
+        with self._cond:
+            index = self._held.pop(worker, None)
+            if index is not None:
+                self._dispatcher.finish(worker, index)
+                self._cond.notify_all()

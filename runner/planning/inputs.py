@@ -1,0 +1,486 @@
+"""What the planner is told before a sweep: expected durations, memory and
+image build costs, from a profile, a timeout map, earlier runs and defaults.
+
+Durations, per problem, in this order: the profile's median ``prove_secs``;
+the timeout map's ``prove_secs`` (the bench's map carries the ground truth's
+measured time); the median of the known durations of the problem's
+category; the default. Image builds: the median of measured builds of the
+same image key (``images/*.json`` of a sweep, or of a profile's runs), else
+an estimate from the context's phrases and the proofs among them, by the
+choice of ``--context-proofs`` (runner/provers/hol_light/context_costs.py), else the defaults
+below (the base image, and contexts when no corpus gives their text).
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+from collections import defaultdict
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Iterable, Mapping, Sequence
+
+from .. import provers
+from ..checks.context_proofs import ContextProofs
+from ..errors import InputError
+from .planner import Image, PlanCheck, make_plan
+from ..maps.profile_data import load_profile
+from .simulate import guard
+
+# ../shared/notes/hol-light.md: HOL Light starts cold in 75-90 s of CPU
+# (benchmarks/overhead.py measured 65.8 s here); `needs "Library/words.ml"`
+# takes about 25 s more.
+DEFAULT_BASE_BUILD_S = 70.0
+DEFAULT_CONTEXT_BUILD_S = 25.0
+# The bench's median proof takes 0.065 s and 63% take under a second
+# (../shared/notes/workload-and-anchors.md).
+DEFAULT_EXPECTED_S = 1.0
+BASE = "base"      # the base image's key when no measured build names it
+
+
+@dataclass(frozen=True)
+class Known:
+    """Measurements the planner may use; each mapping is by problem id."""
+
+    durations: Sequence[tuple[str, Mapping[str, float]]] = ()   # (source, expected s), first wins
+    mem_bytes: Mapping[str, int] = field(default_factory=dict)
+    builds: Mapping[str, tuple[str | None, float]] = field(default_factory=dict)  # key -> (parent, s)
+    categories: Mapping[str, str] = field(default_factory=dict)  # of problems outside the corpus
+    images: Mapping[str, str] = field(default_factory=dict)      # problem id -> image key profiled
+    # How the profile's contexts loaded their proofs (runner.checks.context_proofs):
+    # its measured builds hold for that choice only. None: a sweep's own.
+    builds_choice: str | None = None
+
+
+@dataclass(frozen=True)
+class Item:
+    """A check to plan, as the caller knows it."""
+
+    problem_id: str
+    attempt: int
+    category: str
+    image_key: str
+    limit_s: float
+    mem_bytes: int
+
+
+def measured_builds(dirs: Iterable[Path]) -> dict[str, tuple[str | None, float]]:
+    """image key -> (parent, median build seconds) from ``DIR/images/*.json``
+    (cluster.base.record_image_builds) of each sweep directory given."""
+    secs: dict[str, list[float]] = defaultdict(list)
+    parent: dict[str, str | None] = {}
+    for d in dirs:
+        for path in sorted((Path(d) / "images").glob("*.json")):
+            try:
+                data = json.loads(path.read_text())
+                builds = data["builds"]
+            except (OSError, ValueError, KeyError, TypeError):
+                continue              # being written, or not ours: the defaults stand in
+            for b in builds:
+                secs[b["key"]].append(float(b["secs"]))
+                parent[b["key"]] = b.get("parent")
+    return {k: (parent[k], statistics.median(v)) for k, v in secs.items()}
+
+
+# -- measured costs of earlier sweeps ------------------------------------------
+
+@dataclass(frozen=True)
+class Measured:
+    """The image builds one sweep directory recorded, with what they hold
+    for: the mode and build its contexts loaded in and its choice of
+    --context-proofs (sweep.json), and which image each problem ran in (its
+    rows, else its plan.json)."""
+
+    out: Path
+    mode: str | None
+    choice: str | None
+    build: str | None
+    image_of: Mapping[str, str]                        # problem id -> image key
+    builds: Mapping[str, tuple[str | None, float]]     # key -> (parent, median s)
+
+
+def sweep_dirs(dirs: Iterable[Path]) -> list[Path]:
+    """Each sweep directory given, a profile's runs in its place (runs/*)."""
+    out = []
+    for d in map(Path, dirs):
+        if (d / "sweep.json").is_file():
+            out.append(d)
+        elif (d / "runs").is_dir() and any((r / "sweep.json").is_file() for r in (d / "runs").iterdir()):
+            out += sorted(r for r in (d / "runs").iterdir() if (r / "sweep.json").is_file())
+        else:
+            raise InputError(d, "neither a sweep directory (no sweep.json) nor a profile (no runs/)",
+                             "pass the --out of a `proofbatch run`, or a `proofbatch profile` directory")
+    return out
+
+
+def measured_sweeps(dirs: Iterable[Path]) -> list[Measured]:
+    """What each sweep (or profile run) of ``dirs`` measured (sweep_dirs)."""
+    from ..results import shards
+
+    found = []
+    for d in sweep_dirs(dirs):
+        try:
+            manifest = json.loads((d / "sweep.json").read_text())
+        except (OSError, ValueError):
+            manifest = {}
+        image_of: dict[str, str] = {}
+        try:
+            plan = json.loads((d / "plan.json").read_text())
+            image_of.update({c["problem_id"]: c["image_key"] for c in plan.get("checks", [])})
+        except (OSError, ValueError, KeyError, TypeError, AttributeError):
+            pass
+        try:
+            table = shards.scan(d, repair=False, columns=("problem_id", "image_key")).done.table
+            image_of.update((p, k) for p, k in zip(table["problem_id"].to_pylist(),
+                                                   table["image_key"].to_pylist()) if k)
+        except Exception:                      # no rows yet, or not ours: the plan's stand
+            pass
+        found.append(Measured(d, manifest.get("mode"), manifest.get("context_proofs"),
+                              manifest.get("prover_build"), image_of, measured_builds([d])))
+    return found
+
+
+def lay_over(plan, image_of: Mapping[str, str], builds: Mapping[str, tuple[str | None, float]]
+             ) -> dict[str, float]:
+    """Measured builds of ``plan``'s images (a runner.prover.ImagePlan) from
+    builds recorded under other keys (another salt: a sweep keyed by its
+    build, context root and driver): each problem's chain of measured builds
+    laid over its chain in the plan when both are as long; an image given
+    two different measured keys is dropped; the base gets a measured boot.
+    Keys the plan shares with the builds count as they are."""
+    out: dict[str, float] = {k: s for k, (_, s) in builds.items() if k in plan.parent}
+    mapped: dict[str, str] = {}
+    clash: set[str] = set()
+
+    def chain_of(key, parents):
+        chain, k = [], key
+        while k is not None and k in parents:
+            chain.append(k)
+            k = parents[k]
+        return chain[::-1]
+
+    theirs_parent = {k: p for k, (p, _) in builds.items()}
+    for pid, ours_key in plan.image_of.items():
+        theirs = image_of.get(pid)
+        if theirs is None or theirs not in builds or ours_key in out:
+            continue
+        ours = chain_of(ours_key, plan.parent)
+        chain = chain_of(theirs, theirs_parent)
+        if len(chain) != len(ours) or theirs_parent.get(chain[0]) is not None:
+            continue
+        for a, b in zip(ours, chain):
+            if mapped.setdefault(a, b) != b:
+                clash.add(a)
+    out.update({a: builds[b][1] for a, b in mapped.items() if a not in clash and a not in out})
+    roots = [s for p, s in builds.values() if p is None]
+    if plan.base not in out and roots:
+        out[plan.base] = statistics.median(roots)
+    return out
+
+
+def learned_for(plan, sets: Sequence[Measured], mode: str | None, choice: str | None
+                ) -> tuple[dict[str, float], dict]:
+    """Measured builds of ``plan``'s images from the sweeps ``sets``
+    measured in ``mode`` under ``choice`` (the median where several did);
+    and what was used and left out: a build of another mode or choice is
+    not used as it is."""
+    secs: dict[str, list[float]] = defaultdict(list)
+    used, other_mode, other_choice = [], [], []
+    for m in sets:
+        if mode is not None and m.mode is not None and str(m.mode) != str(mode):
+            other_mode.append(f"{m.out} ({m.mode})")
+            continue
+        if choice is not None and (m.choice or "replay") != str(choice):
+            other_choice.append(f"{m.out} ({m.choice or 'replay'})")
+            continue
+        used.append(str(m.out))
+        for k, v in lay_over(plan, m.image_of, m.builds).items():
+            secs[k].append(v)
+    measured = {k: statistics.median(v) for k, v in secs.items()}
+    return measured, {"images": len(plan.parent), "measured": len(measured),
+                      "sweeps": used, "other_mode": other_mode, "other_choice": other_choice}
+
+
+# The cost cache: sweeps that asked for it are remembered, and every later
+# sweep's plan is priced from what they all measured. Image keys hold the
+# prover's build, the context root and the driver or native build (a
+# session's salt), so a build is used only for the very image, in the very
+# mode and build, it was measured in. Opt in: PROOFBATCH_COST_CACHE=FILE.
+COST_CACHE_ENV = "PROOFBATCH_COST_CACHE"
+
+
+def cached_builds(out: Path | None = None, path: Path | None = None
+                  ) -> dict[str, tuple[str | None, float]]:
+    """The cost cache's builds (key -> (parent, median s over the runs that
+    built it)), after remembering ``out`` and gathering what every sweep it
+    remembers has recorded since; {} when no cache is set."""
+    import os
+
+    from ..results import shards
+
+    if path is None:
+        env = os.environ.get(COST_CACHE_ENV)
+        if not env:
+            return {}
+        path = Path(env)
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, ValueError):
+        data = {}
+    sweeps = list(data.get("sweeps", []))
+    builds = data.get("builds", {})
+    if out is not None and str(Path(out).resolve()) not in sweeps:
+        sweeps.append(str(Path(out).resolve()))
+    for d in sweeps:
+        for f in sorted((Path(d) / "images").glob("*.json")):
+            try:
+                rec = json.loads(f.read_text())
+                run = rec.get("run_id", f.stem)
+                for b in rec["builds"]:
+                    entry = builds.setdefault(b["key"], {"parent": b.get("parent"), "runs": {}})
+                    entry["runs"].setdefault(run, float(b["secs"]))
+            except (OSError, ValueError, KeyError, TypeError, AttributeError):
+                continue
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        shards.publish(path, lambda tmp: tmp.write_text(json.dumps(
+            {"format": "proofbatch-image-costs/1", "sweeps": sweeps, "builds": builds}) + "\n"))
+    except OSError:
+        pass                          # a read-only cache still prices
+    return {k: (e.get("parent"), statistics.median(e["runs"].values()))
+            for k, e in builds.items() if e.get("runs")}
+
+
+def from_profile(path: Path) -> Known:
+    """Durations (median prove_secs), memory (largest peak RSS) and image
+    builds measured by ``proofbatch profile``."""
+    profile = load_profile(path)
+    durations = {r.problem_id: statistics.median(r.prove_secs) for r in profile.runs}
+    mem = {r.problem_id: int(max(r.peak_rss_mb) * 2**20) for r in profile.runs if r.peak_rss_mb}
+    runs = [d for d in (Path(path) / "runs").glob("*") if d.is_dir()]
+    return Known([("profile", durations)], mem, measured_builds(runs),
+                 {r.problem_id: r.category for r in profile.runs},
+                 {r.problem_id: r.image_key for r in profile.runs if r.image_key},
+                 str(profile.provenance.get("context_proofs") or "replay"))
+
+
+def from_map(loaded) -> Known:
+    """Durations from a timeout map's ``prove_secs``; memory from its sidecar;
+    and, when the sidecar names a profile that is still there, that
+    profile's measurements first. ``loaded``: runner.maps.provenance.LoadedMap."""
+    durations = loaded.prove_secs()
+    problems = loaded.problems
+    mem = {pid: p.expected_mem_bytes for pid, p in problems.items() if p.expected_mem_bytes}
+    categories = {pid: p.category for pid, p in problems.items() if p.category}
+    known = Known([("map", durations)], mem, {}, categories)
+    profile = loaded.profile
+    if profile is not None and (profile / "summary.json").is_file():
+        try:
+            return combine(from_profile(profile), known)
+        except InputError:
+            pass                      # a profile moved on since; the map alone stands
+    return known
+
+
+def combine(*parts: Known) -> Known:
+    """Earlier parts win."""
+    durations = [d for p in parts for d in p.durations]
+    mem, builds, categories, images = {}, {}, {}, {}
+    for p in reversed(parts):
+        mem.update(p.mem_bytes)
+        builds.update(p.builds)
+        categories.update(p.categories)
+        images.update(p.images)
+    choice = next((p.builds_choice for p in parts if p.builds_choice is not None), None)
+    return Known(durations, mem, builds, categories, images, choice)
+
+
+def expected_checks(items: Sequence[Item], known: Known,
+                    default_s: float = DEFAULT_EXPECTED_S) -> list[PlanCheck]:
+    """Each item with its expected duration and where it came from, in the
+    items' order (their submission order)."""
+    by_category: dict[str, list[float]] = defaultdict(list)
+    for _, durations in known.durations:
+        for pid, secs in durations.items():
+            category = known.categories.get(pid)
+            if category is not None:
+                by_category[category].append(secs)
+    category_s = {c: statistics.median(v) for c, v in by_category.items()}
+    out = []
+    for index, it in enumerate(items):
+        secs, source = None, "default"
+        for name, durations in known.durations:
+            if it.problem_id in durations:
+                secs, source = durations[it.problem_id], name
+                break
+        if secs is None and it.category in category_s:
+            secs, source = category_s[it.category], "category"
+        if secs is None:
+            secs = default_s
+        mem = known.mem_bytes.get(it.problem_id, it.mem_bytes)
+        out.append(PlanCheck(it.problem_id, it.attempt, it.category, float(secs), source, int(mem),
+                             it.image_key, float(it.limit_s), index))
+    return out
+
+
+def images_for(keys: Iterable[str], parents: Mapping[str, str | None], base: str,
+               measured: Mapping[str, tuple[str | None, float]],
+               base_s: float = DEFAULT_BASE_BUILD_S,
+               context_s: float = DEFAULT_CONTEXT_BUILD_S,
+               estimated: Mapping[str, float] | None = None) -> dict[str, Image]:
+    """The images ``keys`` need with their ancestors, each with a measured
+    build time when one is known, else its ``estimated`` one, else the
+    default. ``parents`` gives the tree (a key missing there hangs below
+    ``base``)."""
+    estimated = estimated or {}
+    images: dict[str, Image] = {}
+    todo = list(keys) + [base]
+    while todo:
+        key = todo.pop()
+        if key in images:
+            continue
+        parent = None if key == base else parents.get(key, base)
+        if key in measured:
+            secs, source = measured[key][1], "measured"
+        elif key in estimated:
+            secs, source = estimated[key], "estimated"
+        else:
+            secs, source = (base_s if key == base else context_s), "default"
+        images[key] = Image(key, parent, secs, source)
+        if parent is not None:
+            todo.append(parent)
+    return images
+
+
+def prices(known: Known) -> dict[str, float]:
+    """Expected proof seconds by problem id, the first source winning."""
+    out: dict[str, float] = {}
+    for _, durations in reversed(known.durations):
+        out.update(durations)
+    return out
+
+
+def plan_sweep(tasks: Sequence, backend, *, workers, config, timeout_map=None, out: Path):
+    """The plan of a sweep's tasks (runner.checks.worker.CheckTask, in corpus order)
+    on ``backend`` (a runner.prover.ProverBackend), whose image plan says
+    which image each problem needs and what building it is expected to cost.
+
+    ``timeout_map`` is the sweep's map as read once (runner.maps.provenance).
+    Memory needs are the tasks' own (the sweep resolved them from the map's
+    sidecar and --mem-limit); image builds measured by earlier runs of the
+    same sweep come first, then those of the map's profile, then the
+    backend's estimates."""
+    known = combine(Known(builds=measured_builds([out])), Known(builds=cached_builds(out)),
+                    from_map(timeout_map) if timeout_map else Known())
+    known = Known(known.durations, {}, known.builds, known.categories, known.images)
+    problems = list({t.problem.problem_id: t.problem for t in tasks}.values())
+    images = backend.image_plan(problems, prices(known))
+    items = [Item(t.problem.problem_id, t.attempt, t.problem.category,
+                  images.image_of[t.problem.problem_id], t.limits.time_s, t.limits.expected_mem_bytes)
+             for t in tasks]
+    return guard(make_plan(expected_checks(items, known), images_of_plan(images, known.builds),
+                           images.base, workers, config))
+
+
+def images_of_plan(plan, measured: Mapping[str, tuple[str | None, float]]) -> dict[str, Image]:
+    """The planner's images of an image plan: measured builds win over the plan's estimates."""
+    keys = set(plan.image_of.values())
+    images = images_for(keys, plan.parent, plan.base, measured, base_s=plan.build_s[plan.base],
+                        estimated=plan.build_s)
+    return {k: (Image(k, i.parent, i.build_s, plan.source.get(k, i.source))
+                if i.source == "estimated" else i) for k, i in images.items()}
+
+
+def plan_from_files(*, timeout_map=None, profile: Path | None, workers, config,
+                    default_mem: int = 512 * 2**20, corpus: Path | None = None,
+                    context_proofs=None):
+    """One plan; see plans_from_files."""
+    choice = ContextProofs(context_proofs or ContextProofs.REPLAY)
+    return plans_from_files(timeout_map=timeout_map, profile=profile, workers=workers,
+                            config=config, default_mem=default_mem, corpus=corpus,
+                            choices=(choice,))[choice]
+
+
+def plans_from_files(*, timeout_map=None, profile: Path | None, workers, config,
+                     default_mem: int = 512 * 2**20, corpus: Path | None = None,
+                     choices=(), costs_from: Sequence[Measured] = (), mode: str | None = None,
+                     learned: dict | None = None) -> dict:
+    """A plan of the problems of a profile and/or a timeout map (a
+    runner.maps.provenance.LoadedMap). With a ``corpus``, its problems are
+    planned on their real context tree, each image measured or estimated
+    under each of ``choices`` (runner.checks.context_proofs.ContextProofs; one plan
+    each, read from one pass over the corpus; runner/provers/hol_light/context_costs.py);
+    without one, a profile (given, or named by the map's sidecar) gives image
+    keys and measured builds, and a map alone puts every check on the base
+    image (its contexts are unknown, and every choice gets the same plan).
+
+    ``costs_from`` (measured_sweeps): image builds earlier sweeps measured
+    in ``mode`` under each choice, laid over the plan's images (lay_over);
+    ``learned``, given, gets per choice how many images they priced."""
+    learned = {} if learned is None else learned
+    if timeout_map is None and profile is None:
+        raise InputError("simulate", "nothing to plan", "pass --timeout-map FILE or --profile DIR")
+    parts, limits = [], {}
+    if profile is not None:
+        parts.append(from_profile(profile))
+    if timeout_map is not None:
+        parts.append(from_map(timeout_map))
+        limits = timeout_map.limits()
+    known = combine(*parts)
+    if corpus is not None:
+        return _plan_corpus(corpus, known, limits, workers, config, default_mem, choices,
+                            costs_from, mode, learned)
+    image_of = known.images
+    ids = sorted(set().union(*(d.keys() for _, d in known.durations)) | set(limits))
+    if not ids:
+        raise InputError(getattr(timeout_map, "path", None) or profile, "no problems in it",
+                         "pass a map or profile with entries")
+    roots = [k for k, (parent, _) in known.builds.items() if parent is None]
+    base = roots[0] if len(roots) == 1 else BASE
+    items = [Item(pid, 0, known.categories.get(pid, "generic"), image_of.get(pid, base),
+                  limits.get(pid, 0.0), default_mem) for pid in ids]
+    checks = expected_checks(items, known)
+    parents = {k: (p if p is not None or k == base else base) for k, (p, _) in known.builds.items()}
+    images = images_for({c.image_key for c in checks}, parents, base, known.builds)
+    plans = {}
+    for choice in choices:
+        ours = _measured_over(images, base, costs_from, mode, choice, learned,
+                              {c.problem_id: c.image_key for c in checks})
+        plans[choice] = guard(make_plan(checks, ours, base, workers, config))
+    return plans
+
+
+def _measured_over(images: Mapping[str, Image], base: str, sets, mode, choice,
+                   learned: dict, image_of: Mapping[str, str] | None = None) -> dict[str, Image]:
+    """``images`` with the builds of ``sets`` measured in ``mode`` under
+    ``choice``; ``image_of``: problem id -> image key, to lay them over."""
+    if not sets:
+        return dict(images)
+    from ..prover import ImagePlan
+
+    shape = ImagePlan(base, dict(image_of or {}), {k: i.parent for k, i in images.items()},
+                      {k: i.build_s for k, i in images.items()})
+    measured, said = learned_for(shape, sets, mode, str(choice) if choice is not None else None)
+    learned[str(choice)] = said
+    return {k: (replace(i, build_s=measured[k], source="measured") if k in measured else i)
+            for k, i in images.items()}
+
+
+def _plan_corpus(corpus: Path, known: Known, limits: Mapping[str, float], workers, config,
+                 default_mem: int, choices, costs_from=(), mode=None, learned=None) -> dict:
+    prover = provers.detect(corpus)
+    problems = provers.load_problems(corpus, prover=prover)
+    by_choice, measured = provers.offline_image_plans(prover, problems, prices(known), choices,
+                                                      known.images, known.builds)
+    plans = {}
+    for choice, images in by_choice.items():
+        # A profile's builds were measured under its own choice only.
+        ours = measured if str(choice) == (known.builds_choice or "replay") else {}
+        items = [Item(p.problem_id, 0, p.category, images.image_of[p.problem_id],
+                      limits.get(p.problem_id, 0.0), default_mem) for p in problems]
+        planned = images_of_plan(images, {k: (images.parent.get(k), s) for k, s in ours.items()})
+        planned = _measured_over(planned, images.base, costs_from, mode, choice,
+                                 {} if learned is None else learned, images.image_of)
+        plans[choice] = guard(make_plan(expected_checks(items, known), planned, images.base,
+                                        workers, config))
+    return plans

@@ -1,0 +1,10 @@
+"""Reporting: what a person reads about a sweep.
+
+Owns the live screen (``progress``), ``proofbatch status`` (``status``), the
+cost and throughput report (``report``) and its HTML page (``html``), and
+pass@k (``passk``).
+
+May import: every stage below it (``runner.results``, ``runner.checks``,
+``runner.maps``, ``runner.planning``) and the core's base modules. Nothing
+below imports reporting: the sweep hands it events and rows.
+"""

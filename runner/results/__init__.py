@@ -1,0 +1,12 @@
+"""Results: what a sweep directory holds, and the one way to write and read it.
+
+Owns the result row (``rows``), the shard streams and their scan
+(``shards``, ``done``, ``compaction``), ``results.csv`` (``csv_table``),
+atomic publication (``publish``), the running board (``running``), the
+driver's heartbeat (``heartbeat``) and the one-runner lock (``lock``).
+
+May import: the core's base modules (``errors``, ``verdicts``, ``settings``,
+``corpus``, ``answers``, ``prover``, ``events``, ``sizes``, ``subproc``).
+Results know nothing of the stages that read them: checks write rows,
+planning, maps and reporting read them.
+"""

@@ -1,0 +1,102 @@
+"""One row per check: the contract that profiles, plans, reports and every
+executor read. Shards, ``results.parquet`` and ``results.csv`` all use it."""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+from dataclasses import dataclass
+
+import pyarrow as pa
+
+from ..settings import setting as _help
+from ..verdicts import Verdict
+
+
+@dataclass(frozen=True)
+class ResultRow:
+    problem_id: str = _help("the problem's folder name")
+    attempt: int = _help("which answer of the problem this is; 0 for a single answer")
+    category: str = _help("category.txt, or 'generic'")
+    verdict: str = _help("OK, FAIL, CHEATING, TIMEOUT, MEMOUT or ERROR")
+    reason: str = _help("one line saying why")
+    prove_secs: float | None = _help("time inside prove(), measured in the prover; context load excluded")
+    wall_secs: float = _help("dispatch to recorded verdict, as the runner saw it")
+    peak_rss_mb: float | None = _help("peak resident memory of the check's process tree, image pages included")
+    timeout_s: float = _help("the time limit the check ran under")
+    timeout_source: str = _help("where the limit came from: map, category or default")
+    worker: str = _help("which worker ran the check")
+    host: str = _help("the machine the worker ran on")
+    started_at: dt.datetime = _help("when the check was dispatched (UTC)")
+    finished_at: dt.datetime = _help("when its verdict was recorded (UTC)")
+    image_key: str = _help("key of the loaded context the check forked from")
+    prover_build: str = _help("the prover build, e.g. Debian's hol-light package version "
+                              "(hol_build in shards written before the name was the prover's)")
+    mode: str = _help("how the check ran (runner.prover.Mode), e.g. bytecode")
+    exit_status: str = _help("how the check process ended, as its image reaped it")
+    answer_sha256: str = _help("hash of the answer text that was checked")
+    run_id: str = _help("the sweep invocation that produced the row")
+    dedup_of: int | None = _help("set when no check ran because an earlier attempt of the same problem "
+                                 "had the same answer text: that attempt, whose verdict is reused",
+                                 default=None)
+    sandbox: str = _help("the box the check ran in: bwrap (namespaces, read-only files, a chroot "
+                         "jail and a uid of its own), rlimits (limits only) or none; empty when "
+                         "no check ran (runner/checks/sandbox.py)", default="")
+    wait_secs: float | None = _help("dispatch to the check's start: waiting for its image (building "
+                                    "it included) and for memory; empty when no check ran",
+                                    default=None)
+    answer_unwrapped: bool | None = _help("true when the answer was given in a markdown fence and, "
+                                          "as s2n-bignum-bench does, the last fenced block was "
+                                          "checked (answer_sha256 is still the hash of the answer "
+                                          "as given); empty in rows written before this column",
+                                          default=False)
+    context_proofs: str = _help("HOL Light: replay (the context ran its proofs) or trust (its "
+                                "top-level proofs were taken as stated, runner/checks/context_proofs.py); "
+                                "empty for other provers, null in shards written before the column",
+                                default="")
+    infra_retries: int = _help("how often the check ran again on a fresh fork after something "
+                               "outside it (the OOM killer, an admin's kill -9) killed it without "
+                               "a verdict; at most runner.checks.guard.OUTSIDE_RETRIES, then the death is "
+                               "recorded (ERROR naming the signal); null in shards written before "
+                               "the column", default=0)
+
+    def __post_init__(self):
+        Verdict(self.verdict)  # a closed set: anything else is a bug
+
+    def as_dict(self) -> dict:
+        return dataclasses.asdict(self)
+
+
+_TS = pa.timestamp("us", tz="UTC")
+_ARROW_TYPES = {
+    "attempt": pa.int32(),
+    "dedup_of": pa.int32(),
+    "infra_retries": pa.int32(),
+    "answer_unwrapped": pa.bool_(),
+    "prove_secs": pa.float64(),
+    "wall_secs": pa.float64(),
+    "peak_rss_mb": pa.float64(),
+    "timeout_s": pa.float64(),
+    "wait_secs": pa.float64(),
+    "started_at": _TS,
+    "finished_at": _TS,
+}
+
+COLUMNS: tuple[str, ...] = tuple(f.name for f in dataclasses.fields(ResultRow))
+SCHEMA = pa.schema([pa.field(name, _ARROW_TYPES.get(name, pa.string())) for name in COLUMNS])
+KEY = ("problem_id", "attempt")
+# Columns added after shards were first written: older shards lack them, and
+# reading fills them with nulls.
+# Columns renamed since shards were first written: today's name -> the name
+# older shards have. Readers take either (runner.results.done.read_shard).
+RENAMED: dict[str, str] = {"prover_build": "hol_build"}
+OPTIONAL_COLUMNS: tuple[str, ...] = ("dedup_of", "sandbox", "wait_secs", "answer_unwrapped",
+                                     "context_proofs", "infra_retries")
+
+
+def rows_to_table(rows: list[ResultRow]) -> pa.Table:
+    return pa.Table.from_pylist([r.as_dict() for r in rows], schema=SCHEMA)
+
+
+def utcnow() -> dt.datetime:
+    return dt.datetime.now(dt.timezone.utc)

@@ -1,0 +1,47 @@
+"""The running board: ``OUT/running/<writer-id>.json``, one entry per worker.
+
+Any executor's worker (local thread, Slurm array task, Dask worker) publishes
+the check it is running there, atomically like a shard, so that
+``proofbatch status`` (runner/reporting/status.py) can say what runs now from
+the sweep directory alone, on any machine that sees it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import time
+from pathlib import Path
+
+from .publish import publish
+
+RUNNING_DIR = "running"
+
+
+class RunningBoard:
+    """One worker's entry on the board: the check it is running, if any."""
+
+    def __init__(self, out: Path, writer_id: str, worker: str):
+        self.path = Path(out) / RUNNING_DIR / f"{writer_id}.json"
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.worker = worker
+
+    def start(self, problem_id: str, attempt: int, timeout_s: float) -> None:
+        """The worker took the check; it starts once its image is loaded."""
+        self._entry = {"problem_id": problem_id, "attempt": attempt, "timeout_s": timeout_s,
+                       "dispatched": time.time(), "started": None, "worker": self.worker,
+                       "host": socket.gethostname(), "pid": os.getpid()}
+        self._publish()
+
+    def started(self) -> None:
+        """The check runs now, in its loaded image: its time counts from here."""
+        self._entry = {**self._entry, "started": time.time()}
+        self._publish()
+
+    def _publish(self) -> None:
+        entry = self._entry
+        publish(self.path, lambda tmp: tmp.write_text(json.dumps(entry)))
+
+    def clear(self) -> None:
+        self.path.unlink(missing_ok=True)

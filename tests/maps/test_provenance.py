@@ -1,0 +1,153 @@
+"""A timeout map says what measured it, or the user does. s2n-bignum-bench's
+own map has no sidecar and was measured natively; a bytecode sweep that
+took its limits as they are would cut correct proofs short. These maps are
+generated here in the bench's format (ids, prove_secs, timeout_sec); no
+HOL Light is booted: everything is refused or resolved in ``prepare``."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from runner import cli
+from runner.errors import InputError
+from runner.provers.hol_light.map_modes import RATIO_MAX
+from runner.maps.provenance import load
+from runner.sweep import prepare
+from runner.maps.timeout_map import SIDECAR_FORMAT
+
+from ..helpers import DEMO, beside_coverage, demo_config
+
+IDS = ("arith.add_comm", "lists.append_nil")
+
+
+def bench_map(path, **sidecar):
+    """A map as the bench ships its own: no sidecar unless one is given."""
+    path.write_text(json.dumps([{"problem_id": pid, "prove_secs": 0.5, "timeout_sec": 120}
+                                for pid in IDS]))
+    if sidecar:
+        path.with_name(path.stem + ".meta.json").write_text(
+            json.dumps({"format": SIDECAR_FORMAT, "provenance": sidecar}))
+    return path
+
+
+def test_a_map_of_unknown_mode_is_refused_before_anything_is_built(tmp_path):
+    tmap = bench_map(tmp_path / "timeout-map.json")
+    with pytest.raises(InputError) as err:
+        prepare(demo_config(tmp_path / "out", timeout_map=tmap))
+    line = str(err.value)
+    assert str(tmap) in line and "--map-mode native|bytecode" in line and "\n" not in line
+    assert not (tmp_path / "out").exists()
+
+
+def test_the_command_refuses_it_in_one_line_with_exit_2(tmp_path, capsys):
+    tmap = bench_map(tmp_path / "timeout-map.json")
+    assert cli.main(["run", str(DEMO), "--out", str(tmp_path / "out"), "--timeout-map", str(tmap),
+                     "--context-root", str(DEMO)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and str(tmap) in err and "--map-mode" in err
+
+
+def test_declared_native_in_a_bytecode_sweep_is_converted_and_warned(tmp_path):
+    tmap = bench_map(tmp_path / "timeout-map.json")
+    prepared = prepare(demo_config(tmp_path / "out", timeout_map=tmap, map_mode="native"))
+    limits = {t.problem.problem_id: t.limits for t in prepared.tasks}
+    for pid in IDS:
+        assert limits[pid].time_s == pytest.approx(120 * RATIO_MAX)
+        assert limits[pid].time_source == f"map (native x{RATIO_MAX:.2f})"
+    assert limits["logic.drinker"].time_source == "category"          # not in the map: unchanged
+    [warning] = beside_coverage(prepared)
+    assert "CONVERTED" in warning and f"{len(IDS)} checks run in bytecode mode" in warning
+    assert str(tmap) in warning
+
+
+def test_declared_bytecode_in_a_bytecode_sweep_stands_as_it_is(tmp_path):
+    tmap = bench_map(tmp_path / "timeout-map.json")
+    prepared = prepare(demo_config(tmp_path / "out", timeout_map=tmap, map_mode="bytecode"))
+    limits = {t.problem.problem_id: t.limits for t in prepared.tasks}
+    assert all(limits[pid].time_s == 120 and limits[pid].time_source == "map" for pid in IDS)
+    assert beside_coverage(prepared) == ()
+    # Declared with another build than the sweep's: said before the sweep starts.
+    other = prepare(demo_config(tmp_path / "out2", timeout_map=tmap, map_mode="bytecode",
+                                map_build="checkout-5e62421"))
+    [warning] = beside_coverage(other)
+    assert "checkout-5e62421" in warning and "prover_build" in warning
+
+
+def test_a_declaration_that_contradicts_the_sidecar_is_refused(tmp_path):
+    tmap = bench_map(tmp_path / "derived.json", mode="bytecode-fork", prover="hol-light")
+    assert load(tmap).provenance.mode == "bytecode"     # written before: bytecode-fork
+    assert load(tmap, mode="bytecode").provenance.source == "sidecar"
+    with pytest.raises(InputError, match="--map-mode declares 'native'"):
+        load(tmap, mode="native")
+    # A derived map needs no declaration.
+    prepared = prepare(demo_config(tmp_path / "out", timeout_map=tmap))
+    assert beside_coverage(prepared) == ()
+
+
+def test_a_native_sweep_converts_a_declared_bytecode_map(native_build, tmp_path):
+    """--mode native: the backend routes and converts by the map the sweep read."""
+    from runner.provers.hol_light.map_modes import RATIO_MIN
+
+    tmap = bench_map(tmp_path / "timeout-map.json")
+    with pytest.raises(InputError, match="--map-mode"):
+        prepare(demo_config(tmp_path / "out", mode="native", timeout_map=tmap))
+    prepared = prepare(demo_config(tmp_path / "out", mode="native", timeout_map=tmap,
+                                   map_mode="bytecode"))
+    limits = {t.problem.problem_id: t.limits for t in prepared.tasks}
+    for pid in IDS:
+        assert limits[pid].time_s == round(120 / RATIO_MIN, 1)
+        assert limits[pid].time_source == f"map (bytecode x{1 / RATIO_MIN:.2f})"
+    [warning] = beside_coverage(prepared)
+    assert "CONVERTED" in warning and f"{len(IDS)} checks run in native mode" in warning
+
+
+def test_a_map_names_how_much_of_the_corpus_it_covers(tmp_path):
+    """A map naming part of the corpus says so; one naming none is refused
+    (every problem would fall to the default limit without a word)."""
+    tmap = bench_map(tmp_path / "timeout-map.json")
+    prepared = prepare(demo_config(tmp_path / "out", timeout_map=tmap, map_mode="bytecode"))
+    total = len(prepared.problems)
+    assert f"MAP: {tmap} covers {len(IDS)} of the corpus's {total} problems; the other " \
+           f"{total - len(IDS)} get category or default limits" in prepared.warnings
+    stranger = tmp_path / "other-corpus.json"
+    stranger.write_text(json.dumps([{"problem_id": "x.unknown", "prove_secs": 1, "timeout_sec": 120}]))
+    with pytest.raises(InputError) as refused:
+        prepare(demo_config(tmp_path / "out2", timeout_map=stranger, map_mode="bytecode"))
+    assert refused.value.where == str(stranger)
+    assert refused.value.problem.startswith(f"names none of the corpus's {total} problems")
+    assert not (tmp_path / "out2").exists()
+
+
+def test_the_loaded_map_carries_its_sidecar(tmp_path):
+    """Read once: limits, memory, categories and the profile it came from are
+    all on the one object a sweep, the planner and the backend are handed."""
+    tmap = bench_map(tmp_path / "derived.json", mode="bytecode-fork", profile=str(tmp_path / "prof"))
+    meta = json.loads(tmap.with_name("derived.meta.json").read_text())
+    meta["problems"] = {IDS[0]: {"category": "arith", "expected_mem_mb": 400.0, "mem_guard_mb": 800.0},
+                        IDS[1]: {"category": "lists", "expected_mem_mb": None, "mem_guard_mb": None}}
+    tmap.with_name("derived.meta.json").write_text(json.dumps(meta))
+    loaded = load(tmap)
+    assert loaded.limits() == {pid: 120 for pid in IDS}
+    assert loaded.problems[IDS[0]].expected_mem_bytes == 400 << 20
+    assert loaded.problems[IDS[0]].mem_guard_bytes == 800 << 20
+    assert loaded.problems[IDS[1]].expected_mem_bytes is None
+    assert loaded.profile == tmp_path / "prof" and loaded.sidecar.path.name == "derived.meta.json"
+    assert len(loaded.digest) == 64
+    assert load(bench_map(tmp_path / "bench.json")).problems == {}
+
+
+@pytest.mark.parametrize("problems, complaint", [
+    ({IDS[0]: {"expected_mem_mb": "lots"}}, f"problems.{IDS[0]}.expected_mem_mb is 'lots'"),
+    ({IDS[0]: {"category": 7}}, f"problems.{IDS[0]}.category is 7"),
+    ([IDS[0]], "problems is ["),
+])
+def test_a_sidecar_of_the_wrong_shape_is_one_line_naming_it(tmp_path, capsys, problems, complaint):
+    tmap = bench_map(tmp_path / "derived.json", mode="bytecode-fork")
+    sidecar = tmap.with_name("derived.meta.json")
+    sidecar.write_text(json.dumps({"format": SIDECAR_FORMAT, "provenance": {}, "problems": problems}))
+    assert cli.main(["simulate", "--timeout-map", str(tmap), "--workers", "1"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and str(sidecar) in err and complaint in err
+    assert "derive the map again" in err

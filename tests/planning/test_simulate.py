@@ -1,0 +1,275 @@
+"""The simulator drives the planner's own dispatcher on a virtual clock.
+Each case here is small enough to work out by hand; the figures in the
+comments are that working."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from runner import cli
+
+from ..helpers import ROOT
+from runner.planning.planner import Image, PlanCheck, PlanConfig, Workers, make_plan
+from runner.planning.simulate import simulate
+
+GIB = 2**30
+
+
+def check(i: int, secs: float, image: str = "base", mem: int = GIB) -> PlanCheck:
+    return PlanCheck(f"p{i}", 0, "cat", secs, "map", mem, image, 120.0, i)
+
+
+def plan_of(durations, workers=Workers(1, 2, 8 * GIB), policy="planned", boot=0.0, images=None,
+            checks=None, prebuilt=()):
+    imgs = {"base": Image("base", None, boot, "default"), **(images or {})}
+    checks = checks or [check(i, d) for i, d in enumerate(durations)]
+    return make_plan(checks, imgs, "base", workers, PlanConfig(policy=policy, dispatch_s=0.0),
+                     prebuilt)
+
+
+def test_longest_first_against_submission_order():
+    # Two workers, 1+1+1+1+4 s. Submission order: w0 runs 1,1 then the 4 at
+    # t=2, ending at 6. Longest first: w0 runs the 4 (0-4), w1 the four 1s (0-4).
+    # Bound: max(8 / 2, 4) = 4.
+    ours = simulate(plan_of([1, 1, 1, 1, 4]))
+    naive = simulate(plan_of([1, 1, 1, 1, 4], policy="naive"))
+    assert ours.makespan_s == 4 and naive.makespan_s == 6
+    assert ours.lower_bound_s == naive.lower_bound_s == 4
+    assert ours.ratio == 1 and naive.ratio == 1.5
+    assert ours.schedule[("p4", 0)] == (0, 0.0, 4.0)
+    # Utilization: 8 s of work in 2 workers x 4 s; core-hours 2 x 4 s.
+    assert ours.utilization == 1.0 and naive.utilization == pytest.approx(8 / 12)
+    assert ours.core_hours == pytest.approx(8 / 3600)
+
+
+def test_image_builds_are_work_and_the_boot_delays_everything():
+    # One worker: the base boots in 10 s, the context loads in 5 s, then two
+    # 3 s checks: 10 + 5 + 3 + 3 = 21. Bound: 10 + max(5 + 6, 5 + 3) = 21.
+    plan = plan_of(None, Workers(1, 1, 8 * GIB), boot=10.0,
+                   images={"c": Image("c", "base", 5.0, "default")},
+                   checks=[check(0, 3.0, "c"), check(1, 3.0, "c")])
+    p = simulate(plan)
+    assert p.makespan_s == 21 and p.lower_bound_s == 21
+    assert p.build_s == 15 and p.busy_s == 21
+
+
+def test_a_worker_waits_for_the_image_another_is_building():
+    # Two workers of one node, both checks need context c (5 s): worker 0
+    # loads it (10-15) and checks (15-18); worker 1 waits for it, checks
+    # 15-18. Makespan 18; busy 10 (boot, one process) + 5 + 3 + 3 = 21 of
+    # 2 x 18 paid.
+    plan = plan_of(None, Workers(1, 2, 8 * GIB), boot=10.0,
+                   images={"c": Image("c", "base", 5.0, "default")},
+                   checks=[check(0, 3.0, "c"), check(1, 3.0, "c")])
+    p = simulate(plan)
+    assert p.makespan_s == 18
+    assert sorted(start for _, start, _ in p.schedule.values()) == [15.0, 15.0]
+    assert p.utilization == pytest.approx(21 / 36)
+    # Prebuilt images cost nothing: 3 s.
+    assert simulate(plan_of(None, Workers(1, 2, 8 * GIB), boot=10.0,
+                            images={"c": Image("c", "base", 5.0, "default")},
+                            checks=[check(0, 3.0, "c"), check(1, 3.0, "c")],
+                            prebuilt=["base", "c"])).makespan_s == 3
+
+
+def test_a_node_that_keeps_few_images_builds_evicted_ones_again():
+    # One worker, three contexts of 10 s each, twelve checks of 1 s in
+    # submission order a b c a b c ... Without a limit each context loads
+    # once: 3 x 10 + 12 = 42. Keeping 3 images (the base and two contexts),
+    # naive order loads c over a (both needed later, equally dear: the least
+    # recently used goes), then a over b, and so on: every check loads its
+    # context, except the last: when b loads for the 11th check, the a
+    # held is needed by no check left while c is, so a goes and c stays.
+    # 11 x 10 + 12 = 122 (evicting by age alone: 12 loads, 132).
+    images = {k: Image(k, "base", 10.0, "default") for k in "abc"}
+    checks = [check(i, 1.0, "abc"[i % 3]) for i in range(12)]
+
+    def run(cap, policy="naive", cores=1):
+        return simulate(plan_of(None, Workers(1, cores, 8 * GIB, images_per_node=cap),
+                                policy=policy, images=images, checks=checks))
+    assert (run(None).makespan_s, run(None).build_s) == (42, 30)
+    assert (run(3).makespan_s, run(3).build_s) == (122, 110)
+    assert run(3).rebuild_s == 80 and run(None).rebuild_s == 0     # 11 loads, 3 images
+    assert run(4).makespan_s == 42                   # room for all: nothing evicted
+    # The planned policy does not load over an image with work left: it
+    # drains a and b, then loads c over one of them. 3 x 10 + 12 = 42.
+    assert (run(3, "planned").makespan_s, run(3, "planned").build_s) == (42, 30)
+    # Two workers, room for the base and one context: an image in use by a
+    # running check is never evicted, so the node may briefly hold more.
+    two = run(2, "planned", cores=2)
+    assert len(two.schedule) == 12 and two.build_s >= 30
+
+
+def test_a_full_node_evicts_what_no_check_needs_then_what_is_cheapest_to_build_again():
+    # One worker, room for the base and two contexts: a and c load in 10 s,
+    # b in 2 s; checks of 1 s in naive order a b c a b. When c loads, a and b
+    # are both needed again: b goes, cheaper to rebuild, although a is older.
+    # a is then warm; for the last b, a is needed by no check left and goes.
+    # Loads a, b, c, b: 24 s, + 5 s of checks = 29. (By age alone: a b c a b
+    # all load, 34 + 5 = 39.)
+    images = {"a": Image("a", "base", 10.0, "default"), "b": Image("b", "base", 2.0, "default"),
+              "c": Image("c", "base", 10.0, "default")}
+    checks = [check(i, 1.0, key) for i, key in enumerate("abcab")]
+    p = simulate(plan_of(None, Workers(1, 1, 8 * GIB, images_per_node=3), policy="naive",
+                         images=images, checks=checks))
+    assert (p.makespan_s, p.build_s, p.rebuild_s) == (29, 24, 2)
+    assert [p.schedule[(f"p{i}", 0)][1] for i in range(5)] == [10, 13, 24, 25, 28]
+
+
+def test_the_demo_profile_fits_a_sessions_images_without_building_twice(capsys):
+    """The shipped profile needs 9 images, the base included; a sweep's
+    session keeps 8. Planned, the node drains an image before evicting it,
+    so the limit costs nothing: the makespan of no limit at all."""
+    def predict(cap: str) -> dict:
+        assert cli.main(["simulate", "--profile", str(ROOT / "profiles" / "hol_light_demo"),
+                         "--workers", "2", "--max-images", cap, "--json"]) == 0
+        return json.loads(capsys.readouterr().out)
+    limited, unlimited = predict("8"), predict("1000")
+    assert limited["makespan_s"] == pytest.approx(unlimited["makespan_s"])
+    assert limited["makespan_s"] <= limited["naive_makespan_s"]
+
+
+def test_memory_serializes_checks_that_do_not_fit_together():
+    # 4 GiB node, two cores, two 3 GiB checks of 10 s: one after the other, 20 s.
+    # Bound: memory-time 2 x 10 s x 3 GiB over 4 GiB = 15 s.
+    plan = plan_of(None, Workers(1, 2, 4 * GIB),
+                   checks=[check(0, 10.0, mem=3 * GIB), check(1, 10.0, mem=3 * GIB)])
+    p = simulate(plan)
+    assert p.makespan_s == 20 and p.lower_bound_s == 15
+    # A check bigger than the node still runs, alone.
+    big = simulate(plan_of(None, Workers(1, 2, 4 * GIB), checks=[check(0, 7.0, mem=9 * GIB),
+                                                                   check(1, 1.0)]))
+    assert big.makespan_s == 8
+
+
+def test_nodes_boot_in_parallel():
+    # Two nodes of one core, 70 s boot each (at once), checks 30 + 20 s: 100 s.
+    p = simulate(plan_of([30, 20], Workers(2, 1, 8 * GIB), boot=70.0))
+    assert p.makespan_s == 100 and p.boots_s == 140
+    assert p.lower_bound_s == 70 + max(50 / 2, 30)
+
+
+def test_simulate_command_reads_the_bench_timeout_map(tmp_path, capsys):
+    # The bench's format. Defaults: 70 s boot, 0.02 s per check. 2 workers.
+    # Ours: c (100) on w0 from 70; a then b on w1: 70 + 2 x 50.02 = 170.04.
+    # Naive: a on w0, b on w1 (70-120.02), c on w0 from 120.02: 220.04.
+    path = tmp_path / "timeout-map.json"
+    path.write_text(json.dumps([{"problem_id": "a", "prove_secs": 50, "timeout_sec": 150},
+                                {"problem_id": "b", "prove_secs": 50, "timeout_sec": 150},
+                                {"problem_id": "c", "prove_secs": 100, "timeout_sec": 300}]))
+    assert cli.main(["simulate", "--timeout-map", str(path), "--workers", "2",
+                     "--core-hour-price", "0.5", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["workers"] == 2 and out["checks"] == 3
+    assert out["makespan_s"] == pytest.approx(170.04)
+    assert out["naive_makespan_s"] == pytest.approx(220.04)
+    assert out["lower_bound_s"] == pytest.approx(70 + max(200.06 / 2, 100.02))
+    assert out["core_hours"] == pytest.approx(2 * 170.04 / 3600)
+    assert out["cost"] == pytest.approx(0.5 * 2 * 170.04 / 3600)
+    assert out["durations_from"] == {"map": 3}
+    # The table names both policies.
+    assert cli.main(["simulate", "--timeout-map", str(path), "--nodes", "2",
+                     "--cores-per-node", "1"]) == 0
+    printed = capsys.readouterr().out
+    assert "planned" in printed and "naive" in printed and "makespan" in printed
+
+
+def test_simulate_command_refuses_bad_input_in_one_line(tmp_path, capsys):
+    path = tmp_path / "timeout-map.json"
+    path.write_text('[{"problem_id": "a", "prove_secs": "fast", "timeout_sec": 10}]')
+    assert cli.main(["simulate", "--timeout-map", str(path), "--workers", "2"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert str(path) in err and "prove_secs" in err and len(err.splitlines()) == 1
+    assert cli.main(["simulate", "--timeout-map", str(path), "--workers", "3", "--nodes", "2"]) == 2
+    assert "do not split evenly" in capsys.readouterr().err
+
+
+def test_a_prediction_over_its_time_budget_is_dropped_not_waited_for():
+    from runner.planning.simulate import OutOfTime, predict
+
+    plan = plan_of([1.0] * 20_000, Workers(4, 8, 64 * GIB))
+    with pytest.raises(OutOfTime):
+        simulate(plan, budget_s=0.0)
+    assert predict(plan, budget_s=0.0) is None
+    assert predict(plan).makespan_s == pytest.approx(20_000 / 32, rel=0.01)
+
+
+def test_a_recorded_plan_is_simulated_again_on_other_workers(tmp_path, capsys):
+    from runner.planning.planner import write_plan
+
+    plan = plan_of([1, 1, 1, 1, 4])
+    write_plan(tmp_path / "plan.json", plan, simulate(plan))
+    # On its own two workers: 4 s (see the first case); on one worker, 8 s.
+    assert cli.main(["simulate", "--plan", str(tmp_path / "plan.json"), "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["workers"] == 2 and out["makespan_s"] == 4 and out["naive_makespan_s"] == 6
+    assert cli.main(["simulate", "--plan", str(tmp_path / "plan.json"), "--workers", "1",
+                     "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["makespan_s"] == 8
+
+
+def test_simulate_converts_the_maps_proof_times_to_the_sweeps_mode(tmp_path, capsys):
+    # A map measured natively: in --mode native its times stand; in bytecode
+    # they are multiplied by the central ratio; auto routes each check by its
+    # bytecode time (map_modes' conservative ratio, as the sweep routes) and
+    # leaves the quick one in bytecode. Counts say what is measured.
+    from runner.provers.hol_light.plans import RATIO_CENTRAL
+
+    path = tmp_path / "timeout-map.json"
+    path.write_text(json.dumps([{"problem_id": "a", "prove_secs": 50, "timeout_sec": 150},
+                                {"problem_id": "q", "prove_secs": 0.01, "timeout_sec": 10}]))
+    out = {}
+    for mode in ("native", "bytecode", "auto"):
+        assert cli.main(["simulate", "--timeout-map", str(path), "--map-mode", "native", "--workers",
+                         "1", "--mode", mode, "--json"]) == 0
+        out[mode] = json.loads(capsys.readouterr().out)
+    busy = {m: o["makespan_s"] - 70 for m, o in out.items()}       # 70 s: the default boot
+    assert busy["native"] == pytest.approx(50.01 + 2 * 0.02)
+    assert busy["bytecode"] == pytest.approx(50.01 * RATIO_CENTRAL + 2 * 0.02)
+    assert busy["auto"] == pytest.approx(50 + 0.01 * RATIO_CENTRAL + 2 * 0.02)
+    assert out["bytecode"]["proof_times"]["converted"] == 2 and out["native"]["proof_times"]["converted"] == 0
+    assert out["auto"]["proof_times"]["converted"] == 1
+    assert out["native"]["check_durations"] == {"measured": 2, "estimated": 0, "unknown": 0}
+    assert cli.main(["simulate", "--timeout-map", str(path), "--workers", "1", "--mode", "bytecode"]) == 0
+    printed = " ".join(capsys.readouterr().out.split())
+    assert "check durations: measured 2, estimated 0, unknown 0" in printed
+    assert "mode unknown" in printed and "unconverted" in printed
+
+
+def test_simulate_shows_rebuilds_and_each_choices_lower_bound(tmp_path, capsys):
+    """Issue 25, part 3: the rebuilds a plan predicts (an evicted image built
+    again) are on simulate's output, and the context table gives the lower
+    bound of each choice of --context-proofs, not only of the chosen one."""
+    from runner.planning.planner import write_plan
+
+    images = {k: Image(k, "base", 10.0, "default") for k in "abc"}
+    checks = [check(i, 1.0, "abc"[i % 3]) for i in range(12)]
+    write_plan(tmp_path / "plan.json", plan_of(None, Workers(1, 1, 8 * GIB, images_per_node=3),
+                                                policy="naive", images=images, checks=checks))
+    args = ["simulate", "--plan", str(tmp_path / "plan.json"), "--policy", "naive"]
+    assert cli.main(args + ["--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    # As test_a_node_that_keeps_few_images_builds_evicted_ones_again: 8 rebuilds of 10 s.
+    assert out["image_rebuild_core_hours"] * 3600 == pytest.approx(80.0)
+    assert cli.main(args) == 0
+    printed = capsys.readouterr().out
+    assert "of which rebuilds" in printed and "0.02" in printed.split("of which rebuilds")[1][:40]
+
+    from .test_learned_costs import map_file, write_corpus
+
+    corpus = write_corpus(tmp_path / "corpus")
+    assert cli.main(["simulate", "--timeout-map", str(map_file(tmp_path)), "--corpus", str(corpus),
+                     "--workers", "1", "--map-mode", "bytecode", "--json"]) == 0
+    contexts = json.loads(capsys.readouterr().out)["contexts"]
+    for choice in ("trust", "replay"):
+        assert contexts[choice]["lower_bound_s"] > 0
+        assert contexts[choice]["rebuild_core_hours"] == 0.0
+        assert contexts[choice]["lower_bound_s"] <= contexts[choice]["makespan_s"] + 1e-6
+    # Replay loads the earlier proofs in its contexts: its bound is higher.
+    assert contexts["replay"]["lower_bound_s"] > contexts["trust"]["lower_bound_s"]
+    assert cli.main(["simulate", "--timeout-map", str(map_file(tmp_path)), "--corpus", str(corpus),
+                     "--workers", "1", "--map-mode", "bytecode"]) == 0
+    table = capsys.readouterr().out.split("context images by --context-proofs")[1]
+    assert "lower bound" in table and "of which rebuilds" in table

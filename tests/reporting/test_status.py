@@ -1,0 +1,238 @@
+"""`proofbatch status` reads a running sweep from its directory alone: done
+and total, counts per verdict, and the check each worker is running with
+its elapsed time against its limit."""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import shlex
+import shutil
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from runner import cli, events
+from runner.reporting.progress import SweepProgress
+from runner.reporting.status import read_status
+from runner.sweep_dir import resume_command
+from runner.sweep import SweepConfig
+
+from ..helpers import DEMO, demo_config, make_corpus, row, sweep_with
+from ..helpers import SPIN
+
+LIGHT = ["arith.add_comm", "lists.append_nil", "logic.drinker"]
+
+
+@pytest.mark.hol
+def test_status_of_a_running_sweep(hol_session, tmp_path, capsys):
+    corpus = tmp_path / "corpus"
+    for pid in LIGHT:
+        shutil.copytree(DEMO / pid, corpus / pid)
+        (corpus / pid / "category.txt").write_text("light\n")
+    spin = corpus / "slow.spin"
+    spin.mkdir()
+    (spin / "setup.ml").write_text("")
+    (spin / "query.txt").write_text("`F`\n")
+    (spin / "answer.txt").write_text(SPIN + "\n")
+    (spin / "category.txt").write_text("slow\n")
+    (tmp_path / "timeouts.json").write_text(json.dumps({"light": 30, "slow": 5}))
+    out = tmp_path / "out"
+    config = demo_config(out, corpus=corpus, category_timeouts=tmp_path / "timeouts.json")
+    sweep = threading.Thread(target=sweep_with, args=(hol_session, config))
+    sweep.start()
+    try:
+        deadline, status = time.monotonic() + 60, None
+        while time.monotonic() < deadline:
+            if (out / "sweep.json").exists():
+                status = read_status(out)
+                if any(r.problem_id == "slow.spin" for r in status.running) and status.done == 3:
+                    break
+            time.sleep(0.2)
+        assert status is not None and status.total == 4
+        spinning = next(r for r in status.running if r.problem_id == "slow.spin")
+        assert 0 <= spinning.elapsed_s < 5 + 3 and spinning.timeout_s == 5
+        assert spinning.alive is True
+        assert status.counts["OK"] == 3
+        assert cli.main(["status", str(out)]) == 0
+        printed = " ".join(capsys.readouterr().out.split())
+        assert "3 of 4 checks done" in printed and "slow.spin" in printed
+    finally:
+        sweep.join()
+    final = read_status(out)
+    assert final.done == 4 and final.running == []
+    assert final.counts["TIMEOUT"] == 1
+
+
+# -- the command that resumes a stopped sweep (no HOL Light) ---------------------
+#
+# It used to drop --hol-light, --context-proofs and --map-mode, among others,
+# so that running it as printed was refused. It is built from `run`'s own
+# parser and what sweep.json records: parsed back, it carries the settings
+# of the run it came from.
+
+
+def _run_parser() -> argparse.ArgumentParser:
+    sub = next(a for a in cli.build_parser()._actions if isinstance(a, argparse._SubParsersAction))
+    return sub.choices["run"]
+
+
+def _config_options() -> list[argparse.Action]:
+    """The options of `run` that set a field of the sweep's config."""
+    fields = {f.name for f in dataclasses.fields(SweepConfig)}
+    return [a for a in _run_parser()._actions
+            if a.option_strings and a.dest in fields and a.dest != "out"]
+
+
+def _effective(args: argparse.Namespace, name: str, cwd: Path):
+    """What option ``name`` of a parsed `run` means, run from ``cwd``."""
+    value = getattr(args, name)
+    if name == "context_root" and value is None:
+        return cwd.resolve()                       # HOL Light's context root defaults to the cwd
+    if isinstance(value, Path):
+        return (cwd / value).resolve()
+    if name == "problems" and value:
+        return [f"@{(cwd / v[1:]).resolve()}" if v.startswith("@") else v for v in value]
+    return value
+
+
+def _resume_of(argv: list[str], cwd: Path, manifest_extra: dict | None = None) -> list[str]:
+    """The resume command of a sweep started as ``proofbatch run argv`` in ``cwd``, as
+    sweep.json records it (runner/sweep.py check_manifest), split as a shell would."""
+    args = _run_parser().parse_args(argv)
+    config = {f.name: getattr(args, f.name, f.default) for f in dataclasses.fields(SweepConfig)}
+    config["problems"] = tuple(args.problems) if args.problems else None
+    recorded = json.loads(json.dumps({k: str(v) if isinstance(v, Path) else v
+                                      for k, v in config.items()}))
+    manifest = {"corpus": str((cwd / argv[0]).resolve()), "config": recorded, "cwd": str(cwd),
+                "prover": "hol-light", "context_root": str(_effective(args, "context_root", cwd)),
+                **(manifest_extra or {})}
+    return shlex.split(resume_command(manifest, cwd / "out"))
+
+
+def test_the_resume_command_gives_every_option_of_the_run_back(tmp_path):
+    """Every option of `run` that sets the sweep's config, each given a value
+    other than its default (options added later included), comes back."""
+    argv = ["corpus", "--out", "out"]
+    for action in _config_options():
+        flag = max(action.option_strings, key=len)
+        if isinstance(action, argparse._StoreTrueAction):
+            argv.append(flag)
+        elif action.choices:
+            argv += [flag, next(c for c in action.choices if c != action.default)]
+        elif action.dest == "problems":
+            argv += [flag, "arith.*,@lists/subset.txt", flag, "logic.drinker"]
+        elif action.dest == "mem_limit":
+            argv += [flag, "3G"]
+        elif action.type is Path:
+            argv += [flag, f"given/{action.dest}"]       # relative: to the run's directory
+        elif action.type in (int, float):
+            argv += [flag, str((action.default or 0) + 3)]
+        else:
+            argv += [flag, f"value-of-{action.dest}"]
+    cwd, elsewhere = tmp_path / "started-here", tmp_path / "status-here"
+    resume = _resume_of(argv, cwd)
+    assert resume[:2] == ["proofbatch", "run"]
+    original, again = _run_parser().parse_args(argv), _run_parser().parse_args(resume[2:])
+    for action in _config_options():
+        assert _effective(again, action.dest, elsewhere) == _effective(original, action.dest, cwd), \
+            action.dest
+    assert _effective(again, "corpus", elsewhere) == (cwd / "corpus").resolve()
+    assert _effective(again, "out", elsewhere) == (cwd / "out").resolve()
+    names = {a.dest for a in _config_options()}
+    assert {"hol_light", "context_proofs", "map_mode", "map_build", "mode", "context_root",
+            "answers", "timeout_map", "problems"} <= names
+
+
+def test_the_resume_command_of_a_sweep_with_defaults_is_short(tmp_path):
+    resume = _resume_of(["corpus", "--out", "out"], tmp_path)
+    # Only the context root, which defaults to where the sweep was started.
+    assert resume == ["proofbatch", "run", str(tmp_path / "corpus"), "--out", str(tmp_path / "out"),
+                      "--context-root", str(tmp_path)]
+
+
+def _fake_hol(root: Path) -> Path:
+    """A HOL Light checkout as far as validation can tell; started, it fails."""
+    (root / "hol").mkdir(parents=True)
+    (root / "hol" / "hol.sh").write_text("#!/bin/sh\ncat > /dev/null\nexit 1\n")
+    (root / "hol" / "hol.sh").chmod(0o755)
+    return root / "hol"
+
+
+def test_a_stopped_sweep_resumes_with_the_command_status_prints(tmp_path, monkeypatch, capsys):
+    work, elsewhere = tmp_path / "work", tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    _fake_hol(work)
+    for pid in ("a.one", "a.two", "b.three"):
+        make_corpus(work / "corpus", {pid: ("let x = 1;;\n", "`T`\n", "ARITH_TAC\n")})
+        (work / "answers" / pid).mkdir(parents=True)
+        (work / "answers" / pid / "answer.txt").write_text("REWRITE_TAC[]\n")
+    (work / "map.json").write_text(json.dumps([{"problem_id": "a.one", "prove_secs": 1.0,
+                                                "timeout_sec": 30}]))
+    (work / "timeouts.json").write_text(json.dumps({"generic": 45}))
+    (work / "subset.txt").write_text("# the a's\na.*\n")
+    argv = ["corpus", "--out", "out", "--hol-light", "hol", "--context-proofs", "trust",
+            "--timeout-map", "map.json", "--map-mode", "bytecode", "--map-build", "B",
+            "--category-timeouts", "timeouts.json", "--default-timeout", "90", "--answers", "answers",
+            "--workers", "2", "--mem-limit", "1G", "--grace", "3", "--policy", "naive", "--seed", "7",
+            "--sandbox", "none", "--stop-on-first-ok", "--problems", "@subset.txt,b.three"]
+    monkeypatch.chdir(work)
+    # Past validation, the fake HOL Light fails to boot: exit 1, the sweep stopped.
+    assert cli.main(["run", *argv]) == 1, capsys.readouterr().err
+    capsys.readouterr()
+    monkeypatch.chdir(elsewhere)
+    assert cli.main(["status", str(work / "out")]) == 0
+    printed = capsys.readouterr().out
+    assert "stopped" in printed
+    resume = shlex.split(next(line for line in printed.splitlines()
+                              if line.startswith("resume with: "))[len("resume with: "):])
+    assert resume[:2] == ["proofbatch", "run"]
+    original, again = _run_parser().parse_args(argv), _run_parser().parse_args(resume[2:])
+    for action in _config_options():
+        assert _effective(again, action.dest, elsewhere) == _effective(original, action.dest, work), \
+            action.dest
+    # Run as printed, from elsewhere, it resumes the sweep: nothing refused
+    # (exit 2), the same checks, and the fake HOL Light fails again (exit 1).
+    assert cli.main(resume[1:]) == 1, capsys.readouterr().err
+    assert json.loads((work / "out" / "sweep.json").read_text())["checks"] == 3
+
+
+# -- the screen of a stopped sweep -------------------------------------------------
+#
+# Ctrl-C and SIGTERM kill the images still loading (runner/cli.py): they did
+# not fail, and the screen must not say they did.
+
+
+def _image_fails(name: str) -> None:
+    # As runner/provers/hol_light/fork_session.py says it when an image's attach ends.
+    events.say("image", key=name, name=f"the context of {name}")
+    events.say("imaged", key=name, name=f"the context of {name}", ok=False)
+
+
+def test_images_killed_by_sigterm_are_not_reported_failed(capsys):
+    with pytest.raises(cli.Terminated):
+        with SweepProgress(None, 1) as bar:
+            bar.start(2, 0)
+            _image_fails("p.one")
+            raise cli.Terminated()      # what SIGTERM raises in the runner
+    assert "failed" not in capsys.readouterr().err
+    with pytest.raises(KeyboardInterrupt):
+        with SweepProgress(None, 1):
+            _image_fails("p.one")
+            raise KeyboardInterrupt
+    assert "failed" not in capsys.readouterr().err
+
+
+def test_an_image_that_fails_in_a_running_sweep_is_still_said(capsys):
+    with SweepProgress(None, 1) as bar:
+        bar.start(2, 0)
+        _image_fails("p.one")
+        bar.row(dataclasses.replace(row("p.one"), verdict="ERROR", reason="context did not load"))
+    err = capsys.readouterr().err
+    assert err.index("image failed to load: the context of p.one") < err.index("ERROR    p.one")
+    with SweepProgress(None, 1):
+        _image_fails("p.two")
+    assert "image failed to load: the context of p.two" in capsys.readouterr().err
