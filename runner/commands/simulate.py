@@ -3,21 +3,20 @@
 from __future__ import annotations
 
 import json
-from dataclasses import replace
 from pathlib import Path
 
 from rich.console import Console
 from rich.table import Table
 
-from ..maps import provenance as map_provenance
+from .. import provers
 from ..checks.context_proofs import ContextProofs
 from ..errors import InputError
+from ..maps import provenance as map_provenance
 from ..maps.provenance import DECLARED_MODES
-from ..planning.planner import POLICIES, PlanConfig, Workers, read_plan
 from ..planning.inputs import measured_sweeps, plans_from_files
-from ..settings import help_of
+from ..planning.planner import POLICIES, PlanConfig, Workers, read_plan
 from ..planning.simulate import Prediction, simulate
-from ..settings import format_size
+from ..settings import format_size, help_of
 from ..sweep import SweepConfig
 from . import size
 
@@ -121,7 +120,7 @@ def run(args) -> int:
     if args.core_hour_price is not None and args.core_hour_price < 0:
         raise InputError("--core-hour-price", f"{args.core_hour_price} is negative", "pass a price >= 0")
     mode = args.mode or SweepConfig.__dataclass_fields__["mode"].default
-    conversion, settings, modes = None, None, None
+    conversion, account, modes = None, None, None
     sets = measured_sweeps(args.costs_from) if args.costs_from else ()
     learned: dict = {}
     if args.plan is not None:
@@ -142,20 +141,21 @@ def run(args) -> int:
             if args.timeout_map else None
         config = PlanConfig(policy=args.policy or "planned", seed=args.seed or 0)
         chosen = ContextProofs(args.context_proofs or ContextProofs.REPLAY)
-        by_choice, conversion, settings = _plans(args, mode, loaded, workers, config,
-                                                 (chosen,) if args.corpus is None else tuple(ContextProofs),
-                                                 sets, learned)
+        by_choice, offline = _plans(args, mode, loaded, workers, config,
+                                    (chosen,) if args.corpus is None else tuple(ContextProofs),
+                                    sets, learned)
+        conversion, account = offline.conversion, offline.account
         plan = by_choice[chosen]
-        if args.corpus is not None and _hol_light_corpus(args.corpus):
+        if args.corpus is not None and provers.modes_of(_prover(args.corpus)):
             modes = _other_modes(args, mode, loaded, workers, config, chosen, by_choice[chosen], sets)
     ours = simulate(plan, keep_schedule=False)
     naive = simulate(plan.with_policy("naive"), keep_schedule=False)
     # Image builds by choice; without a corpus they are unknown, not zero.
-    if settings is not None:
+    if account is not None:
         for choice, said in learned.items():
-            if choice in settings.account:
-                settings.account[choice]["learned_images"] = said["measured"]
-    contexts = {c.value: {**_context_figures(p), "account": settings.account.get(c.value)}
+            if choice in account:
+                account[choice]["learned_images"] = said["measured"]
+    contexts = {c.value: {**_context_figures(p), "account": account.get(c.value)}
                 for c, p in by_choice.items()} if args.corpus is not None else None
     price = args.core_hour_price
     sources = {}
@@ -220,50 +220,6 @@ def _duration_counts(sources: dict) -> dict:
             "unknown": sum(v for k, v in sources.items() if k not in ("map", "profile", "category"))}
 
 
-def _in_mode(loaded, mode: str) -> tuple[object, dict, dict]:
-    """The map with its prove_secs in ``mode`` (each check's mode under
-    auto), the mode each price is now in, and what was done, said."""
-    from ..provers.hol_light.map_modes import RATIO_MAX
-    from ..provers.hol_light.native_auto import THRESHOLD_S
-    from ..provers.hol_light.plans import RATIO_CENTRAL
-
-    theirs = None if loaded.provenance.mode is None else str(loaded.provenance.mode)
-    if theirs not in ("native", "bytecode"):
-        routed = {pid: ("native" if mode == "auto" else mode) for pid in loaded.entries}
-        return loaded, routed, {
-            "map_mode": None, "ratio": None, "converted": 0,
-            "note": "the map's mode is unknown (no sidecar; --map-mode declares it): its proof times "
-                    "are taken as this mode's, unconverted"}
-    entries, routed, converted = {}, {}, 0
-    for pid, e in loaded.entries.items():
-        secs = e.prove_secs
-        if mode == "auto":
-            # As native_auto routes: bytecode time by map_modes' conservative ratio.
-            bytecode_s = None if secs is None else (secs * RATIO_MAX if theirs == "native" else secs)
-            run = "native" if bytecode_s is None or bytecode_s > THRESHOLD_S else "bytecode"
-        else:
-            run = mode
-        routed[pid] = run
-        if secs is not None and run != theirs:
-            secs = secs / RATIO_CENTRAL if run == "native" else secs * RATIO_CENTRAL
-            converted += 1
-        entries[pid] = replace(e, prove_secs=secs)
-    routing = ""
-    if mode == "auto":
-        n_native = sum(1 for m in routed.values() if m == "native")
-        routing = (f"; auto routes {n_native} checks to native, {len(routed) - n_native} to bytecode "
-                   f"(expected bytecode time above {THRESHOLD_S} s, map_modes' x{RATIO_MAX} as the "
-                   "sweep routes)")
-    if converted:
-        note = (f"the map was measured in {theirs}; {converted} of its proof times converted to the "
-                f"run's mode by the central bytecode/native ratio x{RATIO_CENTRAL} (the geometric "
-                f"mean of map_modes' measured range, not the conservative end limits use){routing}")
-    else:
-        note = f"the map was measured in {theirs}: its proof times stand as measured{routing}"
-    return replace(loaded, entries=entries), routed, {"map_mode": theirs, "ratio": RATIO_CENTRAL,
-                                                      "converted": converted, "note": note}
-
-
 def _context_root(args) -> Path | None:
     if args.context_root is not None:
         return args.context_root
@@ -275,22 +231,6 @@ def _context_root(args) -> Path | None:
         if root:
             return Path(root)
     return Path.cwd()
-
-
-def _hol_dir(args) -> Path | None:
-    from ..provers.hol_light.install import find_hol_light
-
-    if args.hol_light is not None:            # read, never started: its hol.ml is enough
-        if (args.hol_light / "hol.ml").is_file():
-            return args.hol_light.resolve()
-        raise InputError("--hol-light", f"{args.hol_light} has no hol.ml",
-                         "pass HOL Light's directory (a checkout, or /usr/share/hol-light)")
-    try:
-        return find_hol_light(args.hol_light).hol_dir
-    except InputError:
-        if args.hol_light is not None:
-            raise
-        return None                 # no HOL Light here: its own files count as unknown loads
 
 
 def _by_key(plan, sets, learned: dict):
@@ -333,28 +273,25 @@ def learned_line(said: dict | None) -> str:
 
 
 def _plans(args, mode, loaded, workers, config, choices, sets=(), learned=None):
-    """Plans by choice in ``mode``, the proof-time conversion and the offline settings used."""
-    from ..provers.hol_light.plans import OfflineSettings, offline_settings
-
-    conversion, routed = None, {}
-    if loaded is not None:
-        loaded, routed, conversion = _in_mode(loaded, mode)
-    settings = OfflineSettings(mode=mode, context_root=_context_root(args), hol_dir=_hol_dir(args),
-                               price_modes=routed)
-    with offline_settings(settings):
-        by_choice = plans_from_files(timeout_map=loaded, profile=args.profile, workers=workers,
-                                     config=config, corpus=args.corpus, choices=choices,
-                                     costs_from=sets, mode=mode, learned=learned)
-    return by_choice, conversion, settings
+    """Plans by choice in ``mode``, and what the corpus's prover said of it
+    (runner.provers.registry.Offline: the proof-time conversion, the account)."""
+    request = provers.OfflineRequest(mode=mode, loaded=loaded, context_root=_context_root(args),
+                             installation=args.hol_light)
+    with provers.offline_mode(_prover(args.corpus), request) as offline:
+        by_choice = plans_from_files(timeout_map=offline.loaded, profile=args.profile,
+                                     workers=workers, config=config, corpus=args.corpus,
+                                     choices=choices, costs_from=sets, mode=mode, learned=learned)
+    return by_choice, offline
 
 
-def _hol_light_corpus(corpus: Path) -> bool:
-    from .. import provers
-
+def _prover(corpus: Path | None) -> str | None:
+    """The corpus's prover; None without a corpus (a map alone: the default's)."""
+    if corpus is None:
+        return None
     try:
-        return provers.detect(corpus) == "hol-light"
+        return provers.detect(corpus)
     except InputError:
-        return False
+        return None
 
 
 def _other_modes(args, mode, loaded, workers, config, chosen, plan, sets=()) -> dict:
@@ -364,7 +301,7 @@ def _other_modes(args, mode, loaded, workers, config, chosen, plan, sets=()) -> 
         if other == mode:
             p = plan
         else:
-            by_choice, _, _ = _plans(args, other, loaded, workers, config, (chosen,), sets)
+            by_choice, _ = _plans(args, other, loaded, workers, config, (chosen,), sets)
             p = by_choice[chosen]
         figures = _context_figures(p)
         out[other] = {k: figures[k] for k in ("boot_core_hours", "context_image_core_hours",

@@ -16,6 +16,7 @@ default (``recognises=None``).
 
 from __future__ import annotations
 
+import contextlib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
@@ -23,7 +24,7 @@ from typing import Callable
 from ..corpus import Problem
 from ..errors import InputError
 from ..prover import ProverBackend
-from .registry import ENV, ProverDescriptor, registered
+from .registry import ENV, Offline, OfflineRequest, ProverDescriptor, registered  # noqa: F401  (OfflineRequest: the API)
 
 # The built-in provers' descriptors, in `--help` order: "module:attr".
 BUILTIN = ("runner.provers.hol_light:PROVER", "runner.provers.isabelle:PROVER")
@@ -78,7 +79,7 @@ def detect(corpus: Path, prover: str | None = None) -> str:
             if chosen.require_layout is not None:
                 chosen.require_layout(Path(corpus))
             raise InputError(corpus, f"not {chosen.corpus_phrase()}: it has no {chosen.layout}",
-                             f"lay it out so, or pass another --prover")
+                             "lay it out so, or pass another --prover")
         return chosen.name
     every = descriptors()
     claimed = [d for d in every if d.recognises is not None and d.recognises(Path(corpus))]
@@ -119,3 +120,26 @@ def offline_image_plans(prover: str, problems: list[Problem], prove_secs, choice
     profile measured laid over those images (``profiled``: problem id ->
     image key profiled; ``builds``: key -> (parent, seconds))."""
     return descriptor(prover).offline_plans(problems, prove_secs, choices, profiled, builds)
+
+
+def modes_of(prover: str | None) -> bool:
+    """Whether ``prover`` (None: the default layout's) has modes simulate prices apart."""
+    return _default_or(prover).offline_mode is not None
+
+
+def offline_mode(prover: str | None, request: OfflineRequest):
+    """A context manager within which ``prover``'s offline planner prices in
+    ``request.mode`` (None: the prover of the default layout, as for a map
+    with no corpus); yields an Offline with the map in that mode. A prover
+    with one mode plans the map as it is."""
+    chosen = _default_or(prover)
+    if chosen.offline_mode is None:
+        return contextlib.nullcontext(Offline(loaded=request.loaded, conversion=None, account={}))
+    return chosen.offline_mode(request)
+
+
+def _default_or(prover: str | None) -> ProverDescriptor:
+    if prover is not None:
+        return descriptor(prover)
+    every = descriptors()
+    return next((d for d in every if d.recognises is None), every[0])

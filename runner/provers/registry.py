@@ -26,7 +26,7 @@ import importlib
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable, Mapping
+from typing import TYPE_CHECKING, Callable, ContextManager, Mapping
 
 from ..errors import InputError
 from ..settings import setting
@@ -36,6 +36,27 @@ if TYPE_CHECKING:       # for the annotations only
     from ..prover import ImagePlan, ProverBackend
 
 ENV = "PROOFBATCH_PROVERS"      # more descriptors, "module:attr" separated by commas
+
+
+@dataclass(frozen=True)
+class OfflineRequest:
+    """What `proofbatch simulate` asks a prover with modes to price in."""
+
+    mode: str = setting("the mode the sweep will run in, as `run --mode` takes it")
+    loaded: object = setting("the timeout map (runner.maps.provenance.LoadedMap), or None")
+    context_root: Path | None = setting("where the corpus's loads resolve first")
+    installation: Path | None = setting("the prover's installation the sweep will use "
+                                        "(read, never started), or None: the default one")
+
+
+@dataclass(frozen=True)
+class Offline:
+    """What a prover's mode model answers, within which it plans offline."""
+
+    loaded: object = setting("the map with its proof times in the request's mode, or None")
+    conversion: dict | None = setting("what was converted, said (a `note` and counts), or None")
+    account: dict = setting("choice of context proofs -> what the offline planner's image costs "
+                            "stand on (filled while planning)")
 
 
 def no_config_checks(config) -> None:
@@ -83,6 +104,10 @@ class ProverDescriptor:
         "subcommands the prover adds to `proofbatch`: (name, module, one-line help), the module "
         "defining NAME, HELP, add_arguments(parser) and run(args) as runner/commands/ does",
         default=())
+    offline_mode: Callable[[OfflineRequest], ContextManager[Offline]] | None = setting(
+        "simulate's model of the prover's modes: a context manager within which offline_plans "
+        "prices in the request's mode, yielding the map moved to that mode; None: a prover with "
+        "one mode, planned as the map gives it", default=None)
     modal_maps: bool = setting(
         "its checks run in several modes whose times differ (e.g. bytecode and native): a "
         "timeout map must say which it was measured in (runner/maps/provenance.py)", default=False)

@@ -39,6 +39,12 @@ def _backend(config):
                            context_proofs=config.context_proofs)
 
 
+def _offline_mode(request):
+    from .simulate_modes import offline_mode
+
+    return offline_mode(request)
+
+
 def _offline_plans(problems, prove_secs, choices, profiled, builds):
     from .plans import offline_plans
 
@@ -53,6 +59,7 @@ PROVER = ProverDescriptor(
     load=_load,
     build=_backend,
     offline_plans=_offline_plans,
+    offline_mode=_offline_mode,
     options=("hol_light", "context_root"),
     commands=(
         ("serve", "runner.provers.hol_light.command_serve",
