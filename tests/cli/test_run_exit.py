@@ -2,32 +2,35 @@
 (the prover setup failed, not the answers), with one line naming how many
 and the common cause; the rows stay recorded (issue 23).
 
-One real bytecode HOL Light boot, in the CLI's own process.
+The CLI runs in this process, on the shared bytecode session (tests share
+loaded images): only the executor's session is handed over, as
+`run --server` hands over a served one.
 """
 
 from __future__ import annotations
 
 import csv
-import subprocess
 
-import pytest
+import cluster
+from cluster.local import LocalExecutor
+from runner import cli
 
-from ..helpers import NO_BOX, PROOFBATCH, make_corpus
-
-pytestmark = pytest.mark.hol
+from ..helpers import NO_BOX, make_corpus
 
 
-def test_every_context_failing_to_load_exits_1_naming_the_cause(tmp_path):
+def test_every_context_failing_to_load_exits_1_naming_the_cause(tmp_path, hol_session, monkeypatch,
+                                                                capsys):
     corpus = make_corpus(tmp_path / "corpus", {
         "boom.first": ('failwith "boom";;\n', "`T`", "ACCEPT_TAC TRUTH"),
         "boom.second": ('let pb_x = 1;;\nfailwith "boom";;\n', "`T`", "ACCEPT_TAC TRUTH"),
     })
     out = tmp_path / "out"
-    proc = subprocess.run([str(PROOFBATCH), "run", str(corpus), "--out", str(out), *NO_BOX,
-                           "--default-timeout", "30"], capture_output=True, text=True, timeout=1200,
-                          cwd=tmp_path)
-    assert proc.returncode == 1, proc.stderr[-2000:]
-    last = proc.stderr.strip().splitlines()[-1]
+    monkeypatch.setattr(cluster, "make_executor",
+                        lambda args, workers: LocalExecutor(workers=workers, session=hol_session))
+    code = cli.main(["run", str(corpus), "--out", str(out), *NO_BOX, "--default-timeout", "30"])
+    err = capsys.readouterr().err
+    assert code == 1, err[-2000:]
+    last = err.strip().splitlines()[-1]
     assert last.startswith("proofbatch: every context failed to load (2 of 2): setup: "), last
     assert "boom" in last
     with open(out / "results.csv", newline="") as f:
