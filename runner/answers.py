@@ -24,7 +24,7 @@ import json
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterable
+from typing import Callable, Iterable
 
 from .errors import InputError
 
@@ -74,74 +74,25 @@ def given_answer(attempt: int, given: bytes, source: str) -> Answer:
     return Answer(attempt, given, source) if inner is None else Answer(attempt, inner, source, given)
 
 
-def refusal(text: bytes) -> str | None:
-    """Why an answer cannot be checked at all, decided here before any
-    prover sees it, as the ERROR reason of its row; None when it can be.
+def refusal(text: bytes, refuses: Callable[[str], str | None] | None = None) -> str | None:
+    """Why an answer cannot be checked by any prover, decided before one
+    sees it, as the ERROR reason of its row; None when it can be.
 
-    An answer of whitespace and OCaml comments only is empty (HOL Light's
-    toplevel says ``illegal begin of top_phrase`` of it), and a NUL byte
-    cannot occur in OCaml source (the toplevel's lexer stops at it). An
-    answer that is not UTF-8 is refused by runner/checks/worker.py."""
+    A NUL byte cannot occur in source text (OCaml's and Isabelle's lexers
+    stop at it), and an answer of whitespace alone is empty. What is empty
+    in a prover's own language (HOL Light: OCaml comments only) ``refuses``
+    says, the prover's descriptor's (runner/provers/registry.py); an answer
+    that is not UTF-8 is refused by runner/checks/worker.py."""
     nul = text.find(b"\0")
     if nul >= 0:
         line = text[:nul].count(b"\n") + 1
-        return (f"answer holds a NUL byte (at offset {nul}, line {line}), which OCaml source cannot "
+        return (f"answer holds a NUL byte (at offset {nul}, line {line}), which source text cannot "
                 "contain; remove it (was the answer saved as UTF-16 or as binary?)")
-    if _only_comments(text.decode("utf-8", "surrogateescape")):
-        return ("answer is empty (whitespace and comments only); write one OCaml expression of type "
-                "tactic, e.g. ARITH_TAC")
+    if refuses is not None and (reason := refuses(text.decode("utf-8", "surrogateescape"))):
+        return reason
+    if not text.strip():
+        return "answer is empty (whitespace only); write the answer the problem asks for"
     return None
-
-
-# What OCaml's lexer skips between tokens (a no-break space is not one of them).
-_OCAML_BLANKS = frozenset(" \t\n\r\x0c")
-
-
-def _only_comments(text: str) -> bool:
-    """True when ``text`` is whitespace and closed OCaml comments only.
-
-    Comments nest, and string and character literals inside them are lexed
-    as OCaml lexes them (``(* "*)" *)`` is one comment). A comment left open
-    is not called empty: the prover names that mistake itself."""
-    i, n = 0, len(text)
-    while True:
-        while i < n and text[i] in _OCAML_BLANKS:
-            i += 1
-        if i == n:
-            return True
-        if not text.startswith("(*", i):
-            return False
-        i = _comment_end(text, i + 2)
-        if i < 0:
-            return False
-
-
-def _comment_end(text: str, i: int) -> int:
-    """The offset after the comment whose ``(*`` ends at ``i``; -1 when it
-    is never closed."""
-    depth, n = 1, len(text)
-    while i < n:
-        if text.startswith("(*", i):
-            depth, i = depth + 1, i + 2
-        elif text.startswith("*)", i):
-            depth, i = depth - 1, i + 2
-            if depth == 0:
-                return i
-        elif text[i] == '"':
-            i += 1
-            while i < n and text[i] != '"':
-                i += 2 if text[i] == "\\" else 1
-            if i >= n:
-                return -1
-            i += 1
-        elif text[i] == "'" and i + 2 < n and text[i + 2] == "'":
-            i += 3          # a character literal such as '"'
-        elif text.startswith("'\\", i):      # '\n', '\'', '\123', '\xff', '\o177'
-            close = text.find("'", i + 3)
-            i = i + 1 if close < 0 or close > i + 6 else close + 1
-        else:
-            i += 1
-    return -1
 
 
 def _attempt_number(text: str, where, fix: str) -> int:

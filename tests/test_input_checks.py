@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from runner import answers
+from runner import answers, provers
 from runner.corpus import load_corpus
 from runner.errors import InputError
 from runner.sweep import SweepConfig, prepare
@@ -55,9 +55,19 @@ def prepared(corpus: Path, hol: Path, tmp_path: Path, **settings):
 @pytest.mark.parametrize("text", [b"", b"  \n\t\n", b"(* TODO *)\n", b"(* (* nested *) *)\n",
                                   b'(* a string "*)" inside *)', b"```ocaml\n\n```\n"])
 def test_an_answer_of_whitespace_or_comments_is_empty(text):
-    """HOL Light's toplevel said `illegal begin of top_phrase`."""
+    """HOL Light's toplevel said `illegal begin of top_phrase`: HOL Light's
+    descriptor refuses it, in OCaml's terms."""
     checked = answers.given_answer(0, text, "answer.txt").text      # a fence unwrapped
-    assert answers.refusal(checked) == f"{EMPTY}, e.g. ARITH_TAC"
+    assert provers.answer_refusal("hol-light", checked) == f"{EMPTY}, e.g. ARITH_TAC"
+
+
+@pytest.mark.parametrize("text", [b"", b"  \n\t\n"])
+def test_a_blank_answer_is_empty_for_every_prover(text):
+    """Comments are each prover's own; blanks are empty in any language."""
+    assert answers.refusal(text).startswith("answer is empty (whitespace only)")
+    assert provers.answer_refusal("isabelle", text).startswith("answer is empty (whitespace only)")
+    # An OCaml comment is not Isabelle's to refuse here: its own parser names it.
+    assert provers.answer_refusal("isabelle", b"(* TODO *)") is None
 
 
 @pytest.mark.parametrize("text", [b"ARITH_TAC", b"(* first *) ARITH_TAC (* then *)",
@@ -65,11 +75,12 @@ def test_an_answer_of_whitespace_or_comments_is_empty(text):
 def test_an_answer_with_code_is_left_to_the_prover(text):
     """An unclosed comment, or a no-break space, is the prover's to name."""
     assert answers.refusal(text) is None
+    assert provers.answer_refusal("hol-light", text) is None
 
 
 def test_an_answer_with_a_nul_byte_names_it():
     reason = answers.refusal(b"CONJ_TAC THEN\n ARITH\0_TAC")
-    assert reason.startswith("answer holds a NUL byte (at offset 20, line 2), which OCaml source "
+    assert reason.startswith("answer holds a NUL byte (at offset 20, line 2), which source text "
                              "cannot contain; remove it")
     # A NUL inside a comment is still one: the toplevel's lexer stops there.
     assert answers.refusal(b"(* \0 *)").startswith("answer holds a NUL byte")
@@ -85,7 +96,7 @@ def test_the_worker_records_an_empty_answer_as_error_without_a_check(corpus):
     task = CheckTask(problem.__class__(**{**problem.__dict__, "answer": b"(* nothing yet *)\n"}),
                      CheckLimits(time_s=10, time_source="default", mem_bytes=2**31,
                                  expected_mem_bytes=2**29))
-    refused = worker.unreadable(task)
+    refused = worker.unreadable(task, "hol-light")
     assert refused is not None and refused.outcome.verdict.value == "ERROR"
     assert refused.outcome.reason.startswith(EMPTY)
 

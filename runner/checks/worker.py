@@ -13,11 +13,10 @@ import socket
 import threading
 from typing import Callable, Iterator
 
-from .. import events
-from ..answers import refusal
+from .. import events, provers
 from .attempts import Drain
 from .guard import OUTSIDE_RETRIES, outside_death
-from .tasks import CheckTask  # noqa: F401  (runner.worker.CheckTask: where executors take it)
+from .tasks import CheckTask  # noqa: F401  (runner.checks.worker.CheckTask: where executors take it)
 from ..prover import BackendInfo, CheckResult, ProverSession
 from ..results.rows import ResultRow, utcnow
 from ..results.shards import ShardWriter
@@ -118,11 +117,12 @@ def unanswered(task: CheckTask) -> CheckResult:
                        None, 0.0, None, "", "not run")
 
 
-def unreadable(task: CheckTask) -> CheckResult | None:
+def unreadable(task: CheckTask, prover: str) -> CheckResult | None:
     """An answer no prover can read gets ERROR saying why, without a check:
     one that is not UTF-8 text (the bench reads answers as UTF-8, and what
     OCaml's parser would say of the bytes never mentions it), an empty one
-    or one with a NUL byte (runner/answers.refusal)."""
+    or one with a NUL byte (runner/answers.refusal), or one that is empty in
+    ``prover``'s language (its descriptor's ``refuses``)."""
     answer = task.problem.answer or b""
     try:
         answer.decode("utf-8")
@@ -131,7 +131,7 @@ def unreadable(task: CheckTask) -> CheckResult | None:
         return CheckResult(Outcome(Verdict.ERROR, f"answer is not UTF-8 text (byte 0x{bad:02x} at "
                                    f"offset {exc.start}); save answers as UTF-8"),
                            None, 0.0, None, "", "not run")
-    reason = refusal(answer)
+    reason = provers.answer_refusal(prover, answer)
     if reason is None:
         return None
     return CheckResult(Outcome(Verdict.ERROR, reason), None, 0.0, None, "", "not run")
@@ -164,7 +164,7 @@ def work(session: ProverSession, tasks: Iterator[CheckTask], writer: ShardWriter
                 session.withdraw(task.problem)
         elif task.problem.answer is None:
             result = unanswered(task)
-        elif (refused := unreadable(task)) is not None:
+        elif (refused := unreadable(task, session.info.prover)) is not None:
             result = refused
             session.withdraw(task.problem)      # no check: its image is not needed for it
         else:

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
+from .. import answers as answer_files
 from ..corpus import Problem
 from ..errors import InputError
 from ..prover import ProverBackend
@@ -143,3 +144,10 @@ def _default_or(prover: str | None) -> ProverDescriptor:
         return descriptor(prover)
     every = descriptors()
     return next((d for d in every if d.recognises is None), every[0])
+
+
+def answer_refusal(prover: str, text: bytes) -> str | None:
+    """Why ``text`` cannot be an answer at all: the runner's rules for every
+    prover (runner/answers.py), then ``prover``'s own (its descriptor's
+    ``refuses``). None when a check should run."""
+    return answer_files.refusal(text, descriptor(prover).refuses)

@@ -104,6 +104,10 @@ class ProverDescriptor:
         "subcommands the prover adds to `proofbatch`: (name, module, one-line help), the module "
         "defining NAME, HELP, add_arguments(parser) and run(args) as runner/commands/ does",
         default=())
+    refuses: Callable[[str], str | None] | None = setting(
+        "why an answer's text (UTF-8, no NUL, not blank: the runner refused those) is empty in "
+        "the prover's language, e.g. comments only, as the ERROR reason of its row, decided "
+        "before any image is loaded; None: nothing more to refuse", default=None)
     offline_mode: Callable[[OfflineRequest], ContextManager[Offline]] | None = setting(
         "simulate's model of the prover's modes: a context manager within which offline_plans "
         "prices in the request's mode, yielding the map moved to that mode; None: a prover with "

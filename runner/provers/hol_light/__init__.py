@@ -39,6 +39,15 @@ def _backend(config):
                            context_proofs=config.context_proofs)
 
 
+def _refuses(text: str) -> str | None:
+    from .contexts import only_comments
+
+    if only_comments(text):
+        return ("answer is empty (whitespace and comments only); write one OCaml expression of "
+                "type tactic, e.g. ARITH_TAC")
+    return None
+
+
 def _offline_mode(request):
     from .simulate_modes import offline_mode
 
@@ -60,6 +69,7 @@ PROVER = ProverDescriptor(
     build=_backend,
     offline_plans=_offline_plans,
     offline_mode=_offline_mode,
+    refuses=_refuses,
     options=("hol_light", "context_root"),
     commands=(
         ("serve", "runner.provers.hol_light.command_serve",

@@ -77,6 +77,28 @@ def _comment_end(text: str, i: int) -> int | None:
     return None
 
 
+# What OCaml's lexer skips between tokens (a no-break space is not one of them).
+_OCAML_BLANKS = frozenset(" \t\n\r\x0c")
+
+
+def only_comments(text: str) -> bool:
+    """True when ``text`` is blanks and closed comments only: nothing for the
+    toplevel to run (it says ``illegal begin of top_phrase``). A comment left
+    open is not called empty: the toplevel names that mistake itself."""
+    i, n = 0, len(text)
+    while True:
+        while i < n and text[i] in _OCAML_BLANKS:
+            i += 1
+        if i == n:
+            return True
+        if not text.startswith("(*", i):
+            return False
+        end = _comment_end(text, i + 2)
+        if end is None:
+            return False
+        i = end
+
+
 def split_phrases(text: str) -> list[str]:
     """Split OCaml / HOL Light source into its top-level phrases.
 
