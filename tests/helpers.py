@@ -3,6 +3,7 @@ configs, rows and answers. Fixtures live in conftest.py."""
 
 from __future__ import annotations
 import json
+import shutil
 import os
 import subprocess
 import sys
@@ -368,3 +369,25 @@ def assert_one_line_error(result, where: Path | str, *fragments: str) -> str:
         assert found >= 0, (fragment, line)
         position = found + len(fragment)
     return line
+
+
+# Three light demo problems.
+LIGHT = ["arith.add_comm", "lists.append_nil", "logic.drinker"]
+
+
+def tiny_corpus(root: Path, *, spin_limit: int) -> tuple[Path, Path]:
+    """Light problems (limit 30 s, so they run first) and one answer that spins
+    in a C primitive until the runner kills it at its limit."""
+    corpus = root / "corpus"
+    for pid in LIGHT:
+        shutil.copytree(DEMO / pid, corpus / pid)
+        (corpus / pid / "category.txt").write_text("light\n")
+    spin = corpus / "slow.spin"
+    spin.mkdir()
+    (spin / "setup.ml").write_text("")
+    (spin / "query.txt").write_text("`F`\n")
+    (spin / "answer.txt").write_text(SPIN + "\n")
+    (spin / "category.txt").write_text("slow\n")
+    timeouts = root / "timeouts.json"
+    timeouts.write_text(json.dumps({"light": 30, "slow": spin_limit}))
+    return corpus, timeouts

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import signal
 import subprocess
 import sys
@@ -35,11 +34,10 @@ from runner.checks.worker import result_row
 
 from ..helpers import DEMO, demo_config, expected_verdicts, make_corpus, ROOT, sacct, TEST_MEM_LIMIT
 from ..helpers import attempts_config, kept_by_early_stop
-from ..helpers import SPIN
+from ..helpers import LIGHT, SPIN, tiny_corpus
 
 pytestmark = [pytest.mark.hol, pytest.mark.slurm, pytest.mark.usefixtures("slurm_cluster")]
 
-LIGHT = ["arith.add_comm", "lists.append_nil", "logic.drinker"]
 
 
 def wait_for(predicate, timeout: float, what: str, poll: float = 0.5):
@@ -66,24 +64,6 @@ def all_shard_keys(out: Path) -> list[tuple[str, int]]:
 
 def done_keys(out: Path) -> set[tuple[str, int]]:
     return set(shards.scan(out, repair=False).done)
-
-
-def tiny_corpus(root: Path, *, spin_limit: int) -> tuple[Path, Path]:
-    """Light problems (limit 30 s, so they run first) and one answer that spins
-    in a C primitive until the runner kills it at its limit."""
-    corpus = root / "corpus"
-    for pid in LIGHT:
-        shutil.copytree(DEMO / pid, corpus / pid)
-        (corpus / pid / "category.txt").write_text("light\n")
-    spin = corpus / "slow.spin"
-    spin.mkdir()
-    (spin / "setup.ml").write_text("")
-    (spin / "query.txt").write_text("`F`\n")
-    (spin / "answer.txt").write_text(SPIN + "\n")
-    (spin / "category.txt").write_text("slow\n")
-    timeouts = root / "timeouts.json"
-    timeouts.write_text(json.dumps({"light": 30, "slow": spin_limit}))
-    return corpus, timeouts
 
 
 def cli_driver_argv(out: Path, *cluster: str) -> list[str]:

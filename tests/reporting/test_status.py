@@ -8,7 +8,6 @@ import argparse
 import dataclasses
 import json
 import shlex
-import shutil
 import threading
 import time
 from pathlib import Path
@@ -21,27 +20,16 @@ from runner.reporting.status import read_status
 from runner.sweep_dir import resume_command
 from runner.sweep import SweepConfig
 
-from ..helpers import DEMO, demo_config, make_corpus, row, sweep_with
-from ..helpers import SPIN
+from ..helpers import demo_config, make_corpus, row, sweep_with
+from ..helpers import tiny_corpus
 
-LIGHT = ["arith.add_comm", "lists.append_nil", "logic.drinker"]
 
 
 @pytest.mark.hol
 def test_status_of_a_running_sweep(hol_session, tmp_path, capsys):
-    corpus = tmp_path / "corpus"
-    for pid in LIGHT:
-        shutil.copytree(DEMO / pid, corpus / pid)
-        (corpus / pid / "category.txt").write_text("light\n")
-    spin = corpus / "slow.spin"
-    spin.mkdir()
-    (spin / "setup.ml").write_text("")
-    (spin / "query.txt").write_text("`F`\n")
-    (spin / "answer.txt").write_text(SPIN + "\n")
-    (spin / "category.txt").write_text("slow\n")
-    (tmp_path / "timeouts.json").write_text(json.dumps({"light": 30, "slow": 5}))
+    corpus, timeouts = tiny_corpus(tmp_path, spin_limit=5)
     out = tmp_path / "out"
-    config = demo_config(out, corpus=corpus, category_timeouts=tmp_path / "timeouts.json")
+    config = demo_config(out, corpus=corpus, category_timeouts=timeouts)
     sweep = threading.Thread(target=sweep_with, args=(hol_session, config))
     sweep.start()
     try:
