@@ -201,6 +201,35 @@ def test_memory_guard_counts_the_poly_child(standin, corpus):
         psutil.Process(poly_pid(standin)).status() == psutil.STATUS_ZOMBIE
 
 
+def test_a_check_killed_from_outside_is_an_outside_death_the_worker_retries(standin, corpus):
+    """The OOM killer or an admin's kill -9 says nothing of the answer: the
+    check's row names the signal as the OS does, in the form the worker
+    retries on a fresh check (runner.checks.guard.OUTSIDE_RETRIES), as it
+    does HOL Light's; and the check's tree goes with it."""
+    import signal
+    import threading
+
+    from runner.checks.guard import outside_death
+
+    backend = standin_backend(corpus, grace_s=0.5, startup_s=0.5)
+
+    def kill_the_root():
+        poly = psutil.Process(poly_pid(standin))
+        os.kill(poly.ppid(), signal.SIGKILL)          # the stand-in's `isabelle build`
+
+    with backend.start(standin / "w") as session:
+        killer = threading.Thread(target=kill_the_root)
+        killer.start()
+        r = session.check(problem(corpus, "loop.simp_loop", b"by (standin_loop)"), limits(time_s=30.0))
+        killer.join()
+    assert r.outcome.verdict.value == "ERROR", r.outcome
+    assert "killed by SIGKILL from outside" in r.outcome.reason, r.outcome.reason
+    assert outside_death(r.outcome.verdict.value, r.outcome.reason, r.exit_status) == "SIGKILL"
+    assert r.wall_secs < 10, "the check waited for its time limit"
+    assert not psutil.pid_exists(poly_pid(standin)) or \
+        psutil.Process(poly_pid(standin)).status() == psutil.STATUS_ZOMBIE
+
+
 def test_whole_sweep_on_the_standin_writes_rows_and_resumes(standin, corpus):
     """Profiles, maps, planning and shards read result rows: an Isabelle sweep
     writes the same rows, with the prover build and mode in their columns."""

@@ -16,6 +16,7 @@ import itertools
 import os
 import secrets
 import shutil
+import signal
 import subprocess
 import threading
 import time
@@ -31,7 +32,7 @@ from ... import subproc
 from ...checks import sandbox
 from ...corpus import Problem
 from ...errors import CommandError, InputError, ProverError
-from ...checks.guard import GuardLimits, admit, enforce, kill_tree
+from ...checks.guard import GuardLimits, admit, death_reason, enforce, kill_tree
 from .corpus import IsabelleCorpus, build_candidate, read_goal
 from .heap import HeapStore, IsabelleInstall, build_heap_argv, built_heap_dir, heap_key, session_sources
 from .text import GoalTheory
@@ -210,6 +211,13 @@ class IsabelleSession(ProverSession):
         status = f"exit {code}" if code is not None and code >= 0 else f"signal {-(code or 0)}"
         if term.outcome is not None:
             return CheckResult(term.outcome, None, wall, peak or None, b.key, status, b.sandbox_kind)
+        if code is not None and code < 0:
+            # `isabelle build` itself ended by a signal none of our guards
+            # sent (the OOM killer, an admin's kill): its orphans go with it,
+            # and the row says so in the words the worker retries on.
+            _kill_orphans(proc.pid)
+            return CheckResult(Outcome(Verdict.ERROR, death_reason(status)), None, wall, peak or None,
+                               b.key, status, b.sandbox_kind)
         output = out_path.read_text(encoding="utf-8", errors="replace")
         report = io_.parse_build(output, files.session)
         outcome = io_.classify_build(report, nonce=files.nonce, original_file=f"{ic.ORIGINAL}.thy",
@@ -268,3 +276,21 @@ class IsabelleSession(ProverSession):
                 kill_tree(proc.pid, psutil.Process(proc.pid))
             except psutil.Error:
                 pass
+
+
+def _kill_orphans(group: int) -> None:
+    """SIGKILL what is left of a check's process group once its root died,
+    and wait until it is gone: the JVM and poly, reparented away from the
+    root, are found by their group only."""
+    left = []
+    for proc in psutil.process_iter():
+        try:
+            if os.getpgid(proc.pid) == group:
+                left.append(proc)
+        except (ProcessLookupError, PermissionError, psutil.Error):
+            continue
+    try:
+        os.killpg(group, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        return
+    psutil.wait_procs(left, timeout=10)
