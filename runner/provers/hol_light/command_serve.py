@@ -79,15 +79,23 @@ class BootNews:
         self._unlisten()
 
 
-def run(args) -> int:
+def served_backend(args):
+    """The backend the server runs: as a sweep's, with the logs a sweep keeps
+    in OUT/logs (each check's output, a failed image's log) kept in
+    ``DIR/logs``, beside the socket, since runners see only their rows."""
     from .backend import HolLightBackend
     from .install import find_hol_light
+
+    return HolLightBackend(find_hol_light(args.hol_light), args.context_root or Path.cwd(),
+                           max_images=args.max_images, grace_s=args.grace,
+                           sandbox_config=SandboxConfig(kind=args.sandbox),
+                           context_proofs=args.context_proofs, log_dir=Path(args.dir) / "logs")
+
+
+def run(args) -> int:
     from ...checks.image_server import ImageServer
 
-    backend = HolLightBackend(find_hol_light(args.hol_light), args.context_root or Path.cwd(),
-                              max_images=args.max_images, grace_s=args.grace,
-                              sandbox_config=SandboxConfig(kind=args.sandbox),
-                              context_proofs=args.context_proofs)
+    backend = served_backend(args)
     workdir = Path(tempfile.mkdtemp(prefix="proofbatch-serve-"))
     say(f"starting an image server for {args.dir}: HOL Light boots first; runners can use it "
         "once this says it serves")
@@ -97,7 +105,7 @@ def run(args) -> int:
         with session:
             server = ImageServer(session, args.dir)
             say(f"serving HOL Light images on {args.dir}: run `proofbatch run CORPUS --out OUT "
-                f"--server {args.dir}`; Ctrl-C or SIGTERM stops it")
+                f"--server {args.dir}`; logs in {backend.log_dir}; Ctrl-C or SIGTERM stops it")
             try:
                 with BootNews():         # images loaded for runners, as they load
                     server.serve_forever()
