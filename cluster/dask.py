@@ -17,7 +17,7 @@ Workers publish their rows as shards under OUT (shared filesystem). A task
 whose worker died is retried by Dask on another worker up to
 ``distributed.scheduler.allowed-failures`` times, and drains the problem
 again: of a check the dead worker had published too, the earliest row is
-kept (runner/shards.scan). Past those retries the driver records each
+kept (runner/results/shards.scan). Past those retries the driver records each
 attempt left unsettled as ERROR with the reason.
 """
 

@@ -198,7 +198,7 @@ LOUD_CONTEXTS_BYTES = 8 * 2**20
 
 
 def _say_reading(problems: list[Problem]) -> None:
-    """Tell the screen (runner/progress.PrepareLog) that big contexts are being read."""
+    """Tell the screen (runner/reporting/progress.PrepareLog) that big contexts are being read."""
     size = sum(p.setup_path.stat().st_size for p in problems if p.setup_path.is_file())
     if size >= LOUD_CONTEXTS_BYTES:
         events.say("prepare", name=f"reading the contexts of {len(problems)} problems "

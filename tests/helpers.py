@@ -35,7 +35,7 @@ def expected_verdicts() -> dict[str, str]:
 
 def beside_coverage(prepared) -> tuple[str, ...]:
     """The warnings other than the map's coverage of the corpus (these maps
-    name a few demo problems: runner/map_provenance.coverage says so)."""
+    name a few demo problems: runner/maps/provenance.coverage says so)."""
     return tuple(w for w in prepared.warnings if not (w.startswith("MAP: ") and " covers " in w))
 
 

@@ -128,7 +128,7 @@ def tasks_for(problem: Problem, limits: CheckLimits, *, stop_on_first_ok: bool =
 def contiguous(tasks: Sequence[CheckTask]) -> list[CheckTask]:
     """``tasks`` with each problem's attempts brought together, in attempt
     order, where the problem first appears. A plan that orders problems
-    (runner/sweep.order, runner/planner) keeps its problem order this way."""
+    (runner/sweep.order, runner/planning/planner) keeps its problem order this way."""
     runs: dict[str, list[CheckTask]] = {}
     for t in tasks:
         runs.setdefault(t.problem.problem_id, []).append(t)

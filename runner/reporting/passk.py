@@ -360,7 +360,7 @@ def html_fragment(r: PassAtK) -> str:
 
 
 def add_to_page(page: str, fragment: str) -> str:
-    """``fragment`` at the end of an HTML page's body (runner/report_html.page)."""
+    """``fragment`` at the end of an HTML page's body (runner/reporting/html.page)."""
     head, sep, tail = page.rpartition("</body>")
     return head + fragment + sep + tail if sep else page + fragment
 

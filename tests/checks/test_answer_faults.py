@@ -28,7 +28,7 @@ standin) runs a process per check, as Isabelle would, and its verdict
 follows the answer's text (``verdict_of``). No HOL Light.
 
 A killed check is an infrastructure death. The Isabelle backend does not
-retry one yet (HOL Light's worker does, runner/worker.check_retrying): it
+retry one yet (HOL Light's worker does, runner/checks/worker.check_retrying): it
 records an ERROR whose reason says the build was killed ("exited -9 without a
 result"). Such a row is the one check of its answer, so that answer's
 verdict may be that ERROR instead of its own; nothing else may differ, and
