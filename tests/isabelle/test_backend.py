@@ -220,14 +220,20 @@ def test_a_check_killed_from_outside_is_an_outside_death_the_worker_retries(stan
     with backend.start(standin / "w") as session:
         killer = threading.Thread(target=kill_the_root)
         killer.start()
-        r = session.check(problem(corpus, "loop.simp_loop", b"by (standin_loop)"), limits(time_s=30.0))
-        killer.join()
+        try:
+            r = session.check(problem(corpus, "loop.simp_loop", b"by (standin_loop)"),
+                              limits(time_s=30.0))
+        finally:
+            killer.join()
+            orphan = poly_pid(standin)
+            alive = psutil.pid_exists(orphan) and psutil.Process(orphan).status() != psutil.STATUS_ZOMBIE
+            if alive:
+                os.kill(orphan, signal.SIGKILL)     # this test must not leave it spinning
+    assert not alive, "the orphaned poly outlived its check"
     assert r.outcome.verdict.value == "ERROR", r.outcome
     assert "killed by SIGKILL from outside" in r.outcome.reason, r.outcome.reason
     assert outside_death(r.outcome.verdict.value, r.outcome.reason, r.exit_status) == "SIGKILL"
     assert r.wall_secs < 10, "the check waited for its time limit"
-    assert not psutil.pid_exists(poly_pid(standin)) or \
-        psutil.Process(poly_pid(standin)).status() == psutil.STATUS_ZOMBIE
 
 
 def test_whole_sweep_on_the_standin_writes_rows_and_resumes(standin, corpus):
