@@ -84,6 +84,10 @@ class LoadModel:
     proof_per_kb_s: float            # + per KB
     compile_chunk_s: float = 0.0     # native: per compiled module (a file's code between loads)
     compile_per_kb_s: float = 0.0    # native: per KB compiled
+    answer_batch_s: float = 0.0      # native: compiling the answers of an image's problems
+    image_s: float = 0.0             # any image: forking it and what a segment costs beyond its phrases
+    exec_s: float = 0.0              # a top-level *_MK_EXEC_RULE phrase (machine_code.py)
+    exec_per_kb_s: float = 0.0       # + per KB of machine code it decodes
     load_s: Mapping[str, float] = field(default_factory=dict)   # a file found nowhere, by choice
     # Files measured whole: (name as shown, sha256[:12] of the file) ->
     # (trust s, replay s or None when the replay run did not reach its end).
@@ -95,6 +99,10 @@ class LoadModel:
         if proof:
             return max(0.0, self.trusted_proof_s + self.trusted_proof_per_kb_s * kb)
         return max(0.0, self.phrase_s + self.per_kb_s * kb)
+
+    def exec_cost(self, code_bytes: int) -> float:
+        """What decoding ``code_bytes`` of machine code adds to its phrase."""
+        return max(0.0, self.exec_s + self.exec_per_kb_s * code_bytes / 1024)
 
     def proof_cost(self, kb: float) -> float:
         """What replaying a proof the map does not know adds."""
@@ -169,8 +177,9 @@ LOAD_S = {"replay": 29.74, "trust": 12.04}
 # [--native-choice trust]` here, the same base.ml compiled into 39 modules
 # (1,778 KB of source; camlp5 + ocamlopt, CPU of the children): 22.6 s CPU
 # compiled for replay at load 7.8, 19.5 s for trust at load 1.9; per KB of
-# normal form, (22.6 + 19.5) / 2 / 1,509 KB = 14.0 ms (the per-module term
-# fits at 0). The native server with them preloaded reached READY in 47.1 s
+# normal form, (22.6 + 19.5) / 2 / 1,509 KB = 14.0 ms, the total kept below
+# with a fixed cost per compiled chunk (SWEEP_FIT) taken out of it. The native
+# server with them preloaded reached READY in 47.1 s
 # CPU under --trust against 14.5 s with nothing preloaded (load 2.0), so
 # base.ml loads natively in 32.6 s trusting, against 124 s in bytecode: x3.81
 # for phrases. Replaying (libraries compiled without the switchable prove):
@@ -180,18 +189,38 @@ LOAD_S = {"replay": 29.74, "trust": 12.04}
 # Expected proof times move between modes by plans.RATIO_CENTRAL.
 NATIVE_REPLAY_RATIO = 5.78
 NATIVE_TRUST_RATIO = 3.81
+# What sweeps' image builds measured beyond the phrase model
+# (`.venv/bin/python benchmarks/file_head_cost.py OUT...` over the sweeps of
+# `benchmarks/predictions.py --seed 6|7|8`, docs/planning.md): an image's own
+# cost beyond its phrases (image_s), the machine code a file head decodes
+# (exec_s per EXEC rule + exec_per_kb_s per KB of code; machine_code.py), a
+# native context's compile per chunk and its answers' batch; and the library
+# prefix's native load, a sweep's image build (fork, Dynlink of its ~200
+# plugins) against load_cost.py's preloaded server: the native phrase costs
+# are scaled by it.
+SWEEP_FIT = {
+    "bytecode": dict(image_s=0.0, exec_s=2.8611, exec_per_kb_s=33.9832),
+    "native": dict(image_s=0.0, exec_s=0.0, exec_per_kb_s=10.0133, compile_chunk_s=0.0973,
+                   answer_batch_s=0.963),
+}
+NATIVE_LOAD_FACTOR = 1.167
+# base.ml's 87 compile chunks by this model, 1,509 KB: the cold total as measured above.
+NATIVE_COMPILE_PER_KB_S = (0.0140 * 1509 - 87 * SWEEP_FIT["native"]["compile_chunk_s"]) / 1509
 _B = dict(phrase_s=0.03049, per_kb_s=0.06272, trusted_proof_s=-0.00164,
           trusted_proof_per_kb_s=0.04197, proof_s=-0.0163, proof_per_kb_s=0.1598)
 MODELS: dict[str, LoadModel] = {
     "bytecode": LoadModel("bytecode", **_B, load_s=LOAD_S, measured_files=MEASURED_BYTECODE,
-                          source="benchmarks/load_cost.py, the bench's bytecode toplevel"),
+                          **SWEEP_FIT["bytecode"],
+                          source="benchmarks/load_cost.py, the bench's bytecode toplevel; "
+                                 "benchmarks/file_head_cost.py"),
     "native": LoadModel(
-        "native", **{k: v / (NATIVE_REPLAY_RATIO if k.startswith("proof") else NATIVE_TRUST_RATIO)
-                     for k, v in _B.items()},
-        compile_chunk_s=0.0, compile_per_kb_s=0.0140,
+        "native", **{k: v / NATIVE_REPLAY_RATIO if k.startswith("proof")
+                     else v / NATIVE_TRUST_RATIO * NATIVE_LOAD_FACTOR for k, v in _B.items()},
+        compile_per_kb_s=NATIVE_COMPILE_PER_KB_S, **SWEEP_FIT["native"],
         load_s={"replay": LOAD_S["replay"] / NATIVE_REPLAY_RATIO,
                 "trust": LOAD_S["trust"] / NATIVE_TRUST_RATIO},
-        source="benchmarks/load_cost.py, bytecode figures over the measured native ratios"),
+        source="benchmarks/load_cost.py, bytecode figures over the measured native ratios; "
+               "benchmarks/file_head_cost.py"),
 }
 # The flat figure charged before (benchmarks/phrase_cost.py, Debian's
 # words.ml and prime.ml, trust): kept for flat_model and old benchmarks.
@@ -243,17 +272,19 @@ class Phrase:
     theorem: str | None = None        # a proof phrase's theorem
     load: tuple[str, str] | None = None   # (kind, name) of a literal load
     text: str = field(default="", compare=False, repr=False)   # as written (benchmarks)
+    exec_bytes: int | None = None     # machine code an EXEC rule decodes (machine_code.py)
 
 
-def read_phrases(text: str, keep_text: bool = False) -> list[Phrase]:
-    out = []
-    for phrase in split_phrases(text):
-        norm = normal_form(phrase)
-        if not norm:
-            continue
-        out.append(Phrase(len(norm.encode()) / 1024, theorem_of(phrase), loaded_file(phrase),
-                          phrase if keep_text else ""))
-    return out
+def read_phrases(text: str, keep_text: bool = False, root: Path | None = None) -> list[Phrase]:
+    """The phrases of ``text`` that run; ``root``: where object files that
+    machine-code definitions name resolve (the context root)."""
+    from .machine_code import exec_bytes
+
+    kept = [(phrase, norm) for phrase in split_phrases(text) if (norm := normal_form(phrase))]
+    decoded = exec_bytes([norm for _, norm in kept], root)
+    return [Phrase(len(norm.encode()) / 1024, theorem_of(phrase), loaded_file(phrase),
+                   phrase if keep_text else "", code)
+            for (phrase, norm), code in zip(kept, decoded)]
 
 
 @dataclass
@@ -275,18 +306,28 @@ class Tally:
     unknown: list = field(default_factory=list)  # loads found nowhere: (kind, name)
     dropped: int = 0                  # loads dropped (update_database.ml)
     chunks: int = 0                   # native compile units
+    execs: int = 0                    # machine-code EXEC rules (machine_code.py)
+    exec_bytes: int = 0               # the machine code they decode
+    compile_kb: float = 0.0           # native: KB to compile (files the cache holds left out)
+    cached: list = field(default_factory=list)   # files the native cache holds compiled
 
     def add(self, other: "Tally") -> None:
         for name in ("phrases", "kb", "trust_s", "replay_base_s", "proofs", "proof_s", "estimated",
-                     "estimated_kb", "in_measured", "dropped", "chunks"):
+                     "estimated_kb", "in_measured", "dropped", "chunks", "execs", "exec_bytes",
+                     "compile_kb"):
             setattr(self, name, getattr(self, name) + getattr(other, name))
-        for name in ("priced", "files", "measured_files", "unknown"):
+        for name in ("priced", "files", "measured_files", "unknown", "cached"):
             getattr(self, name).extend(getattr(other, name))
 
     def phrase(self, ph: "Phrase", model: LoadModel) -> None:
         cost = model.phrase_cost(ph.kb, ph.theorem is not None)
+        if ph.exec_bytes is not None:
+            cost += model.exec_cost(ph.exec_bytes)
+            self.execs += 1
+            self.exec_bytes += ph.exec_bytes
         self.phrases += 1
         self.kb += ph.kb
+        self.compile_kb += ph.kb
         self.trust_s += cost
         self.replay_base_s += cost
 
@@ -303,17 +344,21 @@ class Tally:
 class FileLoads:
     """The files loads reach, resolved as the toplevel resolves them, and
     their phrases, read once each. ``hol_dir``: HOL Light's directory;
-    ``root``: the context root (the sweep's --context-root)."""
+    ``root``: the context root (the sweep's --context-root). ``compiled``:
+    markers of library files the native cache holds (native_cache.py; by
+    default read from the cache for ``hol_dir``), whose compile costs nothing."""
 
     def __init__(self, root: Path | None = None, hol_dir: Path | None = None,
-                 keep_text: bool = False):
+                 keep_text: bool = False, compiled: frozenset[str] | None = None):
         from .load_graph import DROPPED_LOADS, LoadGraph
+        from .native_cache import compiled_libraries
 
         self.root = Path(root).resolve() if root is not None else None
         self.hol_dir = Path(hol_dir).resolve() if hol_dir is not None else None
         self.graph = LoadGraph(self.root, self.hol_dir)
         self.dropped = tuple(DROPPED_LOADS)
         self.keep_text = keep_text
+        self.compiled = compiled_libraries(self.hol_dir) if compiled is None else compiled
         self._phrases: dict[Path, list[Phrase]] = {}
         self._digests: dict[Path, str] = {}
         self._memo: dict = {}
@@ -334,7 +379,7 @@ class FileLoads:
                 text = path.read_text(encoding="utf-8", errors="replace")
             except OSError:
                 text = ""
-            self._phrases[path] = read_phrases(text, self.keep_text)
+            self._phrases[path] = read_phrases(text, self.keep_text, self.root)
         return self._phrases[path]
 
     def digest(self, path: Path) -> str:
@@ -418,11 +463,16 @@ class FileLoads:
             tally.add(_copy(part))
             loaded |= added
             return
+        from .native_cache import library_marker
+
         before = set(loaded)
         part = Tally()
         loaded.add(path)
         part.files.append(path)
-        part.chunks += 1
+        cached = library_marker(path, self.digest(path)) in self.compiled
+        if cached:
+            part.cached.append(path)
+        part.chunks += 0 if cached else 1
         origin = self.origin(path)
         measured = model.measured_files.get((self.graph.show(path), self.digest(path)))
         own = Tally()                      # this file's own phrases
@@ -433,7 +483,7 @@ class FileLoads:
                     own.proof(ph, lookup(ph.theorem, origin), lookup.secs)
                 continue
             kind, name = ph.load
-            part.chunks += 1
+            part.chunks += 0 if cached else 1
             if kind == "loads" and name in self.dropped:
                 part.dropped += 1
                 continue
@@ -457,6 +507,8 @@ class FileLoads:
                 own.replay_base_s = replay_s         # its proofs are in the measure
                 own.in_measured, own.priced, own.proof_s = own.proofs, [], 0.0
                 own.estimated, own.estimated_kb = 0, 0.0
+        if cached:
+            own.compile_kb = 0.0
         part.add(own)
         self._memo[memo_key] = (part, frozenset(loaded - before))
         tally.add(_copy(part))
@@ -464,7 +516,8 @@ class FileLoads:
 
 def _copy(t: Tally) -> Tally:
     return replace(t, priced=list(t.priced), files=list(t.files),
-                   measured_files=list(t.measured_files), unknown=list(t.unknown))
+                   measured_files=list(t.measured_files), unknown=list(t.unknown),
+                   cached=list(t.cached))
 
 
 class _Lookup:
@@ -502,12 +555,17 @@ class SegmentCost:
     unknown: tuple[str, ...] = ()       # loads found nowhere (charged the stand-in)
     dropped: int = 0
     chunks: int = 0
+    execs: int = 0              # machine-code EXEC rules among the phrases (machine_code.py)
+    exec_bytes: int = 0         # the machine code they decode
+    compile_kb: float = 0.0     # native: KB compiled (files the cache holds left out)
+    cached: tuple[str, ...] = ()  # files loaded here that the native cache holds compiled
+    answer_batches: int = 0     # native: answer batches compiled for its problems (0 or 1)
 
     def load_s(self, choice: ContextProofs) -> float:
         """The phrases (proofs as their statements) and the unknown loads' stand-ins."""
         choice = ContextProofs(choice)
         base = self.replay_base_s if choice is ContextProofs.REPLAY else self.trust_s
-        return base + len(self.unknown) * self.model.load_s[choice.value]
+        return base + len(self.unknown) * self.model.load_s[choice.value] + self.model.image_s
 
     def replay_proofs_s(self) -> float:
         """What replay adds: the priced proofs, the rest by size."""
@@ -515,8 +573,10 @@ class SegmentCost:
         return self.proof_s + max(0.0, est)
 
     def compile_s(self) -> float:
-        """Native: compiling the segment and the files it loads; 0 in bytecode."""
-        return self.chunks * self.model.compile_chunk_s + self.kb * self.model.compile_per_kb_s
+        """Native: compiling the segment, the files it loads that the cache
+        does not hold, and its problems' answers; 0 in bytecode."""
+        return (self.chunks * self.model.compile_chunk_s + self.compile_kb * self.model.compile_per_kb_s
+                + self.answer_batches * self.model.answer_batch_s)
 
     def build_s(self, choice: ContextProofs) -> float:
         base = self.load_s(choice) + self.compile_s()
@@ -573,7 +633,7 @@ def estimate(tree: ContextTree, prove_secs: Mapping[str, float], phrase_s: float
         loaded = set(loaded_before)
         t = Tally()
         t.chunks = 1 if node.segment else 0
-        for phrase in read_phrases(node.segment) if node.segment else ():
+        for phrase in read_phrases(node.segment, root=files.root) if node.segment else ():
             t.phrase(phrase, model)
             if phrase.load is not None:
                 t.chunks += 1
@@ -595,7 +655,9 @@ def estimate(tree: ContextTree, prove_secs: Mapping[str, float], phrase_s: float
                 len(t.files) + len(t.unknown), model, t.kb, t.trust_s, t.replay_base_s,
                 t.estimated_kb, t.in_measured, tuple(files.graph.show(f) for f in t.files),
                 tuple(files.graph.show(f) for f in t.measured_files),
-                tuple(f'{k} "{n}"' for k, n in t.unknown), t.dropped, t.chunks)
+                tuple(f'{k} "{n}"' for k, n in t.unknown), t.dropped, t.chunks, t.execs,
+                t.exec_bytes, t.compile_kb, tuple(files.graph.show(f) for f in t.cached),
+                1 if node.problems else 0)
         stack.extend((child, seen, frozenset(loaded)) for child in children[key])
     return out
 
@@ -650,4 +712,7 @@ def totals(costs: Mapping[str, SegmentCost], measured: Mapping[str, float],
             "files_loaded": sum(len(c.files) for c in est),
             "files_measured": sum(len(c.measured_files) for c in est),
             "unknown_loads": sum(len(c.unknown) for c in est),
-            "dropped_loads": sum(c.dropped for c in est)}
+            "dropped_loads": sum(c.dropped for c in est),
+            "machine_code_rules": sum(c.execs for c in est),
+            "files_compiled_cached": sum(len(c.cached) for c in est),
+            "machine_code_bytes": sum(c.exec_bytes for c in est)}
