@@ -10,7 +10,10 @@ context root), rebuilds the sweep's context tree from its corpus and aligns
 it with the sweep's ``plan.json`` by each problem's chain, and for every
 image but the boot and the library prefix takes
 
-- the measured load (``OUT/images/*.json``, the median of its builds) less
+- the measured load (``OUT/images/*.json``, the median of its builds),
+  scaled by the sweep's library prefix: the model's load of it (load_cost.py's
+  CPU-time fit) over the measured one, since other work on the host
+  stretches every build of a sweep alike (a loaded host doubled it), less
   what context_costs' model without machine code prices its phrases at;
 - the machine code its EXEC rules decode (bytes) and how many there are;
 - natively, its context's compile (``native-compile:KEY``) against its
@@ -91,6 +94,17 @@ def images_of(out: Path) -> list[dict]:
                      "answers_s": builds.get("native-compile:answers:" + key),
                      "model_s": cost.load_s(TRUST), "kb": cost.kb, "chunks": cost.chunks,
                      "execs": cost.execs, "exec_kb": cost.exec_bytes / 1024})
+    # Other work on the host stretches every build of a sweep alike; its
+    # library prefix, priced by load_cost.py's CPU-time fit, is the yardstick:
+    # each build is scaled by the model's library load over the measured one.
+    [lib] = [r for r in rows if r["class"] == "library prefix"] or [None]
+    scale = lib["model_s"] / lib["load_s"] if lib else 1.0
+    for r in rows:
+        r["scale"] = scale
+        r["raw_load_s"], r["raw_compile_s"] = r["load_s"], r["compile_s"]
+        r["load_s"] *= scale
+        r["compile_s"] *= scale
+        r["answers_s"] = [a * scale for a in r["answers_s"]] if r["answers_s"] else None
     return rows
 
 
@@ -117,9 +131,9 @@ def main() -> int:
     for mode in sorted({r["mode"] for r in every}):
         libs = [r for r in every if r["mode"] == mode and r["class"] == "library prefix"]
         if libs:
-            measured = statistics.median(r["load_s"] for r in libs)
-            loads = ", ".join(f"{r['load_s']:.1f}" for r in libs)
-            compiles = ", ".join(f"{r['compile_s']:.1f}" for r in libs)
+            measured = statistics.median(r["raw_load_s"] for r in libs)
+            loads = ", ".join(f"{r['raw_load_s']:.1f}" for r in libs)
+            compiles = ", ".join(f"{r['raw_compile_s']:.1f}" for r in libs)
             lines.append(f"{mode}: library prefix load measured {loads} s "
                          f"(median {measured:.1f}), the model's {libs[0]['model_s']:.1f} s: measured/model "
                          f"{measured / libs[0]['model_s']:.3f}; its compile "
@@ -155,7 +169,8 @@ def main() -> int:
         for r in mine:
             new = r["model_s"] + image_s + (a * r["execs"] + b * r["exec_kb"] if r["execs"] else 0.0)
             lines.append(f"  {r['sweep']:18} {r['class']:12} code {1024 * r['exec_kb']:5.0f} B  "
-                         f"measured {r['load_s']:6.2f} s  old model {r['model_s']:5.2f}  fit {new:6.2f}"
+                         f"measured {r['raw_load_s']:6.2f} s (x{r['scale']:.2f} {r['load_s']:6.2f})  "
+                         f"old model {r['model_s']:5.2f}  fit {new:6.2f}"
                          + (f"  compile {r['compile_s']:.2f} s ({r['chunks']} chunks)"
                             if mode == "native" else ""))
     figures["rows"] = rows

@@ -360,7 +360,8 @@ def prices(known: Known) -> dict[str, float]:
     return out
 
 
-def plan_sweep(tasks: Sequence, backend, *, workers, config, timeout_map=None, out: Path):
+def plan_sweep(tasks: Sequence, backend, *, workers, config, timeout_map=None, out: Path,
+               costs_from: Sequence = ()):
     """The plan of a sweep's tasks (runner.worker.CheckTask, in corpus order)
     on ``backend`` (a runner.prover.ProverBackend), whose image plan says
     which image each problem needs and what building it is expected to cost.
@@ -368,9 +369,16 @@ def plan_sweep(tasks: Sequence, backend, *, workers, config, timeout_map=None, o
     ``timeout_map`` is the sweep's map as read once (runner.map_provenance).
     Memory needs are the tasks' own (the sweep resolved them from the map's
     sidecar and --mem-limit); image builds measured by earlier runs of the
-    same sweep come first, then those of the map's profile, then the
-    backend's estimates."""
-    known = combine(Known(builds=measured_builds([out])), Known(builds=cached_builds(out)),
+    same sweep come first, then those of the sweeps ``costs_from`` names and
+    the cost cache (by image key: the very image, build and mode), then those
+    of the map's profile, then the backend's estimates."""
+    for d in costs_from:
+        if not (Path(d) / "images").is_dir():
+            raise InputError("--costs-from", f"{d} has no images/ folder: it is no sweep directory",
+                             "pass sweep directories written by `proofbatch run --out`")
+    others = measured_builds([Path(d) for d in costs_from]) if costs_from else {}
+    known = combine(Known(builds=measured_builds([out])), Known(builds=others),
+                    Known(builds=cached_builds(out)),
                     from_map(timeout_map) if timeout_map else Known())
     known = Known(known.durations, {}, known.builds, known.categories, known.images)
     problems = list({t.problem.problem_id: t.problem for t in tasks}.values())
