@@ -115,7 +115,7 @@ def error(predicted: float, measured: float) -> float | None:
 
 def cache_modules(cache: Path) -> int:
     """Library modules compiled into the native cache (its builds' libs/)."""
-    return sum(1 for _ in cache.glob("native/*/libs/*")) if cache.is_dir() else 0
+    return sum(1 for _ in cache.glob("native/*/libs/*.cmxs")) if cache.is_dir() else 0
 
 
 def cold_cache(work: Path) -> Path:

@@ -189,19 +189,23 @@ LOAD_S = {"replay": 29.74, "trust": 12.04}
 # Expected proof times move between modes by plans.RATIO_CENTRAL.
 NATIVE_REPLAY_RATIO = 5.78
 NATIVE_TRUST_RATIO = 3.81
-# What sweeps' image builds measured beyond the phrase model
-# (`.venv/bin/python benchmarks/file_head_cost.py OUT...` over the sweeps of
-# `benchmarks/predictions.py --seed 6|7|8`, docs/planning.md): an image's own
-# cost beyond its phrases (image_s), the machine code a file head decodes
-# (exec_s per EXEC rule + exec_per_kb_s per KB of code; machine_code.py), a
-# native context's compile per chunk and its answers' batch; and the library
-# prefix's native load, a sweep's image build (fork, Dynlink of its ~200
-# plugins) against load_cost.py's preloaded server: the native phrase costs
-# are scaled by it.
+# What sweeps' image builds measured beyond the phrase model, by
+# `.venv/bin/python benchmarks/file_head_cost.py OUT...` over 11 sweeps of 2
+# workers, --context-proofs trust, 4 random arm files each (s2n_readme_path.py's
+# seeds 1-3, benchmarks/predictions.py's seeds 6-8; load average 0.5-6.7 from
+# other work, each build scaled by its sweep's library prefix): an image's own
+# cost beyond its phrases (image_s; 13 native, 6 bytecode chain images), the
+# machine code a file head decodes (exec_s per EXEC rule + exec_per_kb_s per
+# KB of code, machine_code.py; 24 native, 20 bytecode file heads of 20-524
+# bytes), a native context's compile per chunk (37 contexts) and the median
+# compile of an image's answers (37 batches). And the library prefix's native
+# load, a sweep's image build (fork, Dynlink of its ~200 plugins) against
+# load_cost.py's preloaded server: 38.5 s in the least loaded of those sweeps
+# (seed 6, load 2.2-2.4) against 33.0 s, x1.167 on every native phrase.
 SWEEP_FIT = {
-    "bytecode": dict(image_s=0.0, exec_s=2.8611, exec_per_kb_s=33.9832),
-    "native": dict(image_s=0.0, exec_s=0.0, exec_per_kb_s=10.0133, compile_chunk_s=0.0973,
-                   answer_batch_s=0.963),
+    "bytecode": dict(image_s=0.1755, exec_s=0.8701, exec_per_kb_s=25.2885),
+    "native": dict(image_s=0.0313, exec_s=0.0, exec_per_kb_s=10.2528, compile_chunk_s=0.1270,
+                   answer_batch_s=0.4258),
 }
 NATIVE_LOAD_FACTOR = 1.167
 # base.ml's 87 compile chunks by this model, 1,509 KB: the cold total as measured above.
