@@ -85,6 +85,10 @@ class SweepConfig:
         "or glob a line, # comments), separated by commas, the flag repeatable; a pattern matching "
         "none is refused; a resume may select others (runner/corpus.py select_problems); all when "
         "None", default=None)
+    costs_from: tuple[str, ...] | None = _help(
+        "sweep directories (run --out) whose measured image builds (OUT/images/*.json) price this "
+        "sweep's plan and ETA: builds of its very images only (an image key holds the build, mode, "
+        "context root and driver); not part of what a resume must keep", default=None)
     policy: str = _help("dispatch order: planned (longest first, context affinity), naive "
                         "(corpus order) or shuffle (seeded random)", default="planned")
     seed: int = _help("seed of the shuffle policy and of tie-breaking", default=0)
@@ -298,7 +302,7 @@ def order(tasks: list[CheckTask], backend: ProverBackend, config: SweepConfig, l
                       images_per_node=config.max_images)
     plan = plan_sweep(tasks, backend, workers=workers,
                       config=PlanConfig(policy=config.policy, seed=config.seed),
-                      timeout_map=loaded, out=config.out)
+                      timeout_map=loaded, out=config.out, costs_from=config.costs_from or ())
     by_key = {(t.problem.problem_id, t.attempt): t for t in tasks}
     return [by_key[(c.problem_id, c.attempt)] for c in plan.checks], plan
 

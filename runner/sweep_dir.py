@@ -48,6 +48,9 @@ def default_mem_limit(workers: int) -> int:
 # What a run leaves in --out before it writes sweep.json (the lock, and the
 # logs folder a backend makes): a run stopped there left a sweep directory.
 # Anything else without sweep.json is someone's files, results.csv included.
+# Settings of a sweep that decide nothing of its verdicts, only how its plan
+# is priced: a resume neither keeps nor restates them.
+NOT_KEPT = frozenset({"costs_from"})
 SWEEP_NAMES = frozenset({"logs", sweep_lock.LOCK_FILE, sweep_lock.HOLDER_FILE})
 
 
@@ -328,7 +331,8 @@ def resume_command(manifest: dict, out: Path) -> str:
              "--out", str(Path(out).resolve())]
     for action in run._actions:
         name = action.dest
-        if not action.option_strings or name in ("help", "out") or name not in cfg:
+        if not action.option_strings or name in ("help", "out") or name not in cfg \
+                or name in NOT_KEPT:
             continue
         flag, value = max(action.option_strings, key=len), cfg[name]
         if name == "context_root" and value is None and manifest.get("context_root") \

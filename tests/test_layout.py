@@ -48,7 +48,7 @@ def _imports(path: Path, module: str):
                 target = node.module or ""
             for alias in node.names:
                 full = f"{target}.{alias.name}"
-                # "from runner import shards" imports the module runner.shards
+                # "from runner.results import shards" imports the module runner.results.shards
                 named = full if _exists(full) else target
                 if named.startswith("runner"):
                     yield node.lineno, named

@@ -52,6 +52,7 @@ def add_arguments(run) -> None:
     run.add_argument("--allow-missing-answers", action="store_true", **opt("allow_missing_answers"))
     run.add_argument("--problems", type=problem_patterns, action="extend",
                      metavar="ID,GLOB,@FILE", **opt("problems"))
+    run.add_argument("--costs-from", nargs="+", metavar="OUT", **opt("costs_from"))
     cluster.add_arguments(run)    # --cluster and each executor's options
 
 
@@ -65,7 +66,13 @@ def run(args) -> int:
         prover=args.prover, isabelle=args.isabelle, sandbox=args.sandbox,
         stop_on_first_ok=args.stop_on_first_ok, mode=args.mode, context_proofs=args.context_proofs,
         allow_missing_answers=args.allow_missing_answers, no_fallback=args.no_fallback,
-        problems=tuple(args.problems) if args.problems else None)
+        problems=tuple(args.problems) if args.problems else None,
+        costs_from=tuple(args.costs_from) if args.costs_from else None)
+    for d in config.costs_from or ():
+        # Refused before a native sweep spends minutes compiling.
+        if not (Path(d) / "images").is_dir():
+            raise InputError("--costs-from", f"{d} has no images/ folder: it is no sweep directory",
+                             "pass sweep directories written by `proofbatch run --out`")
     with progress.PrepareLog():        # --mode native compiles the contexts here
         prepared = prepare(config)
     for warning in prepared.warnings:

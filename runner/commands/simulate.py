@@ -10,6 +10,7 @@ from rich.table import Table
 
 from .. import provers
 from ..checks.context_proofs import ContextProofs
+from ..corpus import problem_patterns
 from ..errors import InputError
 from ..maps import provenance as map_provenance
 from ..maps.provenance import DECLARED_MODES
@@ -41,6 +42,9 @@ def add_arguments(p) -> None:
                    "`proofbatch extract`): its problems are planned on their real context tree, "
                    "and each context's load is measured (a profile's) or estimated; without it "
                    "contexts are unknown")
+    p.add_argument("--problems", type=problem_patterns, action="extend", metavar="ID,GLOB,@FILE",
+                   help="with --corpus: plan only the problems matching these, as `run --problems` "
+                   "selects them (ids, globs or @FILE, separated by commas)")
     p.add_argument("--context-proofs", choices=[c.value for c in ContextProofs], default=None,
                    help="how contexts load their own proofs: replay (run them; the map's prove_secs "
                    "of each context's earlier proofs are charged) or trust (returned unproved); "
@@ -123,6 +127,9 @@ def run(args) -> int:
     conversion, account, modes = None, None, None
     sets = measured_sweeps(args.costs_from) if args.costs_from else ()
     learned: dict = {}
+    if args.problems and args.corpus is None:
+        raise InputError("--problems", "selects problems of a corpus, and no --corpus was given",
+                         "pass --corpus CORPUS, or drop --problems")
     if args.plan is not None:
         recorded, _ = read_plan(args.plan)
         workers = workers_from(args, recorded.workers)
@@ -181,7 +188,8 @@ def run(args) -> int:
                ("from the plan" if args.plan else "unknown (no --corpus)"),
                "map": None if loaded is None else loaded.describe(),
                "mode": None if args.plan else mode, "proof_times": conversion,
-               "check_durations": _duration_counts(sources), "modes": modes}
+               "check_durations": _duration_counts(sources), "modes": modes,
+               "image_classes": image_class_figures(plan)}
         print(json.dumps(out))
         return 0
     console = Console()
@@ -276,11 +284,12 @@ def _plans(args, mode, loaded, workers, config, choices, sets=(), learned=None):
     """Plans by choice in ``mode``, and what the corpus's prover said of it
     (runner.provers.registry.Offline: the proof-time conversion, the account)."""
     request = provers.OfflineRequest(mode=mode, loaded=loaded, context_root=_context_root(args),
-                             installation=args.hol_light)
+                                     installation=args.hol_light)
     with provers.offline_mode(_prover(args.corpus), request) as offline:
         by_choice = plans_from_files(timeout_map=offline.loaded, profile=args.profile,
                                      workers=workers, config=config, corpus=args.corpus,
-                                     choices=choices, costs_from=sets, mode=mode, learned=learned)
+                                     choices=choices, costs_from=sets, mode=mode, learned=learned,
+                                     problems=args.problems)
     return by_choice, offline
 
 
@@ -351,6 +360,23 @@ def print_modes(out: Console, modes: dict, choice: str) -> None:
     for label, fmt in rows:
         table.add_row(label, *(fmt(f) for f in modes["by_mode"].values()))
     out.print(table)
+
+
+def image_class_figures(plan) -> dict:
+    """The plan's images by their role in the tree (runner.reporting.report.image_classes:
+    boot, library prefix, file head, chain image), each class's build seconds
+    summed over its images once each, as `report` compares them with a
+    sweep's measured builds."""
+    from ..reporting.report import IMAGE_CLASSES, image_classes
+
+    classes = image_classes({k: {"parent": i.parent} for k, i in plan.images.items()})
+    out: dict[str, dict] = {}
+    for key, image in plan.images.items():
+        c = out.setdefault(classes[key], {"images": 0, "build_s": 0.0, "sources": {}})
+        c["images"] += 1
+        c["build_s"] += image.build_s
+        c["sources"][image.source] = c["sources"].get(image.source, 0) + 1
+    return {k: out[k] for k in IMAGE_CLASSES if k in out}
 
 
 def _context_figures(plan) -> dict:

@@ -360,7 +360,8 @@ def prices(known: Known) -> dict[str, float]:
     return out
 
 
-def plan_sweep(tasks: Sequence, backend, *, workers, config, timeout_map=None, out: Path):
+def plan_sweep(tasks: Sequence, backend, *, workers, config, timeout_map=None, out: Path,
+               costs_from: Sequence = ()):
     """The plan of a sweep's tasks (runner.checks.worker.CheckTask, in corpus order)
     on ``backend`` (a runner.prover.ProverBackend), whose image plan says
     which image each problem needs and what building it is expected to cost.
@@ -368,9 +369,16 @@ def plan_sweep(tasks: Sequence, backend, *, workers, config, timeout_map=None, o
     ``timeout_map`` is the sweep's map as read once (runner.maps.provenance).
     Memory needs are the tasks' own (the sweep resolved them from the map's
     sidecar and --mem-limit); image builds measured by earlier runs of the
-    same sweep come first, then those of the map's profile, then the
-    backend's estimates."""
-    known = combine(Known(builds=measured_builds([out])), Known(builds=cached_builds(out)),
+    same sweep come first, then those of the sweeps ``costs_from`` names and
+    the cost cache (by image key: the very image, build and mode), then those
+    of the map's profile, then the backend's estimates."""
+    for d in costs_from:
+        if not (Path(d) / "images").is_dir():
+            raise InputError("--costs-from", f"{d} has no images/ folder: it is no sweep directory",
+                             "pass sweep directories written by `proofbatch run --out`")
+    others = measured_builds([Path(d) for d in costs_from]) if costs_from else {}
+    known = combine(Known(builds=measured_builds([out])), Known(builds=others),
+                    Known(builds=cached_builds(out)),
                     from_map(timeout_map) if timeout_map else Known())
     known = Known(known.durations, {}, known.builds, known.categories, known.images)
     problems = list({t.problem.problem_id: t.problem for t in tasks}.values())
@@ -404,7 +412,7 @@ def plan_from_files(*, timeout_map=None, profile: Path | None, workers, config,
 def plans_from_files(*, timeout_map=None, profile: Path | None, workers, config,
                      default_mem: int = 512 * 2**20, corpus: Path | None = None,
                      choices=(), costs_from: Sequence[Measured] = (), mode: str | None = None,
-                     learned: dict | None = None) -> dict:
+                     learned: dict | None = None, problems: Sequence[str] | None = None) -> dict:
     """A plan of the problems of a profile and/or a timeout map (a
     runner.maps.provenance.LoadedMap). With a ``corpus``, its problems are
     planned on their real context tree, each image measured or estimated
@@ -416,7 +424,9 @@ def plans_from_files(*, timeout_map=None, profile: Path | None, workers, config,
 
     ``costs_from`` (measured_sweeps): image builds earlier sweeps measured
     in ``mode`` under each choice, laid over the plan's images (lay_over);
-    ``learned``, given, gets per choice how many images they priced."""
+    ``learned``, given, gets per choice how many images they priced.
+    ``problems``: the corpus's problems to plan (``run --problems`` patterns,
+    runner.corpus.select_problems); all when None."""
     learned = {} if learned is None else learned
     if timeout_map is None and profile is None:
         raise InputError("simulate", "nothing to plan", "pass --timeout-map FILE or --profile DIR")
@@ -429,7 +439,7 @@ def plans_from_files(*, timeout_map=None, profile: Path | None, workers, config,
     known = combine(*parts)
     if corpus is not None:
         return _plan_corpus(corpus, known, limits, workers, config, default_mem, choices,
-                            costs_from, mode, learned)
+                            costs_from, mode, learned, problems)
     image_of = known.images
     ids = sorted(set().union(*(d.keys() for _, d in known.durations)) | set(limits))
     if not ids:
@@ -467,9 +477,15 @@ def _measured_over(images: Mapping[str, Image], base: str, sets, mode, choice,
 
 
 def _plan_corpus(corpus: Path, known: Known, limits: Mapping[str, float], workers, config,
-                 default_mem: int, choices, costs_from=(), mode=None, learned=None) -> dict:
+                 default_mem: int, choices, costs_from=(), mode=None, learned=None,
+                 patterns=None) -> dict:
+    from ..corpus import select_problems
+
     prover = provers.detect(corpus)
     problems = provers.load_problems(corpus, prover=prover)
+    if patterns:
+        # As a sweep selects them: its image tree holds these problems' contexts only.
+        problems = select_problems(problems, patterns)
     by_choice, measured = provers.offline_image_plans(prover, problems, prices(known), choices,
                                                       known.images, known.builds)
     plans = {}

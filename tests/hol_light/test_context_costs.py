@@ -20,9 +20,10 @@ from runner.provers.hol_light.plans import BOOT_S, NATIVE_BOOT_S, RATIO_CENTRAL,
 
 
 def trust_s(text: str, mode: str = "bytecode") -> float:
-    """What the phrases of ``text`` cost under trust in ``mode``'s model."""
+    """What one image loading ``text`` costs under trust in ``mode``'s model:
+    its phrases, and what an image costs beyond them."""
     model = MODELS[mode]
-    return sum(model.phrase_cost(p.kb, p.theorem is not None) for p in read_phrases(text))
+    return sum(model.phrase_cost(p.kb, p.theorem is not None) for p in read_phrases(text)) + model.image_s
 
 # A proof file "f" of prefix "ex": a definition, then T1 and T2 proved, a
 # helper lemma that is no problem, then T3. Problem ex.f.Tk is cut at Tk.
@@ -120,7 +121,7 @@ def test_simulate_plans_a_corpus_on_its_contexts_under_both_choices(tmp_path, ca
     replay, trust = out["contexts"]["replay"], out["contexts"]["trust"]
     # Three images in a chain, each built once by the one worker: 4 phrases in
     # all; replay adds T1's 2 s and T2's 3 s and the helper's estimate.
-    phrases = trust_s(DEFINE + T1 + T2 + HELPER)
+    phrases = trust_s(DEFINE) + trust_s(T1) + trust_s(T2 + HELPER)      # three images
     helper = MODELS["bytecode"].proof_cost(read_phrases(HELPER)[0].kb)
     assert replay["images"] == trust["images"] == 3
     assert replay["image_sources"] == {"estimated": 3}

@@ -20,6 +20,7 @@ from runner.corpus import load_corpus
 from runner.prover import CheckLimits
 from runner.provers.hol_light.install import find_hol_light
 from runner.provers.hol_light.native import MODE, NativeHolLightBackend, NativeSession
+from runner.provers.hol_light.native_cache import compiled_libraries, content_digest, library_marker
 from runner.provers.hol_light.native_compile import NativeCompiler, NotNative, Scope
 
 from ..helpers import TEST_MEM_LIMIT, make_corpus
@@ -172,3 +173,13 @@ def test_a_failed_library_compile_leaves_no_temporary_folder(native_build, dev_r
         compiler.compile_context('needs "bad.ml";;\n', "Pb_scope_bad", Scope(compiler.base_opens))
     left = sorted(p.name for p in compiler.libdir.iterdir() if p.name.startswith(".pb_lib_"))
     assert left == []
+
+
+def test_a_library_compiled_into_the_cache_is_marked_for_plans(native_build, dev_root, tmp_path):
+    """Plans price the compile of a library the cache holds at nothing
+    (native_cache.py): the compiler marks each file whose modules all went there."""
+    compiler = NativeCompiler(native_build, find_hol_light(), dev_root, tmp_path / "w")
+    compiler.compile_context('needs "u.ml";;\n', "Pb_scope_marked", Scope(compiler.base_opens))
+    marker = library_marker(dev_root / "u.ml", content_digest((dev_root / "u.ml").read_bytes()))
+    assert (compiler.libdir / "files" / marker).is_file()
+    assert marker in compiled_libraries(find_hol_light().hol_dir, native_build.dir.parent)

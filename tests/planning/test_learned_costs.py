@@ -168,6 +168,43 @@ def test_a_later_sweeps_plan_is_priced_from_the_cost_cache(tmp_path, monkeypatch
     assert cached_builds(second) == {}
 
 
+def test_a_sweep_run_with_costs_from_is_planned_with_what_they_measured(tmp_path, monkeypatch, capsys):
+    """`run --costs-from OUT...`: a sweep's plan takes the builds earlier
+    sweeps recorded of its very images (by key), no cache needed; a folder
+    that is no sweep is refused before anything runs."""
+    monkeypatch.delenv("PROOFBATCH_COST_CACHE", raising=False)
+    tree = build_context_tree(SETUPS, "the sweeps' salt")
+
+    class Backend:
+        def image_plan(self, problems, prove_secs):
+            return ImagePlan(tree.base, dict(tree.image_of),
+                             {k: n.parent for k, n in tree.nodes.items()},
+                             {k: (70.0 if n.parent is None else 25.0) for k, n in tree.nodes.items()},
+                             {k: ("default" if n.parent is None else "estimated")
+                              for k, n in tree.nodes.items()})
+
+    tasks = [SimpleNamespace(problem=SimpleNamespace(problem_id=p, category="generic"), attempt=0,
+                             limits=SimpleNamespace(time_s=60.0, expected_mem_bytes=2**20))
+             for p in SETUPS]
+    first, second = tmp_path / "first", tmp_path / "second"
+    (first / "images").mkdir(parents=True)
+    (first / "images" / "r1.json").write_text(json.dumps({"run_id": "r1", "builds": [
+        {"key": n.key, "parent": n.parent, "secs": 100.0 + n.depth, "finished_at": 0.0}
+        for n in tree.nodes.values()] + [{"key": "another image", "parent": None, "secs": 1.0,
+                                          "finished_at": 0.0}]}))
+    second.mkdir()
+    plan = plan_sweep(tasks, Backend(), workers=Workers(1, 1), config=PlanConfig(), out=second,
+                      costs_from=(str(first),))
+    assert {k: (i.build_s, i.source) for k, i in plan.images.items()} == \
+        {k: (100.0 + n.depth, "measured") for k, n in tree.nodes.items()}
+    corpus = write_corpus(tmp_path / "corpus")
+    assert cli.main(["run", str(corpus), "--out", str(tmp_path / "out"),
+                     "--costs-from", str(corpus)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "--costs-from" in err[0] and "no sweep directory" in err[0]
+    assert not (tmp_path / "out").exists()
+
+
 def test_a_recorded_plan_takes_measured_builds_by_image_key(tmp_path, capsys):
     from runner.planning.planner import Image, PlanCheck, make_plan, write_plan
 

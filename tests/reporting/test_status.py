@@ -17,7 +17,7 @@ import pytest
 from runner import cli, events
 from runner.reporting.progress import SweepProgress
 from runner.reporting.status import read_status
-from runner.sweep_dir import resume_command
+from runner.sweep_dir import NOT_KEPT, resume_command
 from runner.sweep import SweepConfig
 
 from ..helpers import demo_config, make_corpus, row, sweep_with
@@ -69,8 +69,8 @@ def _run_parser() -> argparse.ArgumentParser:
 
 
 def _config_options() -> list[argparse.Action]:
-    """The options of `run` that set a field of the sweep's config."""
-    fields = {f.name for f in dataclasses.fields(SweepConfig)}
+    """The options of `run` that set a field of the sweep's config a resume keeps."""
+    fields = {f.name for f in dataclasses.fields(SweepConfig)} - NOT_KEPT
     return [a for a in _run_parser()._actions
             if a.option_strings and a.dest in fields and a.dest != "out"]
 

@@ -66,137 +66,11 @@ from typing import Mapping
 
 from ...checks.context_proofs import ContextProofs
 from .contexts import ContextTree, _skip_comment, normal_form, split_phrases
+# The model and its measured figures, priced with here (callers import them from here too).
+from .load_model import (LOAD_S, MEASURED_BYTECODE, MODELS, PHRASE_S, PHRASE_SOURCE,  # noqa: F401
+                         SWEEP_FIT, LoadModel, flat_model)
 
 DEFAULT_MODE = "bytecode"
-
-
-@dataclass(frozen=True)
-class LoadModel:
-    """CPU seconds phrases cost to load in one mode; see the module doc.
-    Each phrase cost is floored at 0 (a fit's intercept may be negative)."""
-
-    mode: str
-    phrase_s: float                  # a phrase that is no proof (a load phrase too)
-    per_kb_s: float                  # + per KB of its normal form
-    trusted_proof_s: float           # a proof phrase, its proof not run (trust)
-    trusted_proof_per_kb_s: float    # + per KB
-    proof_s: float                   # replay, a proof the map does not know: + this
-    proof_per_kb_s: float            # + per KB
-    compile_chunk_s: float = 0.0     # native: per compiled module (a file's code between loads)
-    compile_per_kb_s: float = 0.0    # native: per KB compiled
-    load_s: Mapping[str, float] = field(default_factory=dict)   # a file found nowhere, by choice
-    # Files measured whole: (name as shown, sha256[:12] of the file) ->
-    # (trust s, replay s or None when the replay run did not reach its end).
-    measured_files: Mapping[tuple[str, str], tuple[float, float | None]] = field(default_factory=dict)
-    source: str = ""
-
-    def phrase_cost(self, kb: float, proof: bool = False) -> float:
-        """A phrase under trust (a proof as its statement alone)."""
-        if proof:
-            return max(0.0, self.trusted_proof_s + self.trusted_proof_per_kb_s * kb)
-        return max(0.0, self.phrase_s + self.per_kb_s * kb)
-
-    def proof_cost(self, kb: float) -> float:
-        """What replaying a proof the map does not know adds."""
-        return max(0.0, self.proof_s + self.proof_per_kb_s * kb)
-
-
-def flat_model(phrase_s: float, mode: str = "bytecode") -> LoadModel:
-    """Every phrase ``phrase_s``, proofs the map does not know nothing more
-    (the model before issue 25; tests)."""
-    return LoadModel(mode, phrase_s, 0.0, phrase_s, 0.0, 0.0, 0.0,
-                     load_s=MODELS[mode].load_s, source=f"flat {phrase_s} s per phrase")
-
-
-# -- measured figures ----------------------------------------------------------
-# Bytecode: `nice .venv/bin/python benchmarks/load_cost.py --skip-native
-# --budget 120` here (2 shared cores, load average 6.1-9.9 during the run,
-# 5.8 at its end): the bench's HOL Light checkout (5e62421, module build,
-# OCaml 4.13.1) booted by hol.sh, s2n-bignum 51147aa's arm/proofs/base.ml
-# run phrase by phrase with its loads inlined (33 files, 4,086 phrases,
-# 1,509 KB of normal form, 2,441 proof phrases), one forked child trusting
-# and one replaying, each stopped at 120 s of CPU: trust reached 3,822
-# phrases (112.9 s), replay 2,794 (121.7 s). Least squares over the trust
-# child's phrases: a phrase that is no proof 30.49 ms + 62.72 ms/KB (1,502
-# phrases), a proof phrase under trust -1.64 ms + 41.97 ms/KB (2,320; a
-# trusted proof costs less than the mean definition: s2n-bignum's
-# definitions compute, e.g. arm/proofs/instruction.ml's SIMD expansions);
-# over the replay child's proof phrases, replay adds -16.3 ms + 159.8 ms/KB
-# (2,106). Per file, the size model misses by 75 s in all of 112.9 s (summed
-# absolute errors; instruction.ml alone: 55.8 s measured, 22.2 s fitted), so
-# files measured whole are charged as measured (MEASURED_BYTECODE) and the
-# fit prices the rest. Whole base.ml, bytecode: trust 124 s (112.9 s
-# measured + 11.2 s fitted), replay 224 s (121.7 s measured + 87.0 s of the
-# rest measured under trust + 15.4 s of its proofs fitted); the bench's whole
-# contexts measured 114-337 s. Cross-check, Debian's toplevel
-# (benchmarks/phrase_cost.py): Library/words.ml 12.04 s trust, 29.74 s
-# replay; here the checkout's words.ml 14.26 s and 38.21 s.
-MEASURED_BYTECODE: dict[tuple[str, str], tuple[float, float | None]] = {
-    ("Library/iter.ml", "fef70bb7ab3c"): (0.27, 1.03),
-    ("Library/rstc.ml", "3bfe6fa7995a"): (0.61, 1.84),
-    ("Library/bitsize.ml", "6f01574b26e1"): (0.32, 0.55),
-    ("Library/prime.ml", "640f709c4b1e"): (2.70, 11.46),
-    ("Library/pocklington.ml", "06f8198b41cf"): (3.82, 8.52),
-    ("Library/integer.ml", "d58b730cd0de"): (1.34, 5.25),
-    ("Library/bdd.ml", "21130afeb344"): (0.36, 0.28),
-    ("Library/words.ml", "38ebbbb2b342"): (14.26, 38.21),
-    ("Library/bitmatch.ml", "7ffbaa2ea98f"): (1.14, 1.22),
-    ("Library/components.ml", "5a8ea87bad6a"): (0.41, 0.45),
-    ("Library/records.ml", "b59901fee08c"): (0.05, 0.05),
-    ("common/overlap.ml", "32284db090d5"): (1.73, 3.81),
-    ("common/for_hollight.ml", "da3a4588e9f5"): (0.39, 0.37),
-    ("common/words2.ml", "8c63d90e3722"): (1.22, 1.30),
-    ("Library/floor.ml", "ae30e4c5a508"): (1.14, 2.03),
-    ("common/misc.ml", "6747680a2acd"): (3.77, 14.40),
-    ("common/actions_merger.ml", "203ac691851e"): (0.08, 0.13),
-    ("common/components.ml", "893b5b1cc858"): (4.43, None),
-    ("common/alignment.ml", "86ea8c7f80a7"): (0.03, None),
-    ("common/relational.ml", "1f83d69177b0"): (4.37, None),
-    ("common/relational_n.ml", "d667b4816e31"): (0.54, None),
-    ("common/interval.ml", "7b3932d1241e"): (1.37, None),
-    ("common/elf.ml", "f7ac6cebccde"): (0.10, None),
-    ("common/safety.ml", "f66e9760449b"): (0.23, None),
-    ("arm/proofs/sha256.ml", "1cbcac612094"): (0.71, None),
-    ("arm/proofs/sha512.ml", "0896d34cb854"): (0.59, None),
-    ("common/aes.ml", "157fcb948e7b"): (5.12, None),
-    ("arm/proofs/utils/aes.ml", "81c6e52acf53"): (0.08, None),
-    ("arm/proofs/instruction.ml", "7c000ae11e7f"): (55.81, None),
-}
-# A load found nowhere: Library/words.ml as Debian's toplevel loads it
-# (benchmarks/phrase_cost.py), a stand-in for a file of unknown size.
-LOAD_S = {"replay": 29.74, "trust": 12.04}
-# Native: `nice .venv/bin/python benchmarks/load_cost.py --skip-bytecode
-# [--native-choice trust]` here, the same base.ml compiled into 39 modules
-# (1,778 KB of source; camlp5 + ocamlopt, CPU of the children): 22.6 s CPU
-# compiled for replay at load 7.8, 19.5 s for trust at load 1.9; per KB of
-# normal form, (22.6 + 19.5) / 2 / 1,509 KB = 14.0 ms (the per-module term
-# fits at 0). The native server with them preloaded reached READY in 47.1 s
-# CPU under --trust against 14.5 s with nothing preloaded (load 2.0), so
-# base.ml loads natively in 32.6 s trusting, against 124 s in bytecode: x3.81
-# for phrases. Replaying (libraries compiled without the switchable prove):
-# 66.2 s and 63.8 s to READY against 15.1 s (load 10.1 and 6.8): 49.9 s, so
-# the proofs add 17.3 s natively against 100 s in bytecode (224 - 124, part
-# of it fitted, see above): x5.78 for proofs the map does not know.
-# Expected proof times move between modes by plans.RATIO_CENTRAL.
-NATIVE_REPLAY_RATIO = 5.78
-NATIVE_TRUST_RATIO = 3.81
-_B = dict(phrase_s=0.03049, per_kb_s=0.06272, trusted_proof_s=-0.00164,
-          trusted_proof_per_kb_s=0.04197, proof_s=-0.0163, proof_per_kb_s=0.1598)
-MODELS: dict[str, LoadModel] = {
-    "bytecode": LoadModel("bytecode", **_B, load_s=LOAD_S, measured_files=MEASURED_BYTECODE,
-                          source="benchmarks/load_cost.py, the bench's bytecode toplevel"),
-    "native": LoadModel(
-        "native", **{k: v / (NATIVE_REPLAY_RATIO if k.startswith("proof") else NATIVE_TRUST_RATIO)
-                     for k, v in _B.items()},
-        compile_chunk_s=0.0, compile_per_kb_s=0.0140,
-        load_s={"replay": LOAD_S["replay"] / NATIVE_REPLAY_RATIO,
-                "trust": LOAD_S["trust"] / NATIVE_TRUST_RATIO},
-        source="benchmarks/load_cost.py, bytecode figures over the measured native ratios"),
-}
-# The flat figure charged before (benchmarks/phrase_cost.py, Debian's
-# words.ml and prime.ml, trust): kept for flat_model and old benchmarks.
-PHRASE_S = 0.015
-PHRASE_SOURCE = "benchmarks/load_cost.py"
 
 
 _PROOF = re.compile(r"let\s+([A-Za-z_][A-Za-z0-9_']*)\s*=\s*(?:time\s+)?(?:prove|prove_by_refinement)\b")
@@ -243,17 +117,19 @@ class Phrase:
     theorem: str | None = None        # a proof phrase's theorem
     load: tuple[str, str] | None = None   # (kind, name) of a literal load
     text: str = field(default="", compare=False, repr=False)   # as written (benchmarks)
+    exec_bytes: int | None = None     # machine code an EXEC rule decodes (machine_code.py)
 
 
-def read_phrases(text: str, keep_text: bool = False) -> list[Phrase]:
-    out = []
-    for phrase in split_phrases(text):
-        norm = normal_form(phrase)
-        if not norm:
-            continue
-        out.append(Phrase(len(norm.encode()) / 1024, theorem_of(phrase), loaded_file(phrase),
-                          phrase if keep_text else ""))
-    return out
+def read_phrases(text: str, keep_text: bool = False, root: Path | None = None) -> list[Phrase]:
+    """The phrases of ``text`` that run; ``root``: where object files that
+    machine-code definitions name resolve (the context root)."""
+    from .machine_code import exec_bytes
+
+    kept = [(phrase, norm) for phrase in split_phrases(text) if (norm := normal_form(phrase))]
+    decoded = exec_bytes([norm for _, norm in kept], root)
+    return [Phrase(len(norm.encode()) / 1024, theorem_of(phrase), loaded_file(phrase),
+                   phrase if keep_text else "", code)
+            for (phrase, norm), code in zip(kept, decoded)]
 
 
 @dataclass
@@ -275,18 +151,28 @@ class Tally:
     unknown: list = field(default_factory=list)  # loads found nowhere: (kind, name)
     dropped: int = 0                  # loads dropped (update_database.ml)
     chunks: int = 0                   # native compile units
+    execs: int = 0                    # machine-code EXEC rules (machine_code.py)
+    exec_bytes: int = 0               # the machine code they decode
+    compile_kb: float = 0.0           # native: KB to compile (files the cache holds left out)
+    cached: list = field(default_factory=list)   # files the native cache holds compiled
 
     def add(self, other: "Tally") -> None:
         for name in ("phrases", "kb", "trust_s", "replay_base_s", "proofs", "proof_s", "estimated",
-                     "estimated_kb", "in_measured", "dropped", "chunks"):
+                     "estimated_kb", "in_measured", "dropped", "chunks", "execs", "exec_bytes",
+                     "compile_kb"):
             setattr(self, name, getattr(self, name) + getattr(other, name))
-        for name in ("priced", "files", "measured_files", "unknown"):
+        for name in ("priced", "files", "measured_files", "unknown", "cached"):
             getattr(self, name).extend(getattr(other, name))
 
     def phrase(self, ph: "Phrase", model: LoadModel) -> None:
         cost = model.phrase_cost(ph.kb, ph.theorem is not None)
+        if ph.exec_bytes is not None:
+            cost += model.exec_cost(ph.exec_bytes)
+            self.execs += 1
+            self.exec_bytes += ph.exec_bytes
         self.phrases += 1
         self.kb += ph.kb
+        self.compile_kb += ph.kb
         self.trust_s += cost
         self.replay_base_s += cost
 
@@ -303,17 +189,21 @@ class Tally:
 class FileLoads:
     """The files loads reach, resolved as the toplevel resolves them, and
     their phrases, read once each. ``hol_dir``: HOL Light's directory;
-    ``root``: the context root (the sweep's --context-root)."""
+    ``root``: the context root (the sweep's --context-root). ``compiled``:
+    markers of library files the native cache holds (native_cache.py; by
+    default read from the cache for ``hol_dir``), whose compile costs nothing."""
 
     def __init__(self, root: Path | None = None, hol_dir: Path | None = None,
-                 keep_text: bool = False):
+                 keep_text: bool = False, compiled: frozenset[str] | None = None):
         from .load_graph import DROPPED_LOADS, LoadGraph
+        from .native_cache import compiled_libraries
 
         self.root = Path(root).resolve() if root is not None else None
         self.hol_dir = Path(hol_dir).resolve() if hol_dir is not None else None
         self.graph = LoadGraph(self.root, self.hol_dir)
         self.dropped = tuple(DROPPED_LOADS)
         self.keep_text = keep_text
+        self.compiled = compiled_libraries(self.hol_dir) if compiled is None else compiled
         self._phrases: dict[Path, list[Phrase]] = {}
         self._digests: dict[Path, str] = {}
         self._memo: dict = {}
@@ -334,7 +224,7 @@ class FileLoads:
                 text = path.read_text(encoding="utf-8", errors="replace")
             except OSError:
                 text = ""
-            self._phrases[path] = read_phrases(text, self.keep_text)
+            self._phrases[path] = read_phrases(text, self.keep_text, self.root)
         return self._phrases[path]
 
     def digest(self, path: Path) -> str:
@@ -418,11 +308,16 @@ class FileLoads:
             tally.add(_copy(part))
             loaded |= added
             return
+        from .native_cache import library_marker
+
         before = set(loaded)
         part = Tally()
         loaded.add(path)
         part.files.append(path)
-        part.chunks += 1
+        cached = library_marker(path, self.digest(path)) in self.compiled
+        if cached:
+            part.cached.append(path)
+        part.chunks += 0 if cached else 1
         origin = self.origin(path)
         measured = model.measured_files.get((self.graph.show(path), self.digest(path)))
         own = Tally()                      # this file's own phrases
@@ -433,7 +328,7 @@ class FileLoads:
                     own.proof(ph, lookup(ph.theorem, origin), lookup.secs)
                 continue
             kind, name = ph.load
-            part.chunks += 1
+            part.chunks += 0 if cached else 1
             if kind == "loads" and name in self.dropped:
                 part.dropped += 1
                 continue
@@ -457,6 +352,8 @@ class FileLoads:
                 own.replay_base_s = replay_s         # its proofs are in the measure
                 own.in_measured, own.priced, own.proof_s = own.proofs, [], 0.0
                 own.estimated, own.estimated_kb = 0, 0.0
+        if cached:
+            own.compile_kb = 0.0
         part.add(own)
         self._memo[memo_key] = (part, frozenset(loaded - before))
         tally.add(_copy(part))
@@ -464,7 +361,8 @@ class FileLoads:
 
 def _copy(t: Tally) -> Tally:
     return replace(t, priced=list(t.priced), files=list(t.files),
-                   measured_files=list(t.measured_files), unknown=list(t.unknown))
+                   measured_files=list(t.measured_files), unknown=list(t.unknown),
+                   cached=list(t.cached))
 
 
 class _Lookup:
@@ -502,12 +400,17 @@ class SegmentCost:
     unknown: tuple[str, ...] = ()       # loads found nowhere (charged the stand-in)
     dropped: int = 0
     chunks: int = 0
+    execs: int = 0              # machine-code EXEC rules among the phrases (machine_code.py)
+    exec_bytes: int = 0         # the machine code they decode
+    compile_kb: float = 0.0     # native: KB compiled (files the cache holds left out)
+    cached: tuple[str, ...] = ()  # files loaded here that the native cache holds compiled
+    answer_batches: int = 0     # native: answer batches compiled for its problems (0 or 1)
 
     def load_s(self, choice: ContextProofs) -> float:
         """The phrases (proofs as their statements) and the unknown loads' stand-ins."""
         choice = ContextProofs(choice)
         base = self.replay_base_s if choice is ContextProofs.REPLAY else self.trust_s
-        return base + len(self.unknown) * self.model.load_s[choice.value]
+        return base + len(self.unknown) * self.model.load_s[choice.value] + self.model.image_s
 
     def replay_proofs_s(self) -> float:
         """What replay adds: the priced proofs, the rest by size."""
@@ -515,8 +418,10 @@ class SegmentCost:
         return self.proof_s + max(0.0, est)
 
     def compile_s(self) -> float:
-        """Native: compiling the segment and the files it loads; 0 in bytecode."""
-        return self.chunks * self.model.compile_chunk_s + self.kb * self.model.compile_per_kb_s
+        """Native: compiling the segment, the files it loads that the cache
+        does not hold, and its problems' answers; 0 in bytecode."""
+        return (self.chunks * self.model.compile_chunk_s + self.compile_kb * self.model.compile_per_kb_s
+                + self.answer_batches * self.model.answer_batch_s)
 
     def build_s(self, choice: ContextProofs) -> float:
         base = self.load_s(choice) + self.compile_s()
@@ -573,7 +478,7 @@ def estimate(tree: ContextTree, prove_secs: Mapping[str, float], phrase_s: float
         loaded = set(loaded_before)
         t = Tally()
         t.chunks = 1 if node.segment else 0
-        for phrase in read_phrases(node.segment) if node.segment else ():
+        for phrase in read_phrases(node.segment, root=files.root) if node.segment else ():
             t.phrase(phrase, model)
             if phrase.load is not None:
                 t.chunks += 1
@@ -595,7 +500,9 @@ def estimate(tree: ContextTree, prove_secs: Mapping[str, float], phrase_s: float
                 len(t.files) + len(t.unknown), model, t.kb, t.trust_s, t.replay_base_s,
                 t.estimated_kb, t.in_measured, tuple(files.graph.show(f) for f in t.files),
                 tuple(files.graph.show(f) for f in t.measured_files),
-                tuple(f'{k} "{n}"' for k, n in t.unknown), t.dropped, t.chunks)
+                tuple(f'{k} "{n}"' for k, n in t.unknown), t.dropped, t.chunks, t.execs,
+                t.exec_bytes, t.compile_kb, tuple(files.graph.show(f) for f in t.cached),
+                1 if node.problems else 0)
         stack.extend((child, seen, frozenset(loaded)) for child in children[key])
     return out
 
@@ -650,4 +557,7 @@ def totals(costs: Mapping[str, SegmentCost], measured: Mapping[str, float],
             "files_loaded": sum(len(c.files) for c in est),
             "files_measured": sum(len(c.measured_files) for c in est),
             "unknown_loads": sum(len(c.unknown) for c in est),
-            "dropped_loads": sum(c.dropped for c in est)}
+            "dropped_loads": sum(c.dropped for c in est),
+            "machine_code_rules": sum(c.execs for c in est),
+            "files_compiled_cached": sum(len(c.cached) for c in est),
+            "machine_code_bytes": sum(c.exec_bytes for c in est)}

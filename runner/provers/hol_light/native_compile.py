@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Callable, Sequence
 
 from . import contexts
+from .native_cache import mark_compiled
 from ... import subproc
 from ...checks.context_proofs import ContextProofs
 from ...errors import CommandError
@@ -348,6 +349,9 @@ class NativeCompiler:
         text = path.read_text(encoding="utf-8", errors="replace")
         lib = Scope(scope.opens, scope.loaded | {path}, scope.visible | {path})
         self._translate(text, lib, str(path), self._library_place(path))
+        if all(p.parent == self.libdir for p in lib.plugins):
+            # Every later session of this build finds it compiled: plans price it so.
+            mark_compiled(self.libdir, path)
         self._libraries[path] = (lib.added, lib.loaded - scope.loaded)
         scope.open(*lib.added)
         scope.loaded, scope.visible = lib.loaded, scope.visible | lib.visible
