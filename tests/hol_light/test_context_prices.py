@@ -5,7 +5,7 @@ nothing, and simulate's per-class figures for the problems a sweep selects."""
 from __future__ import annotations
 
 import json
-import struct
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -24,19 +24,16 @@ HEAD = ('let tiny_mc = define_assert_from_elf "tiny_mc" "arm/tiny.o"\n[\n'
         "let TINY_EXEC = ARM_MK_EXEC_RULE tiny_mc;;\n")
 
 
-def elf(text: bytes) -> bytes:
-    """A little-endian ELF64 relocatable object whose .text holds ``text``."""
-    names = b"\0.text\0.shstrtab\0"
-    body = 64
-    text_at, names_at = body, body + len(text)
-    shoff = names_at + len(names)
-    header = (b"\x7fELF" + bytes([2, 1, 1]) + bytes(9)
-              + struct.pack("<HHIQQQIHHHHHH", 1, 183, 1, 0, 0, shoff, 0, 64, 0, 0, 64, 3, 2))
-
-    def section(name: int, offset: int, size: int) -> bytes:
-        return struct.pack("<IIQQQQIIQQ", name, 1, 0, 0, offset, size, 0, 0, 1, 0)
-    return (header + text + names + bytes(64) + section(1, text_at, len(text))
-            + section(7, names_at, len(names)))
+def assembled(tmp_path: Path, name: str, n: int) -> Path:
+    """An arm object file assembled as s2n-bignum's arm Makefile assembles
+    its own (binutils-aarch64-linux-gnu, scripts/setup.sh installs it), its
+    .text ``n`` instructions of 4 bytes, where that Makefile leaves objects."""
+    src = tmp_path / f"{name}.s"
+    src.write_text(".text\n" + "".join("nop\n" for _ in range(n)))
+    obj = tmp_path / "arm" / f"{name}.o"
+    obj.parent.mkdir(parents=True, exist_ok=True)
+    subprocess.run(["aarch64-linux-gnu-as", "-o", str(obj), str(src)], check=True)
+    return obj
 
 
 def codes(text: str) -> list:
@@ -59,9 +56,9 @@ def test_an_exec_rule_decodes_the_words_its_definition_lists():
 
 
 def test_a_definition_without_words_reads_the_objects_text(tmp_path):
-    (tmp_path / "arm").mkdir()
-    (tmp_path / "arm" / "tiny.o").write_bytes(elf(bytes(40)))
-    assert elf_text_bytes(tmp_path / "arm" / "tiny.o") == 40
+    obj = assembled(tmp_path, "tiny", 10)
+    assert elf_text_bytes(obj) == 40
+    assert elf_text_bytes(tmp_path / "tiny.s") is None      # not an object file
     head = 'let tiny_mc = define_from_elf "tiny_mc" "arm/tiny.o";;\n' \
            "let TINY_EXEC = ARM_MK_EXEC_RULE tiny_mc;;\n"
     assert exec_bytes(codes(head), tmp_path) == [None, 40]

@@ -25,7 +25,6 @@ where the proof is priced as a whole.
 from __future__ import annotations
 
 import re
-import struct
 from pathlib import Path
 
 _DEFINE = re.compile(r"let\s+([A-Za-z_][A-Za-z0-9_']*)\s*=\s*(define_[a-z_]*from_elf|"
@@ -45,41 +44,15 @@ def _literal_bytes(code: str) -> int:
 
 def elf_text_bytes(path: Path) -> int | None:
     """The size of an ELF object's ``.text`` section; None when unreadable."""
-    try:
-        data = path.read_bytes()
-    except OSError:
-        return None
-    if data[:4] != b"\x7fELF" or len(data) < 64:
-        return None
-    wide, little = data[4] == 2, data[5] == 1
-    e = "<" if little else ">"
-    try:
-        if wide:
-            shoff, = struct.unpack_from(e + "Q", data, 0x28)
-            shentsize, shnum, shstrndx = struct.unpack_from(e + "HHH", data, 0x3A)
-        else:
-            shoff, = struct.unpack_from(e + "I", data, 0x20)
-            shentsize, shnum, shstrndx = struct.unpack_from(e + "HHH", data, 0x2E)
+    from elftools.common.exceptions import ELFError
+    from elftools.elf.elffile import ELFFile
 
-        def section(i: int) -> tuple[int, int, int]:
-            at = shoff + i * shentsize
-            if wide:
-                name, = struct.unpack_from(e + "I", data, at)
-                offset, size = struct.unpack_from(e + "QQ", data, at + 0x18)
-            else:
-                name, = struct.unpack_from(e + "I", data, at)
-                offset, size = struct.unpack_from(e + "II", data, at + 0x10)
-            return name, offset, size
-
-        _, names_at, _ = section(shstrndx)
-        for i in range(shnum):
-            name, _, size = section(i)
-            end = data.index(b"\0", names_at + name)
-            if data[names_at + name:end] == b".text":
-                return size
-    except (struct.error, ValueError, IndexError):
+    try:
+        with open(path, "rb") as f:
+            text = ELFFile(f).get_section_by_name(".text")
+            return None if text is None else int(text.data_size)
+    except (OSError, ELFError, ValueError):
         return None
-    return None
 
 
 def exec_bytes(codes: list[str], root: Path | None) -> list[int | None]:
