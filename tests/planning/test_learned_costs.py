@@ -130,6 +130,26 @@ def test_measured_builds_are_laid_over_a_tree_of_another_salt_by_shape():
     assert laid[ours.image_of["ex.f.T3"]] == 31.0
 
 
+def _estimating_backend(tree):
+    """A backend whose plan estimates every image (70 s the base, 25 s each
+    context), as a prover's backend does before anything was measured."""
+    class Backend:
+        def image_plan(self, problems, prove_secs):
+            return ImagePlan(tree.base, dict(tree.image_of),
+                             {k: n.parent for k, n in tree.nodes.items()},
+                             {k: (70.0 if n.parent is None else 25.0) for k, n in tree.nodes.items()},
+                             {k: ("default" if n.parent is None else "estimated")
+                              for k, n in tree.nodes.items()})
+    return Backend
+
+
+def _tasks() -> list:
+    """One task per problem of SETUPS, as the sweep hands them to the planner."""
+    return [SimpleNamespace(problem=SimpleNamespace(problem_id=p, category="generic"), attempt=0,
+                            limits=SimpleNamespace(time_s=60.0, expected_mem_bytes=2**20))
+            for p in SETUPS]
+
+
 def test_a_later_sweeps_plan_is_priced_from_the_cost_cache(tmp_path, monkeypatch):
     """The first sweep is remembered when it is planned; the second sweep's
     plan reads what the first recorded since, by image key (the session's
@@ -138,17 +158,7 @@ def test_a_later_sweeps_plan_is_priced_from_the_cost_cache(tmp_path, monkeypatch
     monkeypatch.setenv("PROOFBATCH_COST_CACHE", str(cache))
     tree = build_context_tree(SETUPS, "the sweeps' salt")
 
-    class Backend:
-        def image_plan(self, problems, prove_secs):
-            return ImagePlan(tree.base, dict(tree.image_of),
-                             {k: n.parent for k, n in tree.nodes.items()},
-                             {k: (70.0 if n.parent is None else 25.0) for k, n in tree.nodes.items()},
-                             {k: ("default" if n.parent is None else "estimated")
-                              for k, n in tree.nodes.items()})
-
-    tasks = [SimpleNamespace(problem=SimpleNamespace(problem_id=p, category="generic"), attempt=0,
-                             limits=SimpleNamespace(time_s=60.0, expected_mem_bytes=2**20))
-             for p in SETUPS]
+    Backend, tasks = _estimating_backend(tree), _tasks()
     first, second = tmp_path / "first", tmp_path / "second"
     first.mkdir()
     plan1 = plan_sweep(tasks, Backend(), workers=Workers(1, 1), config=PlanConfig(), out=first)
@@ -175,17 +185,7 @@ def test_a_sweep_run_with_costs_from_is_planned_with_what_they_measured(tmp_path
     monkeypatch.delenv("PROOFBATCH_COST_CACHE", raising=False)
     tree = build_context_tree(SETUPS, "the sweeps' salt")
 
-    class Backend:
-        def image_plan(self, problems, prove_secs):
-            return ImagePlan(tree.base, dict(tree.image_of),
-                             {k: n.parent for k, n in tree.nodes.items()},
-                             {k: (70.0 if n.parent is None else 25.0) for k, n in tree.nodes.items()},
-                             {k: ("default" if n.parent is None else "estimated")
-                              for k, n in tree.nodes.items()})
-
-    tasks = [SimpleNamespace(problem=SimpleNamespace(problem_id=p, category="generic"), attempt=0,
-                             limits=SimpleNamespace(time_s=60.0, expected_mem_bytes=2**20))
-             for p in SETUPS]
+    Backend, tasks = _estimating_backend(tree), _tasks()
     first, second = tmp_path / "first", tmp_path / "second"
     (first / "images").mkdir(parents=True)
     (first / "images" / "r1.json").write_text(json.dumps({"run_id": "r1", "builds": [
