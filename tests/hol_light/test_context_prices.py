@@ -15,6 +15,8 @@ from runner.checks.context_proofs import ContextProofs
 from runner.provers.hol_light.context_costs import MODELS, FileLoads, estimate, read_phrases
 from runner.provers.hol_light.contexts import build_context_tree
 from runner.provers.hol_light.machine_code import elf_text_bytes, exec_bytes
+from runner.provers.hol_light.install import find_hol_light
+from runner.provers.hol_light.native_build import build_key, toolchain_versions
 from runner.provers.hol_light.native_cache import compiled_libraries, content_digest, library_marker
 
 TRUST = ContextProofs.TRUST
@@ -106,13 +108,19 @@ def test_a_library_the_native_cache_holds_costs_no_compile(tmp_path):
     assert changed.cached == ()
 
 
-def test_markers_are_read_from_the_builds_of_that_hol_light(tmp_path):
+def test_markers_are_read_from_the_build_a_sweep_would_use_now(tmp_path):
+    """An older native build of the same HOL Light (another toolchain, or an
+    earlier proofbatch) is another cache: its markers would price a cold
+    cache as warm."""
+    install = find_hol_light()
+    now = build_key(install, toolchain_versions())
     cache = tmp_path / "native"
-    for name, hol in (("b1", tmp_path / "hol"), ("b2", tmp_path / "other")):
+    for name in (now, "checkout-older-build"):
         (cache / name / "libs" / "files").mkdir(parents=True)
-        (cache / name / "build.json").write_text(json.dumps({"hol_dir": str(hol)}))
+        (cache / name / "build.json").write_text(json.dumps({"hol_dir": str(install.hol_dir)}))
         (cache / name / "libs" / "files" / f"m-{name}").touch()
-    assert compiled_libraries(tmp_path / "hol", cache) == {"m-b1"}
+    assert compiled_libraries(install.hol_dir, cache) == {f"m-{now}"}
+    assert compiled_libraries(install.hol_dir, tmp_path / "empty") == frozenset()
     assert compiled_libraries(None, cache) == frozenset()
 
 

@@ -15,7 +15,6 @@ prices a marked file's compile at nothing.
 from __future__ import annotations
 
 import hashlib
-import json
 from pathlib import Path
 
 MARKERS = "files"
@@ -42,22 +41,23 @@ def mark_compiled(libdir: Path, path: Path) -> None:
 
 
 def compiled_libraries(hol_dir: Path | None, cache_root: Path | None = None) -> frozenset[str]:
-    """Markers of library files compiled by any native build of ``hol_dir``
-    in the cache (native_build.default_cache_root unless given)."""
-    from .native_build import default_cache_root
+    """Markers of library files the native build a sweep of ``hol_dir``
+    would use now holds (native_build.build_key: the checkout, the toolchain
+    and this code; native_build.default_cache_root unless ``cache_root``).
+    An older build of the same HOL Light is another cache: a sweep after an
+    upgrade compiles its libraries again, and is priced so."""
+    from ...errors import CommandError, InputError
+    from .install import DEBIAN_DIR, find_hol_light
+    from .native_build import build_key, default_cache_root, toolchain_versions
 
     if hol_dir is None:
         return frozenset()
-    root = cache_root or default_cache_root()
-    found: set[str] = set()
-    want = str(Path(hol_dir).resolve())
-    for build in root.glob("*/build.json") if root.is_dir() else ():
-        try:
-            if str(Path(json.loads(build.read_text()).get("hol_dir", "")).resolve()) != want:
-                continue
-        except (OSError, ValueError, AttributeError):
-            continue
-        markers = build.parent / "libs" / MARKERS
-        if markers.is_dir():
-            found.update(p.name for p in markers.iterdir())
-    return frozenset(found)
+    # As --hol-light resolves: Debian's package when omitted, else a checkout.
+    given = Path(hol_dir).resolve()
+    try:
+        install = find_hol_light(None if given == DEBIAN_DIR.resolve() else given)
+        key = build_key(install, toolchain_versions())
+    except (InputError, CommandError, OSError):
+        return frozenset()          # no native build possible here: nothing is cached
+    markers = Path(cache_root or default_cache_root()) / key / "libs" / MARKERS
+    return frozenset(p.name for p in markers.iterdir()) if markers.is_dir() else frozenset()
