@@ -113,11 +113,13 @@ def test_markers_are_read_from_the_build_a_sweep_would_use_now(tmp_path):
     earlier proofbatch) is another cache: its markers would price a cold
     cache as warm."""
     install = find_hol_light()
-    now = build_key(install, toolchain_versions())
+    versions = toolchain_versions()
+    now = build_key(install, versions)
     cache = tmp_path / "native"
-    for name in (now, "checkout-older-build"):
+    for name in (now, "debian-older-build"):
         (cache / name / "libs" / "files").mkdir(parents=True)
-        (cache / name / "build.json").write_text(json.dumps({"hol_dir": str(install.hol_dir)}))
+        (cache / name / "build.json").write_text(json.dumps({
+            "key": name, "hol_dir": str(install.hol_dir), **versions}))
         (cache / name / "libs" / "files" / f"m-{name}").touch()
     assert compiled_libraries(install.hol_dir, cache) == {f"m-{now}"}
     assert compiled_libraries(install.hol_dir, tmp_path / "empty") == frozenset()

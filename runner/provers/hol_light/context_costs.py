@@ -196,14 +196,13 @@ class FileLoads:
     def __init__(self, root: Path | None = None, hol_dir: Path | None = None,
                  keep_text: bool = False, compiled: frozenset[str] | None = None):
         from .load_graph import DROPPED_LOADS, LoadGraph
-        from .native_cache import compiled_libraries
 
         self.root = Path(root).resolve() if root is not None else None
         self.hol_dir = Path(hol_dir).resolve() if hol_dir is not None else None
         self.graph = LoadGraph(self.root, self.hol_dir)
         self.dropped = tuple(DROPPED_LOADS)
         self.keep_text = keep_text
-        self.compiled = compiled_libraries(self.hol_dir) if compiled is None else compiled
+        self._compiled = compiled
         self._phrases: dict[Path, list[Phrase]] = {}
         self._digests: dict[Path, str] = {}
         self._memo: dict = {}
@@ -213,6 +212,15 @@ class FileLoads:
             hol = (self.hol_dir / "hol.ml").resolve()
             self.core = LoadGraph(None, self.hol_dir).closure(hol) | {hol}
 
+
+    def compiled(self) -> frozenset[str]:
+        """Markers of the library files the native cache holds, read when a
+        native compile is first priced (bytecode plans never ask)."""
+        if self._compiled is None:
+            from .native_cache import compiled_libraries
+
+            self._compiled = compiled_libraries(self.hol_dir)
+        return self._compiled
     def resolve(self, kind: str, name: str) -> Path | None:
         from .native_build import resolve
 
@@ -314,7 +322,7 @@ class FileLoads:
         part = Tally()
         loaded.add(path)
         part.files.append(path)
-        cached = library_marker(path, self.digest(path)) in self.compiled
+        cached = library_marker(path, self.digest(path)) in self.compiled()
         if cached:
             part.cached.append(path)
         part.chunks += 0 if cached else 1

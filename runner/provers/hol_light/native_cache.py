@@ -15,6 +15,7 @@ prices a marked file's compile at nothing.
 from __future__ import annotations
 
 import hashlib
+import json
 from pathlib import Path
 
 MARKERS = "files"
@@ -42,13 +43,15 @@ def mark_compiled(libdir: Path, path: Path) -> None:
 
 def compiled_libraries(hol_dir: Path | None, cache_root: Path | None = None) -> frozenset[str]:
     """Markers of library files the native build a sweep of ``hol_dir``
-    would use now holds (native_build.build_key: the checkout, the toolchain
-    and this code; native_build.default_cache_root unless ``cache_root``).
-    An older build of the same HOL Light is another cache: a sweep after an
-    upgrade compiles its libraries again, and is priced so."""
-    from ...errors import CommandError, InputError
+    would use now holds (native_build.default_cache_root unless
+    ``cache_root``). A cached build is that one when its key is what
+    native_build.build_key gives now for its recorded toolchain: the same
+    checkout and this code. An older build of the same HOL Light is another
+    cache: a sweep after an upgrade compiles its libraries again, and is
+    priced so. Starts no process (a plan is made before any may start)."""
+    from ...errors import InputError
     from .install import DEBIAN_DIR, find_hol_light
-    from .native_build import build_key, default_cache_root, toolchain_versions
+    from .native_build import build_key, default_cache_root
 
     if hol_dir is None:
         return frozenset()
@@ -56,8 +59,18 @@ def compiled_libraries(hol_dir: Path | None, cache_root: Path | None = None) -> 
     given = Path(hol_dir).resolve()
     try:
         install = find_hol_light(None if given == DEBIAN_DIR.resolve() else given)
-        key = build_key(install, toolchain_versions())
-    except (InputError, CommandError, OSError):
-        return frozenset()          # no native build possible here: nothing is cached
-    markers = Path(cache_root or default_cache_root()) / key / "libs" / MARKERS
-    return frozenset(p.name for p in markers.iterdir()) if markers.is_dir() else frozenset()
+    except (InputError, OSError):
+        return frozenset()          # no HOL Light to build natively here: nothing is cached
+    root = Path(cache_root or default_cache_root())
+    for build in sorted(root.glob("*/build.json")) if root.is_dir() else ():
+        try:
+            data = json.loads(build.read_text())
+            if Path(data.get("hol_dir", "")).resolve() != install.hol_dir.resolve():
+                continue
+            now = build_key(install, {"ocaml": data["ocaml"], "camlp5": data["camlp5"]})
+        except (OSError, ValueError, KeyError, TypeError, AttributeError):
+            continue
+        markers = build.parent / "libs" / MARKERS
+        if now == data.get("key") == build.parent.name and markers.is_dir():
+            return frozenset(p.name for p in markers.iterdir())
+    return frozenset()
