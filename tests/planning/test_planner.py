@@ -331,3 +331,44 @@ def test_the_guard_keeps_whichever_order_simulates_faster():
         assert simulate(kept).makespan_s == pytest.approx(min(ours.makespan_s, naive.makespan_s))
         assert kept.config.policy == "planned"
         assert kept.config.submission_order == (naive.makespan_s < ours.makespan_s)
+
+
+def _long_chains_where_naive_order_wins():
+    """Six files' chains of 360-500 contexts each on one node of 2 workers
+    keeping 4 images (seed 0): submission order simulates faster than the
+    plan, and the simulation runs past 2,048 events, where a time budget
+    would first look at the clock."""
+    rng = random.Random(0)
+    imgs = {"base": Image("base", None, 10.0, "default")}
+    checks = []
+    for f in range(6):
+        parent = "base"
+        for d in range(rng.randint(360, 500)):
+            key = f"f{f}.{d}"
+            imgs[key] = Image(key, parent, rng.uniform(1, 30), "estimated")
+            parent = key
+            checks.append(PlanCheck(f"f{f}.t{d}", 0, "generic", rng.choice([0.5, 5, 50, 300]),
+                                    "map", GIB, key, 600.0, len(checks)))
+    return make_plan(checks, imgs, "base", Workers(1, 2, 64 * GIB, 4))
+
+
+def test_the_guard_decides_by_events_not_by_the_hosts_clock(monkeypatch):
+    """A plan must not depend on how busy the host was when it was made: the
+    guard's budget counts the simulation's events, so a host whose clock
+    races past any time budget still gets the faster order."""
+    import time as real_time
+
+    from runner.planning import simulate as sim
+
+    plan = _long_chains_where_naive_order_wins()
+    honest = sim.guard(plan)
+    assert honest.config.submission_order, "a plan the guard dispatches in submission order"
+    ticks = iter(range(0, 10**12, 10**6))        # every look at the clock: 11 days later
+    monkeypatch.setattr(real_time, "monotonic", lambda: float(next(ticks)))
+    with pytest.raises(sim.OutOfTime):          # any time budget is past
+        sim.simulate(plan, keep_schedule=False, budget_s=3600.0)
+    assert sim.guard(plan).config.submission_order
+    # Past its events, the plan is kept as made (and says so by being unguarded).
+    with pytest.raises(sim.OutOfTime):
+        sim.simulate(plan, keep_schedule=False, max_steps=1)
+    assert sim.guard(plan, max_steps=1) is plan
