@@ -308,6 +308,22 @@ def test_the_next_context_of_a_chain_counts_as_warm():
     assert ours.makespan_s < naive.makespan_s - 100
 
 
+def _file_chains(rng: random.Random, shortest: int, longest: int):
+    """Six proof files cut theorem by theorem: each a chain of contexts of
+    ``shortest`` to ``longest`` images, one check on each, of 0.5-300 s."""
+    imgs = {"base": Image("base", None, 10.0, "default")}
+    checks = []
+    for f in range(6):
+        parent = "base"
+        for d in range(rng.randint(shortest, longest)):
+            key = f"f{f}.{d}"
+            imgs[key] = Image(key, parent, rng.uniform(1, 30), "estimated")
+            parent = key
+            checks.append(PlanCheck(f"f{f}.t{d}", 0, "generic", rng.choice([0.5, 5, 50, 300]),
+                                    "map", GIB, key, 600.0, len(checks)))
+    return imgs, checks
+
+
 def test_the_guard_keeps_whichever_order_simulates_faster():
     """runner.planning.simulate.guard: a planned sweep is dispatched in submission
     order when simulating both predicts that faster; never slower."""
@@ -315,16 +331,7 @@ def test_the_guard_keeps_whichever_order_simulates_faster():
 
     rng = random.Random(5)
     for trial in range(6):
-        imgs = {"base": Image("base", None, 10.0, "default")}
-        checks = []
-        for f in range(6):
-            parent = "base"
-            for d in range(rng.randint(2, 8)):
-                key = f"f{f}.{d}"
-                imgs[key] = Image(key, parent, rng.uniform(1, 30), "estimated")
-                parent = key
-                checks.append(PlanCheck(f"f{f}.t{d}", 0, "generic", rng.choice([0.5, 5, 50, 300]),
-                                        "map", GIB, key, 600.0, len(checks)))
+        imgs, checks = _file_chains(rng, 2, 8)
         plan = make_plan(checks, imgs, "base", Workers(1, rng.choice([2, 4, 8]), 64 * GIB, 4))
         kept = guard(plan)
         ours, naive = simulate(plan), simulate(plan.with_policy("naive"))
@@ -338,17 +345,7 @@ def _long_chains_where_naive_order_wins():
     keeping 4 images (seed 0): submission order simulates faster than the
     plan, and the simulation runs past 2,048 events, where a time budget
     would first look at the clock."""
-    rng = random.Random(0)
-    imgs = {"base": Image("base", None, 10.0, "default")}
-    checks = []
-    for f in range(6):
-        parent = "base"
-        for d in range(rng.randint(360, 500)):
-            key = f"f{f}.{d}"
-            imgs[key] = Image(key, parent, rng.uniform(1, 30), "estimated")
-            parent = key
-            checks.append(PlanCheck(f"f{f}.t{d}", 0, "generic", rng.choice([0.5, 5, 50, 300]),
-                                    "map", GIB, key, 600.0, len(checks)))
+    imgs, checks = _file_chains(random.Random(0), 360, 500)
     return make_plan(checks, imgs, "base", Workers(1, 2, 64 * GIB, 4))
 
 
