@@ -26,7 +26,6 @@ from .checks import attempts
 from . import events
 from .results import heartbeat, shards, lock as sweep_lock
 from .maps import provenance as map_provenance, timeout_map
-from .reporting import status
 from . import provers as backends
 from .checks.context_proofs import ContextProofs
 from .corpus import Problem, corpus_fingerprint, corpus_notes, select_problems

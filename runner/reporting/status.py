@@ -11,7 +11,6 @@ and answers as fast at a million rows as at ten.
 from __future__ import annotations
 
 import json
-import os
 import socket
 import time
 from collections import Counter

@@ -13,7 +13,8 @@ import sys
 
 import pytest
 
-from runner import cli, events, sweep_dir
+from runner import cli, events
+from runner.sweep_dir import resume_command
 from runner.results import heartbeat, shards
 from runner.results.running import RunningBoard
 from runner.reporting import status
@@ -71,7 +72,7 @@ def test_running_sweep_status_reads_no_shard(tmp_path, monkeypatch):
 def test_a_killed_runner_is_dead_with_its_resume_command(tmp_path, capsys):
     out = sweep_dir(tmp_path, [row("a")])
     beat = heartbeat.Heartbeat(out, total=4, done=shards.scan(out).done, skipped=0, workers=2,
-                               resume=sweep_dir.resume_command(json.loads(
+                               resume=resume_command(json.loads(
                                    (out / "sweep.json").read_text()), out))
     plan = _Plan([_check("b", 30.0)], Workers(1, 2, 2**30))
     beat.plan(plan, WorkLeft(plan))
