@@ -93,7 +93,7 @@ def test_repair_scan_folds_everything_once(tmp_path):
 
 COMPACT_FOREVER = """
 import sys, time
-from runner import compaction
+from runner.results import compaction
 out, fan_in = sys.argv[1], int(sys.argv[2])
 print("ready", flush=True)
 t = time.perf_counter()
@@ -153,7 +153,7 @@ def test_kill_9_during_compaction_loses_nothing_and_counts_nothing_twice(tmp_pat
 COMPACT_WHILE_WRITING = """
 import sys, datetime as dt
 sys.path.insert(0, ".")
-from runner import compaction
+from runner.results import compaction
 from runner.results.shards import ShardWriter
 from tests.helpers import row
 compaction.FAN_IN = 3
