@@ -15,6 +15,7 @@ from ..checks.image_server import RemoteSession
 from ..settings import help_of, options_of
 from ..sweep import SweepConfig, prepare, run_sweep
 from ..checks.worker import outside_deaths
+from ..planning.inputs import require_sweeps
 from . import size
 
 NAME = "run"
@@ -68,11 +69,7 @@ def run(args) -> int:
         allow_missing_answers=args.allow_missing_answers, no_fallback=args.no_fallback,
         problems=tuple(args.problems) if args.problems else None,
         costs_from=tuple(args.costs_from) if args.costs_from else None)
-    for d in config.costs_from or ():
-        # Refused before a native sweep spends minutes compiling.
-        if not (Path(d) / "images").is_dir():
-            raise InputError("--costs-from", f"{d} has no images/ folder: it is no sweep directory",
-                             "pass sweep directories written by `proofbatch run --out`")
+    require_sweeps(config.costs_from or ())      # before a native sweep spends minutes compiling
     with progress.PrepareLog():        # --mode native compiles the contexts here
         prepared = prepare(config)
     for warning in prepared.warnings:

@@ -360,6 +360,14 @@ def prices(known: Known) -> dict[str, float]:
     return out
 
 
+def require_sweeps(costs_from: Sequence) -> None:
+    """Refuse a --costs-from folder that is no sweep directory (no images/)."""
+    for d in costs_from:
+        if not (Path(d) / "images").is_dir():
+            raise InputError("--costs-from", f"{d} has no images/ folder: it is no sweep directory",
+                             "pass sweep directories written by `proofbatch run --out`")
+
+
 def plan_sweep(tasks: Sequence, backend, *, workers, config, timeout_map=None, out: Path,
                costs_from: Sequence = ()):
     """The plan of a sweep's tasks (runner.checks.worker.CheckTask, in corpus order)
@@ -372,10 +380,7 @@ def plan_sweep(tasks: Sequence, backend, *, workers, config, timeout_map=None, o
     same sweep come first, then those of the sweeps ``costs_from`` names and
     the cost cache (by image key: the very image, build and mode), then those
     of the map's profile, then the backend's estimates."""
-    for d in costs_from:
-        if not (Path(d) / "images").is_dir():
-            raise InputError("--costs-from", f"{d} has no images/ folder: it is no sweep directory",
-                             "pass sweep directories written by `proofbatch run --out`")
+    require_sweeps(costs_from)
     others = measured_builds([Path(d) for d in costs_from]) if costs_from else {}
     known = combine(Known(builds=measured_builds([out])), Known(builds=others),
                     Known(builds=cached_builds(out)),

@@ -17,6 +17,7 @@ from runner.checks.context_proofs import ContextProofs
 from runner.provers.hol_light.contexts import build_context_tree
 from runner.planning.inputs import Known, images_of_plan
 from runner.provers.hol_light.plans import BOOT_S, NATIVE_BOOT_S, RATIO_CENTRAL, plans_of_tree
+from ..helpers import make_corpus
 
 
 def trust_s(text: str, mode: str = "bytecode") -> float:
@@ -101,13 +102,8 @@ def test_measured_builds_win_over_estimates():
 
 
 def write_corpus(root: Path, setups: dict[str, str]) -> Path:
-    for pid, setup in setups.items():
-        d = root / pid
-        d.mkdir(parents=True)
-        (d / "setup.ml").write_text(setup)
-        (d / "query.txt").write_text("`T`\n")
-        (d / "answer.txt").write_text("ALL_TAC\n")
-    return root
+    """Problems of these setups, each proving `T` by ALL_TAC."""
+    return make_corpus(root, {pid: (setup, "`T`\n", "ALL_TAC\n") for pid, setup in setups.items()})
 
 
 def test_simulate_plans_a_corpus_on_its_contexts_under_both_choices(tmp_path, capsys):

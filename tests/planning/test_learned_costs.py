@@ -16,6 +16,7 @@ from runner.planning.planner import PlanConfig, Workers
 from runner.planning.inputs import cached_builds, lay_over, measured_sweeps, plan_sweep
 from runner.prover import ImagePlan
 from runner.provers.hol_light.contexts import build_context_tree
+from ..helpers import make_corpus
 
 # A proof file cut into three problems: a chain of three contexts.
 DEFINE = "let double = new_definition `double n = n + n`;;\n"
@@ -26,13 +27,8 @@ PROVE_SECS = {"ex.f.T1": 2.0, "ex.f.T2": 3.0, "ex.f.T3": 5.0}
 
 
 def write_corpus(root: Path) -> Path:
-    for pid, setup in SETUPS.items():
-        d = root / pid
-        d.mkdir(parents=True)
-        (d / "setup.ml").write_text(setup)
-        (d / "query.txt").write_text("`T`\n")
-        (d / "answer.txt").write_text("ALL_TAC\n")
-    return root
+    """Problems of these setups, each proving `T` by ALL_TAC."""
+    return make_corpus(root, {pid: (setup, "`T`\n", "ALL_TAC\n") for pid, setup in SETUPS.items()})
 
 
 def write_sweep(out: Path, *, mode: str, choice: str, salt: str, secs: dict[int, float],
