@@ -26,8 +26,9 @@ less ``image_s`` = ``exec_s`` per EXEC rule + ``exec_per_kb_s`` per KB of
 code (``exec_s`` held at 0, per KB alone, when the fit makes it negative); natively, the compile of a
 context that loads nothing new (a file head, a chain image) as one chunk:
 ``compile_chunk_s`` = the median of (compile - KB x compile_per_kb_s) / chunks,
-and ``answer_batch_s``, the median compile of an image's answers
-(``native-compile:answers:KEY``) of those images.
+and, least squares with an intercept over the compiles of an image's
+answers (``native-compile:answers:KEY``, one batch each here) against the
+KB of their text, ``answer_batch_s`` + ``answer_per_kb_s`` per KB.
 Prints the fit and each image's measured, old and new estimate.
 
     .venv/bin/python benchmarks/file_head_cost.py OUT [OUT ...] [--json]
@@ -45,6 +46,7 @@ from pathlib import Path
 import common  # noqa: F401  (puts the project root on sys.path)
 from common import arg_parser, emit  # noqa: E402
 from runner.checks.context_proofs import ContextProofs  # noqa: E402
+from runner.corpus import load_corpus  # noqa: E402
 from runner.provers.hol_light import context_costs, contexts  # noqa: E402
 from runner.reporting.report import image_classes  # noqa: E402
 
@@ -67,8 +69,13 @@ def images_of(out: Path) -> list[dict]:
         for b in json.loads(f.read_text())["builds"]:
             builds[b["key"]].append(float(b["secs"]))
     corpus = Path(sweep["corpus"])
-    setups = {c["problem_id"]: (corpus / c["problem_id"] / "setup.ml").read_text()
+    answers = sweep["config"].get("answers")
+    problems = {p.problem_id: p for p in load_corpus(corpus, Path(answers) if answers else None)}
+    setups = {c["problem_id"]: problems[c["problem_id"]].setup_path.read_text()
               for c in plan["checks"]}
+    answer_kb: dict[str, float] = defaultdict(float)
+    for c in plan["checks"]:
+        answer_kb[c["image_key"]] += len(problems[c["problem_id"]].answer or b"") / 1024
     tree = contexts.build_context_tree(setups, "file_head_cost")
     files = context_costs.FileLoads(Path(sweep["context_root"]), Path(sweep["config"]["hol_light"]))
     model = replace(context_costs.MODELS[mode], image_s=0.0, exec_s=0.0, exec_per_kb_s=0.0)
@@ -92,6 +99,7 @@ def images_of(out: Path) -> list[dict]:
                      "load_s": statistics.median(builds[key]),
                      "compile_s": sum(builds.get("native-compile:" + key, [])),
                      "answers_s": builds.get("native-compile:answers:" + key),
+                     "answer_kb": answer_kb.get(key, 0.0),
                      "model_s": cost.load_s(TRUST), "kb": cost.kb, "chunks": cost.chunks,
                      "execs": cost.execs, "exec_kb": cost.exec_bytes / 1024})
     # Other work on the host stretches every build of a sweep alike; its
@@ -106,6 +114,12 @@ def images_of(out: Path) -> list[dict]:
         r["compile_s"] *= scale
         r["answers_s"] = [a * scale for a in r["answers_s"]] if r["answers_s"] else None
     return rows
+
+
+def fit_line(xs: list[float], ys: list[float]) -> tuple[float, float]:
+    """Least squares y = a + b x."""
+    b = statistics.covariance(xs, ys) / statistics.variance(xs)
+    return statistics.fmean(ys) - b * statistics.fmean(xs), b
 
 
 def fit_origin(xs: list[tuple[float, float]], ys: list[float]) -> tuple[float, float]:
@@ -157,14 +171,16 @@ def main() -> int:
             per_kb = context_costs.MODELS["native"].compile_per_kb_s
             fit["compile_chunk_s"] = round(statistics.median(
                 (r["compile_s"] - r["kb"] * per_kb) / max(1, r["chunks"]) for r in mine), 4)
-            batches = [s for r in mine for s in (r["answers_s"] or [])]
-            fit["answer_batch_s"] = round(statistics.median(batches), 4) if batches else None
+            batches = [(r["answer_kb"], s) for r in mine for s in (r["answers_s"] or [])]
+            if len(batches) > 1:
+                a0, b0 = fit_line([kb for kb, _ in batches], [s for _, s in batches])
+                fit["answer_batch_s"], fit["answer_per_kb_s"] = round(a0, 4), round(b0, 4)
         figures["fits"].setdefault(mode, {}).update(fit)
         lines.append(f"{mode}: image_s {image_s:.4f} over {len(plain)} images without machine code; "
                      f"exec_s {a:.4f} + exec_per_kb_s {b:.4f} over {len(coded)} file heads"
                      + (f"; compile_chunk_s {fit['compile_chunk_s']:.4f} over {len(mine)} contexts"
-                        f"; answer_batch_s {fit['answer_batch_s']} (median of "
-                        f"{sum(len(r['answers_s'] or []) for r in mine)} batches)"
+                        f"; answer_batch_s {fit.get('answer_batch_s')} + answer_per_kb_s "
+                        f"{fit.get('answer_per_kb_s')} over {len(batches)} batches"
                         if mode == "native" else ""))
         for r in mine:
             new = r["model_s"] + image_s + (a * r["execs"] + b * r["exec_kb"] if r["execs"] else 0.0)
@@ -172,6 +188,9 @@ def main() -> int:
                          f"measured {r['raw_load_s']:6.2f} s (x{r['scale']:.2f} {r['load_s']:6.2f})  "
                          f"old model {r['model_s']:5.2f}  fit {new:6.2f}"
                          + (f"  compile {r['compile_s']:.2f} s ({r['chunks']} chunks)"
+                            + (f"  answers {r['answer_kb']:.1f} KB "
+                               + ", ".join(f"{x:.2f}" for x in r["answers_s"]) + " s"
+                               if r["answers_s"] else "")
                             if mode == "native" else ""))
     figures["rows"] = rows
     return emit(args, "file_head_cost", figures, lines, "a fit (no target)", True)

@@ -47,7 +47,8 @@ from pathlib import Path
 import common  # noqa: F401  (puts the project root on sys.path)
 from common import ROOT, arg_parser, emit, log  # noqa: E402
 from runner.reporting.report import IMAGE_CLASSES, image_classes  # noqa: E402
-from s2n_readme_path import PROOFBATCH, LoadSampler, choose_files, step  # noqa: E402
+from s2n_readme_path import (PROOFBATCH, LoadSampler, choose_files, sample_arguments,  # noqa: E402
+                             step)
 
 IMAGE_TARGET = 0.25       # issue 25: image core-seconds within 25% of measured
 MAKESPAN_TARGET = 0.15    # and the makespan within 15%
@@ -214,13 +215,7 @@ def main() -> int:
                         help="the bench's HOL Light checkout, built (s2n_readme_path.py builds one)")
     parser.add_argument("--s2n-bignum", type=Path, required=True,
                         help="s2n-bignum at the pin with `make -C arm` done (the context root)")
-    parser.add_argument("--bench-map", type=Path, required=True, help="the bench's timeout-map.json")
-    parser.add_argument("--seed", type=int, default=int(time.time()) % 10000)
-    parser.add_argument("--files", type=int, default=4)
-    parser.add_argument("--max-file-secs", type=float, default=20.0,
-                        help="skip files whose problems the map lists at more prove_secs in all")
-    parser.add_argument("--workers", type=int, default=2)
-    parser.add_argument("--modes", default="native,bytecode")
+    sample_arguments(parser)
     parser.add_argument("--cold-cache", action="store_true",
                         help="native: compile the libraries afresh (a copy of the build, empty libs/)")
     args = parser.parse_args()

@@ -143,11 +143,9 @@ def converted(map_timeout: float) -> float:
     return max(1.0, round(map_timeout * RATIO_MAX, 1))
 
 
-def main() -> int:
-    parser = arg_parser(__doc__.splitlines()[0])
-    parser.add_argument("--work", type=Path, required=True, help="folder for the builds and sweeps")
-    parser.add_argument("--hol-light-src", required=True, help="what `git clone` takes for HOL Light")
-    parser.add_argument("--s2n-bignum-src", required=True, help="what `git clone` takes for s2n-bignum")
+def sample_arguments(parser) -> None:
+    """The bench's map and how real problems are drawn from it and swept:
+    the options this benchmark shares with predictions.py."""
     parser.add_argument("--bench-map", type=Path, required=True, help="the bench's timeout-map.json")
     parser.add_argument("--seed", type=int, default=int(time.time()) % 10000)
     parser.add_argument("--files", type=int, default=4)
@@ -155,6 +153,14 @@ def main() -> int:
                         help="skip files whose problems the map lists at more prove_secs in all")
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--modes", default="native,bytecode")
+
+
+def main() -> int:
+    parser = arg_parser(__doc__.splitlines()[0])
+    parser.add_argument("--work", type=Path, required=True, help="folder for the builds and sweeps")
+    parser.add_argument("--hol-light-src", required=True, help="what `git clone` takes for HOL Light")
+    parser.add_argument("--s2n-bignum-src", required=True, help="what `git clone` takes for s2n-bignum")
+    sample_arguments(parser)
     args = parser.parse_args()
     args.work, args.bench_map = args.work.resolve(), args.bench_map.resolve()
     args.work.mkdir(parents=True, exist_ok=True)

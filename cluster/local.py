@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Callable
 
 from runner.checks.attempts import problem_runs
-from runner.planning.dispatch import LiveQueue
+from runner.planning.live_queue import LiveQueue
 from runner.prover import ProverSession
 from runner.results.rows import ResultRow
 from runner.results.shards import ShardWriter

@@ -15,7 +15,7 @@ from ..checks.image_server import RemoteSession
 from ..settings import help_of, options_of
 from ..sweep import SweepConfig, prepare, run_sweep
 from ..checks.worker import outside_deaths
-from ..planning.inputs import require_sweeps
+from ..planning.learned_costs import require_sweeps
 from . import size
 
 NAME = "run"

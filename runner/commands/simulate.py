@@ -14,7 +14,8 @@ from ..corpus import problem_patterns
 from ..errors import InputError
 from ..maps import provenance as map_provenance
 from ..maps.provenance import DECLARED_MODES
-from ..planning.inputs import measured_sweeps, plans_from_files
+from ..planning.inputs import plans_from_files
+from ..planning.learned_costs import measured_sweeps
 from ..planning.planner import POLICIES, PlanConfig, Workers, read_plan
 from ..planning.simulate import Prediction, simulate
 from ..settings import format_size, help_of

@@ -1,7 +1,9 @@
 """Planning: the order and placement of checks, and what they will cost.
 
-Owns the plan (``planner``), its inputs priced from profiles, maps and past
-sweeps (``inputs``), the dispatcher that follows it live (``dispatch``), the
+Owns the plan (``planner``), its inputs priced from profiles and maps
+(``inputs``) and from what past sweeps measured (``learned_costs``), the
+dispatcher that follows it (``dispatch``, with ``chains`` and
+``mem_classes``; ``live_queue`` for executors that run real checks), the
 model of a node's images (``node_images``), the simulator (``simulate``) and
 the work left for an ETA (``work_left``).
 

@@ -1,6 +1,7 @@
 """The planner's dispatcher: the scheduling policy every executor drives
-(through ``LiveQueue``) and the simulator drives on a virtual clock
-(``runner.planning.simulate``). See ``runner.planning.planner`` for the policies.
+(through ``runner.planning.live_queue.LiveQueue``) and the simulator drives
+on a virtual clock (``runner.planning.simulate``). See
+``runner.planning.planner`` for the policies.
 
 Per node it tracks free memory, running checks and the images the node
 holds; per image, its remaining problems in priority order. A free worker
@@ -15,21 +16,15 @@ this node could load it.
 from __future__ import annotations
 
 import heapq
-import math
-import threading
-from collections import Counter, defaultdict, deque
+from collections import defaultdict, deque
 from dataclasses import dataclass
-from typing import Mapping
 
+from .chains import chain_shapes
+from .mem_classes import MemoryClasses
 from .node_images import NodeImages
 from .planner import Plan, PlanCheck, Policy, units_of
 
 WAIT = "wait"   # take(): nothing fits this node's free memory until a check ends
-_CLASS_UNIT, _CLASS_STEP = 2**26, 2**0.25     # memory classes: up to 64 MiB, then +19% each
-
-
-def _mem_class(mem: int) -> int:
-    return max(0, math.ceil(math.log(max(mem, 1) / _CLASS_UNIT, _CLASS_STEP)))
 
 
 @dataclass(frozen=True)
@@ -67,39 +62,11 @@ class Dispatcher:
         self.left = len(self.units)
         self.work_left = sum(self.cost)
         self.head = 0
-        # Checks by memory class, each in priority order, to find the first one
-        # that fits when the head does not. A class fits when its largest
-        # member does, so a fit is never optimistic.
-        self.classes: dict[int, deque[int]] = {}
-        for i, m in enumerate(self.mem):
-            self.classes.setdefault(_mem_class(m), deque()).append(i)
-        self.class_bound = {k: max(self.mem[i] for i in q) for k, q in self.classes.items()}
-        self.class_min = {k: min(self.mem[i] for i in q) for k, q in self.classes.items()}
-        self.chains = {key: plan.chain(key) for key in set(self.image)}
-        children = Counter(plan.images[k].parent for k in {k for c in self.chains.values() for k in c})
-        # Per image, its ancestors below its chain's last branch point: the
-        # earlier contexts of one proof file, each extending the last.
-        self.stems = {key: chain[max((n + 1 for n, k in enumerate(chain[:-1]) if children[k] > 1),
-                                     default=0):-1] for key, chain in self.chains.items()}
+        self.classes = MemoryClasses(self.mem, self.taken)
+        self.chains, self.stems, self.next_context = chain_shapes(plan, set(self.image))
         self.by_image: dict[str, deque[int]] = {}
         for i, key in enumerate(self.image):
             self.by_image.setdefault(key, deque()).append(i)
-        # The next context of a chain: an image whose parent has no other
-        # child (a proof file's next theorem). A node holding the parent
-        # holds all but one cheap build of it, so its problems count as warm
-        # there; else every problem of a chain, each on its own image, looked
-        # cold, and longest first sent a node's workers down as many files'
-        # chains as it has cores, more than the images a node keeps: each
-        # chain was evicted between its problems and built again from its
-        # head (simulate, x86 proofs at 8 workers: 0.77 core-h of rebuilds,
-        # 3% slower than submission order).
-        kids: dict[str, list[str]] = defaultdict(list)
-        for key in {k for c in self.chains.values() for k in c}:
-            parent = plan.images[key].parent
-            if parent is not None:
-                kids[parent].append(key)
-        self.next_context = {parent: ks[0] for parent, ks in kids.items()
-                             if len(ks) == 1 and parent != plan.base}
         for key in self.chains:    # an image holds the checks of the images below it too
             for ancestor in self.chains[key][:-1]:
                 self.by_image.setdefault(ancestor, deque())
@@ -254,26 +221,7 @@ class Dispatcher:
             self.head += 1
         if self.head == len(taken) or self.mem[self.head] <= free:
             return self.head if self.head < len(taken) else None
-        if not self.affinity:
-            return None
-        best = None
-        for k, q in self.classes.items():
-            if self.class_bound[k] > free:
-                continue
-            while q and taken[q[0]]:
-                q.popleft()
-            if q and (best is None or q[0] < best):
-                best = q[0]
-        return best
-
-    def _smallest_mem(self) -> int:
-        smallest = None
-        for k, q in self.classes.items():
-            while q and self.taken[q[0]]:
-                q.popleft()
-            if q and (smallest is None or self.class_min[k] < smallest):
-                smallest = self.class_min[k]
-        return smallest or 0
+        return self.classes.first_fitting(free) if self.affinity else None
 
     def take(self, worker: int) -> Take | str | None:
         """The next problem for ``worker``; WAIT when none fits its node's
@@ -290,7 +238,7 @@ class Dispatcher:
         if self.affinity:
             # Pack memory so that no core is stranded: leave room for the
             # smallest remaining check on each other idle core of the node.
-            smallest = self._smallest_mem()
+            smallest = self.classes.smallest()
             packed = free - (self.cores - self.running[node] - 1) * smallest
             if packed >= smallest:
                 free = packed
@@ -466,37 +414,3 @@ class Dispatcher:
         self.on_node[node].discard(index)
         self.node_images[node].release(self.chains[self.image[index]])
 
-
-class LiveQueue:
-    """The dispatcher for an executor that runs real checks: thread-safe, and
-    a worker whose node has no memory free for any remaining problem blocks
-    until a check of that node ends. ``units`` maps each problem id of the
-    plan to what the executor runs for it (its pending attempts)."""
-
-    def __init__(self, plan: Plan, units: Mapping[str, object]):
-        self._dispatcher = Dispatcher(plan)
-        self._units = units
-        self._cond = threading.Condition()
-        self._held: dict[int, int] = {}
-
-    def next(self, worker: int, stop: threading.Event | None = None):
-        """The next unit for ``worker``, or None when none is left (or ``stop`` is set)."""
-        with self._cond:
-            while not (stop is not None and stop.is_set()):
-                take = self._dispatcher.take(worker)
-                if take is None:
-                    return None
-                if take is WAIT:
-                    self._cond.wait(timeout=0.5)
-                    continue
-                self._held[worker] = take.index
-                return self._units[take.checks[0].problem_id]
-            return None
-
-    def done(self, worker: int) -> None:
-        """``worker`` finished its unit: the memory it held is free."""
-        with self._cond:
-            index = self._held.pop(worker, None)
-            if index is not None:
-                self._dispatcher.finish(worker, index)
-                self._cond.notify_all()

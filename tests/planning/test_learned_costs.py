@@ -13,7 +13,8 @@ from types import SimpleNamespace
 
 from runner import cli
 from runner.planning.planner import PlanConfig, Workers
-from runner.planning.inputs import cached_builds, lay_over, measured_sweeps, plan_sweep
+from runner.planning.inputs import plan_sweep
+from runner.planning.learned_costs import cached_builds, lay_over, measured_sweeps
 from runner.prover import ImagePlan
 from runner.provers.hol_light.contexts import build_context_tree
 from ..helpers import make_corpus

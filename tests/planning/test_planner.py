@@ -11,7 +11,7 @@ import pytest
 
 from runner.errors import InputError
 from runner.planning.planner import (Image, PlanCheck, PlanConfig, Workers, make_plan, plan_to_json, read_plan, write_plan)
-from runner.planning.dispatch import LiveQueue
+from runner.planning.live_queue import LiveQueue
 from runner.planning.simulate import simulate
 
 GIB = 2**30

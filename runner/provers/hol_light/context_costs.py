@@ -4,7 +4,7 @@ An image loads its ``segment`` (runner.provers.hol_light.contexts.ImageNode) on 
 parent. Its build time is, in this order:
 
 1. measured: a build of the same image recorded by a sweep or a profile
-   (``OUT/images/*.json``, runner.planning.inputs.measured_builds);
+   (``OUT/images/*.json``, runner.planning.learned_costs.measured_builds);
 2. estimated, phrase by phrase, in the mode the sweep runs in (``LoadModel``:
    bytecode or native) and by the choice of ``--context-proofs``
    (runner.checks.context_proofs):
@@ -20,7 +20,9 @@ parent. Its build time is, in this order:
      ``proof_per_kb_s`` per KB (*estimated* from its size);
    - native only: compiling the segment and every file it loads
      (``compile_chunk_s`` per compiled module, ``compile_per_kb_s`` per KB),
-     a cost bytecode does not pay.
+     and its problems' answers (``answer_batch_s`` per batch of at most
+     ``ANSWER_BATCH``, ``answer_per_kb_s`` per KB of their text), costs
+     bytecode does not pay.
 
 Loads. A ``needs``/``loadt``/``loads`` phrase costs the phrases of the files
 it really loads (``FileLoads``), resolved offline as the toplevel resolves
@@ -62,13 +64,13 @@ import re
 from collections import defaultdict
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Mapping
+from typing import Mapping, Sequence
 
 from ...checks.context_proofs import ContextProofs
 from .contexts import ContextTree, _skip_comment, normal_form, split_phrases
 # The model and its measured figures, priced with here (callers import them from here too).
-from .load_model import (LOAD_S, MEASURED_BYTECODE, MODELS, PHRASE_S, PHRASE_SOURCE,  # noqa: F401
-                         SWEEP_FIT, LoadModel, flat_model)
+from .load_model import (ANSWER_BATCH, LOAD_S, MEASURED_BYTECODE, MODELS,  # noqa: F401
+                         PHRASE_S, PHRASE_SOURCE, SWEEP_FIT, LoadModel, flat_model)
 
 DEFAULT_MODE = "bytecode"
 
@@ -412,7 +414,8 @@ class SegmentCost:
     exec_bytes: int = 0         # the machine code they decode
     compile_kb: float = 0.0     # native: KB compiled (files the cache holds left out)
     cached: tuple[str, ...] = ()  # files loaded here that the native cache holds compiled
-    answer_batches: int = 0     # native: answer batches compiled for its problems (0 or 1)
+    answer_batches: int = 0     # native: answer batches compiled for its problems
+    answer_kb: float = 0.0      # native: the answers' text they compile
 
     def load_s(self, choice: ContextProofs) -> float:
         """The phrases (proofs as their statements) and the unknown loads' stand-ins."""
@@ -429,7 +432,7 @@ class SegmentCost:
         """Native: compiling the segment, the files it loads that the cache
         does not hold, and its problems' answers; 0 in bytecode."""
         return (self.chunks * self.model.compile_chunk_s + self.compile_kb * self.model.compile_per_kb_s
-                + self.answer_batches * self.model.answer_batch_s)
+                + self.model.answers_cost(self.answer_batches, self.answer_kb))
 
     def build_s(self, choice: ContextProofs) -> float:
         base = self.load_s(choice) + self.compile_s()
@@ -449,12 +452,16 @@ def _by_name(ids) -> dict[str, str | None]:
 
 def estimate(tree: ContextTree, prove_secs: Mapping[str, float], phrase_s: float | None = None, *,
              mode: str = DEFAULT_MODE, files: FileLoads | None = None,
-             model: LoadModel | None = None) -> dict[str, SegmentCost]:
+             model: LoadModel | None = None,
+             answers: Mapping[str, Sequence[int]] | None = None) -> dict[str, SegmentCost]:
     """The estimated build of every image of ``tree`` but the base, in
     ``mode`` (MODELS[mode] unless ``model`` is given); loads resolved by
     ``files`` (none given: no file is found, every load is unknown);
     ``prove_secs`` in ``mode`` already (plans.in_mode converts them).
-    ``phrase_s``, given, makes every phrase cost that flat (flat_model)."""
+    ``phrase_s``, given, makes every phrase cost that flat (flat_model).
+    ``answers``: problem id -> the byte sizes of its distinct answers (its
+    attempts'), what a native image compiles for its problems; none given,
+    one batch of empty answers per image that has problems."""
     model = model or (flat_model(phrase_s, mode) if phrase_s is not None else MODELS[mode])
     files = files or FileLoads()
     unique = _by_name(prove_secs)
@@ -503,6 +510,7 @@ def estimate(tree: ContextTree, prove_secs: Mapping[str, float], phrase_s: float
                 found = {unique[name]}
             t.proof(phrase, next(iter(found)) if len(found) == 1 else None, prove_secs)
         if node.parent is not None:
+            batches, answer_kb = _answer_batches(node.problems, answers)
             out[key] = SegmentCost(
                 key, t.phrases, t.proofs, tuple(t.priced), t.proof_s, t.estimated,
                 len(t.files) + len(t.unknown), model, t.kb, t.trust_s, t.replay_base_s,
@@ -510,9 +518,18 @@ def estimate(tree: ContextTree, prove_secs: Mapping[str, float], phrase_s: float
                 tuple(files.graph.show(f) for f in t.measured_files),
                 tuple(f'{k} "{n}"' for k, n in t.unknown), t.dropped, t.chunks, t.execs,
                 t.exec_bytes, t.compile_kb, tuple(files.graph.show(f) for f in t.cached),
-                1 if node.problems else 0)
+                batches, answer_kb)
         stack.extend((child, seen, frozenset(loaded)) for child in children[key])
     return out
+
+
+def _answer_batches(problems: Sequence[str], answers: Mapping[str, Sequence[int]] | None
+                    ) -> tuple[int, float]:
+    """The answer batches an image's problems compile natively, and their KB."""
+    if answers is None:
+        return (1 if problems else 0), 0.0
+    sizes = [n for pid in problems for n in answers.get(pid, ())]
+    return -(-len(sizes) // ANSWER_BATCH), sum(sizes) / 1024
 
 
 def translate_measured(tree: ContextTree, profiled: Mapping[str, str],

@@ -41,11 +41,12 @@ from ...errors import ProverError
 from .fork_server import ImageFailed, ImageProcess, PipePair
 from .backend import HolLightBackend
 from .install import HolLightInstall
+from .load_model import ANSWER_BATCH
 from .native_compile import Compiled, NativeCompiler, NotNative, Scope
 from .fork_session import ForkSession, _context_name, not_run
 from .map_modes import BYTECODE_MODE, NATIVE_MODE
 from .native_build import NativeBuild
-from .plans import ALLOWANCES, NATIVE_BOOT_S, image_plan
+from .plans import ALLOWANCES, image_plan
 from ...prover import (BackendInfo, CheckLimits, CheckResult, ImageBuild, ImagePlan, Prover,
                        ProverBackend, ProverSession)
 from ...checks.sandbox import SandboxConfig
@@ -95,7 +96,7 @@ def _compile(compiler: NativeCompiler, node: contexts.ImageNode, parent: Scope,
 
 class NativeHolLightBackend(ProverBackend):
     def __init__(self, install: HolLightInstall, build: NativeBuild, context_root: Path, *,
-                 batch_size: int = 64, preload: Sequence[Path] = (), boot_timeout_s: float = 600.0,
+                 batch_size: int = ANSWER_BATCH, preload: Sequence[Path] = (), boot_timeout_s: float = 600.0,
                  image_timeout_s: float = 10800.0, max_images: int = 8, grace_s: float = 2.0,
                  sandbox_config: SandboxConfig = SandboxConfig(), log_dir: Path | None = None,
                  context_proofs: ContextProofs = ContextProofs.REPLAY, no_fallback: bool = False):
@@ -194,9 +195,8 @@ class NativeHolLightBackend(ProverBackend):
     allowances = ALLOWANCES
 
     def image_plan(self, problems: Sequence[Problem], prove_secs) -> ImagePlan:
-        return image_plan(problems, prove_secs, self.salt, self.context_proofs, NATIVE_BOOT_S,
-                          mode="native", context_root=self.context_root,
-                          hol_dir=self.install.hol_dir)
+        return image_plan(problems, prove_secs, self.salt, self.context_proofs, mode="native",
+                          context_root=self.context_root, hol_dir=self.install.hol_dir)
 
     def start(self, workdir: Path) -> "NativeSession":
         return NativeSession(self, Path(workdir))

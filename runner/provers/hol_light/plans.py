@@ -36,8 +36,15 @@ from . import context_costs, contexts
 from .map_modes import RATIO_MAX, RATIO_MIN
 
 # ../shared/notes/hol-light.md: HOL Light starts cold in 75-90 s of CPU
-# (benchmarks/overhead.py measured 65.8 s here).
+# (benchmarks/overhead.py measured Debian's in 65.8 s here, and 74.9 s on a
+# quiet host on 2026-11-26).
 BOOT_S = 70.0
+# A checkout built with its compiled module (HOLLIGHT_USE_MODULE=1, as the
+# bench's setup.sh builds it; install.uses_module) boots from hol_lib.cmo,
+# not from its sources: the bench's 5e62421 reached READY in 57.2, 57.5 and
+# 56.6 s (benchmarks/predictions.py, seeds 6-8, quiet host) where Debian's
+# took 74.9 s the same day, and was planned at BOOT_S, 23-30% high.
+MODULE_BOOT_S = 57.2
 # The native server, HOL Light compiled in, reaches READY in 12-14 s here
 # (benchmarks/native.py: 13.7 s; benchmarks/slurm_elastic.py --mode native: 12.2 s).
 NATIVE_BOOT_S = 14.0
@@ -59,6 +66,15 @@ MODES = ("bytecode", "native", "auto")
 # mean of map_modes' measured range, sqrt(2.5 x 7.4) = 4.30.
 RATIO_CENTRAL = round(math.sqrt(RATIO_MIN * RATIO_MAX), 2)
 BOOTS = {"bytecode": BOOT_S, "native": NATIVE_BOOT_S}
+
+
+def boot_s_of(mode: str, hol_dir: Path | None) -> float:
+    """What booting the base costs in ``mode`` for the HOL Light in ``hol_dir``."""
+    from .install import uses_module
+
+    if mode == "bytecode" and hol_dir is not None and uses_module(hol_dir):
+        return MODULE_BOOT_S
+    return BOOTS[mode]
 
 
 @dataclass
@@ -86,6 +102,16 @@ def offline_settings(settings: OfflineSettings):
         yield settings
     finally:
         _OFFLINE.reset(token)
+
+
+def answer_sizes(problems: Iterable[Problem]) -> dict[str, tuple[int, ...]]:
+    """Problem id -> the byte sizes of its distinct answers (every
+    attempt's), what a native session compiles for it."""
+    out = {}
+    for p in problems:
+        texts = {a.text for a in p.attempts} or ({p.answer} if p.answer is not None else set())
+        out[p.problem_id] = tuple(len(t) for t in texts)
+    return out
 
 
 def _tree(problems: Iterable[Problem], salt: str) -> contexts.ContextTree:
@@ -126,22 +152,26 @@ def plans_of_tree(tree: contexts.ContextTree, prove_secs: Mapping[str, float], c
                   boot_s: float | None = None, *, mode: str = "bytecode",
                   files: context_costs.FileLoads | None = None,
                   price_modes: Mapping[str, str] | None = None,
-                  account: dict | None = None) -> dict[ContextProofs, ImagePlan]:
-    """One ImagePlan per choice; ``boot_s`` None: the mode's boot."""
+                  account: dict | None = None,
+                  answers: Mapping[str, tuple[int, ...]] | None = None
+                  ) -> dict[ContextProofs, ImagePlan]:
+    """One ImagePlan per choice; ``boot_s`` None: the mode's boot;
+    ``answers``: answer_sizes of the problems, which native images compile."""
     price_modes = price_modes or {}
+    hol_dir = files.hol_dir if files is not None else None
     if mode == "auto":
         native = context_costs.estimate(tree, in_mode(prove_secs, price_modes, "native"),
-                                        mode="native", files=files)
+                                        mode="native", files=files, answers=answers)
         bytecode_images = _bytecode_needed(tree, price_modes)
         bytecode = context_costs.estimate(tree, in_mode(prove_secs, price_modes, "bytecode"),
                                           mode="bytecode", files=files) if bytecode_images else {}
         if boot_s is None:
-            boot_s = NATIVE_BOOT_S + (BOOT_S if bytecode_images else 0.0)
+            boot_s = NATIVE_BOOT_S + (boot_s_of("bytecode", hol_dir) if bytecode_images else 0.0)
         parts = [(native, set(native))] + ([(bytecode, bytecode_images)] if bytecode else [])
     else:
         costs = context_costs.estimate(tree, in_mode(prove_secs, price_modes, mode), mode=mode,
-                                       files=files)
-        boot_s = BOOTS[mode] if boot_s is None else boot_s
+                                       files=files, answers=answers)
+        boot_s = boot_s_of(mode, hol_dir) if boot_s is None else boot_s
         parts = [(costs, set(costs))]
     parent = {k: n.parent for k, n in tree.nodes.items()}
     plans = {}
@@ -165,27 +195,22 @@ def plans_of_tree(tree: contexts.ContextTree, prove_secs: Mapping[str, float], c
 
 
 def image_plan(problems: Iterable[Problem], prove_secs: Mapping[str, float], salt: str,
-               choice: ContextProofs, boot_s: float = BOOT_S, *, mode: str | None = None,
+               choice: ContextProofs, boot_s: float | None = None, *, mode: str = "bytecode",
                context_root: Path | None = None, hol_dir: Path | None = None) -> ImagePlan:
-    """The images a session keyed by ``salt`` builds for ``problems``, on a
-    base that boots in ``boot_s``. ``mode`` defaults to the one whose boot
-    ``boot_s`` is (native.py passes NATIVE_BOOT_S); loads resolve in
-    ``context_root`` (default: the current directory, as a sweep's default
-    --context-root) and ``hol_dir`` (default: Debian's HOL Light when
-    installed, else none: its files' loads are unknown). A session knows
-    all three: native.py passes them (mode native, its context root, its
-    HOL Light); backend.py still leaves them to these defaults, which is
-    right for its mode (bytecode) and wrong for a --context-root other than
-    the current directory or a HOL Light other than Debian's."""
-    if mode is None:
-        mode = "native" if boot_s == NATIVE_BOOT_S else "bytecode"
+    """The images a session keyed by ``salt`` builds for ``problems`` in
+    ``mode``, on a base that boots in ``boot_s`` (default: the mode's boot
+    for that HOL Light, boot_s_of); loads resolve in ``context_root``
+    (default: the current directory, as a sweep's default --context-root)
+    and ``hol_dir`` (default: Debian's HOL Light when installed, else none:
+    its files' loads are unknown). A session passes all of them."""
     if hol_dir is None:
         from .install import DEBIAN_DIR
 
         hol_dir = DEBIAN_DIR if (DEBIAN_DIR / "hol.ml").is_file() else None
     files = context_costs.FileLoads(context_root or Path.cwd(), hol_dir)
+    problems = list(problems)
     return plans_of_tree(_tree(problems, salt), prove_secs, (choice,), boot_s, mode=mode,
-                         files=files)[ContextProofs(choice)]
+                         files=files, answers=answer_sizes(problems))[ContextProofs(choice)]
 
 
 def offline_plans(problems: Iterable[Problem], prove_secs: Mapping[str, float], choices,
@@ -198,13 +223,15 @@ def offline_plans(problems: Iterable[Problem], prove_secs: Mapping[str, float], 
     context root and HOL Light's directory come from ``offline_settings``
     (bytecode, the current directory, none, when not set)."""
     settings = _OFFLINE.get() or OfflineSettings()
+    problems = list(problems)
     tree = _tree(problems, SIMULATE_SALT)
     measured = context_costs.translate_measured(tree, profiled, builds)
     roots = [s for _parent, s in (b for b in builds.values()) if _parent is None]
     boot_s = statistics.median(roots) if roots else None
     files = context_costs.FileLoads(settings.context_root or Path.cwd(), settings.hol_dir)
     plans = plans_of_tree(tree, prove_secs, choices, boot_s, mode=settings.mode, files=files,
-                          price_modes=settings.price_modes, account=settings.account)
+                          price_modes=settings.price_modes, account=settings.account,
+                          answers=answer_sizes(problems))
     for choice in plans:
         settings.account[ContextProofs(choice).value]["measured_images"] = len(measured)
     return plans, measured
