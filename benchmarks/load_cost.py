@@ -94,7 +94,7 @@ def bytecode(args, order, tmp: Path) -> dict:
                "Printf.fprintf !pb_oc \"start %.6f\\n%!\" t0; pb_stop := t0 +. budget; "
                "let ok = Toploop.use_file pb_null file in "
                "Printf.fprintf !pb_oc \"end %b\\n%!\" ok; exit 0 | pid -> pid;;"),
-              f'Printf.printf "PB_BOOT %.3f\\n%!" (Sys.time ());;',
+              'Printf.printf "PB_BOOT %.3f\\n%!" (Sys.time ());;',
               f'ignore (Unix.waitpid [] (pb_fork "{tmp}/marks.ml" "{tmp}/marks.out" 60.0));;',
               f'let pb_a = pb_fork "{tmp}/trust.ml" "{tmp}/trust.out" {args.budget};;',
               f'let pb_b = pb_fork "{tmp}/replay.ml" "{tmp}/replay.out" {args.budget};;',

@@ -38,7 +38,7 @@ import math
 import statistics
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Sequence
+from typing import TYPE_CHECKING, Sequence
 
 import numpy as np
 
@@ -48,6 +48,10 @@ from ..prover import Mode
 from .profile_data import ProblemRuns
 from .timeouts import MapEntry, read_map  # noqa: F401  (read_map is this module's reader too)
 from ..settings import setting
+
+if TYPE_CHECKING:      # imported when deriving
+    from . import spread
+
 
 SIDECAR_FORMAT = "proofbatch-timeout-map-meta/1"
 

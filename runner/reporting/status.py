@@ -16,13 +16,17 @@ import time
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
 import psutil
 
 from ..results import heartbeat
 from ..results.running import RUNNING_DIR
 from ..errors import InputError
+
+if TYPE_CHECKING:      # imported where used: pyarrow stays out of `status`'s start
+    from ..results import shards
+
 
 @dataclass(frozen=True)
 class RunningCheck:

@@ -21,9 +21,14 @@ import threading
 import time
 from collections import Counter, deque
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from .. import events
 from .publish import publish
+
+if TYPE_CHECKING:      # imported where used: pyarrow stays out of a heartbeat's start
+    from . import shards
+
 
 STATUS_FILE = "status.json"
 INTERVAL = 2.0

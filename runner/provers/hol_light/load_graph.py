@@ -104,13 +104,12 @@ class LoadGraph:
         if path in self._loads:
             return self._loads[path]
         out: list[Load] = []
-        offset = line = 0
+        line = 0
         try:
             phrases = self.phrases(path)
         except OSError:
             phrases = []
         for phrase in phrases:
-            start, offset = offset, offset + len(phrase)
             if not _LOAD_WORDS.search(phrase):
                 line += phrase.count("\n")
                 continue
