@@ -3,11 +3,12 @@ problems (runner/provers/hol_light/contexts.py) and what building each
 image is expected to cost (context_costs.py), for the planner, in the mode
 the sweep runs in.
 
-Modes. ``bytecode``: the toplevel boots (``BOOT_S``) and every image loads
-its segment in bytecode (context_costs.MODELS["bytecode"]). ``native``: the
-native server boots (``NATIVE_BOOT_S``) and every image compiles its
-segment and the files it loads first, then loads them natively
-(MODELS["native"]). ``auto``: the native server, plus, on a node that runs
+Modes. ``bytecode``: the toplevel boots (``BOOT_S`` from HOL Light's
+sources, ``MODULE_BOOT_S`` from a checkout's compiled module) and every
+image loads its segment in bytecode (context_costs.MODELS["bytecode"]).
+``native``: the native server boots (``NATIVE_BOOT_S``) and every image
+compiles its segment, the files it loads first and its problems' answers,
+then loads them natively (MODELS["native"]). ``auto``: the native server, plus, on a node that runs
 any check routed to bytecode (expected bytecode time at most
 native_auto.THRESHOLD_S), the bytecode toplevel and every image such a
 check needs built there too.
