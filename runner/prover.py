@@ -210,6 +210,14 @@ class ProverBackend(abc.ABC):
         resolved (e.g. a map's limit converted to the mode the check runs in)."""
         return limits
 
+    def expected_in_mode(self, problems: Sequence[Problem], prove_secs: Mapping[str, float]
+                         ) -> dict[str, float]:
+        """The timeout map's expected proof seconds (``prove_secs``, in the
+        mode the map was measured in) in the mode each of ``problems``'
+        checks runs in, for the planner. Most backends run in one mode and
+        leave them as they are."""
+        return dict(prove_secs)
+
     def warnings(self) -> tuple[str, ...]:
         """What to say before the sweep starts, after every ``limits_for``."""
         return ()

@@ -213,7 +213,8 @@ class SweepReport:
         """The plan's predicted image-build and proof core-hours beside the
         measured ones, for the run it was made for, and per image class
         (``image_class``): each image the run built, its planned build
-        against its measured one (the median of its builds there). None
+        against its measured one (the median of its builds there, plus,
+        natively, the median compiles of its context and its answers). None
         without a prediction or its run."""
         if not self.plan or not self.plan.get("predicted"):
             return None
@@ -228,16 +229,18 @@ class SweepReport:
         classes = image_classes(planned)
         secs: dict[str, list[float]] = defaultdict(list)
         for b in builds:
-            if b["key"] in planned:
-                secs[b["key"]].append(float(b["secs"]))
+            secs[b["key"]].append(float(b["secs"]))
         per: dict[str, dict] = {}
-        for key, values in secs.items():
+        for key in planned.keys() & secs.keys():
             c = per.setdefault(classes[key], {"images": 0, "builds": 0, "predicted_s": 0.0,
                                               "measured_s": 0.0})
             c["images"] += 1
-            c["builds"] += len(values)
+            c["builds"] += len(secs[key])
             c["predicted_s"] += float(planned[key]["build_s"])
-            c["measured_s"] += float(np.median(values))
+            # A native image's plan prices what it needs before its checks
+            # run: its context's compile and its answers' besides its load.
+            c["measured_s"] += sum(float(np.median(secs[k])) for k in (
+                key, f"{COMPILE_KEY}{key}", f"{COMPILE_KEY}answers:{key}") if k in secs)
         for c in per.values():
             c["error"] = ((c["predicted_s"] - c["measured_s"]) / c["measured_s"]
                           if c["measured_s"] > 0 else None)

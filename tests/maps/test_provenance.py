@@ -12,7 +12,7 @@ import pytest
 
 from runner import cli
 from runner.errors import InputError
-from runner.provers.hol_light.map_modes import RATIO_MAX
+from runner.provers.hol_light.map_modes import RATIO_CENTRAL, RATIO_MAX
 from runner.maps.provenance import load
 from runner.sweep import prepare
 from runner.maps.timeout_map import SIDECAR_FORMAT
@@ -60,6 +60,10 @@ def test_declared_native_in_a_bytecode_sweep_is_converted_and_warned(tmp_path):
     [warning] = beside_coverage(prepared)
     assert "CONVERTED" in warning and f"{len(IDS)} checks run in bytecode mode" in warning
     assert str(tmap) in warning
+    # The plan expects them in bytecode too: by the central ratio, not the
+    # limits' conservative end (an expected time should be right on average).
+    expected = {c.problem_id: c.expected_s for c in prepared.plan.checks}
+    assert all(expected[pid] == pytest.approx(0.5 * RATIO_CENTRAL) for pid in IDS)
 
 
 def test_declared_bytecode_in_a_bytecode_sweep_stands_as_it_is(tmp_path):
@@ -68,6 +72,7 @@ def test_declared_bytecode_in_a_bytecode_sweep_stands_as_it_is(tmp_path):
     limits = {t.problem.problem_id: t.limits for t in prepared.tasks}
     assert all(limits[pid].time_s == 120 and limits[pid].time_source == "map" for pid in IDS)
     assert beside_coverage(prepared) == ()
+    assert all(c.expected_s == 0.5 for c in prepared.plan.checks if c.problem_id in IDS)
     # Declared with another build than the sweep's: said before the sweep starts.
     other = prepare(demo_config(tmp_path / "out2", timeout_map=tmap, map_mode="bytecode",
                                 map_build="checkout-5e62421"))

@@ -101,6 +101,19 @@ def test_the_page_has_readable_plots_and_no_empty_header(sweep, tmp_path):
     assert "waiting" in text and "another worker was building" in text
 
 
+# The plan of run r1: the base booted in 70 s and image A built in 50 s,
+# p1 and p2 expected at 8 and 4 s.
+PLAN = {"format": "proofbatch-plan/1", "run_id": "r1", "sources": {"map": 2},
+        "predicted": {"makespan_s": 150.0, "lower_bound_s": 140.0, "core_hours": 300 / 3600,
+                      "image_build_core_hours": (70.0 + 50.0) / 3600,
+                      "busy_core_hours": (70.0 + 50.0 + 12.0) / 3600,
+                      "image_rebuild_core_hours": 0.0},
+        "images": [{"key": "base", "parent": None, "build_s": 70.0, "source": "default"},
+                   {"key": "A", "parent": "base", "build_s": 50.0, "source": "estimated"}],
+        "checks": [{"problem_id": "p1", "attempt": 0, "expected_s": 8.0, "source": "map"},
+                   {"problem_id": "p2", "attempt": 0, "expected_s": 4.0, "source": "map"}]}
+
+
 def test_the_plans_predicted_core_hours_stand_beside_the_measured_ones(sweep, capsys):
     """Issue 25, part 2: after a real sweep, the report puts the plan's
     predicted image and proof core-hours beside the measured ones, and the
@@ -109,16 +122,7 @@ def test_the_plans_predicted_core_hours_stand_beside_the_measured_ones(sweep, ca
 
     from runner.commands.report import term_prediction
 
-    plan = {"format": "proofbatch-plan/1", "run_id": "r1", "sources": {"map": 2},
-            "predicted": {"makespan_s": 150.0, "lower_bound_s": 140.0, "core_hours": 300 / 3600,
-                          "image_build_core_hours": (70.0 + 50.0) / 3600,
-                          "busy_core_hours": (70.0 + 50.0 + 12.0) / 3600,
-                          "image_rebuild_core_hours": 0.0},
-            "images": [{"key": "base", "parent": None, "build_s": 70.0, "source": "default"},
-                       {"key": "A", "parent": "base", "build_s": 50.0, "source": "estimated"}],
-            "checks": [{"problem_id": "p1", "attempt": 0, "expected_s": 8.0, "source": "map"},
-                       {"problem_id": "p2", "attempt": 0, "expected_s": 4.0, "source": "map"}]}
-    (sweep / "plan.json").write_text(json.dumps(plan))
+    (sweep / "plan.json").write_text(json.dumps(PLAN))
     c = load(sweep).predicted_costs()
     assert c["predicted_image_core_hours"] * 3600 == pytest.approx(120.0)
     assert c["measured_image_core_hours"] * 3600 == pytest.approx(130.0)    # r1's builds only
@@ -134,6 +138,19 @@ def test_the_plans_predicted_core_hours_stand_beside_the_measured_ones(sweep, ca
         term_prediction(console, load(sweep), None)
     text = cap.get()
     assert "predicted against measured" in text and "+25%" in text and "-22%" in text
+
+
+def test_a_native_images_measured_build_counts_its_compiles(sweep):
+    """A native image's plan prices its context's compile and its answers'
+    (runner/provers/hol_light/native.py records them under native-compile:),
+    so its class is measured with them, as benchmarks/predictions.py does."""
+    (sweep / "plan.json").write_text(json.dumps(PLAN))
+    compiles = [{"key": "native-compile:A", "parent": None, "secs": 2.0, "finished_at": T0.timestamp()},
+                {"key": "native-compile:answers:A", "parent": "A", "secs": 0.5,
+                 "finished_at": T0.timestamp() + 41}]
+    (sweep / "images" / "r1-compiles.json").write_text(json.dumps({"run_id": "r1", "builds": compiles}))
+    head = load(sweep).predicted_costs()["by_class"]["file head"]
+    assert head["measured_s"] == pytest.approx(40.0 + 2.0 + 0.5) and head["builds"] == 1
 
 
 def test_images_are_classed_by_their_role_in_the_tree():

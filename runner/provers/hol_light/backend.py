@@ -126,6 +126,10 @@ class HolLightBackend(ProverBackend):
             self._converted.append(problem.problem_id)
         return adjusted
 
+    def expected_in_mode(self, problems: Sequence[Problem], prove_secs) -> dict[str, float]:
+        """A native map's expected times moved to bytecode (map_modes.RATIO_CENTRAL)."""
+        return {pid: self._maps.expected_in(secs, MODE) for pid, secs in prove_secs.items()}
+
     def warnings(self) -> tuple[str, ...]:
         return converted_warning(self._maps, len(self._converted))
 

@@ -1,4 +1,5 @@
-"""A timeout map's limits in the mode a HOL Light check runs in.
+"""A timeout map's limits and expected times in the mode a HOL Light check
+runs in.
 
 A timeout map is valid for the mode it was measured in (its sidecar's
 provenance says which, or --map-mode declares it: runner/maps/provenance.py).
@@ -8,10 +9,13 @@ the bytecode/native ratios measured on this project's machine
 native one divided by the *smallest* ratio, a native limit a bytecode one
 multiplied by the *largest*, so a correct proof is not cut short. Every
 conversion is announced before the sweep starts (``converted_warning``).
+The planner's expected times move by the central ratio instead
+(``MapModes.expected_in``), as `simulate` moves them.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import replace
 
 from ...maps.provenance import LoadedMap
@@ -24,6 +28,11 @@ BYTECODE_MODE, NATIVE_MODE = Mode.BYTECODE, Mode.NATIVE
 # s2n-bignum proofs (../shared/notes/hol-light.md). Conversions take the end
 # of the range that lengthens the limit.
 RATIO_MIN, RATIO_MAX = 2.5, 7.4
+# Expected times move between modes by a central bytecode/native ratio, not
+# by the conservative end limits take (a limit must not cut a proof short;
+# an expected time should be right on average): the geometric mean of the
+# measured range, sqrt(2.5 x 7.4) = 4.30.
+RATIO_CENTRAL = round(math.sqrt(RATIO_MIN * RATIO_MAX), 2)
 
 
 class MapModes:
@@ -43,6 +52,13 @@ class MapModes:
         if secs is None:
             return None
         return secs * RATIO_MAX if self.mode == NATIVE_MODE else secs
+
+    def expected_in(self, secs: float, run_mode: str) -> float:
+        """An expected proof time of the map (``secs``) for a check that runs
+        in ``run_mode``, moved from the map's mode by ``RATIO_CENTRAL``."""
+        if self.mode not in (NATIVE_MODE, BYTECODE_MODE) or self.mode == run_mode:
+            return secs
+        return secs / RATIO_CENTRAL if run_mode == NATIVE_MODE else secs * RATIO_CENTRAL
 
     def convert(self, limits: CheckLimits, run_mode: str) -> CheckLimits:
         if limits.time_source != "map" or self.mode not in (NATIVE_MODE, BYTECODE_MODE) \

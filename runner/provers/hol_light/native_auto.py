@@ -121,6 +121,14 @@ class ModeBackend(ProverBackend):
             self.converted.append(problem.problem_id)
         return adjusted
 
+    def expected_in_mode(self, problems: Sequence[Problem], prove_secs) -> dict[str, float]:
+        """The map's expected times in the mode each check runs in (``runs_in``:
+        after ``classify``), moved by map_modes.RATIO_CENTRAL."""
+        modes = {p.problem_id: self.runs_in(p) for p in problems}
+        # Proofs of no problem here are replayed inside native images.
+        return {pid: self.maps.expected_in(secs, modes.get(pid, NATIVE_MODE))
+                for pid, secs in prove_secs.items()}
+
     def use_map(self, loaded: LoadedMap | None) -> None:
         """Route and convert by ``loaded``, the map the sweep read; before
         any session starts."""

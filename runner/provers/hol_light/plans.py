@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
-import math
 import statistics
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -34,7 +33,7 @@ from ...checks.context_proofs import ContextProofs
 from ...corpus import Problem
 from ...prover import ImagePlan, JobAllowances
 from . import context_costs, contexts
-from .map_modes import RATIO_MAX, RATIO_MIN
+from .map_modes import RATIO_CENTRAL  # noqa: F401  (callers import it from here too)
 
 # ../shared/notes/hol-light.md: HOL Light starts cold in 75-90 s of CPU
 # (benchmarks/overhead.py measured Debian's in 65.8 s here, and 74.9 s on a
@@ -61,11 +60,6 @@ ALLOWANCES = JobAllowances(
 # (context_costs.translate_measured).
 SIMULATE_SALT = "proofbatch-simulate"
 MODES = ("bytecode", "native", "auto")
-# Expected times move between modes by a central bytecode/native ratio, not
-# by the conservative end map_modes uses for limits (a limit must not cut a
-# proof short; an expected time should be right on average): the geometric
-# mean of map_modes' measured range, sqrt(2.5 x 7.4) = 4.30.
-RATIO_CENTRAL = round(math.sqrt(RATIO_MIN * RATIO_MAX), 2)
 BOOTS = {"bytecode": BOOT_S, "native": NATIVE_BOOT_S}
 
 
