@@ -179,8 +179,8 @@ def bytecode(args, order, tmp: Path) -> dict:
               f"{r['trust_fit']:7.2f} {err(r['trust'], r['trust_fit']):>6} {r['replay']:9.2f} "
               f"{r['replay_fit']:7.2f} {err(r['replay'], r['replay_fit']):>6}")
     out["files"] = {show(f): r for f, r in files.items()}
-    # Files whose every phrase was measured: context_costs.MEASURED_FILES.
-    print("measured files (context_costs.MEASURED_FILES: (file, sha256[:12]) -> (trust s, replay s or None)):")
+    # Files whose every phrase was measured: load_model.MEASURED_BYTECODE.
+    print("measured files (load_model.MEASURED_BYTECODE: (file, sha256[:12]) -> (trust s, replay s or None)):")
     for f in dict.fromkeys(f for f, _ in order):
         ids = [i for i, (g, _) in enumerate(order) if g == f]
         if not all(i in per["trust"] for i in ids):

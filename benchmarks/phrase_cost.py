@@ -41,7 +41,7 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from runner.provers.hol_light.contexts import split_phrases  # noqa: E402
-from runner.provers.hol_light.context_costs import theorem_of  # noqa: E402
+from runner.provers.hol_light.file_loads import theorem_of  # noqa: E402
 
 HOL = Path("/usr/share/hol-light")
 PROOF = re.compile(r"\bprove\b|\bprove_by_refinement\b")

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from runner import cli
-from runner.provers.hol_light.context_costs import (MODELS, FileLoads, estimate, origin_of, read_phrases,
-                                                    theorem_of, translate_measured)
+from runner.provers.hol_light.context_costs import MODELS, FileLoads, estimate, translate_measured
+from runner.provers.hol_light.file_loads import origin_of, read_phrases, theorem_of
 from runner.checks.context_proofs import ContextProofs
 from runner.provers.hol_light.contexts import build_context_tree
 from runner.planning.inputs import Known, images_of_plan
