@@ -6,7 +6,6 @@ import json
 from pathlib import Path
 
 from rich.console import Console
-from rich.table import Table
 
 from .. import provers
 from ..checks.context_proofs import ContextProofs
@@ -17,10 +16,12 @@ from ..maps.provenance import DECLARED_MODES
 from ..planning.inputs import plans_from_files
 from ..planning.learned_costs import measured_sweeps
 from ..planning.planner import POLICIES, PlanConfig, Workers, read_plan
-from ..planning.simulate import Prediction, simulate
-from ..settings import format_size, help_of
+from ..planning.simulate import simulate
+from ..settings import help_of
 from ..sweep import SweepConfig
 from . import size
+from .simulate_output import (account_line, context_figures, duration_counts, image_class_figures,
+                              learned_line, print_contexts, print_modes, print_prediction)
 
 MODES = ("bytecode", "native", "auto")
 
@@ -163,7 +164,7 @@ def run(args) -> int:
         for choice, said in learned.items():
             if choice in account:
                 account[choice]["learned_images"] = said["measured"]
-    contexts = {c.value: {**_context_figures(p), "account": account.get(c.value)}
+    contexts = {c.value: {**context_figures(p), "account": account.get(c.value)}
                 for c, p in by_choice.items()} if args.corpus is not None else None
     price = args.core_hour_price
     sources = {}
@@ -189,7 +190,7 @@ def run(args) -> int:
                ("from the plan" if args.plan else "unknown (no --corpus)"),
                "map": None if loaded is None else loaded.describe(),
                "mode": None if args.plan else mode, "proof_times": conversion,
-               "check_durations": _duration_counts(sources), "modes": modes,
+               "check_durations": duration_counts(sources), "modes": modes,
                "image_classes": image_class_figures(plan)}
         print(json.dumps(out))
         return 0
@@ -204,7 +205,7 @@ def run(args) -> int:
         console.print(f"timeout map {loaded.path}: {loaded.describe()}")
     if conversion is not None:
         console.print(f"mode {mode}: {conversion['note']}")
-    counts = _duration_counts(sources)
+    counts = duration_counts(sources)
     console.print(f"check durations: measured {counts['measured']}, estimated {counts['estimated']}, "
                   f"unknown {counts['unknown']} (the default)")
     if contexts is not None:
@@ -218,15 +219,6 @@ def run(args) -> int:
                       "so image builds above count only the boots; pass --corpus to plan each "
                       "context's load")
     return 0
-
-
-def _duration_counts(sources: dict) -> dict:
-    """Check durations by what stands behind them: measured (a map's or a
-    profile's), estimated (the median of the problem's category), unknown
-    (the default)."""
-    return {"measured": sum(v for k, v in sources.items() if k in ("map", "profile")),
-            "estimated": sources.get("category", 0),
-            "unknown": sum(v for k, v in sources.items() if k not in ("map", "profile", "category"))}
 
 
 def _context_root(args) -> Path | None:
@@ -268,19 +260,6 @@ def _learned_of(learned: dict, chosen) -> dict | None:
     return learned.get("plan") or learned.get(str(chosen)) or next(iter(learned.values()))
 
 
-def learned_line(said: dict | None) -> str:
-    """How many image costs --costs-from measured, and what it left out."""
-    if not said:
-        return "image costs from --costs-from: none of its sweeps matched"
-    line = (f"image costs measured by --costs-from: {said['measured']} of {said['images']} images "
-            f"(from {len(said['sweeps'])} sweeps of this mode and choice)")
-    if said["other_mode"]:
-        line += f"; not used, another mode: {', '.join(said['other_mode'])}"
-    if said["other_choice"]:
-        line += f"; not used, another --context-proofs: {', '.join(said['other_choice'])}"
-    return line
-
-
 def _plans(args, mode, loaded, workers, config, choices, sets=(), learned=None):
     """Plans by choice in ``mode``, and what the corpus's prover said of it
     (runner.provers.registry.Offline: the proof-time conversion, the account)."""
@@ -313,7 +292,7 @@ def _other_modes(args, mode, loaded, workers, config, chosen, plan, sets=()) -> 
         else:
             by_choice, _ = _plans(args, other, loaded, workers, config, (chosen,), sets)
             p = by_choice[chosen]
-        figures = _context_figures(p)
+        figures = context_figures(p)
         out[other] = {k: figures[k] for k in ("boot_core_hours", "context_image_core_hours",
                                               "proof_core_hours", "makespan_s", "core_hours")}
         out[other]["base_build_s"] = p.images[p.base].build_s
@@ -321,128 +300,3 @@ def _other_modes(args, mode, loaded, workers, config, chosen, plan, sets=()) -> 
     return {"by_mode": out, "cheapest": cheapest}
 
 
-def account_line(acc: dict | None) -> str:
-    """What the context images' estimates stand on, with counts: measured,
-    estimated, unknown."""
-    if not acc:
-        return "no account"
-    parts = [f"{acc.get('measured_images', 0)} images measured by the profile"
-             + (f", {acc['learned_images']} by --costs-from (the estimates below are of "
-                "all images, these among them)" if acc.get("learned_images") else "")]
-    for m, t in acc["by_mode"].items():
-        bits = [f"{m}: {t['images']} images estimated from {t['phrases']:,} phrases",
-                f"loads: {t['files_loaded']} files found and priced by what they load "
-                f"({t['files_measured']} measured whole by benchmarks/load_cost.py, "
-                f"{t['files_loaded'] - t['files_measured']} estimated by phrase size), "
-                f"{t['unknown_loads']} unknown (a stand-in each), {t['dropped_loads']} dropped"]
-        if t["trusted_proofs"]:
-            bits.append(f"proofs: {t['trusted_proofs']:,} trusted (their statements priced by size)")
-        else:
-            bits.append(f"proofs: {t['priced_proofs']:,} measured (the map's prove_secs, "
-                        f"{t['priced_proofs_s']:,.0f} s in this mode), "
-                        f"{t['proofs_in_measured_files']:,} inside files measured whole, "
-                        f"{t['unpriced_proofs']:,} estimated by size")
-        if t["compile_s"]:
-            bits.append(f"native compile {t['compile_s']:,.0f} s (estimated by size)")
-        parts.append("; ".join(bits))
-    return " | ".join(parts) + f"; boot {acc['boot_s']:.0f} s"
-
-
-def print_modes(out: Console, modes: dict, choice: str) -> None:
-    table = Table(title=f"by --mode (context proofs {choice}, planned policy)")
-    table.add_column("")
-    for m in modes["by_mode"]:
-        table.add_column(m + (" (cheapest)" if m == modes["cheapest"] else ""), justify="right")
-    rows = [("boot, each node", lambda f: _duration(f["base_build_s"])),
-            ("context image core-hours", lambda f: f"{f['context_image_core_hours']:,.2f}"),
-            ("proof core-hours", lambda f: f"{f['proof_core_hours']:,.2f}"),
-            ("makespan", lambda f: _duration(f["makespan_s"])),
-            ("core-hours", lambda f: f"{f['core_hours']:,.2f}")]
-    for label, fmt in rows:
-        table.add_row(label, *(fmt(f) for f in modes["by_mode"].values()))
-    out.print(table)
-
-
-def image_class_figures(plan) -> dict:
-    """The plan's images by their role in the tree (runner.reporting.report.image_classes:
-    boot, library prefix, file head, chain image), each class's build seconds
-    summed over its images once each, as `report` compares them with a
-    sweep's measured builds."""
-    from ..reporting.report import IMAGE_CLASSES, image_classes
-
-    classes = image_classes({k: {"parent": i.parent} for k, i in plan.images.items()})
-    out: dict[str, dict] = {}
-    for key, image in plan.images.items():
-        c = out.setdefault(classes[key], {"images": 0, "build_s": 0.0, "sources": {}})
-        c["images"] += 1
-        c["build_s"] += image.build_s
-        c["sources"][image.source] = c["sources"].get(image.source, 0) + 1
-    return {k: out[k] for k in IMAGE_CLASSES if k in out}
-
-
-def _context_figures(plan) -> dict:
-    """Simulated image and proof core-hours of ``plan`` (the planned policy)."""
-    p = simulate(plan, keep_schedule=False)
-    images = [i for k, i in plan.images.items() if k != plan.base]
-    proof_h = (p.busy_s - p.build_s) / 3600
-    context_h = (p.build_s - p.boots_s) / 3600
-    return {"images": len(images),
-            "image_sources": {s: sum(1 for i in images if i.source == s)
-                              for s in sorted({i.source for i in images})},
-            "image_build_s_once": sum(i.build_s for i in images),
-            "context_image_core_hours": context_h, "boot_core_hours": p.boots_s / 3600,
-            "proof_core_hours": proof_h,
-            "image_share_of_proofs": context_h / proof_h if proof_h > 0 else None,
-            "rebuild_core_hours": p.rebuild_s / 3600,
-            "makespan_s": p.makespan_s, "lower_bound_s": p.lower_bound_s,
-            "core_hours": p.core_hours}
-
-
-def print_contexts(out: Console, figures: dict) -> None:
-    table = Table(title="context images by --context-proofs (planned policy)")
-    table.add_column("")
-    for choice in figures:
-        table.add_column(choice, justify="right")
-    rows = [("images (sources)", lambda f: f"{f['images']} ("
-             + ", ".join(f"{k} {v}" for k, v in f["image_sources"].items()) + ")"),
-            ("each built once", lambda f: _duration(f["image_build_s_once"])),
-            ("context image core-hours", lambda f: f"{f['context_image_core_hours']:,.2f}"),
-            ("proof core-hours", lambda f: f"{f['proof_core_hours']:,.2f}"),
-            ("images / proofs", lambda f: "-" if f["image_share_of_proofs"] is None
-             else f"{100 * f['image_share_of_proofs']:.1f}%"),
-            ("of which rebuilds", lambda f: f"{f['rebuild_core_hours']:,.2f}"),
-            ("makespan", lambda f: _duration(f["makespan_s"])),
-            ("lower bound", lambda f: _duration(f["lower_bound_s"])),
-            ("core-hours", lambda f: f"{f['core_hours']:,.1f}")]
-    for label, fmt in rows:
-        table.add_row(label, *(fmt(f) for f in figures.values()))
-    out.print(table)
-
-
-def print_prediction(out: Console, workers: Workers, sources: dict, ours: Prediction,
-                     naive: Prediction, price: float | None) -> None:
-    table = Table(title=f"{ours.checks} checks on {workers.nodes} x {workers.cores_per_node} workers, "
-                        f"{format_size(workers.mem_per_node)} per node")
-    table.add_column("")
-    for name in (ours.policy, "naive (submission order)"):
-        table.add_column(name, justify="right")
-    rows = [("makespan", lambda p: _duration(p.makespan_s)),
-            ("lower bound", lambda p: _duration(p.lower_bound_s)),
-            ("makespan / bound", lambda p: f"{p.ratio:.3f}"),
-            ("utilization", lambda p: f"{100 * p.utilization:.1f}%"),
-            ("core-hours", lambda p: f"{p.core_hours:,.1f}"),
-            ("of which image builds", lambda p: f"{p.build_s / 3600:,.2f}"),
-            ("of which rebuilds", lambda p: f"{p.rebuild_s / 3600:,.2f}")]
-    if price is not None:
-        rows.append(("cost", lambda p: f"{p.core_hours * price:,.2f}"))
-    for label, fmt in rows:
-        table.add_row(label, fmt(ours), fmt(naive))
-    out.print(table)
-    out.print("expected durations from " + ", ".join(f"{k}: {v}" for k, v in sorted(sources.items())))
-
-
-def _duration(secs: float) -> str:
-    if secs < 120:
-        return f"{secs:.1f} s"
-    h, rest = divmod(int(round(secs)), 3600)
-    return f"{h}h{rest // 60:02d}m ({secs:,.0f} s)"
