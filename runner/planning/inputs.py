@@ -184,7 +184,9 @@ def plan_sweep(tasks: Sequence, backend, *, workers, config, timeout_map=None, o
     sidecar and --mem-limit); image builds measured by earlier runs of the
     same sweep come first, then those of the sweeps ``costs_from`` names and
     the cost cache (by image key: the very image, build and mode), then those
-    of the map's profile, then the backend's estimates."""
+    of the map's profile, then the backend's estimates. The map's durations
+    (and its profile's) are moved to the mode each check runs in
+    (``backend.expected_in_mode``)."""
     require_sweeps(costs_from)
     problems = list({t.problem.problem_id: t.problem for t in tasks}.values())
     others = measured_builds([Path(d) for d in costs_from]) if costs_from else {}
