@@ -413,4 +413,3 @@ class Dispatcher:
         self.running[node] -= 1
         self.on_node[node].discard(index)
         self.node_images[node].release(self.chains[self.image[index]])
-
