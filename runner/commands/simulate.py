@@ -298,5 +298,3 @@ def _other_modes(args, mode, loaded, workers, config, chosen, plan, sets=()) -> 
         out[other]["base_build_s"] = p.images[p.base].build_s
     cheapest = min(out, key=lambda m: out[m]["core_hours"])
     return {"by_mode": out, "cheapest": cheapest}
-
-
