@@ -35,6 +35,15 @@ RATIO_MIN, RATIO_MAX = 2.5, 7.4
 RATIO_CENTRAL = round(math.sqrt(RATIO_MIN * RATIO_MAX), 2)
 
 
+def expected_in(secs: float, measured_in: str | None, run_mode: str) -> float:
+    """An expected proof time measured in ``measured_in`` for a check that
+    runs in ``run_mode``, moved by ``RATIO_CENTRAL``; as it is when the two
+    are the same or the mode it was measured in is unknown."""
+    if measured_in not in (NATIVE_MODE, BYTECODE_MODE) or measured_in == run_mode:
+        return secs
+    return secs / RATIO_CENTRAL if run_mode == NATIVE_MODE else secs * RATIO_CENTRAL
+
+
 class MapModes:
     """The timeout map's expected times and mode, for routing and limits.
 
@@ -55,10 +64,8 @@ class MapModes:
 
     def expected_in(self, secs: float, run_mode: str) -> float:
         """An expected proof time of the map (``secs``) for a check that runs
-        in ``run_mode``, moved from the map's mode by ``RATIO_CENTRAL``."""
-        if self.mode not in (NATIVE_MODE, BYTECODE_MODE) or self.mode == run_mode:
-            return secs
-        return secs / RATIO_CENTRAL if run_mode == NATIVE_MODE else secs * RATIO_CENTRAL
+        in ``run_mode`` (``expected_in``)."""
+        return expected_in(secs, self.mode, run_mode)
 
     def convert(self, limits: CheckLimits, run_mode: str) -> CheckLimits:
         if limits.time_source != "map" or self.mode not in (NATIVE_MODE, BYTECODE_MODE) \

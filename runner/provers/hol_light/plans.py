@@ -33,7 +33,8 @@ from ...checks.context_proofs import ContextProofs
 from ...corpus import Problem
 from ...prover import ImagePlan, JobAllowances
 from . import context_costs, contexts
-from .map_modes import RATIO_CENTRAL  # noqa: F401  (callers import it from here too)
+# Callers import RATIO_CENTRAL from here too.
+from .map_modes import RATIO_CENTRAL, expected_in  # noqa: F401
 
 # ../shared/notes/hol-light.md: HOL Light starts cold in 75-90 s of CPU
 # (benchmarks/overhead.py measured Debian's in 65.8 s here, and 74.9 s on a
@@ -119,16 +120,8 @@ def in_mode(prove_secs: Mapping[str, float], price_modes: Mapping[str, str], mod
             ) -> dict[str, float]:
     """``prove_secs`` in ``mode``: each converted from the mode its price is
     in by the central ratio ``RATIO_CENTRAL``."""
-    out = {}
-    for pid, secs in prove_secs.items():
-        theirs = price_modes.get(pid, mode)
-        if theirs == mode:
-            out[pid] = secs
-        elif mode == "native":
-            out[pid] = secs / RATIO_CENTRAL
-        else:
-            out[pid] = secs * RATIO_CENTRAL
-    return out
+    return {pid: expected_in(secs, price_modes.get(pid, mode), mode)
+            for pid, secs in prove_secs.items()}
 
 
 def _bytecode_needed(tree: contexts.ContextTree, price_modes: Mapping[str, str]) -> set[str]:

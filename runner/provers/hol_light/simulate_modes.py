@@ -17,7 +17,7 @@ from pathlib import Path
 
 from ...errors import InputError
 from ..registry import Offline, OfflineRequest
-from .map_modes import RATIO_MAX
+from .map_modes import RATIO_MAX, expected_in
 from .native_auto import THRESHOLD_S
 from .plans import RATIO_CENTRAL, OfflineSettings, offline_settings
 
@@ -56,7 +56,7 @@ def map_in_mode(loaded, mode: str) -> tuple[object, dict, dict]:
             run = mode
         routed[pid] = run
         if secs is not None and run != theirs:
-            secs = secs / RATIO_CENTRAL if run == "native" else secs * RATIO_CENTRAL
+            secs = expected_in(secs, theirs, run)
             converted += 1
         entries[pid] = replace(e, prove_secs=secs)
     routing = ""
