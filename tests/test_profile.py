@@ -78,9 +78,15 @@ def ok_ids() -> set[str]:
     return {pid for pid, v in expected_verdicts().items() if v == "OK"}
 
 
+def why(result) -> str:
+    """The defects a profile found, each with its verdict and reason: what a
+    failed assertion on them must show."""
+    return "\n".join(f"{d.problem_id} {d.verdict} (run {d.run}): {d.reason}" for d in result.defects)
+
+
 def test_every_ground_truth_is_timed_in_each_of_three_runs(demo_profile):
     cfg, result, _ = demo_profile
-    assert {r.problem_id for r in result.runs} == ok_ids()
+    assert {r.problem_id for r in result.runs} == ok_ids(), why(result)
     for r in result.runs:
         assert len(r.prove_secs) == 3 and all(t > 0 for t in r.prove_secs)
         assert len(r.peak_rss_mb) == 3 and r.image_key
@@ -108,7 +114,7 @@ def test_an_interrupted_profile_resumes_without_redoing_checks(demo_profile):
 def test_wrong_or_missing_ground_truths_are_defects_and_never_timed(demo_profile):
     cfg, result, _ = demo_profile
     defects = {d.problem_id: d for d in result.defects}
-    assert set(defects) == set(expected_verdicts()) - ok_ids()
+    assert set(defects) == set(expected_verdicts()) - ok_ids(), why(result)
     assert defects[BROKEN_TRUTH].verdict == "FAIL"
     assert "no answer" in defects["fault.memout"].reason
     # Found in run 1, a defect is left out of runs 2 and 3.
@@ -134,7 +140,7 @@ def test_derived_map_validates_with_no_false_timeout(demo_profile, hol_session, 
     map_path = tmp_path / "demo.json"
     assert cli.main(["timeout-map", str(cfg.out), "--out", str(map_path)]) == 0
     timeouts = load(map_path).limits()
-    assert set(timeouts) == ok_ids()
+    assert set(timeouts) == ok_ids(), why(result)
     assert all(120 <= t <= 10800 for t in timeouts.values())
 
     from runner.profile import validate

@@ -88,8 +88,9 @@ def test_kill_9_mid_sweep_then_resume_gives_exactly_one_verdict_each(hol_session
     assert sorted(ids) == sorted(LIGHT + ["slow.spin0", "slow.spin1"])   # exactly once each
     assert summary.resumed == len(before.done)
     verdicts = {row["problem_id"]: row["verdict"] for row in table}
-    assert all(verdicts[p] == "OK" for p in LIGHT)
-    assert verdicts["slow.spin0"] == verdicts["slow.spin1"] == "TIMEOUT"
+    said = {row["problem_id"]: f'{row["verdict"]}: {row["reason"]}' for row in table}
+    assert all(verdicts[p] == "OK" for p in LIGHT), said
+    assert verdicts["slow.spin0"] == verdicts["slow.spin1"] == "TIMEOUT", said
     # Rows recorded before the kill were kept as they were, not redone.
     final = {(row["problem_id"], row["attempt"]): row for row in table}
     for key, row in before.done.items():
