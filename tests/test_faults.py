@@ -33,6 +33,7 @@ import pytest
 from runner.results import shards
 from runner.errors import ProverError
 from runner.checks.image_server import ImageServer
+from runner.provers.hol_light.fork_server import ImageProcess
 from runner.verdicts import Verdict
 
 from .helpers import DEMO, ROOT
@@ -304,3 +305,36 @@ def test_image_crashes_past_the_bound_stop_the_sweep(hol_session, tmp_path, monk
     kill_image_while_checking(hol_session, warm)
     with pytest.raises(ProverError, match="is gone|died"):
         check(hol_session, problem(tmp_path, "crash.bound", "x + 0 = x", SLOWISH, setup=setup))
+
+
+# -- an evicted image closed as its key is built again -----------------------------
+
+def test_closing_an_evicted_image_spares_the_new_image_of_its_key(hol_session, tmp_path, monkeypatch):
+    """Eviction takes an image out under the session's lock and closes it
+    after: meanwhile another worker may start the same key again. Closing
+    the old image must leave the new one whole; had it unlinked the new
+    image's pipes, that image would exit while loading and its context be
+    recorded as failed, every later check in it an ERROR."""
+    setup = "let PB_EVICT = new_definition `pb_evict = 4`;;\n"
+    first = problem(tmp_path, "evict.first", "pb_evict = 4", "REWRITE_TAC[PB_EVICT]", setup=setup)
+    assert check(hol_session, first).outcome.verdict is Verdict.OK
+    key = hol_session.image_key(first)
+    with hol_session._lock:
+        evicted = hol_session._images.pop(key)
+    attach = ImageProcess.attach
+
+    def attach_as_the_evicted_one_closes(image, timeout):
+        if image.key == key:
+            evicted.close()
+        return attach(image, timeout)
+
+    monkeypatch.setattr(ImageProcess, "attach", attach_as_the_evicted_one_closes)
+    second = problem(tmp_path, "evict.second", "pb_evict + 0 = 4",
+                     "REWRITE_TAC[PB_EVICT] THEN ARITH_TAC", setup=setup)
+    result = check(hol_session, second)
+    assert result.outcome.verdict is Verdict.OK, result.outcome
+    # The old image quits (its parent, the base image, reaps it later).
+    deadline = time.monotonic() + 30
+    while evicted.alive():
+        assert time.monotonic() < deadline, "the evicted image outlived its close"
+        time.sleep(0.1)

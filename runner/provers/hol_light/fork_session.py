@@ -75,6 +75,7 @@ class ForkSession(ImageTree, ProverSession):
         self._pending: dict[str, int] = {}          # problem id -> checks prepared, not yet done
         self._running = 0                           # checks running now, under _lock
         self._counter = itertools.count()
+        self._pipe_names = itertools.count()        # one pair of pipes per image started
         self._base_proc: subprocess.Popen | None = None
         self._loading: dict[str, ImageProcess] = {}    # images forked, not yet serving
         self._janitor = Janitor(workdir)
@@ -147,7 +148,12 @@ class ForkSession(ImageTree, ProverSession):
         """Fork ``node``'s image from ``parent``; it loads ``load`` (its
         segment's file, or its plugins). Raises ImageFailed with the reason."""
         log = self.workdir / "images" / f"{node.key}.log"
-        pipes = PipePair.create(self.workdir / "fifo", node.key)
+        # Pipes of its own, not named by the key alone: an evicted image of
+        # the same key is closed outside the session's lock, and its close
+        # unlinks its pipes' paths. Had they been this image's, the image
+        # would find no reply pipe to open, exit while loading, and its
+        # context would be recorded as failed for the rest of the session.
+        pipes = PipePair.create(self.workdir / "fifo", f"{node.key}.{next(self._pipe_names)}")
         started = time.monotonic()
         name = _context_name(node)
         events.say("image", key=node.key, name=name)
