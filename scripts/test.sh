@@ -9,5 +9,5 @@ if [ "$(id -u)" = 0 ]; then
     bash slurm/start-dev-cluster.sh
     trap 'bash slurm/stop-dev-cluster.sh' EXIT
 fi
-# --durations: where CI's minutes go (the budget is 25 of them).
+# --durations: where CI's minutes go (the aim is under 35 of them).
 .venv/bin/pytest -q -ra --durations=20 "$@"

@@ -3,7 +3,7 @@
 Both modes run the same server loop, jail and verdict record inside the
 prover (runner/provers/hol_light/ml/hol_check.ml); what differs is what an image loads (source
 text or compiled plugins) and what a CHECK names for its answer. So the
-sessions (hol_light.py, hol_native.py) share this: starting the base image,
+sessions (backend.py, native.py) share this: starting the base image,
 forking a context image, one check in its scratch directory under the
 outside guards, reading its verdict record, and stopping.
 """
@@ -29,7 +29,8 @@ from ...checks import sandbox
 from ...corpus import Problem
 from ...errors import ProverError
 from .fork_server import ImageFailed, ImageProcess, PipePair
-from ...checks.guard import GuardLimits, Observation, death_reason, kill_tree, signal_name, watch
+from ...checks.guard import GuardLimits, Observation, death_reason, kill_tree, watch
+from .image_logs import failure_reason, keep_log, last_output, log_reason, tail_bytes
 from .image_tree import ImageTree
 from ...checks.janitor import Janitor
 from ...prover import CheckLimits, CheckResult, ImageBuild, ProverSession
@@ -199,7 +200,7 @@ class ForkSession(ImageTree, ProverSession):
         if log_dir is None or not log.exists():
             return None
         keep = self.backend.sandbox_config.log_keep_bytes
-        data, omitted = _tail_bytes(log, keep)
+        data, omitted = tail_bytes(log, keep)
         if omitted:
             data = f"[proofbatch: the first {omitted} bytes of this log omitted]\n".encode() + data
         target = Path(log_dir) / "images" / f"{key}.log"
@@ -310,54 +311,6 @@ def _image_status(parent: ImageProcess, pid: int) -> str:
     return words[2] if len(words) == 3 and words[0] == "STATUS" else "unknown"
 
 
-def failure_reason(error: str | None, status: str, last: str | None) -> str:
-    """Why an image did not load: killed by a signal, named as the OS names
-    it; else the first error its toplevel printed; else how it exited. The
-    last meaningful output follows when no error line says more."""
-    tail = f"; last output: {last}" if last else ""
-    kind, _, value = status.partition(" ")
-    if kind == "signal":
-        return f"the context's process was killed by {signal_name(status)} while it loaded{tail}"
-    if error:
-        return error
-    if kind == "exit" and value != "3":       # 3: the driver's own "did not load"
-        return f"the context's process exited with status {value} while it loaded{tail}"
-    return f"the context did not load{tail}"
-
-
-# What a toplevel prints that says nothing: prompts, blank lines, the
-# outcome of a phrase of type unit.
-_NOISE = re.compile(r"^[#\s]*(- : unit = \(\))?\s*$")
-LAST_OUTPUT_CHARS = 240
-
-
-def last_output(log: Path) -> str | None:
-    """The last meaningful line(s) of a log, on one line: as many of the
-    last lines as fit in LAST_OUTPUT_CHARS, the last one cut to fit."""
-    try:
-        data, _ = _tail_bytes(log, 16384)
-    except OSError:
-        return None
-    lines = [line.strip().lstrip("# ").strip() for line in data.decode("utf-8", "replace").splitlines()
-             if not _NOISE.match(line)]
-    if not lines:
-        return None
-    text = lines.pop()
-    if len(text) > LAST_OUTPUT_CHARS:
-        return text[:LAST_OUTPUT_CHARS - 3] + "..."
-    while lines and len(lines[-1]) + 3 + len(text) <= LAST_OUTPUT_CHARS:
-        text = f"{lines.pop()} | {text}"
-    return text
-
-
-def _tail_bytes(path: Path, keep: int) -> tuple[bytes, int]:
-    """The last ``keep`` bytes of a file, and how many came before them."""
-    with open(path, "rb") as f:
-        size = f.seek(0, os.SEEK_END)
-        f.seek(max(0, size - keep))
-        return f.read(), max(0, size - keep)
-
-
 def _dies_within(image: ImageProcess, seconds: float) -> bool:
     deadline = time.monotonic() + seconds
     while image.alive():
@@ -373,20 +326,6 @@ def _context_name(node: contexts.ImageNode) -> str:
         return "a shared context prefix" if node.segment else "an empty context"
     more = f" and {len(node.problems) - 1} more" if len(node.problems) > 1 else ""
     return f"the context of {node.problems[0]}{more}"
-
-
-def keep_log(log_dir: Path, keep: int, problem: Problem, log: Path) -> None:
-    """The check's own output, truncated to ``keep`` bytes, kept as
-    ``<problem-id>.log``; never parsed."""
-    if not log.exists():
-        return
-    with open(log, "rb") as f:
-        data = f.read(keep + 1)
-    if len(data) > keep:
-        data = data[:keep] + f"\n[proofbatch: output truncated at {keep} bytes]\n".encode()
-    target = Path(log_dir) / f"{problem.problem_id}.log"
-    target.parent.mkdir(parents=True, exist_ok=True)
-    publish(target, lambda tmp: tmp.write_bytes(data))
 
 
 def _kill_orphan(pid: int) -> None:
@@ -421,22 +360,6 @@ def interpret(obs: Observation, status: str, nonce: str, key: str) -> CheckResul
         outcome = Outcome(Verdict(match["verdict"]), match["reason"])
         peak = max(peak or 0, int(match["peak_kb"]) * 1024) or None
     return CheckResult(outcome, secs, obs.wall_secs, peak, key, status)
-
-
-_ERROR_LINE = re.compile(r"^(Exception:|Error:|Parse error:|.*Error: |Cannot find file)")
-
-
-def log_reason(log: Path) -> str | None:
-    """The first error a toplevel printed while loading, if any."""
-    try:
-        lines = log.read_text(encoding="utf-8", errors="replace").splitlines()
-    except OSError:
-        return None
-    for i, line in enumerate(lines):
-        if _ERROR_LINE.match(line.lstrip("# ")):
-            follow = lines[i + 1].strip() if i + 1 < len(lines) and line.rstrip().endswith(":") else ""
-            return f"{line.lstrip('# ').strip()} {follow}".strip()
-    return None
 
 
 def not_run(verdict: Verdict, reason: str, key: str, mode: str = "") -> CheckResult:
