@@ -16,8 +16,8 @@ from runner.provers.hol_light.file_loads import origin_of, read_phrases, theorem
 from runner.checks.context_proofs import ContextProofs
 from runner.provers.hol_light.contexts import build_context_tree
 from runner.planning.inputs import Known, images_of_plan
-from runner.provers.hol_light.plans import (BOOT_S, MODULE_BOOT_S, NATIVE_BOOT_S, RATIO_CENTRAL,
-                                           plans_of_tree)
+from runner.provers.hol_light.map_modes import RATIO_CENTRAL
+from runner.provers.hol_light.plans import BOOT_S, MODULE_BOOT_S, NATIVE_BOOT_S, plans_of_tree
 from ..helpers import make_corpus
 
 

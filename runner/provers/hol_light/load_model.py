@@ -133,7 +133,7 @@ LOAD_S = {"replay": 29.74, "trust": 12.04}
 # 66.2 s and 63.8 s to READY against 15.1 s (load 10.1 and 6.8): 49.9 s, so
 # the proofs add 17.3 s natively against 100 s in bytecode (224 - 124, part
 # of it fitted, see above): x5.78 for proofs the map does not know.
-# Expected proof times move between modes by plans.RATIO_CENTRAL.
+# Expected proof times move between modes by map_modes.RATIO_CENTRAL.
 NATIVE_REPLAY_RATIO = 5.78
 NATIVE_TRUST_RATIO = 3.81
 # What sweeps' image builds measured beyond the phrase model, by

@@ -33,8 +33,7 @@ from ...checks.context_proofs import ContextProofs
 from ...corpus import Problem
 from ...prover import ImagePlan, JobAllowances
 from . import context_costs, contexts
-# Callers import RATIO_CENTRAL from here too.
-from .map_modes import RATIO_CENTRAL, expected_in  # noqa: F401
+from .map_modes import expected_in
 
 # ../shared/notes/hol-light.md: HOL Light starts cold in 75-90 s of CPU
 # (benchmarks/overhead.py measured Debian's in 65.8 s here, and 74.9 s on a
@@ -119,7 +118,7 @@ def _tree(problems: Iterable[Problem], salt: str) -> contexts.ContextTree:
 def in_mode(prove_secs: Mapping[str, float], price_modes: Mapping[str, str], mode: str
             ) -> dict[str, float]:
     """``prove_secs`` in ``mode``: each converted from the mode its price is
-    in by the central ratio ``RATIO_CENTRAL``."""
+    in by map_modes' central ratio (``expected_in``)."""
     return {pid: expected_in(secs, price_modes.get(pid, mode), mode)
             for pid, secs in prove_secs.items()}
 

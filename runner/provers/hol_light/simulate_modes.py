@@ -17,9 +17,9 @@ from pathlib import Path
 
 from ...errors import InputError
 from ..registry import Offline, OfflineRequest
-from .map_modes import RATIO_MAX, expected_in
+from .map_modes import RATIO_CENTRAL, RATIO_MAX, expected_in
 from .native_auto import THRESHOLD_S
-from .plans import RATIO_CENTRAL, OfflineSettings, offline_settings
+from .plans import OfflineSettings, offline_settings
 
 
 @contextlib.contextmanager
