@@ -27,7 +27,8 @@ COMMANDS: tuple[tuple[str, str, str], ...] = (
     ("profile", "runner.commands.profile",
      "check the ground-truth proofs several times and record what each costs"),
     ("timeout-map", "runner.commands.timeout_map",
-     "derive a per-problem timeout map from a profile (s2n-bignum-bench's format), or validate one"),
+     "derive a per-problem timeout map from a profile (s2n-bignum-bench's format), validate one, "
+     "or compare two"),
     ("simulate", "runner.commands.simulate",
      "predict a sweep's makespan, utilization and cost from a timeout map or profile"),
     ("report", "runner.commands.report",

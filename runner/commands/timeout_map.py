@@ -18,13 +18,17 @@ from ..profile import Profile, load_profile, recorded_path
 from ..settings import help_of
 from ..maps.timeout_map import DerivedMap, MapPolicy, derive, write_map
 from ..profile import validate
+from . import map_compare
 
 NAME = "timeout-map"
-HELP = "derive a per-problem timeout map from a profile (s2n-bignum-bench's format), or validate one"
+HELP = ("derive a per-problem timeout map from a profile (s2n-bignum-bench's format), validate "
+        "one, or compare two")
 
 
 def add_arguments(p) -> None:
-    p.add_argument("profile", type=Path, help="a directory written by `proofbatch profile`")
+    p.add_argument("profile", type=Path, help="a directory written by `proofbatch profile` "
+                   "(or the word compare, then two maps)")
+    map_compare.add_arguments(p)
     p.add_argument("--out", type=Path, help="write the map here, e.g. timeout_maps/NAME.json "
                    "(its sidecar goes next to it as NAME.meta.json)")
     p.add_argument("--validate", action="store_true",
@@ -45,6 +49,8 @@ def _policy(args) -> MapPolicy:
 
 
 def run(args) -> int:
+    if map_compare.chosen(args):
+        return map_compare.run(args)
     if not args.out and not args.validate:
         raise InputError("timeout-map", "nothing to do", "pass --out MAP to derive a map, "
                          "or --validate to validate one")
