@@ -101,8 +101,11 @@ def write_csv(path: Path, result: mc.Comparison) -> None:
 
 def write_json(path: Path, result: mc.Comparison) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
-    doc = {**mc.summary(result), "problems": [mc.record(r) for r in result.rows]}
-    path.write_text(json.dumps(doc, indent=1) + "\n")
+    # One problem a line: json's indent= runs its pure-Python encoder, which
+    # took 0.23 s of a 2,622-problem comparison's 0.75.
+    head = json.dumps(mc.summary(result), indent=1)[:-2]
+    problems = ",\n".join("  " + json.dumps(mc.record(r)) for r in result.rows)
+    path.write_text(f'{head},\n "problems": [\n{problems}\n ]\n}}\n')
 
 
 # -- on screen -------------------------------------------------------------------
