@@ -115,10 +115,12 @@ def show(c: mc.Comparison, out: Console, top: int) -> None:
         classes = (f"classes from its sidecar {side.sidecar.name}" if side.sidecar else
                    f"no sidecar: heavy when prove_secs >= {c.heavy_s:g} s (the bench's rule)")
         mode = f", measured {side.mode}" if side.mode else ""
-        out.print(f"{name}: {side.path} ({len(side.entries)} problems{mode}; {classes})")
-    if c.a.mode and c.b.mode and c.a.mode != c.b.mode:
-        out.print(f"[yellow]A was measured {c.a.mode} and B {c.b.mode}: the factor holds the "
-                  "modes' difference as well as the hosts'")
+        out.print(f"{name}: {side.path} ({len(side.entries)} problems{mode}, {side.clock} seconds; "
+                  f"{classes})")
+    for what, x, y in (("measured", c.a.mode, c.b.mode), ("timed in", c.a.clock, c.b.clock)):
+        if x and y and x != y:
+            out.print(f"[yellow]A was {what} {x} and B {y}: the factor holds that difference as "
+                      "well as the hosts'")
     both, only_a, only_b = (c.where(w) for w in ("both", "A", "B"))
     out.print(f"in both: {len(both)}; in A only: {len(only_a)}{_examples(only_a)}; "
               f"in B only: {len(only_b)}{_examples(only_b)}")

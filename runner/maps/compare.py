@@ -46,6 +46,7 @@ class MapSide:
     classes: Mapping[str, str]     # problem id -> light/heavy, from the sidecar
     sidecar: Path | None           # None for a map without one (the bench's own)
     mode: str | None               # the mode the sidecar says it was measured in
+    clock: str = "wall"            # what its seconds count: cpu or wall
 
 
 @dataclass(frozen=True)
@@ -148,6 +149,7 @@ def read_side(path: Path) -> MapSide:
         raise InputError(path, "holds no entries", "pass a timeout map with at least one problem")
     meta = read_sidecar(path)
     if meta is None:
+        # The bench's harness times prove with Unix.gettimeofday: wall seconds.
         return MapSide(path, entries, {}, None, None)
     classes = {}
     for pid, p in (meta.get("problems") or {}).items():
@@ -156,9 +158,13 @@ def read_side(path: Path) -> MapSide:
             raise InputError(sidecar_path(path), f"problem {pid}: class {cls!r} is not light or heavy",
                              "derive the map again, or delete the sidecar to compare the map alone")
         classes[pid] = cls
-    # Sidecars written before today's vocabulary say bytecode-fork: read as today's.
-    mode = Mode.of((meta.get("provenance") or {}).get("mode") or None)
-    return MapSide(path, entries, classes, sidecar_path(path), None if mode is None else str(mode))
+    prov = meta.get("provenance") or {}
+    # Sidecars written before today's vocabulary say bytecode-fork: read as
+    # today's; those written before CPU time was measured timed wall seconds.
+    mode = Mode.of(prov.get("mode") or None)
+    clock = prov.get("clock") if prov.get("clock") in ("cpu", "wall") else "wall"
+    return MapSide(path, entries, classes, sidecar_path(path), None if mode is None else str(mode),
+                   clock)
 
 
 def compare(a: MapSide, b: MapSide, min_s: float = FACTOR_MIN_S,
@@ -247,6 +253,7 @@ def summary(c: Comparison) -> dict:
     def side(s: MapSide) -> dict:
         return {"path": str(s.path), "problems": len(s.entries),
                 "sidecar": None if s.sidecar is None else str(s.sidecar), "mode": s.mode,
+                "clock": s.clock,
                 "classes_from": "sidecar" if s.sidecar else f"prove_secs >= {c.heavy_s:g} s"}
 
     f = c.factor

@@ -48,7 +48,7 @@ def write_a(path: Path) -> Path:
     path.write_text(json.dumps([{"problem_id": pid, "prove_secs": p, "timeout_sec": t}
                                 for pid, (p, t, _) in A.items()]))
     sidecar_path(path).write_text(json.dumps({
-        "format": SIDECAR_FORMAT, "provenance": {"mode": "native"},
+        "format": SIDECAR_FORMAT, "provenance": {"mode": "native", "clock": "cpu"},
         "problems": {pid: {"class": c} for pid, (_, _, c) in A.items() if c}}))
     return path
 
@@ -132,6 +132,14 @@ def test_limits_below_the_other_maps_time_both_ways(maps):
     assert by_id(c)["noprove"].b_headroom == pytest.approx(120 / 6)
 
 
+def test_the_clock_is_the_sidecars_else_wall(maps):
+    """The bench's harness times wall seconds, as did our maps before CPU time was measured."""
+    assert (mc.read_side(maps[0]).clock, mc.read_side(maps[1]).clock) == ("cpu", "wall")
+    sidecar = sidecar_path(maps[0])
+    sidecar.write_text(sidecar.read_text().replace(', "clock": "cpu"', ""))
+    assert mc.read_side(maps[0]).clock == "wall"
+
+
 def test_without_a_factor_times_compare_unscaled(tmp_path):
     a = tmp_path / "a.json"
     a.write_text(json.dumps([{"problem_id": "x", "prove_secs": 0.1, "timeout_sec": 0.15}]))
@@ -186,6 +194,7 @@ def test_the_command_prints_tables_and_writes_csv_and_json(capsys, maps, tmp_pat
     assert "host factor B/A: 2.000 (median of 7 problems" in screen
     assert "in A only: 1 (e.g. only.a); in B only: 1 (e.g. only.b)" in screen
     assert "A's limit below B's time on A's host" in screen and "p5" in screen
+    assert "A was timed in cpu and B wall" in screen
     with out_csv.open(newline="") as f:
         rows = {r["problem_id"]: r for r in csv.DictReader(f)}
     assert list(next(iter(rows.values()))) == list(mc.COLUMNS)
@@ -197,6 +206,7 @@ def test_the_command_prints_tables_and_writes_csv_and_json(capsys, maps, tmp_pat
     assert doc["a_limit_below_b_time"] == ["p5"] and doc["b_limit_below_a_time"] == ["p6"]
     assert doc["class_changes"] == ["p5", "p8"]
     assert doc["a"]["mode"] == "native" and doc["b"]["classes_from"] == "prove_secs >= 60 s"
+    assert (doc["a"]["clock"], doc["b"]["clock"]) == ("cpu", "wall")
     assert len(doc["problems"]) == 13 and not any(
         isinstance(v, float) and math.isnan(v) for p in doc["problems"] for v in p.values())
 
