@@ -151,20 +151,28 @@ def read_side(path: Path) -> MapSide:
     if meta is None:
         # The bench's harness times prove with Unix.gettimeofday: wall seconds.
         return MapSide(path, entries, {}, None, None)
-    classes = {}
-    for pid, p in (meta.get("problems") or {}).items():
-        cls = p.get("class") if isinstance(p, dict) else None
-        if cls not in CLASSES:
-            raise InputError(sidecar_path(path), f"problem {pid}: class {cls!r} is not light or heavy",
-                             "derive the map again, or delete the sidecar to compare the map alone")
-        classes[pid] = cls
-    prov = meta.get("provenance") or {}
+    prov = meta.get("provenance") if isinstance(meta.get("provenance"), dict) else {}
     # Sidecars written before today's vocabulary say bytecode-fork: read as
     # today's; those written before CPU time was measured timed wall seconds.
     mode = Mode.of(prov.get("mode") or None)
     clock = prov.get("clock") if prov.get("clock") in ("cpu", "wall") else "wall"
-    return MapSide(path, entries, classes, sidecar_path(path), None if mode is None else str(mode),
-                   clock)
+    return MapSide(path, entries, _classes(sidecar_path(path), meta), sidecar_path(path),
+                   None if mode is None else str(mode), clock)
+
+
+def _classes(sidecar: Path, meta: dict) -> dict[str, str]:
+    problems = meta.get("problems") or {}
+    if not isinstance(problems, dict):
+        raise InputError(sidecar, "its problems are not an object", "derive the map again, or "
+                         "delete the sidecar to compare the map alone")
+    classes = {}
+    for pid, p in problems.items():
+        cls = p.get("class") if isinstance(p, dict) else None
+        if cls not in CLASSES:
+            raise InputError(sidecar, f"problem {pid}: class {cls!r} is not light or heavy",
+                             "derive the map again, or delete the sidecar to compare the map alone")
+        classes[pid] = cls
+    return classes
 
 
 def compare(a: MapSide, b: MapSide, min_s: float = FACTOR_MIN_S,
