@@ -36,7 +36,7 @@ DESCRIPTION = ("Batch proof checking for HOL Light and Isabelle sweeps: per-prob
 # Commands that start provers: every temporary folder they make lives in one
 # folder of the process that a janitor removes however the process ends,
 # kill -9 included (runner.checks.janitor.scratch_root).
-SCRATCH_COMMANDS = {"run", "profile", "timeout-map", "serve", "build-native"}
+SCRATCH_COMMANDS = {"run", "profile", "calibrate", "timeout-map", "serve", "build-native"}
 
 # What to do about each kind of value argparse could not read.
 _TYPE_FIXES = {"int": "give a whole number", "float": "give a number in seconds",

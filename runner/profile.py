@@ -71,6 +71,9 @@ class ProfileConfig:
     command: tuple[str, ...] = _help("the command line, recorded as provenance", default=())
     context_proofs: str = _help("replay or trust: how the profiled runs load contexts "
                                 "(runner/checks/context_proofs.py); recorded in provenance", default="replay")
+    limit_clock: str = _help("what the ceiling counts, cpu or wall (as for `run`); every run "
+                             "records both a proof's wall and CPU time, and `timeout-map` derives "
+                             "limits from either", default="cpu")
     verify_trust: bool = _help("after the runs, check every ground truth once more under the other "
                                "choice of context_proofs; a verdict that differs is a defect",
                                default=False)
@@ -111,7 +114,8 @@ def _sweep_config(cfg: ProfileConfig, out: Path, only, seed: int,
     return SweepConfig(corpus=cfg.corpus, out=out, answers=cfg.answers, workers=cfg.workers,
                        default_timeout=cfg.ceiling_s, mem_limit=cfg.mem_limit, hol_light=cfg.hol_light,
                        context_root=cfg.context_root, only=tuple(sorted(only)), policy=Policy.SHUFFLE,
-                       seed=seed, mode=cfg.mode, context_proofs=context_proofs or cfg.context_proofs)
+                       seed=seed, mode=cfg.mode, context_proofs=context_proofs or cfg.context_proofs,
+                       limit_clock=cfg.limit_clock)
 
 
 def _other_choice(choice: str) -> str:
@@ -181,6 +185,11 @@ def profile(cfg: ProfileConfig, executor_for: Callable[[SweepConfig], object],
         raise InputError(prov_path, f"this profile was taken with --context-proofs "
                          f"{provenance.get('context_proofs', 'replay')}, not {cfg.context_proofs}",
                          "use a new --out, or pass the choice it was taken with")
+    # Profiles written before the clock was chosen limited wall time.
+    if provenance and provenance.get("limit_clock", "wall") != cfg.limit_clock:
+        raise InputError(prov_path, f"this profile was taken with --limit-clock "
+                         f"{provenance.get('limit_clock', 'wall')}, not {cfg.limit_clock}",
+                         "use a new --out, or pass the clock it was taken with")
     provenance, generation = _plan_generation(cfg, provenance, hashes, summary)
     if generation is not None:
         # Validate everything (HOL Light, context root...) before writing anything.
@@ -191,7 +200,7 @@ def profile(cfg: ProfileConfig, executor_for: Callable[[SweepConfig], object],
                           prover=first.backend.info.prover,
                           context_root=record_path(first.backend.context_root, cfg.out),
                           hol_light=record_path(cfg.hol_light, cfg.out),
-                          context_proofs=cfg.context_proofs)
+                          context_proofs=cfg.context_proofs, limit_clock=cfg.limit_clock)
         if cfg.verify_trust:
             generation.setdefault("verify", {"dir": f"runs/{generation['id']}-verify",
                                              "context_proofs": _other_choice(cfg.context_proofs)})
@@ -281,20 +290,28 @@ def _write_summary(out: Path, provenance: dict, in_corpus: set[str]) -> None:
             continue
         times = [r["prove_secs"] for r in rows]
         rss = [r["peak_rss_mb"] for r in rows if r["peak_rss_mb"] is not None]
+        # CPU times where every run measured one (runs before the column have none).
+        cpu = [r.get("prove_cpu_secs") for r in rows]
+        cpu = cpu if all(c is not None for c in cpu) else []
         problems.append({
             "problem_id": pid, "category": rows[0]["category"], "content_sha256": profiled_hash,
             "generation": generation["id"], "runs": len(times), "prove_secs": times,
             "min": min(times), "median": statistics.median(times), "max": max(times),
             "spread": max(times) / min(times) if min(times) > 0 else None,
             "wall_secs": [r["wall_secs"] for r in rows], "peak_rss_mb": rss,
+            "prove_cpu_secs": cpu, "cpu_secs": [r.get("cpu_secs") for r in rows],
+            "host_load": [r.get("host_load") for r in rows],
             "image_key": rows[0]["image_key"], "hosts": sorted({r["host"] for r in rows}),
             "mode": rows[0]["mode"], "prover_build": rows[0]["prover_build"]})
     summary = {"format": SUMMARY_FORMAT, "written": _now(), "problems": problems, "defects": defects}
     _write_json(out / SUMMARY, summary)
-    header = ["problem_id", "category", "runs", "min", "median", "max", "spread", "peak_rss_mb"]
+    header = ["problem_id", "category", "runs", "min", "median", "max", "spread", "peak_rss_mb",
+              "median_cpu"]
     lines = [[p["problem_id"], p["category"], p["runs"], f"{p['min']:.6f}", f"{p['median']:.6f}",
               f"{p['max']:.6f}", "" if p["spread"] is None else f"{p['spread']:.3f}",
-              f"{max(p['peak_rss_mb']):.1f}" if p["peak_rss_mb"] else ""] for p in problems]
+              f"{max(p['peak_rss_mb']):.1f}" if p["peak_rss_mb"] else "",
+              f"{statistics.median(p['prove_cpu_secs']):.6f}" if p["prove_cpu_secs"] else ""]
+             for p in problems]
     shards.publish(out / SUMMARY_CSV, lambda tmp: tmp.write_text(
         "\n".join(",".join(str(c) for c in row) for row in [header, *lines]) + "\n"))
 

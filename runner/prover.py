@@ -56,13 +56,42 @@ class Mode(enum.StrEnum):
             return text
 
 
+class LimitClock(enum.StrEnum):
+    """The clock a check's time limit counts on. A map measured on one
+    machine is used on others, often slower or loaded; wall time counts
+    every second the host gave to other work, CPU time only the check's own
+    (BenchExec limits CPU time for this reason)."""
+
+    CPU = "cpu"      # user + system CPU time of the check's own processes
+    WALL = "wall"    # elapsed time, as s2n-bignum-bench's harness (Unix.alarm) counts it
+
+
+# A check under the CPU clock that is starved or blocked uses no CPU and
+# would never reach its limit: past max(BACKSTOP_FACTOR x limit, limit +
+# BACKSTOP_EXTRA_S) of wall time it is ended, and run again (runner/checks/guard.py).
+BACKSTOP_FACTOR, BACKSTOP_EXTRA_S = 3.0, 300.0
+
+
+def backstop_s(time_s: float, factor: float = BACKSTOP_FACTOR, extra_s: float = BACKSTOP_EXTRA_S) -> float:
+    """The wall-clock backstop of a check whose CPU limit is ``time_s``."""
+    return max(factor * time_s, time_s + extra_s)
+
+
 @dataclass(frozen=True)
 class CheckLimits:
-    time_s: float = field(metadata={"help": "time limit of the check, in seconds"})
+    time_s: float = field(metadata={"help": "time limit of the check, in seconds of ``clock``"})
     time_source: str = field(metadata={"help": "map, category or default"})
     mem_bytes: int = field(metadata={"help": "memory limit of the check's process tree"})
     expected_mem_bytes: int = field(metadata={
         "help": "memory the check is expected to need; it waits until the host has it"})
+    clock: str = field(default=LimitClock.CPU, metadata={
+        "help": "what time_s counts: cpu (the check's CPU time) or wall (LimitClock)"})
+    backstop_s: float | None = field(default=None, metadata={
+        "help": "under the CPU clock, wall seconds after which a check that has not reached its "
+                "limit is ended as starved or blocked and run again; None: backstop_s(time_s)"})
+
+    def wall_backstop_s(self) -> float:
+        return self.backstop_s if self.backstop_s is not None else backstop_s(self.time_s)
 
 
 @dataclass(frozen=True)
@@ -78,6 +107,13 @@ class CheckResult:
                                     # (native with bytecode fallback); "" means the session's
     forked_at: float | None = None  # epoch seconds when the check started in its loaded
                                     # image; None when none ran
+    cpu_secs: float | None = None   # CPU time (user + system) of the check's process tree,
+                                    # from outside; a forked check counts only its own
+    prove_cpu_secs: float | None = None  # CPU time of prove() alone, measured in the prover
+    # Set when the check was ended by something that is not the answer's
+    # doing and says nothing of it (the wall-clock backstop of a starved
+    # check, a TIMEOUT while the runner was stopped): the worker runs it again.
+    interrupted: str = ""
 
 
 @dataclass(frozen=True)

@@ -7,6 +7,7 @@ written, so bad input costs nothing and loses nothing.
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import os
 import secrets
@@ -25,14 +26,15 @@ from cluster.base import SweepJob
 from .checks import attempts
 from . import events
 from .results import heartbeat, shards, lock as sweep_lock
-from .maps import provenance as map_provenance, timeout_map
+from .maps import host_factor, provenance as map_provenance, timeout_map
 from . import provers as backends
 from .checks.context_proofs import ContextProofs
 from .corpus import Problem, corpus_fingerprint, corpus_notes, select_problems
 from .errors import InputError
 from .planning.planner import PLAN_FILE, PlanConfig, Workers, write_plan
 from .planning.inputs import plan_sweep
-from .prover import CheckLimits, Mode, ProverBackend
+from .prover import (BACKSTOP_EXTRA_S, BACKSTOP_FACTOR, CheckLimits, LimitClock, Mode, ProverBackend,
+                     backstop_s)
 from .results.rows import ResultRow
 from .settings import setting as _help
 from .planning.simulate import predict
@@ -108,6 +110,23 @@ class SweepConfig:
                                 "theorem unproved; answers still prove for real); part of every image "
                                 "key, recorded in rows and sweep.json; runner/checks/context_proofs.py",
                                 default=str(ContextProofs.REPLAY))
+    limit_clock: str = _help("what a check's time limit counts: cpu (the CPU time of its own "
+                             "processes: a loaded or slower host does not turn a correct proof into "
+                             "a TIMEOUT) or wall (elapsed time, exactly as s2n-bignum-bench's "
+                             "harness); recorded in sweep.json and every row; a resume must keep "
+                             "it (docs/limits.md)", default=str(LimitClock.CPU))
+    backstop_factor: float = _help("under --limit-clock cpu, a check still running after "
+                                   "max(F x its limit, its limit + --backstop-extra) seconds of "
+                                   "wall time is starved or blocked: it is ended and run again, "
+                                   "never a TIMEOUT", default=BACKSTOP_FACTOR)
+    backstop_extra: float = _help("seconds of the wall-clock backstop beyond the limit, at least",
+                                  default=BACKSTOP_EXTRA_S)
+    host_factor: str | None = _help("how much slower this host proves than the one the timeout "
+                                    "map was measured on: a number, or auto (the factor `proofbatch "
+                                    "calibrate` measured for this map, mode and host); the map's "
+                                    "limits are multiplied by max(1, factor) and its times by the "
+                                    "factor (plan, ETA); recorded in sweep.json (docs/limits.md)",
+                                    default=None)
     no_fallback: bool = _help("with --mode native or auto: a check whose context cannot be "
                               "compiled natively (a toplevel directive, a computed load, a compile "
                               "error) is ERROR with the reason, instead of running in bytecode 4-7x "
@@ -193,6 +212,7 @@ class PreparedSweep:
     corpus_fingerprint: str | None = None   # of the corpus --problems selected from; None: of problems
     # Problem id -> why its checks cannot run in the mode asked for (ProverBackend.classify).
     not_native: Mapping[str, str] = field(default_factory=dict)
+    host_factor: float | None = None    # the map's scaling for this host; None: no map
 
 
 # Reading, splitting and keying contexts takes about half a second per MB of
@@ -218,6 +238,19 @@ def prepare(config: SweepConfig) -> PreparedSweep:
     if config.no_fallback and str(config.mode) not in (Mode.NATIVE, Mode.AUTO):
         raise InputError("--no-fallback", f"applies to --mode native or auto, not {config.mode}",
                          "drop --no-fallback, or pass --mode native")
+    if str(config.limit_clock) not in {str(c) for c in LimitClock}:
+        raise InputError("--limit-clock", f"{config.limit_clock!r} is not a clock",
+                         f"pass one of {', '.join(str(c) for c in LimitClock)}")
+    if not 1 <= config.backstop_factor <= 1000:
+        raise InputError("--backstop-factor", f"{config.backstop_factor} is not a factor of the limit",
+                         "pass a number from 1 to 1000 (default 3)")
+    if not 0 <= config.backstop_extra <= 7 * 86400:
+        raise InputError("--backstop-extra", f"{config.backstop_extra} is not a number of seconds",
+                         "pass seconds from 0 to a week (default 300)")
+    if config.host_factor is not None and config.timeout_map is None:
+        raise InputError("--host-factor", "scales a timeout map's limits, and no --timeout-map is given",
+                         "pass --timeout-map MAP, or drop --host-factor")
+    host_factor.parse(config.host_factor)
     if not 0 <= config.grace < 3600:
         raise InputError("--grace", f"{config.grace} is not a grace period in seconds",
                          "pass a number from 0 to 3600")
@@ -244,6 +277,11 @@ def prepare(config: SweepConfig) -> PreparedSweep:
     if loaded is not None:
         map_provenance.require_mode(loaded, selected.prover)
         covered = map_provenance.coverage(loaded, [p.problem_id for p in problems])
+        # A map measured on a faster host: its limits scaled by this host's factor.
+        factor, said = host_factor.resolve(
+            config.host_factor, loaded.digest, config.timeout_map, str(config.mode),
+            str(config.limit_clock), config.corpus, recorded=sweep_dir.recorded_host_factor(config.out))
+        loaded, notes = loaded.scaled(factor), notes + said
     policy = TimeoutPolicy(
         by_problem=loaded.limits() if loaded else {},
         by_category=load_category_timeouts(config.category_timeouts) if config.category_timeouts else None,
@@ -276,9 +314,11 @@ def prepare(config: SweepConfig) -> PreparedSweep:
 
     def limits_of(p: Problem) -> CheckLimits:
         guard, expected = map_use.memory(p.problem_id, mem, min(config.expected_mem, mem))
-        return backend.limits_for(p, CheckLimits(
+        limit = backend.limits_for(p, CheckLimits(
             time_s=limits[p.problem_id].seconds, time_source=limits[p.problem_id].source,
-            mem_bytes=guard, expected_mem_bytes=expected))
+            mem_bytes=guard, expected_mem_bytes=expected, clock=config.limit_clock))
+        return dataclasses.replace(limit, backstop_s=backstop_s(
+            limit.time_s, config.backstop_factor, config.backstop_extra))
 
     # One task per attempt of each problem (runner/checks/attempts.py).
     tasks = [task for p in problems
@@ -289,7 +329,8 @@ def prepare(config: SweepConfig) -> PreparedSweep:
     ordered, plan = order(tasks, backend, config, loaded)
     return PreparedSweep(config, problems, attempts.contiguous(ordered), backend,
                          warnings=notes + covered + map_use.warnings + backend.warnings(), plan=plan,
-                         corpus_fingerprint=fingerprint, not_native=not_native)
+                         corpus_fingerprint=fingerprint, not_native=not_native,
+                         host_factor=None if loaded is None else loaded.host_factor)
 
 
 def order(tasks: list[CheckTask], backend: ProverBackend, config: SweepConfig, loaded=None):

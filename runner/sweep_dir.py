@@ -88,14 +88,26 @@ def _mem_refusal(path: Path, was: int, now: int) -> InputError:
                       f"use a new --out, or pass --mem-limit {size_flag(was)}")
 
 
+def recorded_host_factor(out: Path) -> float | None:
+    """The host factor the sweep in ``out`` ran its map with, if it did."""
+    factor = (read_manifest(out) or {}).get("host_factor")
+    return float(factor) if isinstance(factor, (int, float)) and not isinstance(factor, bool) else None
+
+
 def check_resume_settings(config: SweepConfig) -> None:
-    """A resume under another --mode or memory limit than its sweep ran
-    with is refused here, from the config alone, before any work: values
-    are compared resolved (the default --mem-limit is a size too)."""
+    """A resume under another --mode, memory limit or limit clock than its
+    sweep ran with is refused here, from the config alone, before any work:
+    values are compared resolved (the default --mem-limit is a size too)."""
     old = read_manifest(config.out)
     if old is None:
         return
     path = Path(config.out) / MANIFEST
+    # Sweeps written before the clock was chosen counted wall time.
+    was_clock = old.get("limit_clock") or "wall"
+    if str(was_clock) != str(config.limit_clock):
+        raise InputError(path, f"this sweep was run with --limit-clock {was_clock}, not "
+                         f"{config.limit_clock}; a limit on another clock ends other checks, so "
+                         "its verdicts would mix both", f"use a new --out, or pass --limit-clock {was_clock}")
     was = Mode.of(old.get("mode"))
     if old.get("prover", Prover.HOL_LIGHT) == Prover.HOL_LIGHT \
             and was in (Mode.BYTECODE, Mode.NATIVE, Mode.AUTO) and str(was) != str(config.mode):
@@ -205,6 +217,10 @@ def check_manifest(prepared: PreparedSweep, done: shards.Done | None = None, *,
         "context_proofs": info.context_proofs,
         # Decides the verdicts of checks whose context cannot run natively.
         "no_fallback": cfg.no_fallback,
+        # What a check's limit counted (runner.prover.LimitClock), and the
+        # factor the map's limits were scaled by for this host.
+        "limit_clock": str(cfg.limit_clock),
+        "host_factor": prepared.host_factor,
         "corpus": str(cfg.corpus.resolve()),
         "corpus_fingerprint": prepared.corpus_fingerprint or corpus_fingerprint(prepared.problems),
         "context_root": str(prepared.backend.context_root),

@@ -335,7 +335,8 @@ def previous_sweep(out: Path) -> None:
     """What an earlier sweep leaves under --out (contents only need to be distinctive)."""
     (out / "shards").mkdir(parents=True)
     (out / "sweep.json").write_text(json.dumps({"prover": "hol-light", "hol_build": "old",
-                                                "mode": "bytecode-fork"}, indent=2) + "\n")
+                                                "mode": "bytecode-fork", "limit_clock": "cpu"},
+                                               indent=2) + "\n")
     (out / "shards" / "node7-123-20240101T000000-w0.parquet").write_bytes(bytes(range(256)) * 4)
     (out / "results.parquet").write_bytes(b"PAR1" + os.urandom(512) + b"PAR1")
     (out / "results.csv").write_text(f"problem_id,verdict\n{WORD},PROVED\n")

@@ -40,11 +40,17 @@ def check_reads_fields(command: str, cls, renamed: dict[str, str] = {}) -> int:
 
 def test_run_reads_every_option_from_the_sweep_config():
     # All of run's options but --server and the executors' set a SweepConfig field.
-    assert check_reads_fields("run", SweepConfig) == 25
+    assert check_reads_fields("run", SweepConfig) == 29
 
 
 def test_profile_reads_every_option_from_the_profile_config():
-    assert check_reads_fields("profile", ProfileConfig, {"ceiling": "ceiling_s"}) == 14
+    assert check_reads_fields("profile", ProfileConfig, {"ceiling": "ceiling_s"}) == 15
+
+
+def test_calibrate_reads_every_option_from_its_config():
+    from runner.commands.calibrate import CalibrateConfig
+
+    assert check_reads_fields("calibrate", CalibrateConfig) == len(dataclasses.fields(CalibrateConfig))
 
 
 def test_help_says_the_default_and_survives_argparse():

@@ -90,7 +90,7 @@ def test_the_command_table_matches_the_commands():
     listed = all_commands()
     ours = [m for _, m, _ in listed if m.startswith("runner.commands.")]
     assert ours == [f"runner.commands.{n}" for n in
-                    ("run", "status", "profile", "timeout_map", "simulate", "report")]
+                    ("run", "status", "profile", "timeout_map", "calibrate", "simulate", "report")]
     assert {"serve", "build-native", "extract"} <= {name for name, _, _ in listed}
     for name, module_name, help_text in listed:
         module = importlib.import_module(module_name)

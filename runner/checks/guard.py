@@ -6,6 +6,14 @@ The runner therefore watches every check from outside: at the time limit
 plus a grace period it kills the check's process group, and whenever the
 resident memory of the check's process tree passes the limit it kills it
 too. The first cause wins (see verdicts.Termination).
+
+The limit counts on the check's clock (runner.prover.LimitClock). Under
+``cpu`` the guard samples the CPU time of the check's process tree; a check
+that is starved or blocked never reaches a CPU limit, so a wall-clock
+*backstop* ends it, and that end is no verdict on the answer: the worker
+runs it again. Time the runner itself spent stopped (SIGSTOP, a suspended
+Slurm job, a closed laptop) is not the check's: the guard sees the gap in
+its own sampling and counts none of it against a wall deadline.
 """
 
 from __future__ import annotations
@@ -20,6 +28,7 @@ from typing import Callable
 
 import psutil
 
+from ..prover import LimitClock, backstop_s as default_backstop
 from ..verdicts import Termination, Verdict
 
 # A lone check may not start until the host has the memory it is expected to
@@ -34,6 +43,14 @@ class GuardLimits:
     grace_s: float = field(default=2.0, metadata={
         "help": "how long past the limit the prover gets to stop itself before the kill"})
     poll_s: float = field(default=0.02, metadata={"help": "how often memory is sampled"})
+    clock: str = field(default=LimitClock.CPU, metadata={
+        "help": "what time_s counts: the tree's CPU time (cpu) or elapsed time (wall)"})
+    backstop_s: float | None = field(default=None, metadata={
+        "help": "under the cpu clock, wall seconds (runner stops excluded) after which a check "
+                "is ended as starved or blocked; None: runner.prover.backstop_s(time_s)"})
+
+    def backstop(self) -> float:
+        return self.backstop_s if self.backstop_s is not None else default_backstop(self.time_s)
 
 
 @dataclass
@@ -42,20 +59,49 @@ class Observation:
     peak_rss_bytes: int = 0        # highest sampled resident memory of the tree
     wall_secs: float = 0.0
     termination: Termination = field(default_factory=Termination)
+    cpu_secs: float | None = None  # CPU time of the check's tree, last sampled
+    paused_secs: float = 0.0       # time the runner was stopped while it watched
+    interrupted: str = ""          # why the end says nothing of the answer (see Watched)
+
+
+@dataclass
+class Watched:
+    """What ``enforce`` saw of a check: its peak memory and CPU time, the
+    time the runner was stopped meanwhile, and ``interrupted`` when the
+    guard ended it for something that is not the answer's doing (the
+    backstop)."""
+
+    peak_rss_bytes: int = 0
+    cpu_secs: float = 0.0
+    paused_secs: float = 0.0
+    interrupted: str = ""
+
+
+def _cpu_of(proc: psutil.Process) -> float:
+    """User + system CPU seconds of ``proc`` and of the children it reaped.
+    A zombie keeps its times until it is reaped, and a reaped child's go to
+    its reaper, so summed over the live members of a tree nothing counts
+    twice."""
+    t = proc.cpu_times()
+    return t.user + t.system + getattr(t, "children_user", 0.0) + getattr(t, "children_system", 0.0)
 
 
 class TreeSampler:
-    """Resident memory of a process and its descendants, in bytes.
+    """Resident memory (bytes) and CPU time (seconds) of a process and its
+    descendants.
 
     Listing descendants reads every process's /proc entry, which costs
     milliseconds; the list is refreshed every few samples, while the
-    resident size of the known members is read every time.
+    resident size and CPU time of the known members are read every time.
+    CPU time only grows: a member that vanished between samples (reaped by
+    a member, whose own reaped-children time then holds it) cannot lower it.
     """
 
     REFRESH_EVERY = 8
 
     def __init__(self, proc: psutil.Process):
         self.proc, self.members, self._count = proc, [proc], 0
+        self.cpu_secs = 0.0
 
     def sample(self) -> int:
         if self._count % self.REFRESH_EVERY == 0:
@@ -64,6 +110,7 @@ class TreeSampler:
             except psutil.Error:
                 self.members = [self.proc]
         self._count += 1
+        self.cpu_secs = max(self.cpu_secs, tree_cpu(self.members))
         return tree_rss(self.members)
 
 
@@ -75,6 +122,23 @@ def tree_rss(members: list[psutil.Process]) -> int:
         except psutil.Error:
             pass
     return total
+
+
+def tree_cpu(members: list[psutil.Process]) -> float:
+    total = 0.0
+    for member in members:
+        try:
+            total += _cpu_of(member)
+        except psutil.Error:
+            pass
+    return total
+
+
+# The guard's loop wakes every poll_s; a gap this much longer means the
+# runner itself did not run (stopped by SIGSTOP or a suspended job, or a
+# host so loaded it was not scheduled): that time is not the check's.
+PAUSE_GAP_S = 1.0
+BACKSTOP = "wall-clock backstop"
 
 
 def kill_tree(pid: int, proc: psutil.Process) -> None:
@@ -174,38 +238,69 @@ def admit(expected_bytes: int, running: Callable[[], int]) -> str | None:
     return None
 
 
-def enforce(root: psutil.Process | None, limits: GuardLimits, deadline: float, term: Termination, *,
+def enforce(root: psutil.Process | None, limits: GuardLimits, started: float, term: Termination, *,
             wait: Callable[[float], bool], kill: Callable[[], None], timeout_reason: str,
             tree: str = "", settled: Callable[[], bool] = lambda: False,
-            stop: Callable[[], str | None] = lambda: None) -> int:
+            stop: Callable[[], str | None] = lambda: None, allowance_s: float = 0.0) -> Watched:
     """The one guard loop every prover's checks run under. Until ``wait(s)``
     (which blocks up to ``s`` seconds) says the check is over, sample the
-    resident memory of the tree under ``root`` every ``limits.poll_s`` and
-    ``kill()`` it past ``limits.mem_bytes`` (MEMOUT), at ``deadline``
-    (monotonic; TIMEOUT with ``timeout_reason``) or when ``stop()`` gives a
-    reason (ERROR). Once ``settled()`` (the check's own verdict is in) it
-    only waits: the first cause wins (verdicts.Termination). ``tree`` names
-    the processes measured, for the reason. Returns the peak sampled."""
+    resident memory and CPU time of the tree under ``root`` every
+    ``limits.poll_s`` and ``kill()`` it past ``limits.mem_bytes`` (MEMOUT),
+    past its time limit plus grace and ``allowance_s`` on its clock
+    (TIMEOUT with ``timeout_reason``), under the cpu clock past the wall
+    backstop (ERROR, ``interrupted``: run it again), or when ``stop()``
+    gives a reason (ERROR). ``started`` is the monotonic time the check was
+    dispatched; stops of the runner itself are not counted against it. Once
+    ``settled()`` (the check's own verdict is in) it only waits: the first
+    cause wins (verdicts.Termination). ``tree`` names the processes
+    measured, for the reason."""
     sampler = TreeSampler(root) if root is not None else None
-    peak = 0
+    seen = Watched()
+    budget = limits.time_s + limits.grace_s + allowance_s
+    on_cpu = str(limits.clock) == LimitClock.CPU
+    wall_limit = limits.backstop() + allowance_s if on_cpu else budget
+    last = time.monotonic()
+
+    def elapsed() -> float:
+        return time.monotonic() - started - seen.paused_secs
+
     # Past the deadline it still waits a little between kills: the tree takes
     # a moment to die, and a zero wait would spin.
-    while not wait(max(0.005, min(limits.poll_s, deadline - time.monotonic()))):
+    while not wait(max(0.005, min(limits.poll_s, wall_limit - elapsed()))):
+        now = time.monotonic()
+        if now - last > PAUSE_GAP_S + limits.poll_s:
+            seen.paused_secs += now - last - limits.poll_s
+        last = now
         if settled():
             continue
         if sampler is not None:
-            peak = max(peak, sampler.sample())
-        if peak > limits.mem_bytes:
-            term.set(Verdict.MEMOUT, f"memory guard: {peak >> 20} MiB passed the "
+            seen.peak_rss_bytes = max(seen.peak_rss_bytes, sampler.sample())
+            seen.cpu_secs = sampler.cpu_secs
+        if seen.peak_rss_bytes > limits.mem_bytes:
+            term.set(Verdict.MEMOUT, f"memory guard: {seen.peak_rss_bytes >> 20} MiB passed the "
                      f"{limits.mem_bytes >> 20} MiB limit{tree}; killed")
             kill()
-        elif time.monotonic() >= deadline:
+        elif on_cpu and seen.cpu_secs >= budget:
             term.set(Verdict.TIMEOUT, timeout_reason)
+            kill()
+        elif elapsed() >= wall_limit:
+            if not on_cpu:
+                term.set(Verdict.TIMEOUT, timeout_reason)
+            elif term.set(Verdict.ERROR, f"{BACKSTOP}: {elapsed():.0f} s of wall time gave it only "
+                          f"{seen.cpu_secs:.1f} s of CPU time of its {limits.time_s:g} s limit; "
+                          "starved by the host or blocked"):
+                seen.interrupted = "backstop"
             kill()
         elif (reason := stop()) is not None:
             term.set(Verdict.ERROR, reason)
             kill()
-    return peak
+    if sampler is not None:
+        try:     # a zombie keeps its times until its parent reaps it
+            sampler.sample()
+            seen.cpu_secs = sampler.cpu_secs
+        except psutil.Error:
+            pass
+    return seen
 
 
 def watch(pid: int, verdict_fd: int, limits: GuardLimits, started: float) -> Observation:
@@ -237,11 +332,14 @@ def watch(pid: int, verdict_fd: int, limits: GuardLimits, started: float) -> Obs
             return False
         return not _running(proc)
 
-    obs.peak_rss_bytes = enforce(
-        proc, limits, started + limits.time_s + limits.grace_s, obs.termination, wait=over,
+    clock = "CPU time limit" if str(limits.clock) == LimitClock.CPU else "time limit"
+    seen = enforce(
+        proc, limits, started, obs.termination, wait=over,
         kill=lambda: kill_tree(pid, proc), settled=lambda: record_in,
-        timeout_reason=f"time limit {limits.time_s:g} s (+{limits.grace_s:g} s grace) passed "
+        timeout_reason=f"{clock} {limits.time_s:g} s (+{limits.grace_s:g} s grace) passed "
                        "without a verdict; killed from outside")
+    obs.peak_rss_bytes, obs.paused_secs, obs.interrupted = (seen.peak_rss_bytes, seen.paused_secs,
+                                                            seen.interrupted)
     # The writer closed its end: the check is exiting. Give it a moment, then insist.
     _wait_exit(proc, limits.grace_s)
     if _running(proc):
@@ -259,6 +357,11 @@ def watch(pid: int, verdict_fd: int, limits: GuardLimits, started: float) -> Obs
         chunks.append(chunk)
     obs.record = b"".join(chunks)
     obs.wall_secs = time.monotonic() - started
+    # The check is a zombie until its image reaps it on REAP: its times are final.
+    try:
+        obs.cpu_secs = max(seen.cpu_secs, _cpu_of(proc))
+    except psutil.Error:
+        obs.cpu_secs = seen.cpu_secs or None
     return obs
 
 

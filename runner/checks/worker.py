@@ -9,13 +9,14 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import os
 import socket
 import threading
 from typing import Callable, Iterator
 
 from .. import events, provers
 from .attempts import Drain
-from .guard import OUTSIDE_RETRIES, outside_death
+from .guard import BACKSTOP, OUTSIDE_RETRIES, outside_death
 from .tasks import CheckTask  # noqa: F401  (runner.checks.worker.CheckTask: where executors take it)
 from ..prover import BackendInfo, CheckResult, ProverSession
 from ..results.rows import ResultRow, utcnow
@@ -46,7 +47,16 @@ def result_row(task: CheckTask, result: CheckResult, *, info: BackendInfo, worke
         wait_secs=None if result.forked_at is None
         else max(0.0, result.forked_at - started_at.timestamp()),
         answer_unwrapped=p.answer_given is not None,
-        context_proofs=info.context_proofs, infra_retries=infra_retries)
+        context_proofs=info.context_proofs, infra_retries=infra_retries,
+        cpu_secs=result.cpu_secs, prove_cpu_secs=result.prove_cpu_secs,
+        limit_clock=str(task.limits.clock), host_load=_load(), host_cpus=os.cpu_count())
+
+
+def _load() -> float | None:
+    try:
+        return round(os.getloadavg()[0], 2)
+    except OSError:
+        return None
 
 
 def killed_from_outside(result: CheckResult) -> str | None:
@@ -59,22 +69,44 @@ def killed_from_outside(result: CheckResult) -> str | None:
 KILLED = "the check was killed by"      # how a death recorded after its retries begins
 
 
+def retry_cause(result: CheckResult) -> str | None:
+    """Why ``result`` says nothing of its answer and the check runs again:
+    killed from outside (the signal), ended by the wall-clock backstop
+    (``backstop``), or a wall-clock TIMEOUT while the runner was stopped
+    (``paused``); None for a verdict on the answer."""
+    return killed_from_outside(result) or result.interrupted or None
+
+
+def _given_up(result: CheckResult, cause: str, retries: int) -> CheckResult:
+    """The result recorded once a check's retries are spent."""
+    tries = retries + 1
+    if cause == "paused":
+        return result       # it timed out every time: the TIMEOUT stands
+    if cause == "backstop":
+        load = _load()
+        host = f"load {load:.1f} on {os.cpu_count()} CPUs" if load is not None else "load unknown"
+        reason = (f"{result.outcome.reason}; {tries} times ({host} at the last), {retries} of them run "
+                  "again: give the host fewer workers, or raise the backstop (--backstop-factor)")
+        return dataclasses.replace(result, outcome=Outcome(Verdict.ERROR, reason))
+    reason = (f"{KILLED} {cause} from outside (the OOM killer, or a kill) "
+              f"{tries} times without a verdict ({result.exit_status}), "
+              f"{retries} of them retried on a fresh fork; check the host's memory "
+              "(dmesg) and who kills its processes, then run it again")
+    return dataclasses.replace(result, outcome=Outcome(Verdict.ERROR, reason))
+
+
 def check_retrying(session: ProverSession, task: CheckTask,
                    stop: threading.Event) -> tuple[CheckResult, int]:
-    """Check ``task``; a check killed from outside runs again on a fresh
-    fork, up to OUTSIDE_RETRIES times, and only then is its death recorded,
-    with the retries said. Returns the result and how often it was retried.
-    A sweep being stopped retries nothing (its checks were killed by us)."""
+    """Check ``task``; a check ended by something that is not its answer's
+    doing (``retry_cause``) runs again on a fresh fork, up to
+    OUTSIDE_RETRIES times, and only then is its end recorded, with the
+    retries said. Returns the result and how often it was retried. A sweep
+    being stopped retries nothing (its checks were killed by us)."""
     result = session.check(task.problem, task.limits)
     retries = 0
-    while (killed := killed_from_outside(result)) is not None and not stop.is_set():
+    while (cause := retry_cause(result)) is not None and not stop.is_set():
         if retries == OUTSIDE_RETRIES:
-            tries = retries + 1
-            reason = (f"{KILLED} {killed} from outside (the OOM killer, or a kill) "
-                      f"{tries} times without a verdict ({result.exit_status}), "
-                      f"{retries} of them retried on a fresh fork; check the host's memory "
-                      "(dmesg) and who kills its processes, then run it again")
-            result = dataclasses.replace(result, outcome=Outcome(Verdict.ERROR, reason))
+            result = _given_up(result, cause, retries)
             break
         retries += 1
         result = session.check(task.problem, task.limits)
@@ -91,15 +123,17 @@ def outside_deaths(table) -> str | None:
         return None
     retries = table["infra_retries"].fill_null(0)
     retried = pc.sum(pc.greater(retries, 0)).as_py() or 0
-    recorded = pc.sum(pc.and_(pc.equal(table["verdict"], "ERROR"),
-                              pc.starts_with(table["reason"].fill_null(""), KILLED))).as_py() or 0
+    reasons = table["reason"].fill_null("")
+    given_up = pc.or_(pc.starts_with(reasons, KILLED), pc.starts_with(reasons, BACKSTOP))
+    recorded = pc.sum(pc.and_(pc.equal(table["verdict"], "ERROR"), given_up)).as_py() or 0
     deaths = (pc.sum(retries).as_py() or 0) + recorded
     if deaths == 0:
         return None
-    return (f"{deaths} deaths of checks killed from outside (the OOM killer, or a kill) without a "
-            f"verdict: {retried} checks ran again on a fresh fork, {recorded} of them recorded as "
-            f"ERROR after {OUTSIDE_RETRIES} retries (their reason says so); check the host's memory "
-            "(dmesg) and who kills its processes")
+    return (f"{deaths} deaths of checks ended from outside without a verdict (the OOM killer, a "
+            f"kill, or the wall-clock backstop of a starved check): {retried} checks ran again on "
+            f"a fresh fork, {recorded} of them recorded as ERROR after {OUTSIDE_RETRIES} retries "
+            "(their reason says so); check the host's memory (dmesg), its load, and who kills "
+            "its processes")
 
 
 def lost_row(task: CheckTask, reason: str, exit_status: str, *, info: BackendInfo, worker: str,

@@ -29,6 +29,8 @@ COMMANDS: tuple[tuple[str, str, str], ...] = (
     ("timeout-map", "runner.commands.timeout_map",
      "derive a per-problem timeout map from a profile (s2n-bignum-bench's format), validate one, "
      "or compare two"),
+    ("calibrate", "runner.commands.calibrate",
+     "measure this host's speed against a timeout map's, for run --host-factor auto"),
     ("simulate", "runner.commands.simulate",
      "predict a sweep's makespan, utilization and cost from a timeout map or profile"),
     ("report", "runner.commands.report",

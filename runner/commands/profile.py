@@ -38,6 +38,7 @@ def add_arguments(p) -> None:
     p.add_argument("--context-root", type=Path, **opt("context_root"))
     p.add_argument("--mode", choices=("bytecode", "native"), **opt("mode"))
     p.add_argument("--context-proofs", choices=("replay", "trust"), **opt("context_proofs"))
+    p.add_argument("--limit-clock", choices=("cpu", "wall"), **opt("limit_clock"))
     p.add_argument("--verify-trust", action="store_true", **opt("verify_trust"))
     p.add_argument("--incremental", action="store_true", **opt("incremental"))
     p.add_argument("--map", type=Path, help="then derive this timeout map from the profile "
@@ -50,7 +51,7 @@ def run(args) -> int:
                         mem_limit=args.mem_limit, hol_light=args.hol_light,
                         context_root=args.context_root, incremental=args.incremental, mode=args.mode,
                         command=tuple(sys.argv), context_proofs=args.context_proofs,
-                        verify_trust=args.verify_trust)
+                        verify_trust=args.verify_trust, limit_clock=args.limit_clock)
     bar = progress.SweepProgress()
 
     def on_run(r: int, n: int, out: str) -> None:

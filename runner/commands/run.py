@@ -12,6 +12,7 @@ from .. import provers
 from ..corpus import problem_patterns
 from ..errors import InputError, ProverError
 from ..checks.image_server import RemoteSession
+from ..prover import LimitClock
 from ..settings import help_of, options_of
 from ..sweep import SweepConfig, prepare, run_sweep
 from ..checks.worker import outside_deaths
@@ -40,6 +41,10 @@ def add_arguments(run) -> None:
     run.add_argument("--isabelle", type=Path, metavar="DIR", **opt("isabelle"))
     run.add_argument("--context-root", type=Path, **opt("context_root"))
     run.add_argument("--grace", type=float, **opt("grace"))
+    run.add_argument("--limit-clock", choices=[str(c) for c in LimitClock], **opt("limit_clock"))
+    run.add_argument("--backstop-factor", type=float, metavar="F", **opt("backstop_factor"))
+    run.add_argument("--backstop-extra", type=float, metavar="SECS", **opt("backstop_extra"))
+    run.add_argument("--host-factor", metavar="auto|X", **opt("host_factor"))
     run.add_argument("--policy", choices=("planned", "naive", "shuffle"), **opt("policy"))
     run.add_argument("--seed", type=int, **opt("seed"))
     run.add_argument("--sandbox", choices=("auto", "bwrap", "rlimits", "none"), **opt("sandbox"))
@@ -63,6 +68,8 @@ def run(args) -> int:
         timeout_map=args.timeout_map, map_mode=args.map_mode, map_build=args.map_build,
         category_timeouts=args.category_timeouts, default_timeout=args.default_timeout, mem_limit=args.mem_limit,
         hol_light=args.hol_light, context_root=args.context_root, grace=args.grace,
+        limit_clock=args.limit_clock, backstop_factor=args.backstop_factor,
+        backstop_extra=args.backstop_extra, host_factor=args.host_factor,
         policy=args.policy, seed=args.seed,
         prover=args.prover, isabelle=args.isabelle, sandbox=args.sandbox,
         stop_on_first_ok=args.stop_on_first_ok, mode=args.mode, context_proofs=args.context_proofs,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
+import statistics
 from pathlib import Path
 
 from rich.console import Console
@@ -15,6 +16,7 @@ from ..reporting import progress
 from ..errors import InputError
 from ..prover import Mode
 from ..profile import Profile, load_profile, recorded_path
+from ..maps.profile_data import on_clock
 from ..settings import help_of
 from ..maps.timeout_map import DerivedMap, MapPolicy, derive, write_map
 from ..profile import validate
@@ -36,6 +38,11 @@ def add_arguments(p) -> None:
                    "--map); passes with zero TIMEOUT")
     p.add_argument("--map", type=Path, help="an existing map to validate instead of deriving one")
     p.add_argument("--workers", type=int, default=1, help="checks at once while validating (default 1)")
+    p.add_argument("--clock", choices=("cpu", "wall"), default="cpu",
+                   help="derive limits from the profiled proofs' CPU times (cpu: what a sweep's "
+                   "default --limit-clock cpu limits) or wall times (wall: as s2n-bignum-bench's "
+                   "harness measures); a profile taken before CPU time was measured gives wall "
+                   "(default cpu)")
     policy = p.add_argument_group("policy", "how limits are derived")
     # One option per MapPolicy field, so that the help text lives in one place.
     for f in dataclasses.fields(MapPolicy):
@@ -70,17 +77,24 @@ def run(args) -> int:
     out = Console()
     map_path = args.map
     if args.out:
-        derive_and_write(result, args.out, out, policy)
+        derive_and_write(result, args.out, out, policy, clock=args.clock)
         map_path = args.out
     if args.validate:
         return _validate(result, map_path, args.workers, out)
     return 0
 
 
-def derive_and_write(result: Profile, map_path: Path, out: Console, policy: MapPolicy = MapPolicy()) -> None:
-    derived = derive(result.runs, policy)
+def derive_and_write(result: Profile, map_path: Path, out: Console, policy: MapPolicy = MapPolicy(),
+                     clock: str = "cpu") -> None:
+    runs, used = on_clock(result.runs, clock)
+    if used != clock:
+        out.print(f"[yellow]{result.path} holds no CPU times for every run (profiled before they "
+                  "were measured): limits derived from wall times")
+    derived = derive(runs, policy)
     prov = result.provenance
     write_map(map_path, derived, {
+        # What the map's prove_secs and limits count (runner.prover.LimitClock).
+        "clock": used, "hosts": _hosts(result),
         "profile": str(result.path), "corpus": str(recorded_path(prov, "corpus", result.path)),
         # Profiles written before today's names say hol_build and bytecode-fork.
         "prover": prov.get("prover"), "prover_build": prov.get("prover_build") or prov.get("hol_build"),
@@ -92,7 +106,8 @@ def derive_and_write(result: Profile, map_path: Path, out: Console, policy: MapP
     classes = {c: sum(e.cls == c for e in derived.entries) for c in ("light", "heavy")}
     at_floor = sum(e.rule == "floor" for e in derived.entries)
     out.print(f"wrote {map_path}: {len(derived.entries)} problems, {classes['light']} light and "
-              f"{classes['heavy']} heavy, {at_floor} at the {policy.floor_s:g} s floor")
+              f"{classes['heavy']} heavy, {at_floor} at the {policy.floor_s:g} s floor; times and "
+              f"limits in {used.upper() if used == 'cpu' else used} seconds")
     if derived.model is not None:
         print_spread(derived, out)
         out.print(f"expected false timeouts over the corpus: {derived.expected_false_timeouts:.2g} "
@@ -105,6 +120,22 @@ def derive_and_write(result: Profile, map_path: Path, out: Console, policy: MapP
     if result.defects:
         out.print(f"[yellow]{len(result.defects)} profile defects have no entry; they fall back to "
                   "category or default limits")
+
+
+def _hosts(result: Profile) -> list[dict]:
+    """The machines the profile's runs measured on, and their sampled load:
+    per host, its CPU model and core count (as each generation recorded
+    them) and the median 1-minute load over its rows."""
+    machines = {g.get("machine", {}).get("host"): g.get("machine", {})
+                for g in result.provenance.get("generations", [])}
+    loads: dict[str, list[float]] = {}
+    for stat in result.stats:
+        for host in stat.get("hosts") or []:
+            loads.setdefault(host, []).extend(x for x in stat.get("host_load") or [] if x is not None)
+    return [{"host": host, "cpu": machines.get(host, {}).get("cpu"),
+             "cores": machines.get(host, {}).get("cores"),
+             "median_load": round(statistics.median(loads[host]), 2) if loads.get(host) else None}
+            for host in sorted(set(loads) | {h for h in machines if h})]
 
 
 def print_spread(derived: DerivedMap, out: Console) -> None:

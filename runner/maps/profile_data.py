@@ -8,6 +8,7 @@ derivations take this type only, so they are tested on synthetic profiles.
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import json
 from dataclasses import dataclass
@@ -26,6 +27,7 @@ class ProblemRuns:
     peak_rss_mb: tuple[float, ...] = ()  # one per run where it was measured
     wall_secs: tuple[float, ...] = ()    # dispatch to verdict, one per run
     image_key: str = ""                  # the loaded context the check forked from
+    prove_cpu_secs: tuple[float, ...] = ()  # CPU time of prove(), one per run where measured
 
     def __post_init__(self):
         if not self.prove_secs:
@@ -35,6 +37,15 @@ class ProblemRuns:
 FORMAT = "proofbatch-profile/1"
 SUMMARY_FORMAT = "proofbatch-profile-summary/1"
 PROVENANCE, SUMMARY, SUMMARY_CSV = "profile.json", "summary.json", "summary.csv"
+
+
+def on_clock(runs: list[ProblemRuns], clock: str) -> tuple[list[ProblemRuns], str]:
+    """The runs with ``prove_secs`` in ``clock``'s seconds (CPU or wall) and
+    the clock they are in: CPU times where every run of every problem has
+    one, else wall (a profile taken before CPU time was measured)."""
+    if str(clock) == "cpu" and runs and all(len(r.prove_cpu_secs) == len(r.prove_secs) for r in runs):
+        return [dataclasses.replace(r, prove_secs=r.prove_cpu_secs) for r in runs], "cpu"
+    return list(runs), "wall"
 
 
 @dataclass(frozen=True)
@@ -82,7 +93,8 @@ def load_profile(path: Path) -> Profile:
         raise InputError(path, "unknown profile format", f"profile again with this proofbatch ({FORMAT})")
     runs = [ProblemRuns(problem_id=p["problem_id"], category=p["category"],
                         prove_secs=tuple(p["prove_secs"]), peak_rss_mb=tuple(p["peak_rss_mb"]),
-                        wall_secs=tuple(p["wall_secs"]), image_key=p["image_key"])
+                        wall_secs=tuple(p["wall_secs"]), image_key=p["image_key"],
+                        prove_cpu_secs=tuple(p.get("prove_cpu_secs") or ()))
             for p in summary["problems"]]
     defects = [Defect(d["problem_id"], d["verdict"], d["reason"], d["run"]) for d in summary["defects"]]
     return Profile(path=path, provenance=provenance, runs=runs, defects=defects, stats=summary["problems"])
@@ -98,5 +110,5 @@ def write_profile(path: Path, runs: list[ProblemRuns], provenance: dict) -> Path
     _write_json(path / SUMMARY, {"format": SUMMARY_FORMAT, "written": _now(), "defects": [], "problems": [
         {"problem_id": r.problem_id, "category": r.category, "prove_secs": list(r.prove_secs),
          "peak_rss_mb": list(r.peak_rss_mb), "wall_secs": list(r.wall_secs or r.prove_secs),
-         "image_key": r.image_key} for r in runs]})
+         "image_key": r.image_key, "prove_cpu_secs": list(r.prove_cpu_secs)} for r in runs]})
     return path

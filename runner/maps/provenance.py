@@ -18,7 +18,8 @@ runs in gets its limits converted by runner.provers.hol_light.map_modes.MapModes
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass
+import math
+from dataclasses import dataclass, replace
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any, Mapping
@@ -39,6 +40,10 @@ class Provenance:
     build: str | None
     mode: Mode | str | None  # what measured it (runner.prover.Mode); None: unknown
     source: str             # "sidecar", "declared" or "none"
+    # The clock its times are in (runner.prover.LimitClock). A map without a
+    # sidecar saying so, s2n-bignum-bench's own included, was timed in wall
+    # seconds (its harness: Unix.gettimeofday around prove).
+    clock: str = "wall"
 
 
 @dataclass(frozen=True)
@@ -74,9 +79,25 @@ class LoadedMap:
     sidecar: Sidecar | None         # None for a map without one (e.g. the bench's own)
     provenance: Provenance
     digest: str                     # sha256 of the map file's bytes
+    # How much slower this host proves than the map's (runner/maps/host_factor.py):
+    # its limits are multiplied by max(1, factor), its times by the factor.
+    host_factor: float = 1.0
 
     def limits(self) -> dict[str, float]:
         return {pid: e.timeout_sec for pid, e in self.entries.items()}
+
+    def scaled(self, factor: float) -> "LoadedMap":
+        """This map on a host ``factor`` times slower than its own: proof times
+        times the factor (what plans and ETAs expect), limits times
+        max(1, factor) (a faster host keeps the map's limits), rounded up to
+        whole seconds as the bench's are."""
+        if factor == self.host_factor:
+            return self
+        ratio, limit_ratio = factor / self.host_factor, max(1.0, factor) / max(1.0, self.host_factor)
+        entries = {pid: MapEntry(pid, None if e.prove_secs is None else e.prove_secs * ratio,
+                                 float(math.ceil(e.timeout_sec * limit_ratio - 1e-9)))
+                   for pid, e in self.entries.items()}
+        return replace(self, entries=MappingProxyType(entries), host_factor=factor)
 
     def prove_secs(self) -> dict[str, float]:
         return {pid: e.prove_secs for pid, e in self.entries.items() if e.prove_secs is not None}
@@ -96,7 +117,8 @@ class LoadedMap:
         if p.mode is None:
             return "mode unknown (no sidecar, not declared)"
         build = f", build {p.build}" if p.build else ""
-        return f"measured in {p.mode}{build} ({p.source})"
+        host = f", limits x{max(1.0, self.host_factor):.2f} for this host" if self.host_factor != 1 else ""
+        return f"measured in {p.mode}{build}, {p.clock} clock ({p.source}){host}"
 
 
 def load(path: Path, mode: str | None = None, build: str | None = None) -> LoadedMap:
@@ -124,7 +146,8 @@ def load(path: Path, mode: str | None = None, build: str | None = None) -> Loade
                                  f"{what} '{theirs}', but --map-{what} declares '{ours}'",
                                  f"drop --map-{what} (the sidecar knows), or derive the map again")
         provenance = Provenance(prov.get("prover"), theirs_build or build,
-                                Mode.of(prov.get("mode")) or declared, "sidecar")
+                                Mode.of(prov.get("mode")) or declared, "sidecar",
+                                clock=prov.get("clock") or "wall")
     elif declared is not None or build is not None:
         provenance = Provenance(None, build, declared, "declared")
     else:
@@ -142,7 +165,7 @@ def _sidecar(path: Path, meta: Mapping) -> Sidecar:
     prov = meta.get("provenance") or {}
     if not isinstance(prov, dict):
         raise bad("provenance", prov)
-    for key in ("prover", "prover_build", "hol_build", "mode", "profile"):
+    for key in ("prover", "prover_build", "hol_build", "mode", "profile", "clock"):
         if prov.get(key) is not None and not isinstance(prov[key], str):
             raise bad(f"provenance.{key}", prov[key])
     problems = meta.get("problems") or {}

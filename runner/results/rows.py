@@ -55,10 +55,23 @@ class ResultRow:
                                 "empty for other provers, null in shards written before the column",
                                 default="")
     infra_retries: int = _help("how often the check ran again on a fresh fork after something "
-                               "outside it (the OOM killer, an admin's kill -9) killed it without "
-                               "a verdict; at most runner.checks.guard.OUTSIDE_RETRIES, then the death is "
-                               "recorded (ERROR naming the signal); null in shards written before "
-                               "the column", default=0)
+                               "outside it ended it without a verdict on its answer (the OOM "
+                               "killer, an admin's kill -9, the wall-clock backstop of a starved "
+                               "check, a wall-clock TIMEOUT while the runner was stopped); at most "
+                               "runner.checks.guard.OUTSIDE_RETRIES, then the end is recorded "
+                               "(ERROR saying why); null in shards written before the column",
+                               default=0)
+    cpu_secs: float | None = _help("CPU time (user + system) of the check's own process tree, "
+                                   "from outside; a forked check counts none of its image's load; "
+                                   "empty when no check ran", default=None)
+    prove_cpu_secs: float | None = _help("CPU time of prove() alone, measured in the prover beside "
+                                         "prove_secs", default=None)
+    limit_clock: str = _help("what timeout_s counted: cpu (the check's CPU time) or wall "
+                             "(elapsed, as s2n-bignum-bench's harness); empty in rows written "
+                             "before the column, which counted wall time", default="")
+    host_load: float | None = _help("the host's 1-minute load average when the check ended",
+                                    default=None)
+    host_cpus: int | None = _help("the host's logical CPUs, beside host_load", default=None)
 
     def __post_init__(self):
         Verdict(self.verdict)  # a closed set: anything else is a bug
@@ -72,6 +85,10 @@ _ARROW_TYPES = {
     "attempt": pa.int32(),
     "dedup_of": pa.int32(),
     "infra_retries": pa.int32(),
+    "host_cpus": pa.int32(),
+    "cpu_secs": pa.float64(),
+    "prove_cpu_secs": pa.float64(),
+    "host_load": pa.float64(),
     "answer_unwrapped": pa.bool_(),
     "prove_secs": pa.float64(),
     "wall_secs": pa.float64(),
@@ -91,7 +108,8 @@ KEY = ("problem_id", "attempt")
 # older shards have. Readers take either (runner.results.done.read_shard).
 RENAMED: dict[str, str] = {"prover_build": "hol_build"}
 OPTIONAL_COLUMNS: tuple[str, ...] = ("dedup_of", "sandbox", "wait_secs", "answer_unwrapped",
-                                     "context_proofs", "infra_retries")
+                                     "context_proofs", "infra_retries", "cpu_secs", "prove_cpu_secs",
+                                     "limit_clock", "host_load", "host_cpus")
 
 
 def rows_to_table(rows: list[ResultRow]) -> pa.Table:

@@ -10,6 +10,7 @@ outside guards, reading its verdict record, and stopping.
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import os
 import re
@@ -29,16 +30,21 @@ from ...checks import sandbox
 from ...corpus import Problem
 from ...errors import ProverError
 from .fork_server import ImageFailed, ImageProcess, PipePair
-from ...checks.guard import GuardLimits, Observation, death_reason, kill_tree, watch
+from ...checks.guard import GuardLimits, Observation, death_reason, kill_tree, signal_name, watch
 from .image_logs import failure_reason, keep_log, last_output, log_reason, tail_bytes
 from .image_tree import ImageTree
 from ...checks.janitor import Janitor
-from ...prover import CheckLimits, CheckResult, ImageBuild, ProverSession
+from ...prover import CheckLimits, CheckResult, ImageBuild, LimitClock, ProverSession
 from ...results.shards import publish
 from ...verdicts import Outcome, Verdict
 
-RECORD = re.compile(r"PBV1\t(?P<nonce>[0-9a-f]+)\t(?P<verdict>[A-Z]+)\t(?P<secs>[0-9.]+)\t"
-                    r"(?P<peak_kb>\d+)\t(?P<reason>[^\n]*)\n\Z")
+RECORD = re.compile(r"PBV2\t(?P<nonce>[0-9a-f]+)\t(?P<verdict>[A-Z]+)\t(?P<secs>[0-9.]+)\t"
+                    r"(?P<cpu>[0-9.]+)\t(?P<peak_kb>\d+)\t(?P<reason>[^\n]*)\n\Z")
+
+
+# RLIMIT_CPU (SIGXCPU) backs up the guard's own kill at the limit plus grace;
+# it sits further out, so that the guard's TIMEOUT, which says why, comes first.
+RLIMIT_CPU_MARGIN_S = 5.0
 
 
 class ContextFailed(ImageFailed):
@@ -241,7 +247,8 @@ class ForkSession(ImageTree, ProverSession):
         verdict_fd = os.open(verdict_fifo, os.O_RDONLY | os.O_NONBLOCK)
         nonce = secrets.token_hex(8)
         guard = GuardLimits(time_s=limits.time_s, mem_bytes=limits.mem_bytes,
-                            grace_s=self.backend.grace_s)
+                            grace_s=self.backend.grace_s, clock=limits.clock,
+                            backstop_s=limits.backstop_s)
         pid, obs = None, None
         with self._lock:
             self._running += 1
@@ -250,11 +257,13 @@ class ForkSession(ImageTree, ProverSession):
             # Its image is loaded: from here on the check's own time runs.
             events.say("forked", name=problem.problem_id, limit_s=limits.time_s)
             reply = image.request("CHECK", str(verdict_fifo), str(query), *fields,
-                                  repr(float(limits.time_s)), str(log), str(scratch), nonce, uid)
+                                  f"{limits.clock}:{float(limits.time_s)!r}", str(log), str(scratch),
+                                  nonce, uid)
             pid = int(reply.split()[1])
             if kind != "none":
                 try:
-                    sandbox.limit_check(psutil.Process(pid), cfg, limits.time_s + guard.grace_s)
+                    sandbox.limit_check(psutil.Process(pid), cfg, limits.time_s + guard.grace_s
+                                        + RLIMIT_CPU_MARGIN_S)
                 except psutil.NoSuchProcess:
                     pass      # already done; watch() reads its verdict
             obs = watch(pid, verdict_fd, guard, started)
@@ -272,10 +281,8 @@ class ForkSession(ImageTree, ProverSession):
             for path in (answer, query, log):
                 path.unlink(missing_ok=True)
             shutil.rmtree(scratch, ignore_errors=True)
-        result = interpret(obs, status, nonce, image.key)
-        return CheckResult(result.outcome, result.prove_secs, result.wall_secs,
-                           result.peak_rss_bytes, result.image_key, result.exit_status, sandbox=kind,
-                           forked_at=forked_at)
+        result = interpret(obs, status, nonce, image.key, limits.clock)
+        return dataclasses.replace(result, sandbox=kind, forked_at=forked_at)
 
     def close(self) -> None:
         """Stop every image and check of the session; prompt even while an
@@ -335,7 +342,8 @@ def _kill_orphan(pid: int) -> None:
         pass
 
 
-def interpret(obs: Observation, status: str, nonce: str, key: str) -> CheckResult:
+def interpret(obs: Observation, status: str, nonce: str, key: str,
+              clock: str = LimitClock.CPU) -> CheckResult:
     """The verdict of a check, from what the runner saw and what it reported.
 
     The report is trusted only when it is exactly one well-formed record with
@@ -343,23 +351,35 @@ def interpret(obs: Observation, status: str, nonce: str, key: str) -> CheckResul
     """
     match = RECORD.match(obs.record.decode("utf-8", "replace"))
     peak = obs.peak_rss_bytes or None
+    secs = cpu = None
+    interrupted = obs.interrupted
     if obs.termination.outcome is not None:
-        outcome, secs = obs.termination.outcome, None
+        outcome = obs.termination.outcome
+    elif not obs.record and signal_name(status) == "SIGXCPU":
+        outcome = Outcome(Verdict.TIMEOUT, "CPU time limit passed (RLIMIT_CPU, SIGXCPU) without a "
+                          f"verdict ({status})")
     elif not obs.record:
-        outcome, secs = Outcome(Verdict.ERROR, death_reason(status)), None
+        outcome = Outcome(Verdict.ERROR, death_reason(status))
     elif not match or match["nonce"] != nonce or match["verdict"] not in Verdict.__members__:
-        outcome, secs = Outcome(Verdict.ERROR, "garbled or forged verdict record"), None
+        outcome = Outcome(Verdict.ERROR, "garbled or forged verdict record")
     elif status != "exit 0":
-        outcome, secs = Outcome(Verdict.ERROR, f"the check ended with {status} after its verdict"), None
+        outcome = Outcome(Verdict.ERROR, f"the check ended with {status} after its verdict")
     elif float(match["secs"]) > obs.wall_secs + 0.5:
         # Cross-check against the runner's own clock: a proof cannot take
         # longer than the check that ran it.
-        outcome, secs = Outcome(Verdict.ERROR, "verdict record claims a proof longer than its check"), None
+        outcome = Outcome(Verdict.ERROR, "verdict record claims a proof longer than its check")
     else:
-        secs = float(match["secs"])
+        secs, cpu = float(match["secs"]), float(match["cpu"])
         outcome = Outcome(Verdict(match["verdict"]), match["reason"])
         peak = max(peak or 0, int(match["peak_kb"]) * 1024) or None
-    return CheckResult(outcome, secs, obs.wall_secs, peak, key, status)
+    if outcome.verdict is Verdict.TIMEOUT and str(clock) == LimitClock.WALL \
+            and obs.paused_secs > 0 and not interrupted:
+        # The runner was stopped while the check ran: a wall-clock alarm in
+        # the prover counted that time too, and the TIMEOUT may be the stop's.
+        # (CPU time does not pass while a process is stopped.)
+        interrupted = "paused"
+    return CheckResult(outcome, secs, obs.wall_secs, peak, key, status, cpu_secs=obs.cpu_secs,
+                       prove_cpu_secs=cpu, interrupted=interrupted)
 
 
 def not_run(verdict: Verdict, reason: str, key: str, mode: str = "") -> CheckResult:

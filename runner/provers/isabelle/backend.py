@@ -12,6 +12,7 @@ allowance, or when the tree's resident memory passes the limit.
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import os
 import secrets
@@ -32,12 +33,12 @@ from ... import subproc
 from ...checks import sandbox
 from ...corpus import Problem
 from ...errors import CommandError, InputError, ProverError
-from ...checks.guard import GuardLimits, admit, death_reason, enforce, kill_tree
+from ...checks.guard import GuardLimits, Watched, admit, death_reason, enforce, kill_tree
 from .corpus import IsabelleCorpus, build_candidate, read_goal
 from .heap import HeapStore, IsabelleInstall, build_heap_argv, built_heap_dir, heap_key, session_sources
 from .text import GoalTheory
-from ...prover import (BackendInfo, CheckLimits, CheckResult, ImageBuild, ImagePlan, JobAllowances, Prover,
-                       ProverBackend, ProverSession)
+from ...prover import (BackendInfo, CheckLimits, CheckResult, ImageBuild, ImagePlan, JobAllowances,
+                       LimitClock, Prover, ProverBackend, ProverSession)
 from ...verdicts import Outcome, Termination, Verdict
 
 DEFAULT_STORE = Path.home() / ".cache" / "proofbatch" / "isabelle-heaps"
@@ -202,11 +203,17 @@ class IsabelleSession(ProverSession):
                                         start_new_session=True)
             self._running[proc.pid] = proc
         try:
-            term, peak = self._watch(proc, limits, started)
+            term, seen = self._watch(proc, limits, started)
         finally:
             with self._lock:
                 self._running.pop(proc.pid, None)
-        wall = time.monotonic() - started
+        wall, peak = time.monotonic() - started, seen.peak_rss_bytes
+        result = self._result(files, term, proc, wall, peak)
+        return dataclasses.replace(result, cpu_secs=seen.cpu_secs or None, interrupted=seen.interrupted)
+
+    def _result(self, files: ic.CheckFiles, term: Termination, proc: subprocess.Popen, wall: float,
+                peak: int) -> CheckResult:
+        b, out_path = self.backend, files.directory / "build.out"
         code = proc.returncode
         status = f"exit {code}" if code is not None and code >= 0 else f"signal {-(code or 0)}"
         if term.outcome is not None:
@@ -230,7 +237,7 @@ class IsabelleSession(ProverSession):
             return len(self._running)
 
     def _watch(self, proc: subprocess.Popen, limits: CheckLimits,
-               started: float) -> tuple[Termination, int]:
+               started: float) -> tuple[Termination, Watched]:
         """Wait for the check under runner.checks.guard.enforce. The JVM reserves
         far more address space than it uses, so RLIMIT_AS (the HOL Light
         backstop) cannot be used here."""
@@ -256,16 +263,19 @@ class IsabelleSession(ProverSession):
                 return False
             return True
 
-        peak = enforce(root, GuardLimits(limits.time_s, limits.mem_bytes, b.grace_s, poll_s=0.05),
-                       started + limits.time_s + b.grace_s + b.startup_s, term, wait=over, kill=kill,
-                       tree=" (isabelle, java and poly)",
-                       timeout_reason=f"time limit {limits.time_s:g} s (+{b.grace_s:g} s grace, "
+        guard = GuardLimits(limits.time_s, limits.mem_bytes, b.grace_s, poll_s=0.05,
+                            clock=limits.clock, backstop_s=limits.backstop_s)
+        clock = "CPU time limit" if str(limits.clock) == LimitClock.CPU else "time limit"
+        # The JVM's start counts too: on the CPU clock, the CPU of its threads.
+        seen = enforce(root, guard, started, term, wait=over, kill=kill,
+                       tree=" (isabelle, java and poly)", allowance_s=b.startup_s,
+                       timeout_reason=f"{clock} {limits.time_s:g} s (+{b.grace_s:g} s grace, "
                                       f"+{b.startup_s:g} s startup) passed; killed from outside",
                        stop=lambda: "the session closed during the check" if self._closed else None)
         # A killed process lives on until the kernel has torn it down (a big
         # heap takes a moment): the check is over only when its tree is gone.
         psutil.wait_procs(killed, timeout=10)
-        return term, peak
+        return term, seen
 
     def close(self) -> None:
         with self._lock:

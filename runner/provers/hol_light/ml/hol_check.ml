@@ -15,7 +15,9 @@
 (*   QUIT                                                                    *)
 (*                                                                           *)
 (* and one verdict record per check, written to its verdict pipe:            *)
-(*   PBV1 <nonce> <verdict> <prove secs> <peak kB> <reason>  (tab-separated) *)
+(*   PBV2 <nonce> <verdict> <prove secs> <prove CPU secs> <peak kB> <reason> *)
+(*                                        (tab-separated)                    *)
+(* A CHECK's limit is "cpu:<secs>" or "wall:<secs>": the clock it counts on. *)
 (*                                                                           *)
 (* What a mode loads and how it readies an answer is its own: the bytecode  *)
 (* driver (hol_light_driver.ml) reads source text into the toplevel, the    *)
@@ -62,15 +64,37 @@ let peak_rss_kb status =
     (try find () with End_of_file -> 0)
   with _ -> 0
 
-let set_timer seconds =
-  ignore (Unix.setitimer Unix.ITIMER_REAL {Unix.it_interval = 0.0; Unix.it_value = seconds})
+(* The clock a limit counts on. A loaded or slower host stretches wall time
+   but not the CPU time a proof needs, so the runner limits CPU time by
+   default; wall time is s2n-bignum-bench's own (its Unix.alarm). *)
+type clock = Cpu_time | Wall_time
+
+(* "cpu:120" or "wall:120", as the runner writes a CHECK's limit. *)
+let limit_of_string text =
+  match String.split_on_char ':' text with
+  | ["cpu"; secs] -> (Cpu_time, float_of_string secs)
+  | ["wall"; secs] -> (Wall_time, float_of_string secs)
+  | _ -> failwith ("not a time limit: " ^ text)
+
+(* ITIMER_PROF counts the process's user and system CPU time (SIGPROF);
+   a forked child starts with no timer and no CPU time of its own. *)
+let timer_of = function Cpu_time -> Unix.ITIMER_PROF | Wall_time -> Unix.ITIMER_REAL
+let signal_of = function Cpu_time -> Sys.sigprof | Wall_time -> Sys.sigalrm
+
+let set_timer clock seconds =
+  ignore (Unix.setitimer (timer_of clock) {Unix.it_interval = 0.0; Unix.it_value = seconds})
 
 (* OCaml, bytecode and native, handles signals only at allocation and poll
    points, so a loop that does not allocate never sees this alarm; the
    runner also kills the child from outside at the limit plus a grace. *)
-let arm_timer seconds =
-  Sys.set_signal Sys.sigalrm (Sys.Signal_handle (fun _ -> raise Time_limit));
-  set_timer seconds
+let arm_timer clock seconds =
+  Sys.set_signal (signal_of clock) (Sys.Signal_handle (fun _ -> raise Time_limit));
+  set_timer clock seconds
+
+(* User + system CPU seconds of this process (and of children it reaped). *)
+let cpu_now () =
+  let t = Unix.times () in
+  t.Unix.tms_utime +. t.Unix.tms_stime +. t.Unix.tms_cutime +. t.Unix.tms_cstime
 
 (* The jail (see runner/checks/sandbox.py): once the answer is readied (typed, or
    its plugin loaded) and the goal read, nothing of it has run yet. The
@@ -97,55 +121,61 @@ let read_query describe path =
   try kernel_parse_term body
   with exn -> raise (Verdict ("ERROR", "query: " ^ describe exn))
 
-let timeout_reason timeout = Printf.sprintf "time limit %g s reached inside the prover" timeout
+let timeout_reason (clock, timeout) =
+  match clock with
+  | Cpu_time -> Printf.sprintf "CPU time limit %g s reached inside the prover" timeout
+  | Wall_time -> Printf.sprintf "time limit %g s (wall clock) reached inside the prover" timeout
 
 (* [answer ()] readies the answer and gives its tactic without running it;
    [describe] words an exception of the query's parser. *)
-let judge ~answer ~describe ~query_file ~timeout ~jail =
+let judge ~answer ~describe ~query_file ~limit ~jail =
+  let clock, timeout = limit in
   (* Under --context-proofs trust the image loaded its context with prove
      trusting (hol_trust.ml): from here on, before the answer is read,
      prove is HOL Light's again, for the answer and for every context
      function it calls, and axioms() counts from here, after the context's
      trusted theorems. *)
   Hol_trust.trusting := false;
-  let prove_secs = ref 0.0 in
+  let prove_secs = ref 0.0 and prove_cpu = ref 0.0 in
   let ax0 = List.length (kernel_axioms ()) in
   let outcome =
     try
-      arm_timer timeout;
+      arm_timer clock timeout;
       let tactic = answer () in
       let goal = read_query describe query_file in
       jail ();
-      let t0 = Unix.gettimeofday () in
-      let finish () = prove_secs := Unix.gettimeofday () -. t0 in
+      let t0 = Unix.gettimeofday () and c0 = cpu_now () in
+      let finish () =
+        prove_secs := Unix.gettimeofday () -. t0; prove_cpu := cpu_now () -. c0 in
       let th =
         try let th = kernel_prove (goal, tactic ()) in finish (); th
         with exn -> finish (); raise exn in
-      set_timer 0.0;
+      set_timer clock 0.0;
       if kernel_hyp th <> [] || not (kernel_aconv (kernel_concl th) goal)
       then ("FAIL", "the proved theorem is not the goal")
       else ("OK", Printf.sprintf "proved in %.3f s" !prove_secs)
     with
     | Verdict (v, why) -> (v, why)
     | Failure msg -> ("FAIL", "tactic failed: " ^ Hol_text.one_line msg)
-    | Time_limit -> ("TIMEOUT", timeout_reason timeout)
+    | Time_limit -> ("TIMEOUT", timeout_reason limit)
     | Out_of_memory -> ("MEMOUT", "the prover ran out of memory")
     | Stack_overflow -> ("ERROR", "stack overflow")
     | exn -> ("ERROR", "exception: " ^ Hol_text.one_line (Printexc.to_string exn)) in
-  set_timer 0.0;
+  set_timer clock 0.0;
   let added = List.length (kernel_axioms ()) - ax0 in
   let verdict, reason =
     if added > 0 then
       ("CHEATING", Printf.sprintf "axioms() grew by %d (new_axiom, mk_thm or CHEAT_TAC); was %s"
                      added (fst outcome))
     else outcome in
-  (verdict, !prove_secs, Hol_text.one_line reason)
+  (verdict, !prove_secs, !prove_cpu, Hol_text.one_line reason)
 
 let flush_all () =
   (try Format.print_flush (); Format.pp_print_flush Format.err_formatter () with _ -> ());
   (try flush stdout; flush stderr with _ -> ())
 
-let run_check ~answer ~describe ~verdict_path ~query_file ~timeout ~nonce ~scratch ~jail_uid =
+let run_check ~answer ~describe ~verdict_path ~query_file ~limit ~nonce ~scratch ~jail_uid =
+  let limit = limit_of_string limit in
   let status = try Some (open_in "/proc/self/status") with _ -> None in
   (* Inside the jail the scratch directory is "/", and the verdict pipe the
      runner made there is "/verdict". *)
@@ -156,14 +186,14 @@ let run_check ~answer ~describe ~verdict_path ~query_file ~timeout ~nonce ~scrat
     | Some uid ->
         enter_jail scratch uid;
         verdict_path := "/" ^ Filename.basename !verdict_path in
-  let verdict, secs, reason =
-    try judge ~answer ~describe ~query_file ~timeout ~jail with
-    | Time_limit -> ("TIMEOUT", timeout, timeout_reason timeout)
-    | exn -> ("ERROR", 0.0, "driver: " ^ Hol_text.one_line (Printexc.to_string exn)) in
+  let verdict, secs, cpu, reason =
+    try judge ~answer ~describe ~query_file ~limit ~jail with
+    | Time_limit -> ("TIMEOUT", snd limit, snd limit, timeout_reason limit)
+    | exn -> ("ERROR", 0.0, 0.0, "driver: " ^ Hol_text.one_line (Printexc.to_string exn)) in
   (* HOL Light includes Format, so what the answer printed is still buffered. *)
   flush_all ();
-  let record = Printf.sprintf "PBV1\t%s\t%s\t%.6f\t%d\t%s\n"
-                 nonce verdict secs (peak_rss_kb status) reason in
+  let record = Printf.sprintf "PBV2\t%s\t%s\t%.6f\t%.6f\t%d\t%s\n"
+                 nonce verdict secs cpu (peak_rss_kb status) reason in
   (* The verdict pipe is opened only now, after the answer has stopped
      running: while it ran, there was no channel it could write to. *)
   let fd = Unix.openfile !verdict_path [Unix.O_WRONLY] 0 in

@@ -8,7 +8,7 @@
 (*                                                                           *)
 (*   FORK <cmd> <rep> <log> <segment.ml>  fork a child image that loads the  *)
 (*                                        segment and serves on <cmd>/<rep>  *)
-(*   CHECK <verdict> <query> <answer> <timeout> <log> <scratch> <nonce>      *)
+(*   CHECK <verdict> <query> <answer> <limit> <log> <scratch> <nonce>        *)
 (*         [<jail-uid>]                   fork one check; reply its pid      *)
 (*   REAP <pid>                           wait for a finished child          *)
 (*   QUIT                                                                    *)
@@ -199,7 +199,7 @@ module Proofbatch_driver = struct
           | _ -> None in
         Hol_check.Fork_check (log, scratch, fun () ->
           Hol_check.run_check ~answer:(answer answer_file) ~describe:Hol_screen.message_of_exn
-            ~verdict_path:verdict ~query_file:query ~timeout:(float_of_string timeout) ~nonce
+            ~verdict_path:verdict ~query_file:query ~limit:timeout ~nonce
             ~scratch ~jail_uid)
     | _ -> Hol_check.Bad
 

@@ -7,7 +7,7 @@
 (*                                                                           *)
 (*   FORK <cmd> <rep> <log> <plugin.cmxs>...  fork a child image that       *)
 (*                                        Dynlink-loads the plugins in order *)
-(*   CHECK <verdict> <query> <plugin> <entry> <timeout> <log> <scratch>     *)
+(*   CHECK <verdict> <query> <plugin> <entry> <limit> <log> <scratch>       *)
 (*         <nonce> <jail-uid or ->        fork one check; reply its pid     *)
 (*   LOAD <plugin.cmxs>                   load an answer batch into this    *)
 (*                                        image, so checks need not; its    *)
@@ -54,7 +54,7 @@ let request = function
       Hol_check.Fork_check (log, scratch, fun () ->
         Hol_check.run_check ~answer:(answer plugin entry)
           ~describe:(fun exn -> one_line (Printexc.to_string exn))
-          ~verdict_path:verdict ~query_file:query ~timeout:(float_of_string timeout) ~nonce
+          ~verdict_path:verdict ~query_file:query ~limit:timeout ~nonce
           ~scratch ~jail_uid)
   | ["LOAD"; plugin] ->
       (try load_plugin plugin; Hol_check.Reply "LOADED"

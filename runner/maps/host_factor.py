@@ -1,0 +1,175 @@
+"""How much slower this host proves than the host a timeout map was measured on.
+
+A map is measured on one machine and used on others. s2n-bignum-bench's
+map came from its authors' dedicated machine: 112 of its 2,622 limits are
+under twice the measured time, so on a host 2-4x slower a correct proof
+can be cut short (../shared/notes/workload-and-anchors.md). `proofbatch
+calibrate` checks a small sample of ground truths and measures this host's
+*factor*: the median of measured / map ``prove_secs``. A sweep given
+``--host-factor auto|X`` multiplies the map's limits by max(1, factor) and
+its expected times by the factor (plans, ETAs), and records the factor.
+
+A calibration is kept per host, map (its sha256), mode and clock, in
+``$PROOFBATCH_CACHE/calibrations/<host>/`` (default ``~/.cache/proofbatch``);
+the host is part of the path because a cache may be shared across a
+cluster's nodes.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import random
+import socket
+import statistics
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Mapping, Sequence
+
+from ..errors import InputError
+from ..results.publish import publish
+
+# A map used on a host measured this much slower than its own says so.
+SLOW_HOST = 1.3
+# Calibration samples proofs whose map time is in this band: shorter ones
+# measure the clock and the fork more than the host; longer ones cost much.
+BAND_S = (1.0, 60.0)
+
+
+@dataclass(frozen=True)
+class Calibration:
+    """One calibration of this host against one map."""
+
+    host: str
+    map_sha256: str
+    mode: str
+    clock: str
+    factor: float                   # median of measured / map prove_secs
+    low: float                      # the ratios' first quartile
+    high: float                     # and third quartile
+    problems: int                   # how many ratios the median is of
+    measured_at: str
+    load: float | None              # the host's mean sampled 1-minute load while it ran
+    sweep: str                      # the calibration sweep's directory
+    ratios: Mapping[str, float]     # problem id -> measured / map prove_secs
+
+    def describe(self) -> str:
+        load = f", load {self.load:.1f}" if self.load is not None else ""
+        return (f"{self.factor:.2f}x (quartiles {self.low:.2f}-{self.high:.2f} over {self.problems} "
+                f"proofs, {self.clock} clock, {self.mode}, measured {self.measured_at}{load})")
+
+
+def cache_root() -> Path:
+    env = os.environ.get("PROOFBATCH_CACHE")
+    return (Path(env) if env else Path.home() / ".cache" / "proofbatch") / "calibrations"
+
+
+def record_path(map_sha256: str, mode: str, clock: str, host: str | None = None) -> Path:
+    return cache_root() / (host or socket.gethostname()) / f"{map_sha256[:16]}-{mode}-{clock}.json"
+
+
+def sample(map_times: Mapping[str, float], candidates: Sequence[str], *, n: int = 10, seed: int = 0,
+           band: tuple[float, float] = BAND_S, budget_s: float = 600.0) -> list[str]:
+    """Up to ``n`` of ``candidates`` (problems the corpus answers), drawn from
+    the map's problems whose times lie in ``band``, stratified: the band is
+    cut in ``n`` equal slices of log-time and one problem drawn from each
+    slice that has one, cheapest slices first, while the map's times add up
+    to at most ``budget_s``. Seeded, so a calibration resumes with its sample."""
+    lo, hi = band
+    inside = sorted((map_times[p], p) for p in candidates
+                    if p in map_times and lo <= map_times[p] <= hi)
+    if not inside or n < 1:
+        return []
+    rng = random.Random(seed)
+    edges = [math.exp(math.log(lo) + (math.log(hi) - math.log(lo)) * k / n) for k in range(n + 1)]
+    chosen, spent = [], 0.0
+    for a, b in zip(edges, edges[1:]):
+        pool = [p for t, p in inside if a <= t <= b and p not in chosen]
+        if pool:
+            pick = rng.choice(pool)
+            if spent + map_times[pick] > budget_s:
+                break
+            chosen.append(pick)
+            spent += map_times[pick]
+    return chosen
+
+
+def measure(measured: Mapping[str, float], expected: Mapping[str, float]) -> tuple[float, float, float,
+                                                                                   dict[str, float]]:
+    """(median, first quartile, third quartile, ratios) of measured /
+    expected over the problems in both with a positive expected time."""
+    ratios = {p: measured[p] / expected[p] for p in sorted(measured)
+              if expected.get(p, 0) > 0 and measured[p] is not None and measured[p] >= 0}
+    if not ratios:
+        raise InputError("calibrate", "no ground truth of the sample was proved, so no factor can be "
+                         "measured", "check the sweep's results.csv for why, and the --answers given")
+    values = sorted(ratios.values())
+    if len(values) == 1:
+        return values[0], values[0], values[0], ratios
+    q1, _, q3 = statistics.quantiles(values, n=4, method="inclusive")
+    return statistics.median(values), q1, q3, ratios
+
+
+def save(cal: Calibration) -> Path:
+    path = record_path(cal.map_sha256, cal.mode, cal.clock, cal.host)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    publish(path, lambda tmp: tmp.write_text(json.dumps(asdict(cal), indent=1) + "\n"))
+    return path
+
+
+def load(map_sha256: str, mode: str, clock: str) -> Calibration | None:
+    """This host's calibration against the map, or None when it has none."""
+    path = record_path(map_sha256, mode, clock)
+    try:
+        data = json.loads(path.read_text())
+        return Calibration(**data)
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError, TypeError) as exc:
+        raise InputError(path, f"unreadable calibration ({exc})",
+                         "delete it and run `proofbatch calibrate` again") from None
+
+
+def parse(text: str | None) -> float | str | None:
+    """``--host-factor``: None, "auto", or a finite number above 0."""
+    if text is None or str(text) == "auto":
+        return text
+    try:
+        value = float(text)
+    except ValueError:
+        value = float("nan")
+    if not math.isfinite(value) or value <= 0 or value > 1000:
+        raise InputError("--host-factor", f"{text!r} is not a host factor",
+                         "pass auto (this host's calibration) or a number such as 2.5")
+    return value
+
+
+def resolve(text: str | None, map_sha256: str, map_path: Path, mode: str, clock: str,
+            corpus: Path, recorded: float | None = None) -> tuple[float, tuple[str, ...]]:
+    """The factor a sweep applies to its map, and what to say before it
+    starts. ``recorded``: the factor the sweep being resumed ran with,
+    which ``auto`` keeps (a new calibration must not change its limits)."""
+    chosen = parse(text)
+    calibrate = (f"proofbatch calibrate {corpus} --timeout-map {map_path} --mode {mode} "
+                 f"--limit-clock {clock}")
+    if chosen is None:
+        cal = load(map_sha256, mode, clock)
+        if cal is not None and cal.factor > SLOW_HOST:
+            return 1.0, (f"this host proves {cal.describe()} slower than the host the timeout map "
+                         f"{map_path} was measured on, and its limits are used as they are: pass "
+                         "--host-factor auto to scale them (recorded), or calibrate again: "
+                         f"{calibrate}",)
+        return 1.0, ()
+    if chosen == "auto":
+        if recorded is not None:
+            return recorded, ()
+        cal = load(map_sha256, mode, clock)
+        if cal is None:
+            raise InputError("--host-factor auto", f"this host ({socket.gethostname()}) has no "
+                             f"calibration against {map_path} in {mode} mode on the {clock} clock",
+                             f"run `{calibrate}` first, or pass a number")
+        return cal.factor, (f"host factor {cal.describe()}: the map's limits x"
+                            f"{max(1.0, cal.factor):.2f}",)
+    return float(chosen), (f"host factor {float(chosen):g} (given): the map's limits "
+                           f"x{max(1.0, float(chosen)):.2f}",)
