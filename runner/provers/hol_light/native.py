@@ -105,8 +105,10 @@ class NativeHolLightBackend(ProverBackend):
         start, so that images needing them only open them. ``sandbox_config``:
         as for the bytecode backend (runner/checks/sandbox.py); the server tree runs
         in the same box and each check in the same jail. ``log_dir``: where
-        the bytecode fallback keeps its per-check logs, and a context image
-        that dies its log (native checks keep none). ``context_proofs``: replay or trust a context's proofs
+        the bytecode fallback keeps its per-check logs, a context image
+        that dies its log, and a context that does not compile its compiler
+        output and source (``native-compile/``; native checks keep none).
+        ``context_proofs``: replay or trust a context's proofs
         (runner/checks/context_proofs.py); the fallback uses the same.
         ``no_fallback``: a check whose context cannot run natively is ERROR
         with the reason, instead of running in bytecode."""
@@ -158,7 +160,7 @@ class NativeHolLightBackend(ProverBackend):
             self.compiled_dir = Path(tempfile.mkdtemp(prefix="proofbatch-native-contexts-"))
             weakref.finalize(self, shutil.rmtree, str(self.compiled_dir), True)
         compiler = NativeCompiler(self.build, self.install, self.context_root, self.compiled_dir,
-                                  self.context_proofs)
+                                  self.context_proofs, log_dir=self.log_dir)
         scope = Scope(compiler.base_opens)
         if self.preload:
             text = "".join(f'needs "{p}";;\n' for p in self.preload)
@@ -166,7 +168,7 @@ class NativeHolLightBackend(ProverBackend):
                 scope = compiler.compile_context(text, "Pb_preload", scope)
             except NotNative as exc:
                 raise ProverError(f"cannot preload {', '.join(map(str, self.preload))}: {exc}") from None
-        scopes = {tree.base: Scope(compiler.base_opens, scope.loaded, frozenset(), ())}
+        scopes = {tree.base: Scope(compiler.base_opens, scope.loaded, frozenset(), (), weak=scope.weak)}
         nodes = sorted((n for n in tree.nodes.values() if n.parent is not None), key=lambda n: n.depth)
         for i, node in enumerate(nodes, 1):
             if node.parent in self.refused:
@@ -211,7 +213,8 @@ class NativeSession(ForkSession):
         self._shared_bytecode = bytecode
         extra = [backend.compiled_dir] if backend.compiled_dir is not None else []
         self.compiler = _Compiler(backend.build, backend.install, backend.context_root,
-                                  workdir / "plugins", backend.context_proofs, extra=extra)
+                                  workdir / "plugins", backend.context_proofs, extra=extra,
+                                  log_dir=backend.log_dir)
         # Keyed by (problem, answer): the attempts of a problem (pass@k) are
         # Problems of one id, and their answers batch into one plugin.
         self._problems: dict[tuple[str, bytes | None], Problem] = {}
@@ -245,7 +248,7 @@ class NativeSession(ForkSession):
                 raise ProverError(f"cannot preload {', '.join(map(str, backend.preload))}: {exc}") from None
         preload = scope.plugins
         # Loaded in every image, but visible only where a context needs it.
-        scope = Scope(self.compiler.base_opens, scope.loaded, frozenset(), ())
+        scope = Scope(self.compiler.base_opens, scope.loaded, frozenset(), (), weak=scope.weak)
         self._scopes[self.base_key] = self._scopes[self.blank_key] = scope
         pipes = PipePair.create(self.workdir / "fifo", "base")
         argv = sandbox.wrap(

@@ -16,15 +16,23 @@ and libraries, each into a plugin (.cmxs) that the server Dynlink-loads.
   that opens only the core and other cached libraries is compiled once into
   the build's cache; one that opens a session's own context goes into the
   session's workdir.
+- A value the toplevel leaves weakly typed (``ref []``, a partial
+  application with optional arguments) until a later phrase fixes it cannot
+  be exported by a unit as it is: its unit is settled and the next unit, in
+  toplevel order, re-weakens it first thing (native_weak.py), so the first
+  use fixes its type as in the toplevel, across loaded files and images.
 - What cannot be compiled (a toplevel directive, a computed load path, a
-  compile error) raises NotNative with the reason; the session then runs
-  that context in bytecode.
+  compile error) raises NotNative with the reason, which ends with the
+  compiler's own words; the full output is kept in the sweep's logs
+  (``<log_dir>/native-compile/<module>.log``). The session then runs that
+  context in bytecode.
 """
 
 from __future__ import annotations
 
 import hashlib
 import itertools
+import json
 import os
 import re
 import shutil
@@ -41,6 +49,7 @@ from ...errors import CommandError
 from .native_build import (UNLIMITED_STACK, NativeBuild, camlp5_argv, classify, inline_core, resolve,
                            strip_phrase)
 from .install import HolLightInstall
+from .native_weak import WeakValue, compiler_words, is_weak_error, reweaken, settle
 
 # Under --context-proofs trust every context segment and library is compiled
 # with this opened after the core, so its phrases and functions name the
@@ -89,6 +98,7 @@ class Scope:
     visible: frozenset[Path] = frozenset()      # library files needs'd along the chain
     plugins: tuple[Path, ...] = ()              # plugins to load for this image alone
     added: tuple[str, ...] = ()                 # opens added on top of the first ones, in order
+    weak: tuple[WeakValue, ...] = ()            # values left weakly typed (native_weak.py)
 
     def open(self, *modules: str) -> None:
         """Open ``modules`` after all others. An earlier open of the same
@@ -128,13 +138,12 @@ def code_only(phrase: str) -> str:
     return "".join(out)
 
 
-def _first_error(text: str) -> str:
-    lines = [line.strip() for line in text.splitlines() if line.strip()]
-    for i, line in enumerate(lines):
-        if line.startswith("Error"):
-            rest = " ".join(lines[i:i + 3])
-            return rest[:240]
-    return (lines[-1] if lines else "no output")[:240]
+@dataclass
+class _Carry:
+    """What flows from one unit to the next in toplevel order, across the
+    files a segment loads: the values left weakly typed."""
+
+    weak: tuple[WeakValue, ...] = ()
 
 
 def _ocamlopt_shared(build: NativeBuild, source: Path, opens: Sequence[str], includes: Sequence[Path],
@@ -153,8 +162,12 @@ class NativeCompiler:
     ``workdir``, libraries into the build's cache (shared across sessions)."""
 
     def __init__(self, build: NativeBuild, install: HolLightInstall, context_root: Path,
-                 workdir: Path, context_proofs: ContextProofs = ContextProofs.REPLAY):
+                 workdir: Path, context_proofs: ContextProofs = ContextProofs.REPLAY,
+                 log_dir: Path | None = None):
+        """``log_dir``: where a failed compile keeps its log and source
+        (``native-compile/<module>.log``, ``.ml``; OUT/logs in a sweep)."""
         self.build, self.install = build, install
+        self.log_dir = Path(log_dir) if log_dir is not None else None
         self.context_proofs = ContextProofs(context_proofs)
         # What every context and library module opens first.
         self.base_opens: tuple[str, ...] = build.core_opens + (
@@ -165,9 +178,10 @@ class NativeCompiler:
             d.mkdir(parents=True, exist_ok=True)
         self.core_files = self._core_files()
         self._counter = itertools.count(1)     # atomic: worker threads compile at once
-        # Library file -> (what it opened, the files it loaded), for a
-        # `needs` of a file the server preloaded: it only becomes visible.
-        self._libraries: dict[Path, tuple[tuple[str, ...], frozenset[Path]]] = {}
+        # Library file -> (what it opened, the files it loaded, the values it
+        # left weak), for a `needs` of a file the server preloaded: it only
+        # becomes visible.
+        self._libraries: dict[Path, tuple[tuple[str, ...], frozenset[Path], tuple[WeakValue, ...]]] = {}
         # Modules that a chunk in the shared cache may open.
         self._shareable: set[str] = set(build.core_opens) | {TRUST_OPEN}
 
@@ -231,7 +245,7 @@ class NativeCompiler:
             _ocamlopt_shared(self.build, ml, opens, self.includes, plugin)
         except CommandError as exc:
             if len(accepted) == 1:
-                out[entries[accepted[0]]] = Compiled(None, None, "compile: " + _first_error(exc.stderr), 0, 0.0)
+                out[entries[accepted[0]]] = Compiled(None, None, "compile: " + compiler_words(exc.stderr), 0, 0.0)
                 return
             half = len(accepted) // 2
             for part in (accepted[:half], accepted[half:]):
@@ -252,10 +266,13 @@ class NativeCompiler:
         def place(source: str, opens: tuple[str, ...]) -> tuple[str, Path]:
             return next(names), self.workdir
 
-        self._translate(text, scope, "setup.ml", place)
+        # What the parent left weak, its first unit binds again (native_weak.py).
+        carry = _Carry(parent.weak)
+        self._translate(text, scope, "setup.ml", place, carry)
+        scope.weak = carry.weak
         return scope
 
-    def _translate(self, text: str, scope: Scope, where: str, place: Placer) -> None:
+    def _translate(self, text: str, scope: Scope, where: str, place: Placer, carry: _Carry) -> None:
         """Compile ``text`` (a segment or a library file) on top of ``scope``,
         as the toplevel runs it: the code between two loads (or opens) is
         one chunk, its own module compiled with -open of everything visible
@@ -266,13 +283,13 @@ class NativeCompiler:
             if kind == "code":
                 chunk.append(arg)
                 continue
-            self._flush(chunk, scope, place)
+            self._flush(chunk, scope, place, carry)
             chunk = []
             if kind == "open":
                 self._open(arg, scope)
             else:
-                self._load(kind, arg, scope, where)
-        self._flush(chunk, scope, place)
+                self._load(kind, arg, scope, where, carry)
+        self._flush(chunk, scope, place, carry)
 
     def _steps(self, text: str, where: str) -> list[tuple[str, object]]:
         """The phrases of ``text`` as ("code", phrase), ("open", module) and
@@ -310,13 +327,15 @@ class NativeCompiler:
             raise NotNative(f"{where}: {kind} \"{arg}\" reloads part of the core")
         return path
 
-    def _flush(self, chunk: list[str], scope: Scope, place: Placer) -> None:
-        """Compile a chunk as its own module, opened by what follows it."""
+    def _flush(self, chunk: list[str], scope: Scope, place: Placer, carry: _Carry) -> None:
+        """Compile a chunk as its own module, opened by what follows it. It
+        first binds again what earlier units left weak, and leaves ``carry``
+        what it leaves weak itself."""
         if not chunk:
             return
-        source = "".join(chunk)
+        source = reweaken(carry.weak) + "".join(chunk)
         module, folder = place(source, scope.opens)
-        self._compile_unit(source, folder, module, scope.opens)
+        carry.weak = tuple(self._compile_unit(source, folder, module, scope.opens))
         scope.open(module)
         scope.plugins = scope.plugins + (folder / f"{module.lower()}.cmxs",)
 
@@ -329,7 +348,7 @@ class NativeCompiler:
         if module in self.build.core_opens and TRUST_OPEN in self.base_opens:
             scope.open(TRUST_OPEN)
 
-    def _load(self, kind: str, path: Path, scope: Scope, where: str) -> None:
+    def _load(self, kind: str, path: Path, scope: Scope, where: str, carry: _Carry) -> None:
         if path in scope.visible and kind == "needs":
             return
         if path in scope.loaded and kind != "needs":
@@ -337,22 +356,24 @@ class NativeCompiler:
         if path in scope.loaded:        # preloaded by the server: only make it visible
             if path not in self._libraries:
                 raise NotNative(f"{where}: {kind} \"{path}\" was loaded by another compiler")
-            opens, files = self._libraries[path]
+            opens, files, weak = self._libraries[path]
             scope.open(*opens)
             scope.visible = scope.visible | files
+            carry.weak = tuple(v for v in carry.weak if v.name not in {w.name for w in weak}) + weak
             return
-        self._library(path, scope)
+        self._library(path, scope, carry)
 
-    def _library(self, path: Path, scope: Scope) -> None:
+    def _library(self, path: Path, scope: Scope, carry: _Carry) -> None:
         """Compile a library file on top of ``scope``, as the toplevel would
         load it there, and add its modules and plugins to ``scope``."""
         text = path.read_text(encoding="utf-8", errors="replace")
         lib = Scope(scope.opens, scope.loaded | {path}, scope.visible | {path})
-        self._translate(text, lib, str(path), self._library_place(path))
-        if all(p.parent == self.libdir for p in lib.plugins):
+        entered = bool(carry.weak)
+        self._translate(text, lib, str(path), self._library_place(path), carry)
+        if not entered and all(p.parent == self.libdir for p in lib.plugins):
             # Every later session of this build finds it compiled: plans price it so.
             mark_compiled(self.libdir, path)
-        self._libraries[path] = (lib.added, lib.loaded - scope.loaded)
+        self._libraries[path] = (lib.added, lib.loaded - scope.loaded, carry.weak)
         scope.open(*lib.added)
         scope.loaded, scope.visible = lib.loaded, scope.visible | lib.visible
         scope.plugins = scope.plugins + lib.plugins
@@ -373,25 +394,59 @@ class NativeCompiler:
             return module, self.workdir
         return place
 
-    def _compile_unit(self, source: str, folder: Path, module: str, opens: Sequence[str]) -> None:
+    def _compile_unit(self, source: str, folder: Path, module: str,
+                      opens: Sequence[str]) -> list[WeakValue]:
         """Compile ``module`` into ``folder`` unless it is there: in a
         temporary folder renamed into place, so that sessions sharing the
-        cache never see half of it, and removed whatever happens."""
+        cache never see half of it, and removed whatever happens. Returns
+        the values it leaves weak (kept beside it, for a cached module)."""
         plugin = folder / f"{module.lower()}.cmxs"
+        weak_file = folder / f"{module.lower()}.weak.json"
         if plugin.exists():
-            return
+            return _read_weak(weak_file)
         folder.mkdir(parents=True, exist_ok=True)
         tmp = folder / f".{module.lower()}.{os.getpid()}.{next(self._counter)}"
         tmp.mkdir()
         try:
-            self._compile_in(source, tmp, module, opens)
+            weak = self._compile_in(source, tmp, module, opens)
+            (tmp / weak_file.name).write_text(json.dumps([w.__dict__ for w in weak]))
             # The plugin last: once it is there, so is the rest.
             for built in sorted(tmp.iterdir(), key=lambda p: p.suffix == ".cmxs"):
                 os.replace(built, folder / built.name)
         finally:
             shutil.rmtree(tmp, ignore_errors=True)
+        return weak
 
-    def _compile_in(self, source: str, folder: Path, module: str, opens: Sequence[str]) -> None:
+    def _compile_in(self, source: str, folder: Path, module: str, opens: Sequence[str]) -> list[WeakValue]:
+        """Compile ``source`` as ``module`` in ``folder``. A unit that fails
+        only because it would export weakly typed values is settled
+        (native_weak.py) and compiled again; those values are returned."""
+        ml = self._preprocess(source, folder, module)
+        try:
+            self._ocamlopt(ml, opens, folder / f"{module.lower()}.cmxs")
+            return []
+        except CommandError as exc:
+            if not is_weak_error(exc.stderr):
+                raise self._failed("does not compile natively", exc, source, module) from None
+            first = exc
+        try:
+            interface = subproc.run(UNLIMITED_STACK + self._argv(opens) + ["-i", str(ml)],
+                                    cwd=folder, timeout=COMPILE_TIMEOUT_S)
+        except CommandError as exc:
+            raise self._failed("does not compile natively", exc, source, module) from None
+        settled = settle(source, interface, module)
+        if settled is None:             # weak inside a module: nothing to settle at the top
+            raise self._failed("does not compile natively", first, source, module)
+        source, weak = settled
+        ml = self._preprocess(source, folder, module)
+        try:
+            self._ocamlopt(ml, opens, folder / f"{module.lower()}.cmxs")
+        except CommandError as exc:
+            raise self._failed("does not compile natively (its weakly typed values settled)", exc,
+                               source, module) from None
+        return weak
+
+    def _preprocess(self, source: str, folder: Path, module: str) -> Path:
         raw, ml = folder / f"{module.lower()}.src.ml", folder / f"{module.lower()}.ml"
         # HOL Light's lexer (all-caps identifiers are values), as system.ml
         # leaves it for everything loaded after it.
@@ -401,8 +456,38 @@ class NativeCompiler:
             subproc.run(camlp5_argv(self.install, quot) + [str(raw), "-o", str(ml)],
                         timeout=COMPILE_TIMEOUT_S)
         except CommandError as exc:
-            raise NotNative(f"does not parse: {_first_error(exc.stderr)}") from None
-        try:
-            _ocamlopt_shared(self.build, ml, opens, self.includes, folder / f"{module.lower()}.cmxs")
-        except CommandError as exc:
-            raise NotNative(f"does not compile natively: {_first_error(exc.stderr)}") from None
+            raise self._failed("does not parse", exc, source, module) from None
+        return ml
+
+    def _argv(self, opens: Sequence[str]) -> list[str]:
+        argv = self.build.ocamlopt()
+        for d in self.includes:
+            argv += ["-I", str(d)]
+        for m in opens:
+            argv += ["-open", m]
+        return argv
+
+    def _ocamlopt(self, ml: Path, opens: Sequence[str], out: Path) -> None:
+        subproc.run(UNLIMITED_STACK + self._argv(opens) + ["-shared", "-o", str(out), str(ml)],
+                    cwd=ml.parent, timeout=COMPILE_TIMEOUT_S)
+
+    def _failed(self, what: str, exc: CommandError, source: str, module: str) -> NotNative:
+        """NotNative saying ``what``, then the compiler's own words (its
+        first error, its start and end when long); the whole output and
+        the source are kept in ``log_dir`` when there is one, and named."""
+        kept = ""
+        if self.log_dir is not None:
+            logs = self.log_dir / "native-compile"
+            logs.mkdir(parents=True, exist_ok=True)
+            log = logs / f"{module.lower()}.log"
+            log.write_text(f"$ {' '.join(exc.argv)}\nexit {exc.returncode}\n{exc.stderr}", encoding="utf-8")
+            (logs / f"{module.lower()}.src.ml").write_text("set_jrh_lexer;;\n" + source, encoding="utf-8")
+            kept = f" (log: {log})"
+        return NotNative(f"{what}{kept}: {compiler_words(exc.stderr)}")
+
+
+def _read_weak(path: Path) -> list[WeakValue]:
+    try:
+        return [WeakValue(**v) for v in json.loads(path.read_text())]
+    except FileNotFoundError:
+        return []
