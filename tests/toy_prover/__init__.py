@@ -43,21 +43,24 @@ MARKER = "toy.toml"
 IMAGE = "toy-python"        # the one "image": a Python interpreter, nothing loaded
 
 CHECKER = r"""
-import sys, time
+import os, sys, time
 goal = open(sys.argv[1], encoding="utf-8").read()
 claim = open(sys.argv[2], encoding="utf-8").read().strip()
 try:
     claimed = int(claim)
 except ValueError:
     print(f"the answer {claim!r} is not an integer"); sys.exit(2)
-start = time.perf_counter()
+start, cpu = time.perf_counter(), time.process_time()
 try:
-    value = eval(goal, {"__builtins__": {}, "sum": sum, "range": range, "pow": pow, "abs": abs})
+    # A slower host, faked: the proof's work done TOY_SLOWDOWN times over.
+    for _ in range(int(os.environ.get("TOY_SLOWDOWN", "1"))):
+        value = eval(goal, {"__builtins__": {}, "sum": sum, "range": range, "pow": pow, "abs": abs})
 except MemoryError:
     print("out of memory"); sys.exit(3)
 except Exception as exc:
     print(f"the goal does not evaluate: {exc}"); sys.exit(2)
 print(f"PROVE_SECS {time.perf_counter() - start:.6f}")
+print(f"PROVE_CPU {time.process_time() - cpu:.6f}")
 if value != claimed:
     print(f"the goal is {value}, not {claimed}"); sys.exit(1)
 """
@@ -167,7 +170,7 @@ class ToySession(ProverSession):
             answer.unlink(missing_ok=True)
         wall = time.monotonic() - started
         lines = out.decode("utf-8", "replace").splitlines()
-        text = " ".join(line for line in lines if not line.startswith("PROVE_SECS "))
+        text = " ".join(line for line in lines if not line.startswith(("PROVE_SECS ", "PROVE_CPU ")))
         code = proc.returncode
         status = f"exit {code}" if code >= 0 else f"signal {-code}"
         if timed_out:
@@ -175,9 +178,10 @@ class ToySession(ProverSession):
         else:
             outcome = {0: Outcome(Verdict.OK, ""), 1: Outcome(Verdict.FAIL, text),
                        3: Outcome(Verdict.MEMOUT, text)}.get(code, Outcome(Verdict.ERROR, text or status))
-        secs = next((float(line.split()[1]) for line in lines
-                     if line.startswith("PROVE_SECS ")), None) if code == 0 else None
-        return CheckResult(outcome, secs, wall, None, IMAGE, status, forked_at=forked_at)
+        secs, cpu = (next((float(line.split()[1]) for line in lines if line.startswith(tag)), None)
+                     if code == 0 else None for tag in ("PROVE_SECS ", "PROVE_CPU "))
+        return CheckResult(outcome, secs, wall, None, IMAGE, status, forked_at=forked_at,
+                           prove_cpu_secs=cpu)
 
     def close(self) -> None:
         with self._lock:
