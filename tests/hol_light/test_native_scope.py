@@ -3,7 +3,9 @@ sees everything loaded before it, side effects run in toplevel order,
 `loads "update_database.ml"` is dropped as HOL Light's inline_load.ml drops
 it, words in comments and strings are no runtime loads, a trusted context
 stays trusted after an `open` of the core, and a failed library compile
-leaves no temporary folder in the shared cache.
+leaves no temporary folder in the shared cache. Weakly typed values (issue
+32) compile across files and images, their type fixed by their first use;
+a compile error's reason ends with the compiler's own words, its log kept.
 
 One native server per choice of context proofs, booted once for the module;
 no check may fall back to bytecode (the fallback raises, naming why).
@@ -44,6 +46,22 @@ FILES = {
     "flag.ml": "let pb_flag_seen = !pb_flag;;\n",
     "u.ml": '(* as s2n-bignum\'s base.ml *)\nloads "update_database.ml";;\nlet pb_u_value = 5;;\n',
     "bad.ml": 'let pb_bad = 1 + "not a number";;\n',
+    # As s2n-bignum's common/consttime.ml: a partial application (its `let
+    # ... in` evaluates a rule first) with optional arguments, whose `exec`
+    # stays weakly typed until arm/proofs/consttime.ml (weak_arm.ml here)
+    # uses it, in another file: another unit natively.
+    "weak_common.ml": "let PB_GEN_SAFE_TAC =\n"
+                      "  let pth = ARITH_RULE `1 + 1 = 2` in\n"
+                      "  let mainfn ?(public_vars:term list option) ?(tac_before:tactic option) exec\n"
+                      "      (extra:thm list) single_step_tac : tactic =\n"
+                      "    (match tac_before with Some t -> t | None -> ALL_TAC) THEN\n"
+                      "    REWRITE_TAC (pth :: extra) THEN single_step_tac exec \"s0\" in\n"
+                      "  mainfn;;\n"
+                      "let pb_weak_stored = ref [];;\n",
+    "weak_arm.ml": 'needs "weak_common.ml";;\n'
+                   "let PB_SAFE_TAC ?(public_vars:term list option) exec : tactic =\n"
+                   "  PB_GEN_SAFE_TAC ?public_vars exec [] (fun th (s:string) -> ACCEPT_TAC th);;\n"
+                   "pb_weak_stored := [`T`];;\n",
 }
 
 
@@ -183,3 +201,71 @@ def test_a_library_compiled_into_the_cache_is_marked_for_plans(native_build, dev
     marker = library_marker(dev_root / "u.ml", content_digest((dev_root / "u.ml").read_bytes()))
     assert (compiler.libdir / "files" / marker).is_file()
     assert marker in compiled_libraries(find_hol_light().hol_dir, native_build.dir.parent)
+
+
+# -- weakly typed values (issue 32) ----------------------------------------------
+
+def test_a_weak_partial_application_with_optional_arguments_crosses_files(replay_session, tmp_path):
+    """s2n-bignum's SAFE contexts: GEN_PROVE_SAFETY_SPEC_TAC is weakly typed
+    in common/consttime.ml and fixed in arm/proofs/consttime.ml. Each file
+    is a unit natively; before issue 32 the first did not compile
+    (`contains type variables that cannot be generalized`)."""
+    results = _check(replay_session, tmp_path / "c", {
+        "w.safe": ('needs "weak_arm.ml";;\nlet PB_WEAK_TH = prove(`T`, PB_SAFE_TAC TRUTH);;\n', "`T`",
+                   '(if !pb_weak_stored = [`T`] then ACCEPT_TAC PB_WEAK_TH else failwith "stored")'),
+    })
+    _all_ok_natively(results)
+
+
+def test_a_weak_value_crosses_images_and_its_first_use_fixes_it(replay_session, tmp_path):
+    """A `ref []` of one problem's context that the next problem's context
+    fills: two images, two units. The first image has it weak (its answer
+    uses it at no type); the second's first use fixes it, and a function
+    that read it in the first image reads the same cell at that type."""
+    first = "let pb_cache = ref [];;\nlet pb_get () = !pb_cache;;\n"
+    second = first + "let pb_n = List.length !pb_cache;;\npb_cache := [1; 2];;\n"
+    results = _check(replay_session, tmp_path / "c", {
+        "w.first": (first, "`T`", '(if !pb_cache = [] && pb_get () = [] then ACCEPT_TAC TRUTH else failwith "1")'),
+        "w.second": (second, "`T`",
+                     '(if pb_n = 0 && pb_get () = [1; 2] && !pb_cache = [1; 2] then ACCEPT_TAC TRUTH '
+                     'else failwith "2")'),
+        # Left weak to the end: the answer may use it at no particular type.
+        "w.unused": ("let pb_unused = ref [];;\n", "`T`",
+                     '(if List.length !pb_unused = 0 then ACCEPT_TAC TRUTH else failwith "u")'),
+    })
+    _all_ok_natively(results)
+
+
+def test_a_weak_value_cannot_be_fixed_at_two_types(native_build, dev_root, tmp_path):
+    """The toplevel refuses a second use at another type; so does native
+    code, although each use is in another image (another unit)."""
+    compiler = NativeCompiler(native_build, find_hol_light(), dev_root, tmp_path / "w")
+    scope = compiler.compile_context("let pb_twice = ref [];;\n", "Pb_weak_twice", Scope(compiler.base_opens))
+    assert [v.name for v in scope.weak] == ["pb_twice"]
+    scope = compiler.compile_context("pb_twice := [1];;\n", "Pb_weak_twice_int", scope)
+    assert scope.weak == ()
+    with pytest.raises(NotNative, match="expected of type\\s+int"):
+        compiler.compile_context('pb_twice := ["one"];;\n', "Pb_weak_twice_string", scope)
+
+
+def test_a_compile_error_ends_with_the_compilers_words_and_its_log_is_kept(native_build, dev_root, tmp_path):
+    """The reason keeps the compiler's start and end (a type can run to
+    pages: the middle goes), and the whole output is in the log it names."""
+    long_type = " -> ".join(["?public_vars:term list", "?tac_before_maychange_simp:tactic"]
+                            + ["thm list"] * 40 + ["tactic"])
+    args = " ".join(f"a{i}" for i in range(40))
+    text = (f"let pb_long : {long_type} = fun ?public_vars ?tac_before_maychange_simp {args} -> ALL_TAC;;\n"
+            "let pb_wrong : int = pb_long;;\n")
+    logs = tmp_path / "logs"
+    compiler = NativeCompiler(native_build, find_hol_light(), dev_root, tmp_path / "w", log_dir=logs)
+    with pytest.raises(NotNative) as raised:
+        compiler.compile_context(text, "Pb_long_error", Scope(compiler.base_opens))
+    reason = str(raised.value)
+    assert reason.startswith("does not compile natively (log: ")
+    assert "line 3: Error: This expression has type" in reason and " ... " in reason
+    assert reason.endswith("but an expression was expected of type int"), reason
+    log = Path(reason.split("(log: ", 1)[1].split(")", 1)[0])
+    assert log.parent == logs / "native-compile" and log.is_file()
+    full = log.read_text()
+    assert full.count("thm list") >= 40 and "expected of type int" in full      # the middle the reason cut
+    assert (log.parent / (log.name[:-len(".log")] + ".src.ml")).read_text().endswith(text)
