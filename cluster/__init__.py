@@ -10,8 +10,8 @@ import argparse
 import importlib
 
 from runner.errors import InputError
+from runner.planning.sizes import node_memory
 from runner.settings import help_of, option
-from runner.settings import parse_size
 
 from .local import LocalExecutor
 
@@ -22,13 +22,6 @@ EXECUTORS: dict[str, tuple[str, str]] = {
     "dask": ("cluster.dask", "from_args"),
     "dask-slurm": ("cluster.dask", "slurm_from_args"),
 }
-
-
-def _size(text: str) -> int:
-    try:
-        return parse_size(text)
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def _extra(text: str) -> tuple[str, str]:
@@ -55,7 +48,7 @@ def add_arguments(parser) -> None:
     g.add_argument("--partition", **opt("partition"))
     g.add_argument("--nodes", type=int, **opt("nodes", then="; dask-slurm: its worker jobs"))
     g.add_argument("--cpus-per-task", type=int, **opt("cpus_per_task"))
-    g.add_argument("--mem-per-node", type=_size, **opt("mem_per_node"))
+    g.add_argument("--mem-per-node", type=node_memory, **opt("mem_per_node"))
     g.add_argument("--array-parallelism", type=int, **opt("array_parallelism", "slurm"))
     g.add_argument("--slurm-extra", type=_extra, action="append", metavar="NAME=VALUE",
                    **opt("extra", default=[]))

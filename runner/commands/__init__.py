@@ -54,3 +54,19 @@ def size(text: str) -> int:
         return parse_size(text)
     except ValueError as exc:
         raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def price_flag(text: str) -> float:
+    """argparse type for --core-hour-price: a finite number, 0 or more
+    (``float`` took "nan" and printed ``cost nan``)."""
+    import math
+
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"cannot read {text!r} as a price; give a number, "
+                                         "e.g. 0.05") from None
+    if not (math.isfinite(value) and value >= 0):
+        raise argparse.ArgumentTypeError(f"{text} is not a price (a finite number, 0 or more); "
+                                         "pass the price of one core-hour, e.g. 0.05")
+    return value

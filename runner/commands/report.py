@@ -12,6 +12,7 @@ from ..errors import InputError
 from ..reporting.progress import STYLE
 from ..reporting.report import PARTS, Comparison, SweepReport, compare, load
 from ..verdicts import Verdict
+from . import price_flag
 
 NAME = "report"
 HELP = "report a sweep's cost, throughput and verdicts (two sweeps: compare them)"
@@ -21,7 +22,7 @@ def add_arguments(p) -> None:
     p.add_argument("out", type=Path, nargs="+", metavar="OUT",
                    help="a sweep directory; give two to compare sweeps of the same corpus")
     p.add_argument("--html", type=Path, help="also write a self-contained HTML page with plots")
-    p.add_argument("--core-hour-price", type=float, help="price of one core-hour, for the cost")
+    p.add_argument("--core-hour-price", type=price_flag, help="price of one core-hour, for the cost")
     p.add_argument("--k", help="also pass@k for these k, e.g. 1,4,8 (every problem needs at "
                    "least k attempts; runner/reporting/passk.py)")
 
@@ -31,8 +32,6 @@ def run(args) -> int:
         raise InputError(" ".join(map(str, args.out)), "more than two sweeps given",
                          "pass one sweep to report on, or two to compare")
     price = args.core_hour_price
-    if price is not None and price < 0:
-        raise InputError("--core-hour-price", f"{price} is negative", "pass a price >= 0")
     if args.html is not None:
         report_html.check_target(args.html)     # before minutes of loading a big sweep
     out = Console()

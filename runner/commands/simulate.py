@@ -17,9 +17,10 @@ from ..planning.inputs import plans_from_files
 from ..planning.learned_costs import measured_sweeps
 from ..planning.planner import POLICIES, PlanConfig, Workers, read_plan
 from ..planning.simulate import simulate
+from ..planning.sizes import MAX_NODES, check_count, check_machines, node_memory
 from ..settings import help_of
 from ..sweep import SweepConfig
-from . import size
+from . import price_flag
 from .simulate_output import (account_line, context_figures, duration_counts, image_class_figures,
                               learned_line, print_contexts, print_modes, print_prediction)
 
@@ -75,7 +76,8 @@ def add_arguments(p) -> None:
     p.add_argument("--nodes", type=int, help=help_of(Workers, "nodes"))
     p.add_argument("--cores-per-node", type=int, help=help_of(Workers, "cores_per_node", default=False)
                    + " (default: workers / nodes)")
-    p.add_argument("--mem-per-node", type=size, help=help_of(Workers, "mem_per_node", default=False)
+    p.add_argument("--mem-per-node", type=node_memory,
+                   help=help_of(Workers, "mem_per_node", default=False)
                    + ", e.g. 192G (default: 6 GiB per core, the bench's advice)")
     p.add_argument("--max-images", type=int, default=None,
                    help=help_of(Workers, "images_per_node", default=False)
@@ -85,7 +87,7 @@ def add_arguments(p) -> None:
                    "plan's; naive is always shown beside it")
     p.add_argument("--seed", type=int, default=None,
                    help=help_of(PlanConfig, "seed", default=False) + " (default 0, or the plan's)")
-    p.add_argument("--core-hour-price", type=float, help="price of one core-hour, for the cost")
+    p.add_argument("--core-hour-price", type=price_flag, help="price of one core-hour, for the cost")
     p.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
 
 
@@ -95,6 +97,7 @@ def workers_from(args, default: Workers | None = None) -> Workers:
                          "pass 1 or more (the base image counts)")
     if default is not None and args.workers is None and args.nodes is None \
             and args.cores_per_node is None:
+        check_machines(default.nodes, default.cores_per_node, str(args.plan))
         return Workers(default.nodes, default.cores_per_node,
                        args.mem_per_node or default.mem_per_node,
                        args.max_images or default.images_per_node)
@@ -102,6 +105,9 @@ def workers_from(args, default: Workers | None = None) -> Workers:
     for name, value in (("--workers", args.workers), ("--nodes", args.nodes)):
         if value is not None and value < 1:
             raise InputError(name, f"{value} is not a positive count", "pass 1 or more")
+    check_count("--workers", args.workers)
+    check_count("--nodes", args.nodes, MAX_NODES)
+    check_count("--cores-per-node", args.cores_per_node)
     nodes = args.nodes or 1
     if args.cores_per_node is None and args.workers is None:
         raise InputError("--workers", "no worker count given", "pass --workers N, or --nodes and "
@@ -118,13 +124,12 @@ def workers_from(args, default: Workers | None = None) -> Workers:
     for name, value in (("--nodes", nodes), ("--cores-per-node", cores)):
         if value < 1:
             raise InputError(name, f"{value} is not a positive count", "pass 1 or more")
+    check_machines(nodes, cores, "--workers" if args.workers is not None else "--cores-per-node")
     images = args.max_images or (default.images_per_node if default else None) or SESSION_MAX_IMAGES
     return Workers(nodes, cores, args.mem_per_node or cores * DEFAULT_MEM_PER_CORE, images)
 
 
 def run(args) -> int:
-    if args.core_hour_price is not None and args.core_hour_price < 0:
-        raise InputError("--core-hour-price", f"{args.core_hour_price} is negative", "pass a price >= 0")
     mode = args.mode or SweepConfig.__dataclass_fields__["mode"].default
     conversion, account, modes = None, None, None
     sets = measured_sweeps(args.costs_from) if args.costs_from else ()

@@ -72,6 +72,11 @@ def run(args) -> int:
     if args.out and args.out.is_dir():
         raise InputError(args.out, "is a directory", "pass the path of the map file to write, "
                          "e.g. timeout_maps/NAME.json")
+    if args.out and args.out.resolve().is_relative_to(args.profile.resolve()):
+        # Written over summary.json, the map was the next run's unreadable input.
+        raise InputError(args.out, f"is inside the profile {args.profile}, which timeout-map "
+                         "reads and never writes", "pass a map path outside it, e.g. "
+                         "timeout_maps/NAME.json")
     policy = _policy(args)
     result = load_profile(args.profile)
     out = Console()

@@ -89,6 +89,8 @@ def load_profile(path: Path) -> Profile:
                          "pass a directory written by `proofbatch profile`, or rerun that to finish it")
     provenance = _read_json(prov_path, "profile provenance")
     summary = _read_json(summary_path, "profile summary")
+    from .summary_checks import check_profile
+    check_profile(prov_path, provenance, summary_path, summary, SUMMARY_FORMAT)
     if provenance.get("format") != FORMAT or summary.get("format") != SUMMARY_FORMAT:
         raise InputError(path, "unknown profile format", f"profile again with this proofbatch ({FORMAT})")
     runs = [ProblemRuns(problem_id=p["problem_id"], category=p["category"],

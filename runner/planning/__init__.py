@@ -4,8 +4,9 @@ Owns the plan (``planner``), its inputs priced from profiles and maps
 (``inputs``) and from what past sweeps measured (``learned_costs``), the
 dispatcher that follows it (``dispatch``, with ``chains`` and
 ``mem_classes``; ``live_queue`` for executors that run real checks), the
-model of a node's images (``node_images``), the simulator (``simulate``) and
-the work left for an ETA (``work_left``).
+model of a node's images (``node_images``), the simulator (``simulate``),
+the work left for an ETA (``work_left``) and the bounds on the machines a
+user describes (``sizes``).
 
 May import: the core's base modules, ``runner.results``, ``runner.checks``
 and ``runner.maps``. A prover's own costs come through the prover interface

@@ -42,6 +42,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..results import shards
+from ..results.sweep_manifest import read_sweep_manifest
 from ..errors import InputError
 from ..planning.planner import PLAN_FILE
 from ..verdicts import Verdict
@@ -328,15 +329,7 @@ def read_builds(out: Path) -> list[dict]:
 def load(out: Path) -> SweepReport:
     """Read a sweep directory; InputError if it is not one."""
     out = Path(out)
-    manifest_path = out / "sweep.json"
-    if not manifest_path.is_file():
-        raise InputError(out, "not a sweep directory (no sweep.json)",
-                         "pass the --out directory of a `proofbatch run`")
-    try:
-        manifest = json.loads(manifest_path.read_text())
-    except (OSError, json.JSONDecodeError) as exc:
-        raise InputError(manifest_path, f"unreadable sweep manifest ({exc})",
-                         "restore it from a backup or run the sweep again") from None
+    manifest = read_sweep_manifest(out)
     table = shards.scan(out, repair=False, columns=COLUMNS).done.table.select(list(COLUMNS))
     builds = read_builds(out)
     plan = None

@@ -22,7 +22,7 @@ import psutil
 
 from ..results import heartbeat
 from ..results.running import RUNNING_DIR
-from ..errors import InputError
+from ..results.sweep_manifest import read_sweep_manifest
 
 if TYPE_CHECKING:      # imported where used: pyarrow stays out of `status`'s start
     from ..results import shards
@@ -93,11 +93,7 @@ def read_status(out: Path, resume_of: Callable[[dict, Path], str] | None = None)
     the rest should take. Reads the runner's ``status.json`` (runner/results/heartbeat.py),
     never the shards, unless the sweep predates it."""
     out = Path(out)
-    manifest_path = out / "sweep.json"
-    if not manifest_path.is_file():
-        raise InputError(out, "not a sweep directory (no sweep.json)",
-                         "pass the --out directory of a `proofbatch run`")
-    manifest = json.loads(manifest_path.read_text())
+    manifest = read_sweep_manifest(out)
     beat = heartbeat.read(out)
     if beat is None:
         return _from_shards(out, manifest)
