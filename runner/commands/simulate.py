@@ -11,7 +11,7 @@ from .. import provers
 from ..checks.context_proofs import ContextProofs
 from ..corpus import problem_patterns
 from ..errors import InputError
-from ..maps import provenance as map_provenance
+from ..maps import host_factor, provenance as map_provenance
 from ..maps.provenance import DECLARED_MODES
 from ..planning.inputs import plans_from_files
 from ..planning.learned_costs import measured_sweeps
@@ -55,6 +55,10 @@ def add_arguments(p) -> None:
     p.add_argument("--map-mode", choices=tuple(DECLARED_MODES), default=None,
                    help=help_of(SweepConfig, "map_mode") + "; shown beside the figures")
     p.add_argument("--map-build", default=None, help=help_of(SweepConfig, "map_build"))
+    p.add_argument("--host-factor", type=float, default=None, metavar="X",
+                   help="how much slower the sweep's host proves than the map's (`proofbatch "
+                   "calibrate` measures it): the map's times are multiplied by X, as `run "
+                   "--host-factor` plans them")
     p.add_argument("--mode", choices=MODES, default=None,
                    help="the mode the sweep will run in, as `run --mode` takes it (default "
                    f"{SweepConfig.__dataclass_fields__['mode'].default}): its boot, context loads "
@@ -153,6 +157,11 @@ def run(args) -> int:
         workers = workers_from(args)
         loaded = map_provenance.load(args.timeout_map, args.map_mode, args.map_build) \
             if args.timeout_map else None
+        if args.host_factor is not None:
+            if loaded is None:
+                raise InputError("--host-factor", "scales a timeout map's times, and no "
+                                 "--timeout-map is given", "pass --timeout-map MAP, or drop it")
+            loaded = loaded.scaled(float(host_factor.parse(str(args.host_factor))))
         config = PlanConfig(policy=args.policy or "planned", seed=args.seed or 0)
         chosen = ContextProofs(args.context_proofs or ContextProofs.REPLAY)
         by_choice, offline = _plans(args, mode, loaded, workers, config,

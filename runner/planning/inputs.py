@@ -89,9 +89,17 @@ def from_map(loaded) -> Known:
     profile = loaded.profile
     if profile is not None and (profile / "summary.json").is_file():
         try:
-            return combine(from_profile(profile), known)
+            measured = from_profile(profile)
         except InputError:
-            pass                      # a profile moved on since; the map alone stands
+            return known              # a profile moved on since; the map alone stands
+        # The map's profile was measured on the map's host: on a slower one
+        # its times grow by the same factor as the map's own (loaded.scaled).
+        factor = getattr(loaded, "host_factor", 1.0)
+        if factor != 1.0:
+            measured = replace(measured, durations=[
+                (source, {pid: secs * factor for pid, secs in d.items()})
+                for source, d in measured.durations])
+        return combine(measured, known)
     return known
 
 

@@ -273,3 +273,20 @@ def test_simulate_shows_rebuilds_and_each_choices_lower_bound(tmp_path, capsys):
                      "--workers", "1", "--map-mode", "bytecode"]) == 0
     table = capsys.readouterr().out.split("context images by --context-proofs")[1]
     assert "lower bound" in table and "of which rebuilds" in table
+
+
+def test_a_host_factor_scales_what_a_map_and_its_profile_expect(capsys):
+    """A host measured 3x slower than the map's (`proofbatch calibrate`)
+    expects every proof 3x longer: the map's own times and those of the
+    profile its sidecar names (the demo map's durations come from there)."""
+    demo_map = ROOT / "timeout_maps" / "hol_light_demo.json"
+
+    def bound(*extra) -> float:
+        assert cli.main(["simulate", "--timeout-map", str(demo_map), "--workers", "2", "--json",
+                         *extra]) == 0
+        return json.loads(capsys.readouterr().out)["lower_bound_s"]
+
+    plain, slow = bound(), bound("--host-factor", "3")
+    assert slow > 1.5 * plain, (plain, slow)
+    assert cli.main(["simulate", "--timeout-map", str(demo_map), "--host-factor", "0"]) == 2
+    assert "is not a host factor" in capsys.readouterr().err
