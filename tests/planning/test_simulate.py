@@ -288,5 +288,5 @@ def test_a_host_factor_scales_what_a_map_and_its_profile_expect(capsys):
 
     plain, slow = bound(), bound("--host-factor", "3")
     assert slow > 1.5 * plain, (plain, slow)
-    assert cli.main(["simulate", "--timeout-map", str(demo_map), "--host-factor", "0"]) == 2
+    assert cli.main(["simulate", "--timeout-map", str(demo_map), "--workers", "2", "--host-factor", "0"]) == 2
     assert "is not a host factor" in capsys.readouterr().err
