@@ -7,7 +7,7 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
-from ..reporting import passk, html as report_html
+from ..reporting import limits, passk, html as report_html
 from ..errors import InputError
 from ..reporting.progress import STYLE
 from ..reporting.report import PARTS, Comparison, SweepReport, compare, load
@@ -171,7 +171,13 @@ def costs_table(c: dict) -> Table:
 
 
 # One function per part of the terminal summary, in order; add one to add a part.
-TERMINAL = [term_summary, term_cost, term_images, term_throughput, term_categories, term_slowest, term_prediction]
+def term_limits(out: Console, r: SweepReport, price: float | None) -> None:
+    for line in limits.lines(limits.check(r.table, r.manifest)):
+        out.print(line)
+
+
+TERMINAL = [term_summary, term_cost, term_images, term_throughput, term_categories, term_slowest,
+            term_limits, term_prediction]
 
 
 def print_comparison(out: Console, c: Comparison, price: float | None) -> None:

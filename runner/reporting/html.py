@@ -22,6 +22,7 @@ import pyarrow.compute as pc  # noqa: E402
 
 from ..results import shards  # noqa: E402
 from ..errors import InputError  # noqa: E402
+from . import limits  # noqa: E402
 from .report import PARTS, Comparison, SweepReport  # noqa: E402
 from ..verdicts import Verdict  # noqa: E402
 
@@ -201,9 +202,14 @@ def section_prediction(r: SweepReport, price: float | None) -> str:
 
 
 Section = Callable[[SweepReport, "float | None"], str]
+def section_limits(r: SweepReport, price: float | None) -> str:
+    said = limits.lines(limits.check(r.table, r.manifest))
+    return "<h2>Limits</h2><ul>" + "".join(f"<li>{html.escape(line)}</li>" for line in said) + "</ul>"
+
+
 SECTIONS: list[Section] = [section_summary, section_cost, section_images, section_throughput,
                            section_utilization,
-                           section_verdicts, section_slowest, section_prediction]
+                           section_verdicts, section_slowest, section_limits, section_prediction]
 
 
 def page(title: str, body: str) -> str:

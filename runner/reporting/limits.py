@@ -1,0 +1,115 @@
+"""Were a sweep's limits tight? A reader's question when a TIMEOUT may be the
+host's doing rather than the answer's (issue 31).
+
+Per sweep: the clock its limits counted and the host factor its map was
+scaled by; the OK checks that used more than ``TIGHT`` of their limit (a
+slower host would have cut them); the TIMEOUTs that came while the host's
+1-minute load was above its CPUs (each row records both); the checks the
+wall-clock backstop ended as starved; and, under a timeout map, this sweep's
+proof times against the map's (the factor between this host and the map's,
+as `timeout-map compare` gives it between two maps).
+"""
+
+from __future__ import annotations
+
+import statistics
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pyarrow as pa
+
+from ..checks.guard import BACKSTOP
+from ..maps.timeouts import read_map
+
+TIGHT = 0.8
+# Proofs shorter than this measure the clock more than the host.
+FACTOR_MIN_S = 0.5
+
+
+@dataclass(frozen=True)
+class LimitsCheck:
+    clock: str
+    host_factor: float | None
+    ok: int
+    tight: list[tuple[str, float, float]] = field(default_factory=list)   # (id, used s, limit s)
+    timeouts: int = 0
+    timeouts_loaded: int = 0        # while the host's load was above its CPUs
+    timeouts_unknown_load: int = 0  # rows written before load was recorded
+    starved: int = 0                # ended by the wall-clock backstop after their retries
+    retried: int = 0                # checks run again (killed from outside, starved, paused)
+    map_ratio: float | None = None  # median measured / map prove_secs
+    map_ratio_n: int = 0
+
+
+def _col(table: pa.Table, name: str) -> list:
+    return table[name].to_pylist() if name in table.column_names else [None] * table.num_rows
+
+
+def check(table: pa.Table, manifest: dict) -> LimitsCheck:
+    rows = table.select([c for c in ("problem_id", "verdict", "reason", "prove_secs", "prove_cpu_secs",
+                                     "cpu_secs", "timeout_s", "host_load", "host_cpus",
+                                     "infra_retries", "limit_clock") if c in table.column_names])
+    clock = manifest.get("limit_clock") or "wall"
+    ids, verdicts, reasons = _col(rows, "problem_id"), _col(rows, "verdict"), _col(rows, "reason")
+    used = _col(rows, "prove_cpu_secs") if clock == "cpu" else _col(rows, "prove_secs")
+    limits, loads, cpus = _col(rows, "timeout_s"), _col(rows, "host_load"), _col(rows, "host_cpus")
+    tight, timeouts, loaded, unknown, starved = [], 0, 0, 0, 0
+    measured: dict[str, float] = {}
+    for pid, verdict, reason, secs, limit, load, n in zip(ids, verdicts, reasons, used, limits,
+                                                          loads, cpus):
+        if verdict == "OK" and secs is not None:
+            measured[pid] = secs
+            if limit and secs > TIGHT * limit:
+                tight.append((pid, secs, limit))
+        elif verdict == "TIMEOUT":
+            timeouts += 1
+            if load is None or not n:
+                unknown += 1
+            elif load > n:
+                loaded += 1
+        elif verdict == "ERROR" and (reason or "").startswith(BACKSTOP):
+            starved += 1
+    retried = sum(1 for r in _col(rows, "infra_retries") if r)
+    ratio, n_ratio = _against_map(measured, manifest)
+    return LimitsCheck(clock, manifest.get("host_factor"), sum(v == "OK" for v in verdicts),
+                       sorted(tight, key=lambda t: -t[1] / t[2]), timeouts, loaded, unknown,
+                       starved, retried, ratio, n_ratio)
+
+
+def _against_map(measured: dict[str, float], manifest: dict) -> tuple[float | None, int]:
+    """Median of this sweep's proof times over the map's, for proofs of at
+    least FACTOR_MIN_S in the map; (None, 0) without a readable map."""
+    config = manifest.get("config") or {}
+    path = config.get("timeout_map")
+    if not path:
+        return None, 0
+    path = Path(manifest.get("cwd") or ".", path) if not Path(path).is_absolute() else Path(path)
+    try:
+        entries = read_map(path)
+    except Exception:       # a map moved or changed since: the rest of the report stands
+        return None, 0
+    ratios = [secs / entries[pid].prove_secs for pid, secs in measured.items()
+              if pid in entries and (entries[pid].prove_secs or 0) >= FACTOR_MIN_S]
+    return (statistics.median(ratios), len(ratios)) if ratios else (None, 0)
+
+
+def lines(c: LimitsCheck) -> list[str]:
+    """What the report says of its limits, a line each."""
+    factor = f", map limits x{max(1.0, c.host_factor):.2f} for this host" if c.host_factor else ""
+    out = [f"limits counted {'CPU' if c.clock == 'cpu' else 'wall'} time{factor}"]
+    if c.map_ratio is not None:
+        out.append(f"proof times against the map's: median {c.map_ratio:.2f}x over {c.map_ratio_n} "
+                   f"proofs of {FACTOR_MIN_S:g} s or more ({c.clock} seconds against the map's)")
+    shown = ", ".join(f"{pid} {used:.1f}/{limit:g} s" for pid, used, limit in c.tight[:3])
+    out.append(f"{len(c.tight)} of {c.ok} OK checks used more than {TIGHT:.0%} of their limit"
+               + (f" ({shown}{', ...' if len(c.tight) > 3 else ''})" if c.tight else ""))
+    if c.timeouts:
+        known = c.timeouts - c.timeouts_unknown_load
+        out.append(f"{c.timeouts} TIMEOUTs, {c.timeouts_loaded} of {known} with a recorded load "
+                   "while the host's load was above its CPUs"
+                   + (" (on the wall clock the host, not the answer, may have spent the time)"
+                      if c.timeouts_loaded and c.clock == "wall" else ""))
+    if c.starved or c.retried:
+        out.append(f"{c.retried} checks ran again after an end that was not their answer's; "
+                   f"{c.starved} starved past the wall-clock backstop every time")
+    return out
