@@ -33,8 +33,10 @@ SOCKET, KEY = "socket", "key"
 class ImageServer:
     """Serves ``session`` on DIR/socket until ``close``. One thread per client."""
 
-    def __init__(self, session: ProverSession, directory: Path):
-        self.session, self.dir = session, Path(directory)
+    def __init__(self, session: ProverSession, directory: Path, clock: str | None = None):
+        # The clock its checks' limits count on (runner.prover.LimitClock):
+        # a runner on another clock is refused (runner/commands/run.py).
+        self.session, self.dir, self.clock = session, Path(directory), clock
         self.dir.mkdir(parents=True, exist_ok=True)
         os.chmod(self.dir, 0o700)
         key = secrets.token_bytes(32)
@@ -80,6 +82,8 @@ class ImageServer:
                 try:
                     if op == "info":
                         reply = ("ok", self.session.info)
+                    elif op == "clock":
+                        reply = ("ok", self.clock)
                     elif op == "prepare":
                         self.session.prepare(request[1])
                         reply = ("ok", None)
@@ -175,6 +179,10 @@ class RemoteSession(ProverSession):
 
     def check(self, problem: Problem, limits: CheckLimits) -> CheckResult:
         return self._call("check", _absolute(problem), limits)
+
+    def clock(self) -> str | None:
+        """The limit clock the server was started for; None: any."""
+        return self._call("clock")
 
     def close(self) -> None:
         with self._lock:

@@ -89,6 +89,10 @@ def run(args) -> int:
             raise InputError(args.server, f"serves images with --context-proofs {served}, not "
                              f"{config.context_proofs}", f"pass --context-proofs {served}, or serve "
                              f"with --context-proofs {config.context_proofs}")
+        if (clock := remote.clock()) not in (None, str(config.limit_clock)):
+            raise InputError(args.server, f"serves checks limited on the {clock} clock, not "
+                             f"{config.limit_clock}", f"pass --limit-clock {clock}, or serve with "
+                             f"--limit-clock {config.limit_clock}")
         executor = LocalExecutor(workers=config.workers, session=remote)
     with progress.SweepProgress(prepared.plan, config.workers) as bar:
         summary = run_sweep(prepared, executor,

@@ -30,6 +30,7 @@ def add_arguments(p) -> None:
     p.add_argument("--sandbox", choices=KINDS, **option(SandboxConfig, "kind"))
     p.add_argument("--context-proofs", choices=("replay", "trust"),
                    **option(SweepConfig, "context_proofs"))
+    p.add_argument("--limit-clock", choices=("cpu", "wall"), **option(SweepConfig, "limit_clock"))
 
 
 def say(line: str) -> None:
@@ -103,7 +104,7 @@ def run(args) -> int:
         with BootNews():
             session = backend.start(workdir)
         with session:
-            server = ImageServer(session, args.dir)
+            server = ImageServer(session, args.dir, clock=args.limit_clock)
             say(f"serving HOL Light images on {args.dir}: run `proofbatch run CORPUS --out OUT "
                 f"--server {args.dir}`; logs in {backend.log_dir}; Ctrl-C or SIGTERM stops it")
             try:
