@@ -1,0 +1,191 @@
+"""Verdicts that do not depend on the host: real bench proofs on a host loaded on purpose.
+
+s2n-bignum-bench's map was measured on a faster, dedicated machine, and some
+of its limits are under twice the measured time. This script takes the
+bench's problems whose map time is 15-60 s and whose limit is under 3x that
+time, draws ``--problems`` of them at random (the seed is printed) from at
+least ``--min-files`` arm proof files, and runs them through the CLI as the
+README documents it (natively, trusted contexts, the bench's map):
+
+1. on the host as it is (``quiet``; its load is printed), default clock;
+2. ``proofbatch calibrate`` on the same corpus (a small sample), for
+   ``--host-factor auto`` (skipped with ``--host-factor none``);
+3. with ``--busy`` processes per core spinning beside the workers, once with
+   ``--limit-clock wall`` (the bench's own clock: the baseline) and once with
+   the default clock and ``--host-factor``.
+
+It prints per problem the map's time and limit, and wall and CPU proof time
+and verdict in each run, and exits 1 if the loaded default run gives any
+verdict other than OK, or if its CPU proof times differ from the quiet run's
+by more than 15% (median of the per-problem ratios).
+
+    .venv/bin/python benchmarks/loaded_host.py --work /work/build \\
+        --bench-map /work/build/timeout-map.json --seed 1
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import signal
+import statistics
+import subprocess
+import sys
+from collections import defaultdict
+from pathlib import Path
+
+import common  # noqa: F401  (puts the project root on sys.path)
+from common import ROOT, arg_parser, emit, log  # noqa: E402
+from s2n_readme_path import (PROOFBATCH, S2N_BIGNUM_PIN, LoadSampler, read_rows,  # noqa: E402
+                             step)
+
+BAND_S, MAX_MARGIN = (15.0, 60.0), 3.0
+SPIN = "while True: pass"
+
+
+def eligible(bench_map: list[dict], s2n: Path) -> dict[str, list[dict]]:
+    """The map's arm problems in the band with a limit under MAX_MARGIN x
+    their time, by proof file (those s2n-bignum has)."""
+    by_file: dict[str, list[dict]] = defaultdict(list)
+    for e in bench_map:
+        arch, stem, _ = e["problem_id"].split(".", 2)
+        secs, limit = float(e["prove_secs"]), float(e["timeout_sec"])
+        if arch == "arm" and BAND_S[0] <= secs <= BAND_S[1] and limit < MAX_MARGIN * secs \
+                and (s2n / "arm/proofs" / f"{stem}.ml").is_file():
+            by_file[stem].append(e)
+    return by_file
+
+
+def draw(by_file: dict[str, list[dict]], seed: int, count: int, min_files: int) -> list[dict]:
+    """``count`` problems at random, from at least ``min_files`` files."""
+    rng = random.Random(seed)
+    every = sorted((e for es in by_file.values() for e in es), key=lambda e: e["problem_id"])
+    for _ in range(1000):
+        chosen = rng.sample(every, min(count, len(every)))
+        if len({e["problem_id"].split(".")[1] for e in chosen}) >= min_files:
+            return sorted(chosen, key=lambda e: e["problem_id"])
+    raise SystemExit(f"cannot draw {count} problems from {min_files} files")
+
+
+class Busy:
+    """``n`` processes spinning on the CPU, as other jobs on a shared node."""
+
+    def __init__(self, n: int):
+        self.n, self.procs = n, []
+
+    def __enter__(self):
+        self.procs = [subprocess.Popen([sys.executable, "-c", SPIN]) for _ in range(self.n)]
+        return self
+
+    def __exit__(self, *exc):
+        for p in self.procs:
+            p.send_signal(signal.SIGKILL)
+            p.wait()
+
+
+def sweep(args, name: str, corpus: Path, chosen: Path, *extra) -> tuple[dict, float, str]:
+    out = args.work / f"loaded-{args.seed}-{name}"
+    argv = PROOFBATCH + ["run", corpus, "--problems", f"@{chosen}", "--out", out,
+                         "--hol-light", args.work / "hol-light", "--context-root", args.work / "s2n-bignum",
+                         "--context-proofs", "trust", "--mode", "native", "--no-fallback",
+                         "--workers", str(args.workers), "--timeout-map", args.bench_map,
+                         "--map-mode", "native", *extra]
+    with LoadSampler() as load:
+        wall = step(argv, cwd=ROOT)
+    return read_rows(out), wall, load.text()
+
+
+def num(row: dict | None, key: str) -> float | None:
+    value = (row or {}).get(key)
+    return float(value) if value not in (None, "") else None
+
+
+def main() -> int:
+    parser = arg_parser(__doc__.splitlines()[0])
+    parser.add_argument("--work", type=Path, required=True,
+                        help="holds hol-light (the bench's checkout, built native) and s2n-bignum "
+                        "(made), as benchmarks/s2n_readme_path.py leaves them")
+    parser.add_argument("--bench-map", type=Path, required=True, help="the bench's timeout-map.json")
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--problems", type=int, default=12)
+    parser.add_argument("--min-files", type=int, default=3)
+    parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--busy", type=int, default=3, help="spinning processes per core while loaded")
+    parser.add_argument("--host-factor", default="auto",
+                        help="for the loaded default run: auto (calibrate first), none, or a number")
+    args = parser.parse_args()
+    args.work, args.bench_map = args.work.resolve(), args.bench_map.resolve()
+    s2n = args.work / "s2n-bignum"
+    step(["git", "-C", s2n, "checkout", "-q", S2N_BIGNUM_PIN])
+    step(PROOFBATCH + ["build-native", "--hol-light", args.work / "hol-light"], cwd=ROOT)
+
+    bench_map = json.loads(args.bench_map.read_text())
+    picked = draw(eligible(bench_map, s2n), args.seed, args.problems, args.min_files)
+    files = sorted({e["problem_id"].split(".")[1] for e in picked})
+    log(f"seed {args.seed}: {len(picked)} problems from {len(files)} files: {', '.join(files)}")
+    corpus = args.work / f"loaded-corpus-{args.seed}"
+    step(PROOFBATCH + ["extract", *[s2n / "arm/proofs" / f"{f}.ml" for f in files], "--out", corpus,
+                       "--prefix", "arm"], cwd=ROOT)
+    chosen = args.work / f"loaded-problems-{args.seed}.txt"
+    chosen.write_text("".join(e["problem_id"] + "\n" for e in picked))
+
+    runs, lines = {}, [f"seed {args.seed}: {len(picked)} problems of {len(files)} arm files "
+                       f"({', '.join(files)}), {args.workers} workers on {os.cpu_count()} CPUs"]
+    runs["quiet"] = sweep(args, "quiet", corpus, chosen)
+    factor = []
+    if args.host_factor == "auto":
+        step(PROOFBATCH + ["calibrate", corpus, "--timeout-map", args.bench_map, "--map-mode", "native",
+                           "--mode", "native", "--context-proofs", "trust", "--hol-light",
+                           args.work / "hol-light", "--context-root", s2n, "--sample", "4",
+                           "--budget", "90"], cwd=ROOT)
+        factor = ["--host-factor", "auto"]
+    elif args.host_factor != "none":
+        factor = ["--host-factor", args.host_factor]
+    busy = args.busy * (os.cpu_count() or 1)
+    with Busy(busy):
+        runs["wall"] = sweep(args, "wall", corpus, chosen, "--limit-clock", "wall")
+        runs["cpu"] = sweep(args, "cpu", corpus, chosen, *factor)
+    for name, (_, wall, load) in runs.items():
+        lines.append(f"{name}: wall {wall:.0f} s, {load}"
+                     + (f", {busy} spinning processes beside the workers" if name != "quiet" else ""))
+    lines.append(f"{'problem':52} {'map s':>6} {'limit':>6} | {'quiet cpu':>9} | "
+                 f"{'wall: wall s':>12} {'cpu s':>6} {'verdict':>8} | {'cpu: wall s':>11} {'cpu s':>6} "
+                 f"{'limit':>6} {'verdict':>8}")
+    failures, ratios, wall_false, closest = [], [], [], []
+    for e in picked:
+        pid = e["problem_id"]
+        q, w, c = (runs[k][0].get(pid) for k in ("quiet", "wall", "cpu"))
+        lines.append(f"{pid[:52]:52} {e['prove_secs']:6.1f} {e['timeout_sec']:6.0f} | "
+                     f"{num(q, 'prove_cpu_secs') or 0:9.1f} | {num(w, 'prove_secs') or 0:12.1f} "
+                     f"{num(w, 'prove_cpu_secs') or 0:6.1f} {(w or {}).get('verdict', '-'):>8} | "
+                     f"{num(c, 'prove_secs') or 0:11.1f} {num(c, 'prove_cpu_secs') or 0:6.1f} "
+                     f"{num(c, 'timeout_s') or 0:6.0f} {(c or {}).get('verdict', '-'):>8}")
+        if (c or {}).get("verdict") != "OK":
+            failures.append(f"{pid}: {(c or {}).get('verdict', 'no row')} "
+                            f"{(c or {}).get('reason', '')} under the default clock, loaded")
+        if num(c, "prove_cpu_secs") and num(q, "prove_cpu_secs"):
+            ratios.append(num(c, "prove_cpu_secs") / num(q, "prove_cpu_secs"))
+        if (w or {}).get("verdict") == "TIMEOUT":
+            wall_false.append(pid)
+        elif num(w, "prove_secs"):
+            closest.append(num(w, "prove_secs") / float(w["timeout_s"]))
+    drift = statistics.median(ratios) if ratios else float("nan")
+    if not ratios or abs(drift - 1) > 0.15:
+        failures.append(f"loaded CPU proof times / quiet: median {drift:.2f}, outside 0.85-1.15")
+    lines.append(f"wall clock, loaded: {len(wall_false)} of {len(picked)} correct proofs TIMEOUT"
+                 + (f"; the closest OK used {max(closest):.0%} of its limit" if closest else ""))
+    lines.append(f"default clock, loaded: CPU proof time / quiet run's: median {drift:.3f} "
+                 f"over {len(ratios)} problems")
+    lines += ["not met: " + f for f in failures]
+    figures = {"seed": args.seed, "problems": len(picked), "files": files,
+               "wall_false_timeouts": len(wall_false), "cpu_drift_median": round(drift, 3),
+               **{f"{k}_wall_s": round(v[1], 1) for k, v in runs.items()},
+               **{f"{k}_load": v[2] for k, v in runs.items()}}
+    return emit(args, "loaded_host", figures, lines,
+                "every ground truth OK under the default clock on a loaded host, its CPU proof "
+                "times within 15% (median) of the quiet run's", not failures)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
