@@ -23,7 +23,7 @@ import pyarrow.compute as pc
 
 from cluster.base import SweepJob
 
-from .checks import attempts
+from .checks import attempts, problem_hash
 from . import events
 from .results import heartbeat, shards, lock as sweep_lock
 from .maps import host_factor, provenance as map_provenance, timeout_map
@@ -115,6 +115,10 @@ class SweepConfig:
                              "a TIMEOUT) or wall (elapsed time, exactly as s2n-bignum-bench's "
                              "harness); recorded in sweep.json and every row; a resume must keep "
                              "it (docs/limits.md)", default=str(LimitClock.CPU))
+    limit_slack: float = _help("seconds added to every check's time limit: s2n-bignum-bench's "
+                               "harness arms its alarm at the limit + 30 s, so --limit-clock wall "
+                               "--limit-slack 30 checks exactly as it does; rows record the limit "
+                               "with the slack (docs/limits.md)", default=0.0)
     backstop_factor: float = _help("under --limit-clock cpu, a check still running after "
                                    "max(F x its limit, its limit + --backstop-extra) seconds of "
                                    "wall time is starved or blocked: it is ended and run again, "
@@ -247,6 +251,9 @@ def prepare(config: SweepConfig) -> PreparedSweep:
     if not 0 <= config.backstop_extra <= 7 * 86400:
         raise InputError("--backstop-extra", f"{config.backstop_extra} is not a number of seconds",
                          "pass seconds from 0 to a week (default 300)")
+    if not 0 <= config.limit_slack <= 3600:
+        raise InputError("--limit-slack", f"{config.limit_slack} is not a number of seconds",
+                         "pass seconds from 0 to 3600 (30 is s2n-bignum-bench's)")
     if config.host_factor is not None and config.timeout_map is None:
         raise InputError("--host-factor", "scales a timeout map's limits, and no --timeout-map is given",
                          "pass --timeout-map MAP, or drop --host-factor")
@@ -266,7 +273,10 @@ def prepare(config: SweepConfig) -> PreparedSweep:
         wanted = set(config.only)
         problems = [p for p in problems if p.problem_id in wanted]
     # --problems picks checks of the sweep, not another corpus: its fingerprint is the whole one's.
-    fingerprint = corpus_fingerprint(problems) if config.problems else None
+    fingerprint = corpus_fingerprint(problems)
+    # A resume from another corpus path: the same corpus moved or copied is
+    # fine, another one is refused (before anything is built).
+    notes += sweep_dir.check_corpus(config, fingerprint)
     if config.problems:
         problems = select_problems(problems, config.problems)
     # The map is read once, here; a map that cannot say what measured it
@@ -311,18 +321,24 @@ def prepare(config: SweepConfig) -> PreparedSweep:
     # runs in (native HOL Light: a context that cannot be compiled runs in
     # bytecode, under a bytecode limit) compiles them now, before any limit.
     not_native = dict(backend.classify(problems))
+    # What each problem's verdicts depend on besides the answer, hashed into
+    # its rows: a resume checks again the problems whose hash changed.
+    inputs = problem_hash.digests(problems, backend.problem_inputs(problems))
 
     def limits_of(p: Problem) -> CheckLimits:
         guard, expected = map_use.memory(p.problem_id, mem, min(config.expected_mem, mem))
         limit = backend.limits_for(p, CheckLimits(
             time_s=limits[p.problem_id].seconds, time_source=limits[p.problem_id].source,
             mem_bytes=guard, expected_mem_bytes=expected, clock=config.limit_clock))
-        return dataclasses.replace(limit, backstop_s=backstop_s(
-            limit.time_s, config.backstop_factor, config.backstop_extra))
+        # After the mode's conversion: the bench's slack is wall seconds, not work.
+        time_s = limit.time_s + config.limit_slack
+        return dataclasses.replace(limit, time_s=time_s, backstop_s=backstop_s(
+            time_s, config.backstop_factor, config.backstop_extra))
 
     # One task per attempt of each problem (runner/checks/attempts.py).
     tasks = [task for p in problems
-             for task in attempts.tasks_for(p, limits_of(p), stop_on_first_ok=config.stop_on_first_ok)]
+             for task in attempts.tasks_for(p, limits_of(p), stop_on_first_ok=config.stop_on_first_ok,
+                                            problem_sha256=inputs[p.problem_id])]
     # Whatever the order of problems, a problem's attempts must stay one
     # contiguous run in attempt order: a worker drains the run against one
     # loaded context, stopping early and reusing duplicates as it goes.
@@ -391,6 +407,15 @@ def _run_sweep(prepared: PreparedSweep, executor, on_row, on_start, on_skip, on_
     if changes.gone:
         on_note(f"{len(changes.gone)} answers recorded before are gone (--allow-missing-answers): "
                 "checking those problems as given now")
+    problems_now = attempts.problem_changes(prepared.tasks, scan.done, {p.problem_id for p in prepared.problems})
+    if problems_now.changed:
+        shown = ", ".join(problems_now.changed[:3]) + (", ..." if len(problems_now.changed) > 3 else "")
+        on_note(f"{len(problems_now.changed)} problems changed since the last run (their setup, query "
+                f"or a file their setup loads): checking them again ({shown})")
+    if problems_now.unhashed:
+        on_note(f"{problems_now.unhashed} recorded checks were written before rows recorded their "
+                "problem's hash: their verdicts stand, whatever their problem is now (a new --out "
+                "checks everything)")
     on_start(len(prepared.tasks), len(prepared.tasks) - len(pending))
     stops = attempts.EarlyStops.of(pending)
     # OUT/status.json: what `proofbatch status` reads instead of the shards.
@@ -432,4 +457,4 @@ def _run_sweep(prepared: PreparedSweep, executor, on_row, on_start, on_skip, on_
                         ran_now=len(pending) - skipped_now,
                         resumed=len(prepared.tasks) - len(pending) - len(skipped_before),
                         quarantined=scan.quarantined, table=table, skipped=skipped,
-                        rechecked=len(changes.changed) + len(changes.gone))
+                        rechecked=len(changes.changed) + len(changes.gone) + len(problems_now.changed))

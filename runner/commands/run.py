@@ -42,6 +42,7 @@ def add_arguments(run) -> None:
     run.add_argument("--context-root", type=Path, **opt("context_root"))
     run.add_argument("--grace", type=float, **opt("grace"))
     run.add_argument("--limit-clock", choices=[str(c) for c in LimitClock], **opt("limit_clock"))
+    run.add_argument("--limit-slack", type=float, metavar="SECS", **opt("limit_slack"))
     run.add_argument("--backstop-factor", type=float, metavar="F", **opt("backstop_factor"))
     run.add_argument("--backstop-extra", type=float, metavar="SECS", **opt("backstop_extra"))
     run.add_argument("--host-factor", metavar="auto|X", **opt("host_factor"))
@@ -68,7 +69,7 @@ def run(args) -> int:
         timeout_map=args.timeout_map, map_mode=args.map_mode, map_build=args.map_build,
         category_timeouts=args.category_timeouts, default_timeout=args.default_timeout, mem_limit=args.mem_limit,
         hol_light=args.hol_light, context_root=args.context_root, grace=args.grace,
-        limit_clock=args.limit_clock, backstop_factor=args.backstop_factor,
+        limit_clock=args.limit_clock, limit_slack=args.limit_slack, backstop_factor=args.backstop_factor,
         backstop_extra=args.backstop_extra, host_factor=args.host_factor,
         policy=args.policy, seed=args.seed,
         prover=args.prover, isabelle=args.isabelle, sandbox=args.sandbox,

@@ -132,3 +132,15 @@ def _rows(out) -> list[dict]:
     import pyarrow.parquet as pq
 
     return pq.read_table(out / "results.parquet").to_pylist()
+
+
+def test_the_bench_s_slack_is_added_to_every_limit_and_kept_on_resume(capsys, toy, tmp_path):
+    """s2n-bignum-bench's harness arms its alarm at the limit + 30 s; with
+    --limit-slack 30 every check runs under that, its row says so, and a
+    resume without the slack would mix limits: refused."""
+    corpus = toy_corpus(tmp_path / "corpus", {"quick": ("6 * 7", "42", "OK")})
+    out = tmp_path / "out"
+    assert run(capsys, "run", corpus, "--out", out, "--default-timeout", "5", "--limit-slack", "30")[0] == 0
+    assert [r["timeout_s"] for r in _rows(out)] == [35.0]
+    code, said = run(capsys, "run", corpus, "--out", out, "--default-timeout", "5")
+    assert code == 2 and "ran under other time limits" in said and "35 s, now 5 s" in said, said
