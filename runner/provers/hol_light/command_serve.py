@@ -30,7 +30,9 @@ def add_arguments(p) -> None:
     p.add_argument("--sandbox", choices=KINDS, **option(SandboxConfig, "kind"))
     p.add_argument("--context-proofs", choices=("replay", "trust"),
                    **option(SweepConfig, "context_proofs"))
-    p.add_argument("--limit-clock", choices=("cpu", "wall"), **option(SweepConfig, "limit_clock"))
+    p.add_argument("--limit-clock", choices=("cpu", "wall"), default=None,
+                   help="the one clock this server's checks may be limited on (runners on another "
+                   "are refused); default: each runner's own (docs/limits.md)")
 
 
 def say(line: str) -> None:
