@@ -219,7 +219,7 @@ def test_what_cannot_compile_runs_in_bytecode_and_says_why(native_build, hol_ses
         "fb.directive": ('#load "str.cma";;\nlet w = Str.regexp "a";;\n', "`T`", "ACCEPT_TAC TRUTH"),
         # A weak value at the top compiles (test_native_scope.py); inside a
         # module it still does not (native_weak.py settles top-level values).
-        "fb.weak": ("module PbWeak = struct let cache = ref [] end;;\n", "`T`", "ACCEPT_TAC TRUTH"),
+        "fb.weak": ("module Pb_weak = struct let cache = ref [] end;;\n", "`T`", "ACCEPT_TAC TRUTH"),
         "fb.native": ("let two = 2;;\n", "`1 + 1 = 2`", "ARITH_TAC"),
     })
     problems = load_corpus(corpus, None)

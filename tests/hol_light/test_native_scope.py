@@ -236,6 +236,21 @@ def test_a_weak_value_crosses_images_and_its_first_use_fixes_it(replay_session, 
     _all_ok_natively(results)
 
 
+def test_a_weak_value_fixed_at_a_type_defined_after_it(replay_session, tmp_path):
+    """The toplevel fixes a weak variable at a type defined after it; in one
+    unit OCaml refuses that ("would escape its scope"), so the unit is cut
+    before the phrase that fixes it: in one image, and across two."""
+    first = "let pb_late = ref [];;\n"
+    second = first + "type pb_late_t = Pb_late of int;;\npb_late := [Pb_late 3];;\n"
+    results = _check(replay_session, tmp_path / "c", {
+        "e.one": ("let pb_esc = ref [];;\ntype pb_esc_t = Pb_esc_a | Pb_esc_b;;\npb_esc := [Pb_esc_b];;\n", "`T`",
+                  '(if !pb_esc = [Pb_esc_b] then ACCEPT_TAC TRUTH else failwith "esc")'),
+        "e.first": (first, "`T`", "ACCEPT_TAC TRUTH"),
+        "e.second": (second, "`T`", '(if !pb_late = [Pb_late 3] then ACCEPT_TAC TRUTH else failwith "late")'),
+    })
+    _all_ok_natively(results)
+
+
 def test_a_weak_value_cannot_be_fixed_at_two_types(native_build, dev_root, tmp_path):
     """The toplevel refuses a second use at another type; so does native
     code, although each use is in another image (another unit)."""

@@ -49,7 +49,7 @@ from ...errors import CommandError
 from .native_build import (UNLIMITED_STACK, NativeBuild, camlp5_argv, classify, inline_core, resolve,
                            strip_phrase)
 from .install import HolLightInstall
-from .native_weak import WeakValue, compiler_words, is_weak_error, reweaken, settle
+from .native_weak import WeakValue, compiler_words, error_line, is_weak_error, reweaken, settle
 
 # Under --context-proofs trust every context segment and library is compiled
 # with this opened after the core, so its phrases and functions name the
@@ -68,6 +68,8 @@ DROPPED_LOADS = ("update_database.ml",)
 # code has no toplevel to load into.
 _RUNTIME_LOAD = re.compile(r"\b(needs|loadt|loads|load_on_path|use_file|Toploop|Topdirs)\b")
 COMPILE_TIMEOUT_S = 900.0
+# OCaml's words for a type fixed after its variable was made (typecore.ml).
+_ESCAPE = "would escape its scope"
 # A top-level `open M;;`, after any `#N "file"` line directives (HOL Light's
 # inline_load.ml starts every inlined file with `open Hol_lib;; open Hol_loader;;`).
 # It adds M to what every later chunk and answer opens.
@@ -76,6 +78,16 @@ _OPEN = re.compile(r"^(?:#\s*\d+\s*\"[^\"\n]*\"\s*)*open!?\s+([A-Z][A-Za-z0-9_'.
 
 class NotNative(Exception):
     """This context cannot run natively; the message says why."""
+
+
+class _Escapes(Exception):
+    """A weak type variable of a unit would be fixed at a type the unit
+    defines after it, at ``line`` of its source: the toplevel accepts that
+    (each phrase on its own), a unit does not ("would escape its scope")."""
+
+    def __init__(self, line: int, failed: NotNative):
+        super().__init__(str(failed))
+        self.line, self.failed = line, failed
 
 
 @dataclass(frozen=True)
@@ -333,9 +345,20 @@ class NativeCompiler:
         what it leaves weak itself."""
         if not chunk:
             return
-        source = reweaken(carry.weak) + "".join(chunk)
+        prefix = reweaken(carry.weak)
+        source = prefix + "".join(chunk)
         module, folder = place(source, scope.opens)
-        carry.weak = tuple(self._compile_unit(source, folder, module, scope.opens))
+        try:
+            carry.weak = tuple(self._compile_unit(source, folder, module, scope.opens))
+        except _Escapes as escaped:
+            # Cut before the phrase that fixes it: the first part leaves the
+            # value weak, the second binds it weak again after the type.
+            cut = _phrase_at(chunk, escaped.line - 1 - prefix.count("\n"))
+            if cut <= 0:
+                raise escaped.failed from None
+            self._flush(chunk[:cut], scope, place, carry)
+            self._flush(chunk[cut:], scope, place, carry)
+            return
         scope.open(module)
         scope.plugins = scope.plugins + (folder / f"{module.lower()}.cmxs",)
 
@@ -426,6 +449,8 @@ class NativeCompiler:
             self._ocamlopt(ml, opens, folder / f"{module.lower()}.cmxs")
             return []
         except CommandError as exc:
+            if _ESCAPE in exc.stderr and (line := error_line(exc.stderr)):
+                raise _Escapes(line, self._failed("does not compile natively", exc, source, module)) from None
             if not is_weak_error(exc.stderr):
                 raise self._failed("does not compile natively", exc, source, module) from None
             first = exc
@@ -484,6 +509,18 @@ class NativeCompiler:
             (logs / f"{module.lower()}.src.ml").write_text("set_jrh_lexer;;\n" + source, encoding="utf-8")
             kept = f" (log: {log})"
         return NotNative(f"{what}{kept}: {compiler_words(exc.stderr)}")
+
+
+def _phrase_at(chunk: Sequence[str], line: int) -> int:
+    """The index of the phrase of ``chunk`` that holds ``line`` (1-based) of
+    its text; len(chunk) past its end."""
+    start = 1
+    for i, phrase in enumerate(chunk):
+        end = start + phrase.count("\n")
+        if line < end or (line == end and not phrase.endswith("\n")):
+            return i
+        start = end
+    return len(chunk)
 
 
 def _read_weak(path: Path) -> list[WeakValue]:

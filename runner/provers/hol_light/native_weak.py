@@ -33,10 +33,14 @@ from typing import Sequence
 # What OCaml 4.13 says of a unit that would export a weak type variable
 # (typemod.ml: Non_generalizable and Non_generalizable_module).
 _NONGEN = "contains type variables that cannot be generalized"
-_WEAK_VAR = re.compile(r"'_weak(\d+)\b")
+# A weak variable as -i prints it: '_weak3, or '_pbw_1 for one that a
+# re-weakening phrase named.
+_WEAK_VAR = re.compile(r"'_([A-Za-z][A-Za-z0-9_]*)")
 _VAL = re.compile(r"^val\s+(\(\s*[^)]*?\s*\)|[A-Za-z_][A-Za-z0-9_']*)\s*:\s*(.*)$", re.S)
 PLACEHOLDER = "pb_weak_"
 _PLACEHOLDER_VAR = "'pbw_"
+# A variable the value's type has generalized ('a): each value's own.
+_GENERIC_VAR = re.compile(r"'([a-z][A-Za-z0-9_]*)")
 # A reason quotes the compiler's complaint: its start and its end, with the
 # middle cut out when it is longer than this (a type can run to pages).
 REASON_CHARS = 480
@@ -91,11 +95,24 @@ def settle(source: str, interface: str, module: str) -> tuple[str, list[WeakValu
     values = weak_values(interface)
     if not values:
         return None
-    numbers = sorted({int(n) for _, t in values for n in _WEAK_VAR.findall(t)})
-    header = "".join(f"type {PLACEHOLDER}{n};;\n" for n in numbers)
-    fixed, weakened = PLACEHOLDER + r"\1", _PLACEHOLDER_VAR + r"\1"
-    footer = "".join(f"let _ = ({_expr(name)} : {_WEAK_VAR.sub(fixed, t)});;\n" for name, t in values)
-    kept = [WeakValue(module, name, _WEAK_VAR.sub(weakened, t)) for name, t in values]
+    names = sorted({n for _, t in values for n in _WEAK_VAR.findall(t)})
+    number = {n: i for i, n in enumerate(names, 1)}
+    header = "".join(f"type {PLACEHOLDER}{i};;\n" for i in number.values())
+
+    def fixed(t: str) -> str:
+        return _WEAK_VAR.sub(lambda m: f"{PLACEHOLDER}{number[m.group(1)]}", t)
+
+    def weakened(t: str) -> str:
+        return _WEAK_VAR.sub(lambda m: f"{_PLACEHOLDER_VAR}{number[m.group(1)]}", t)
+
+    def own(i: int, t: str) -> str:
+        # -i names each value's generalized variables from 'a afresh: in the
+        # one phrase that binds them all again, they must stay apart (a
+        # variable only in covariant places is generalized again there).
+        return _GENERIC_VAR.sub(lambda m: f"'pbg{i}_{m.group(1)}", t)
+
+    footer = "".join(f"let _ = ({_expr(name)} : {fixed(t)});;\n" for name, t in values)
+    kept = [WeakValue(module, name, weakened(own(i, t))) for i, (name, t) in enumerate(values)]
     return header + source + "\n" + footer, kept
 
 
@@ -112,6 +129,12 @@ def reweaken(values: Sequence[WeakValue]) -> str:
     return f"let ({names}) = (Obj.magic ({sources}) : {types});;\n"
 
 
+def error_line(stderr: str) -> int | None:
+    """The line of the compiler's first error, as its ``File`` line says."""
+    m = re.search(r'File "[^"]*", line (\d+)', stderr)
+    return int(m.group(1)) if m else None
+
+
 def compiler_words(stderr: str, limit: int = REASON_CHARS) -> str:
     """The compiler's complaint on one line: the line of the first error
     (``line 12:``) and its message whole, or, past ``limit`` characters, its
@@ -120,7 +143,9 @@ def compiler_words(stderr: str, limit: int = REASON_CHARS) -> str:
     lines = stderr.splitlines()
     start = next((i for i, line in enumerate(lines) if line.lstrip().startswith("Error")), None)
     if start is None:
-        words = " ".join(line.strip() for line in lines if line.strip()) or "no output"
+        # camlp5's "Parse error": its File line names a folder removed since.
+        words = re.sub(r'File "[^"]*", line', "line",
+                       " ".join(line.strip() for line in lines if line.strip())) or "no output"
         where = ""
     else:
         message = [lines[start].strip()]
