@@ -58,6 +58,8 @@ FILES = {
                       "    REWRITE_TAC (pth :: extra) THEN single_step_tac exec \"s0\" in\n"
                       "  mainfn;;\n"
                       "let pb_weak_stored = ref [];;\n",
+    # Loaded while the context has a weak value: its chunk binds it again.
+    "after_weak.ml": "let pb_after_weak = 4;;\n",
     "weak_arm.ml": 'needs "weak_common.ml";;\n'
                    "let PB_SAFE_TAC ?(public_vars:term list option) exec : tactic =\n"
                    "  PB_GEN_SAFE_TAC ?public_vars exec [] (fun th (s:string) -> ACCEPT_TAC th);;\n"
@@ -249,6 +251,19 @@ def test_a_weak_value_fixed_at_a_type_defined_after_it(replay_session, tmp_path)
         "e.second": (second, "`T`", '(if !pb_late = [Pb_late 3] then ACCEPT_TAC TRUTH else failwith "late")'),
     })
     _all_ok_natively(results)
+
+
+def test_a_library_chunk_that_binds_a_contexts_weak_value_stays_the_sessions(native_build, dev_root, tmp_path):
+    """The shared cache holds only chunks that name shared modules: a
+    library loaded while a context's value is weak binds it again, naming
+    the context's module, so that chunk goes to the session's folder."""
+    compiler = NativeCompiler(native_build, find_hol_light(), dev_root, tmp_path / "w")
+    scope = compiler.compile_context('let pb_cw = ref [];;\nneeds "after_weak.ml";;\npb_cw := [1];;\n',
+                                     "Pb_weak_lib", Scope(compiler.base_opens))
+    assert scope.weak == ()
+    shared = [p for p in compiler.libdir.glob("*.src.ml") if "Pb_weak_lib" in p.read_text()]
+    assert shared == []
+    assert any("Pb_weak_lib" in p.read_text() for p in (tmp_path / "w").glob("pb_lib_*.src.ml"))
 
 
 def test_a_weak_value_cannot_be_fixed_at_two_types(native_build, dev_root, tmp_path):

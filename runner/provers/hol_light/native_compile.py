@@ -347,7 +347,9 @@ class NativeCompiler:
             return
         prefix = reweaken(carry.weak)
         source = prefix + "".join(chunk)
-        module, folder = place(source, scope.opens)
+        # The modules it names as well as those it opens: a library chunk
+        # that binds a session's weak value again is the session's own.
+        module, folder = place(source, scope.opens + tuple(dict.fromkeys(v.module for v in carry.weak)))
         try:
             carry.weak = tuple(self._compile_unit(source, folder, module, scope.opens))
         except _Escapes as escaped:
