@@ -23,6 +23,8 @@ from git: ``legacy_report``); ``report-cli`` is ``proofbatch report OUT
     nice .venv/bin/python benchmarks/shards_scale.py --rows 100000 --shard-rows 5 200
     nice .venv/bin/python benchmarks/shards_scale.py --rows 1000000 --shard-rows 200 --legacy-ops scan
     nice .venv/bin/python benchmarks/shards_scale.py --measure COPY_OF_A_GENERATED_DIR --ops scan merge
+    .venv/bin/python benchmarks/shards_scale.py --generate-raw DIR --rows 100000 --shard-rows 5
+    .venv/bin/python benchmarks/shards_scale.py --measure DIR --ops report-cli report scan --legacy-ops none
 
 On a shared machine read the CPU column (user+sys of the child during the
 operation, all threads): wall times there measure the queue for a core.
@@ -229,11 +231,19 @@ def main() -> int:
     ap.add_argument("--measure", type=Path, metavar="OUT",
                     help="only measure --ops on the shards already in OUT (e.g. a copy of a "
                     "generated directory); merge last, as it folds them")
+    ap.add_argument("--generate-raw", type=Path, metavar="OUT",
+                    help="only write --rows rows in --shard-rows-row shards to OUT, uncompacted, as a "
+                    "live sweep or many array tasks leave them (issue 33: 100,000 rows in 20,000 "
+                    "shards); then measure them with --measure OUT")
     ap.add_argument("--json", action="store_true")
     ap.add_argument("--child", nargs=3, help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.child:
         print(json.dumps(op(args.child[0], args.child[1], Path(args.child[2]))))
+        return 0
+    if args.generate_raw:
+        g = generate(args.generate_raw, args.rows[0], args.shard_rows[0], compact=False)
+        print(f"{args.generate_raw}: {args.rows[0]} rows in {g['files']} files, {g['generate_s']:.0f} s")
         return 0
     if args.measure:
         # Shards written before (by --keep): each op, new code then legacy.

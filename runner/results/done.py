@@ -20,9 +20,9 @@ from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.parquet as pq
 
-from .rows import COLUMNS, OPTIONAL_COLUMNS, RENAMED, SCHEMA
+from .rows import COLUMNS, SCHEMA
+from .shard_reads import conform, read_raw, read_shards
 from ..verdicts import Verdict
 
 # A key's current answer is the one its latest row checked (an answer changed
@@ -54,24 +54,16 @@ def read_shard(path: Path, columns: tuple[str, ...] = COLUMNS) -> pa.Table | Non
 
     Raises FileNotFoundError if it is gone: a compaction folded it into a
     shard published before it was deleted (``scan`` then lists again)."""
+    # One reading of a shard for both (runner/results/shard_reads.py reads many at once).
+    raw = read_raw(path, columns)
+    if raw == "gone":
+        raise FileNotFoundError(path)
+    if raw == "bad":
+        return None
+    table, older = raw
     try:
-        pf = pq.ParquetFile(path)
-        present = set(pf.schema_arrow.names)
-        # An older shard's name for a column renamed since (results.RENAMED).
-        older = {new: old for new, old in RENAMED.items() if new not in present and old in present}
-        present |= set(older)
-        if any(c not in present and c not in OPTIONAL_COLUMNS for c in COLUMNS):
-            return None
-        table = pf.read(columns=[older.get(c, c) for c in columns if c in present])
-        newer = {old: new for new, old in older.items()}
-        table = table.rename_columns([newer.get(n, n) for n in table.column_names])
-        for name in columns:
-            if name not in present:
-                table = table.append_column(name, pa.nulls(len(table), SCHEMA.field(name).type))
-        return table.select(list(columns)).cast(pa.schema([SCHEMA.field(c) for c in columns]))
-    except FileNotFoundError:
-        raise
-    except (OSError, pa.ArrowException, ValueError):
+        return conform(table, columns, older)
+    except (pa.ArrowException, ValueError):
         return None
 
 
@@ -251,8 +243,8 @@ class Done(Mapping):
         if not keys or not len(self):
             return {}
         if self.table.num_columns < len(COLUMNS):
-            tables = [t for p in self.paths if p.exists() and (t := read_shard(p)) is not None]
-            return Done(dedupe(pa.concat_tables(tables))).rows(keys) if tables else {}
+            whole = read_shards([p for p in self.paths if p.exists()]).table
+            return Done(dedupe(whole)).rows(keys) if whole is not None else {}
         wanted = key_strings(pa.array([k[0] for k in keys], pa.string()),
                              pa.array([k[1] for k in keys], pa.int32()))
         mask = pc.is_in(key_strings(self.table["problem_id"], self.table["attempt"]),

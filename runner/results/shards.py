@@ -29,6 +29,7 @@ from . import compaction, csv_table as results_csv
 from .done import LIGHT, SHARDS_DIR, Done, dedupe, dedupe_history, read_shard  # noqa: F401  (the API)
 from .publish import _fsync_dir, publish  # noqa: F401  (shards.publish: the API)
 from .rows import COLUMNS, ResultRow, rows_to_table
+from .shard_reads import read_shards
 
 QUARANTINE_DIR = "quarantine"
 
@@ -209,6 +210,7 @@ def scan(out_dir: Path, *, repair: bool = True, columns: tuple[str, ...] | None 
         again = False
         with os.scandir(shards_dir) as it:
             entries = sorted((e.name, e.is_file()) for e in it if e.name not in seen)
+        listed: list[Path] = []
         for name, is_file in entries:
             path = shards_dir / name
             if not is_file:
@@ -218,20 +220,18 @@ def scan(out_dir: Path, *, repair: bool = True, columns: tuple[str, ...] | None 
                     path.unlink(missing_ok=True)
                     result.temps_removed.append(path)
                 continue
-            if not name.endswith(".parquet"):
-                continue
-            try:
-                table = read_shard(path, cols)
-            except FileNotFoundError:
-                again = True
-                continue
-            seen.add(name)
-            if table is None:
-                if repair:
-                    result.quarantined.append(_quarantine(path))
-                continue
-            result.shards.append(path)
-            tables.append(table)
+            if name.endswith(".parquet"):
+                listed.append(path)
+        # All at once (runner/results/shard_reads.py): 20,000 shards one by
+        # one took 27 s of a report's 30.
+        found = read_shards(listed, cols)
+        again = bool(found.gone)
+        seen.update(p.name for p in found.read + found.unreadable)
+        if repair:
+            result.quarantined += [_quarantine(p) for p in sorted(found.unreadable)]
+        result.shards = sorted(result.shards + found.read)
+        if found.table is not None:
+            tables.append(found.table)
     if not tables:
         return result
     table = pa.concat_tables(tables).combine_chunks()
