@@ -40,6 +40,7 @@ from distributed.scheduler import KilledWorker
 
 from runner.checks import attempts
 from runner.results import shards
+from runner.results.done import row_version
 from runner.errors import InputError, ProverError
 from runner.prover import JobAllowances
 from runner.results.rows import ResultRow
@@ -224,7 +225,7 @@ class DaskExecutor(Executor):
         # (runner/results/done.py): one of an answer changed since is no reason to
         # drop the row this run's worker returned for the answer as it is.
         keys = list(received)
-        settled = done.current(keys, [received[k].get("answer_sha256") or "" for k in keys])
+        settled = done.current(keys, [row_version(received[k]) for k in keys])
         rows = [ResultRow(**received[k]) for k, on_disk in zip(keys, settled) if not on_disk]
         done = done | received
         for run, reason in lost:

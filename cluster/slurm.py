@@ -44,6 +44,7 @@ from submitit.slurm.slurm import SlurmJob
 
 from runner.checks import attempts
 from runner.results import shards
+from runner.results.done import row_version, settles
 from runner.errors import InputError, ProverError
 from runner.planning.planner import PLAN_FILE, write_plan
 from runner.results.rows import ResultRow
@@ -158,7 +159,7 @@ class PullWorker(Checkpointable):
             on_disk = shards.scan(self.out, repair=False, columns=shards.LIGHT).done
             # A row on disk settles a check only for the answer it checked.
             rows = [r for r in finished
-                    if not on_disk.current([(r.problem_id, r.attempt)], [r.answer_sha256])[0]]
+                    if not on_disk.current([(r.problem_id, r.attempt)], [row_version(r)])[0]]
             if rows:
                 with shards.ShardWriter(self.out, f"{self._prefix}-checkpoint") as writer:
                     for row in rows:
@@ -265,7 +266,7 @@ class SlurmExecutor(Executor):
                 # ``wanted`` maps each check to its answer's hash: a row of an
                 # answer changed since settles nothing (runner/checks/attempts.py).
                 if key in wanted and key not in self._reported \
-                        and (row.get("answer_sha256") or "") == wanted[key]:
+                        and settles(row_version(row), wanted[key]):
                     self._reported.add(key)
                     rows.append(row)
                     if row["verdict"] == Verdict.OK.value:

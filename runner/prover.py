@@ -241,6 +241,17 @@ class ProverBackend(abc.ABC):
         asked: none."""
         return {}
 
+    def problem_inputs(self, problems: Sequence[Problem]) -> Mapping[str, Sequence[tuple[str, Path]]]:
+        """For each problem id, the files its verdicts depend on besides the
+        answer, as (name, path) pairs; the name (not the path) and the
+        content are hashed into every row (runner/checks/problem_hash.py), so
+        name them as a corpus or context root moved whole would keep them.
+        A resume checks a problem again when they change. By default its
+        setup and query; a prover whose setups load other files adds them."""
+        from .checks.problem_hash import default_inputs
+
+        return default_inputs(problems)
+
     def limits_for(self, problem: Problem, limits: CheckLimits) -> CheckLimits:
         """The limits ``problem``'s checks run under, given those the sweep
         resolved (e.g. a map's limit converted to the mode the check runs in)."""

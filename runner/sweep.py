@@ -407,13 +407,12 @@ def _run_sweep(prepared: PreparedSweep, executor, on_row, on_start, on_skip, on_
     if changes.gone:
         on_note(f"{len(changes.gone)} answers recorded before are gone (--allow-missing-answers): "
                 "checking those problems as given now")
-    problems_now = attempts.problem_changes(prepared.tasks, scan.done, {p.problem_id for p in prepared.problems})
-    if problems_now.changed:
-        shown = ", ".join(problems_now.changed[:3]) + (", ..." if len(problems_now.changed) > 3 else "")
-        on_note(f"{len(problems_now.changed)} problems changed since the last run (their setup, query "
+    if changes.problems:
+        shown = ", ".join(changes.problems[:3]) + (", ..." if len(changes.problems) > 3 else "")
+        on_note(f"{len(changes.problems)} problems changed since the last run (their setup, query "
                 f"or a file their setup loads): checking them again ({shown})")
-    if problems_now.unhashed:
-        on_note(f"{problems_now.unhashed} recorded checks were written before rows recorded their "
+    if changes.unhashed:
+        on_note(f"{changes.unhashed} recorded checks were written before rows recorded their "
                 "problem's hash: their verdicts stand, whatever their problem is now (a new --out "
                 "checks everything)")
     on_start(len(prepared.tasks), len(prepared.tasks) - len(pending))
@@ -457,4 +456,4 @@ def _run_sweep(prepared: PreparedSweep, executor, on_row, on_start, on_skip, on_
                         ran_now=len(pending) - skipped_now,
                         resumed=len(prepared.tasks) - len(pending) - len(skipped_before),
                         quarantined=scan.quarantined, table=table, skipped=skipped,
-                        rechecked=len(changes.changed) + len(changes.gone) + len(problems_now.changed))
+                        rechecked=len(changes.changed) + len(changes.gone) + len(changes.problems))

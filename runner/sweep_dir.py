@@ -137,8 +137,8 @@ def require_answers(config: SweepConfig, problems: list[Problem]) -> None:
 
 
 def check_out_dir(config: SweepConfig) -> None:
-    """--out must be a directory we can write, holding no other corpus's
-    results and nothing that is not a sweep's."""
+    """--out must be a directory we can write, holding nothing that is not
+    a sweep's (whether it is another corpus's: ``check_corpus``)."""
     out = Path(config.out)
     existing = next(p for p in [out, *out.parents] if p.exists())
     if not existing.is_dir():
@@ -159,13 +159,23 @@ def check_out_dir(config: SweepConfig) -> None:
             raise InputError(out, f"is not a proofbatch sweep directory: it holds {shown} and no "
                              f"{MANIFEST}", "pass a new or empty --out (results would mix with "
                              "these files), or the folder of an earlier sweep to resume it")
-    try:
-        old = json.loads((out / MANIFEST).read_text()).get("corpus")
-    except (OSError, ValueError, AttributeError):
-        return      # no manifest: check_manifest reports an unreadable one
-    if old is not None and old != str(Path(config.corpus).resolve()):
-        raise InputError(out, f"holds the results of another corpus ({old})",
-                         "use a new --out for this corpus, or pass the corpus it was run on")
+
+
+def check_corpus(config: SweepConfig, fingerprint: str) -> tuple[str, ...]:
+    """A resume given the corpus at another path than its sweep ran on: the
+    same corpus (its fingerprint: every problem's setup, query and category)
+    moved or copied is fine, and said; another corpus is refused. Returns
+    what to say."""
+    old = read_manifest(config.out)
+    was = (old or {}).get("corpus")
+    now = str(Path(config.corpus).resolve())
+    if was is None or was == now:
+        return ()
+    if old.get("corpus_fingerprint") == fingerprint:
+        return (f"the corpus moved from {was} to {now}: the same problems, so the sweep resumes",)
+    raise InputError(config.out, f"holds the results of another corpus ({was}), not of the "
+                     f"problems at {now}", "use a new --out for this corpus, or pass the corpus it "
+                     "was run on")
 
 
 def run_counts(prepared: PreparedSweep) -> dict:
@@ -279,8 +289,9 @@ def check_manifest(prepared: PreparedSweep, done: shards.Done | None = None, *,
             missing_answers(prepared, old, done)
         if not write:
             return old
+        # The corpus may have moved (check_corpus found it the same).
         counts = {**run_counts(prepared), "config": json.loads(json.dumps(manifest["config"])),
-                  "cwd": manifest["cwd"]}
+                  "cwd": manifest["cwd"], "corpus": manifest["corpus"]}
         if any(old.get(k) != v for k, v in counts.items()):
             # A resumed run may select other problems (--problems) or stop
             # early: the manifest, and the resume command `proofbatch status`

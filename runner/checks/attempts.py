@@ -12,8 +12,11 @@ set stays closed); it is listed in ``OUT/skipped.csv`` and a resumed sweep
 re-derives it from the recorded OK.
 
 A recorded row settles its attempt only for the answer it checked
-(``answer_sha256``): an attempt whose answer changed since is checked again
-(``pending``), and ``compare`` says which changed and which are gone.
+(``answer_sha256``) on the problem as it was (``problem_sha256``: its setup,
+query and the files its setup loads, CheckTask.problem_sha256): an attempt
+whose answer or problem changed since is checked again (``pending``);
+``compare`` says which answers changed, which are gone, and which
+problems changed.
 """
 
 from __future__ import annotations
@@ -30,6 +33,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..results import shards
+from ..results.done import PROBLEM_HASH, row_version, settles, version
 from ..answers import Answer
 from ..corpus import Problem
 from ..prover import CheckLimits, CheckResult
@@ -57,33 +61,50 @@ def answer_sha256(problem: Problem) -> str:
                           else problem.answer_given).hexdigest()
 
 
+def _answer_hash(t: CheckTask) -> str:
+    return t.answer_sha256 if t.answer_sha256 is not None else answer_sha256(t.problem)
+
+
 def task_hashes(tasks: Sequence[CheckTask]) -> tuple[list[tuple[str, int]], list[str]]:
-    """The tasks' keys and the hashes of their answers."""
+    """The tasks' keys and what a row must have checked to settle each: the
+    hash of its answer and of its problem (runner.results.done.version)."""
     return ([(t.problem.problem_id, t.attempt) for t in tasks],
-            [answer_sha256(t.problem) for t in tasks])
+            [version(_answer_hash(t), t.problem_sha256) for t in tasks])
+
+
+def answer_hashes(tasks: Sequence[CheckTask]) -> tuple[list[tuple[str, int]], list[str]]:
+    """The tasks' keys and the hashes of their answers alone."""
+    return ([(t.problem.problem_id, t.attempt) for t in tasks], [_answer_hash(t) for t in tasks])
 
 
 @dataclass
 class AnswerChanges:
-    """How this run's answers differ from those the recorded rows checked."""
+    """How this run's answers and problems differ from those the recorded rows checked."""
 
     changed: list[tuple[str, int]] = field(default_factory=list)   # another answer now: checked again
     gone: list[tuple[str, int]] = field(default_factory=list)      # recorded with an answer, none now
+    # Problems recorded with the answer given now whose hash (setup, query,
+    # loaded files) is not theirs now: checked again.
+    problems: list[str] = field(default_factory=list)
+    unhashed: int = 0       # rows of the answer given now from before rows hashed problems: they stand
 
 
 def compare(tasks: Sequence[CheckTask], done, problem_ids: set[str]) -> AnswerChanges:
-    """The recorded attempts of ``problem_ids`` whose answer changed, and
-    those whose answer is gone (no answer now, or no such attempt). In
-    Arrow: a resume of a million rows makes no pass over them in Python."""
+    """The recorded attempts of ``problem_ids`` whose answer changed, those
+    whose answer is gone (no answer now, or no such attempt), and the
+    problems that changed under an answer that did not. One join, in Arrow:
+    a resume of a million rows makes no pass over them in Python."""
     result = AnswerChanges()
     table = getattr(done, "table", None)
     if table is None or table.num_rows == 0 or "answer_sha256" not in table.column_names:
         return result
-    keys, hashes = task_hashes(tasks)
+    keys, hashes = answer_hashes(tasks)
     now = pa.table({"problem_id": pa.array([k[0] for k in keys], pa.string()),
                     "attempt": pa.array([k[1] for k in keys], pa.int32()),
-                    "now": pa.array(hashes, pa.string())})
-    recorded = table.select(["problem_id", "attempt", "answer_sha256"])
+                    "now": pa.array(hashes, pa.string()),
+                    "problem_now": pa.array([t.problem_sha256 for t in tasks], pa.string())})
+    hashed = PROBLEM_HASH in table.column_names
+    recorded = table.select(["problem_id", "attempt", "answer_sha256", *([PROBLEM_HASH] if hashed else [])])
     recorded = recorded.filter(pc.is_in(recorded["problem_id"],
                                         value_set=pa.array(sorted(problem_ids), pa.string())))
     both = recorded.join(now, ["problem_id", "attempt"], join_type="left outer")
@@ -96,6 +117,15 @@ def compare(tasks: Sequence[CheckTask], done, problem_ids: set[str]) -> AnswerCh
         return sorted((r["problem_id"], r["attempt"]) for r in rows)
     result.changed = keys_of(pc.and_(differ, pc.invert(gone)))
     result.gone = keys_of(gone)
+    # Of the rows of the answer given now: their problem changed, or they
+    # predate problem hashes (and stand).
+    same = pc.and_(pc.invert(differ), pc.is_valid(both["now"]))
+    problem_was = pc.fill_null(both[PROBLEM_HASH] if hashed else pa.nulls(both.num_rows, pa.string()), "")
+    problem_now = pc.fill_null(both["problem_now"], "")
+    moved = pc.and_(same, pc.and_(pc.and_(pc.not_equal(problem_was, ""), pc.not_equal(problem_now, "")),
+                                  pc.not_equal(problem_was, problem_now)))
+    result.problems = sorted(pc.unique(both.filter(moved)["problem_id"]).to_pylist())
+    result.unhashed = pc.sum(pc.and_(same, pc.equal(problem_was, ""))).as_py() or 0
     return result
 
 
@@ -107,12 +137,15 @@ def same_text(a: bytes, b: bytes) -> bool:
     return a.strip() == b.strip()
 
 
-def tasks_for(problem: Problem, limits: CheckLimits, *, stop_on_first_ok: bool = False) -> list[CheckTask]:
+def tasks_for(problem: Problem, limits: CheckLimits, *, stop_on_first_ok: bool = False,
+              problem_sha256: str = "") -> list[CheckTask]:
     """One task per attempt, in attempt order. A later attempt whose text is
-    the same as an earlier one's gets ``dedup_of`` = that earlier attempt."""
+    the same as an earlier one's gets ``dedup_of`` = that earlier attempt.
+    ``problem_sha256``: the hash of the problem's inputs (runner.checks.problem_hash)."""
     answers = answers_of(problem)
     if not answers:    # still one verdict: ERROR "no answer given"
-        return [CheckTask(problem, limits, skip_if_solved=stop_on_first_ok)]
+        return [CheckTask(problem, limits, skip_if_solved=stop_on_first_ok,
+                          problem_sha256=problem_sha256, answer_sha256="")]
     first: dict[bytes, int] = {}
     tasks = []
     for a in answers:
@@ -121,7 +154,8 @@ def tasks_for(problem: Problem, limits: CheckLimits, *, stop_on_first_ok: bool =
                                   answer_given=a.given, attempts=())
         tasks.append(CheckTask(one, limits, attempt=a.attempt,
                                dedup_of=None if original == a.attempt else original,
-                               skip_if_solved=stop_on_first_ok))
+                               skip_if_solved=stop_on_first_ok, problem_sha256=problem_sha256,
+                               answer_sha256=answer_sha256(one)))
     return tasks
 
 
@@ -172,7 +206,7 @@ def pending(tasks: Sequence[CheckTask], done) -> tuple[list[CheckTask], list[tup
     originals = done.rows([(t.problem.problem_id, t.dedup_of) for t, seen in zip(tasks, recorded)
                            if not seen and t.dedup_of is not None])
     originals = {k: r for k, r in originals.items()
-                 if k not in hash_of or (r.get("answer_sha256") or "") == hash_of[k]}
+                 if k not in hash_of or settles(row_version(r), hash_of[k])}
     todo, skipped = [], []
     for t, key, seen in zip(tasks, keys, recorded):
         if seen:

@@ -21,3 +21,11 @@ class CheckTask:
     dedup_of: int | None = None
     reuse: CheckResult | None = None
     skip_if_solved: bool = False
+    # The hash of what the verdict depends on besides the answer (the
+    # problem's setup, query and the files its setup loads;
+    # runner/checks/problem_hash.py), recorded in its row: a resume checks
+    # the problem again when it changes. "" when unknown.
+    problem_sha256: str = ""
+    # runner.checks.attempts.answer_sha256 of ``problem``, computed once when
+    # the task is made (a resume compares it several times); None: not yet.
+    answer_sha256: str | None = None

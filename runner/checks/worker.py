@@ -49,7 +49,8 @@ def result_row(task: CheckTask, result: CheckResult, *, info: BackendInfo, worke
         answer_unwrapped=p.answer_given is not None,
         context_proofs=info.context_proofs, infra_retries=infra_retries,
         cpu_secs=result.cpu_secs, prove_cpu_secs=result.prove_cpu_secs,
-        limit_clock=str(task.limits.clock), host_load=_load(), host_cpus=os.cpu_count())
+        limit_clock=str(task.limits.clock), host_load=_load(), host_cpus=os.cpu_count(),
+        problem_sha256=task.problem_sha256)
 
 
 def _load() -> float | None:

@@ -11,6 +11,7 @@ and answers as fast at a million rows as at ten.
 from __future__ import annotations
 
 import json
+import shlex
 import socket
 import time
 from collections import Counter
@@ -105,7 +106,7 @@ def read_status(out: Path, resume_of: Callable[[dict, Path], str] | None = None)
     left = beat.get("expected_left_s")
     # A heartbeat records the command that resumes its sweep; ``resume_of``
     # (the CLI's runner.sweep_dir.resume_command) spells it for one that does not.
-    resume = beat.get("resume") or (resume_of(manifest, out) if resume_of else None)
+    resume = resume_here(beat.get("resume"), out) or (resume_of(manifest, out) if resume_of else None)
     if state in ("dead", "stopped"):
         how = "died (no heartbeat for %.0f s)" % age if state == "dead" else "was stopped"
         eta, basis = None, f"the runner {how}; resume with: {resume}"
@@ -123,6 +124,21 @@ def read_status(out: Path, resume_of: Callable[[dict, Path], str] | None = None)
                   skipped=int(beat.get("skipped", 0)), counts=Counter(beat.get("counts", {})),
                   running=running, eta_s=eta, eta_basis=basis, state=state,
                   resume=resume if state in ("dead", "stopped") else None, beat_age_s=age)
+
+
+def resume_here(command: str | None, out: Path) -> str | None:
+    """``command`` (a heartbeat's resume command) with its ``--out`` naming
+    ``out`` as it is now: a sweep directory moved or copied resumes where it
+    is, not where its runner wrote the command."""
+    if not command:
+        return command
+    try:
+        parts = shlex.split(command)
+    except ValueError:
+        return command
+    if "--out" in parts[:-1]:
+        parts[parts.index("--out") + 1] = str(Path(out).resolve())
+    return shlex.join(parts)
 
 
 def _from_shards(out: Path, manifest: dict) -> Status:

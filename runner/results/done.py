@@ -5,11 +5,15 @@ per (problem_id, attempt) in Arrow compute, and ``Done`` answers the resume,
 status and Slurm paths (which keys are recorded, counts per verdict, solved
 problems) without a Python pass over the rows.
 
-A row is the verdict of the answer it checked (``answer_sha256``). When an
-answer changes, a resume checks it again (runner/checks/attempts.py), and the rows
-of the answer it replaced stay in the shards as history: the *current* row
-of a key is one of the answer its latest row checked (``dedupe``), and
-compaction keeps the history (``dedupe_history``).
+A row is the verdict of the answer it checked (``answer_sha256``) on the
+problem as it was then (``problem_sha256``: its setup, query and the files
+its setup loads); the two make the row's *version* (``version``). When
+either changes, a resume checks it again (runner/checks/attempts.py), and the
+rows of the version it replaced stay in the shards as history: the
+*current* row of a key is one of the version its latest row checked
+(``dedupe``), and compaction keeps the history (``dedupe_history``). A row
+written before problems were hashed has no problem part: it stands for its
+answer whatever the problem is now.
 """
 
 from __future__ import annotations
@@ -39,10 +43,31 @@ _ORDER = [("problem_id", "ascending"), ("attempt", "ascending"), ("finished_at",
 # verdict, and what ``dedupe`` orders by. A tenth of a row's bytes (reasons
 # and hashes are the bulk), so ``scan(columns=LIGHT)`` reads that much.
 # The time limit too: a resume refuses limits other than those its rows ran under.
-# The answer's hash too: a row is done only for the answer it checked.
+# The answer's hash too: a row is done only for the answer it checked, and
+# the problem's: only for the problem as it was.
 LIGHT: tuple[str, ...] = ("problem_id", "attempt", "verdict", "finished_at", "run_id", "worker",
-                          "timeout_s", "answer_sha256")
+                          "timeout_s", "answer_sha256", "problem_sha256")
 HASH = "answer_sha256"
+PROBLEM_HASH = "problem_sha256"
+
+
+def version(answer_sha256: str | None, problem_sha256: str | None) -> str:
+    """What a row settles: its answer's hash, and its problem's after a "/"
+    when it has one (hex digests hold no "/")."""
+    return f"{answer_sha256 or ''}/{problem_sha256}" if problem_sha256 else (answer_sha256 or "")
+
+
+def row_version(row) -> str:
+    """``version`` of a row, as a dict or a ResultRow."""
+    get = row.get if isinstance(row, Mapping) else (lambda name: getattr(row, name, None))
+    return version(get(HASH), get(PROBLEM_HASH))
+
+
+def settles(recorded: str, wanted: str) -> bool:
+    """Whether a row of version ``recorded`` settles a check of version
+    ``wanted``: the same, or a row from before problems were hashed (no
+    problem part) of the same answer."""
+    return recorded == wanted or ("/" not in recorded and recorded == wanted.split("/", 1)[0])
 
 
 SHARDS_DIR = "shards"       # OUT/shards: where every writer publishes its shards
@@ -85,9 +110,17 @@ def _starts(*columns: pa.Array) -> pa.Array:
 
 
 def _hashes(table: pa.Table) -> pa.Array | None:
+    """Each row's ``version``, in Arrow."""
     if HASH not in table.column_names:
         return None
-    return pc.fill_null(_flat(table[HASH]), "")
+    answers = pc.fill_null(_flat(table[HASH]), "")
+    if PROBLEM_HASH not in table.column_names:
+        return answers
+    problems = pc.fill_null(_flat(table[PROBLEM_HASH]), "")
+    if not pc.any(pc.not_equal(problems, "")).as_py():
+        return answers
+    return pc.if_else(pc.equal(problems, ""), answers,
+                      pc.binary_join_element_wise(answers, problems, "/"))
 
 
 def dedupe(table: pa.Table) -> pa.Table:
@@ -212,26 +245,37 @@ class Done(Mapping):
         return _flat(pc.binary_join_element_wise(self._key_strings(), hashes, "\x1f"))
 
     @staticmethod
-    def _wanted(keys: list[tuple[str, int]], hashes: list[str]) -> pa.Array:
+    def _wanted(keys: list[tuple[str, int]], hashes: list[str], legacy: bool = False) -> pa.Array:
+        """Key and version strings of ``keys``; with ``legacy``, also those a
+        row from before problems were hashed has (``settles``)."""
         wanted = key_strings(pa.array([k[0] for k in keys], pa.string()),
                              pa.array([k[1] for k in keys], pa.int32()))
-        return pc.binary_join_element_wise(wanted, pa.array(hashes, pa.string()), "\x1f")
+        versions = pa.array(hashes, pa.string())
+        full = pc.binary_join_element_wise(wanted, versions, "\x1f")
+        if not legacy:
+            return full
+        answers = pc.list_element(pc.split_pattern(versions, "/", max_splits=1), 0)
+        return pa.concat_arrays([_flat(full), _flat(pc.binary_join_element_wise(wanted, answers, "\x1f"))])
 
     def current(self, keys: list[tuple[str, int]], hashes: list[str]) -> list[bool]:
-        """For each key, whether its current row checked the answer of that
-        hash (``""``: no answer): only then is its check done."""
+        """For each key, whether its current row checked the version of that
+        hash (``version``; ``""``: no answer): only then is its check done."""
         if not keys:
             return []
-        return pc.is_in(self._wanted(keys, hashes), value_set=self._key_hash_strings()).to_pylist()
+        recorded = self._key_hash_strings()
+        now = self._wanted(keys, hashes)
+        answers_only = self._wanted(keys, [h.split("/", 1)[0] for h in hashes])
+        return pc.or_(pc.is_in(now, value_set=recorded),
+                      pc.is_in(answers_only, value_set=recorded)).to_pylist()
 
     def matching(self, keys: list[tuple[str, int]], hashes: list[str]) -> "Done":
-        """These rows less those of ``keys`` that checked another answer
-        than ``hashes`` gives them (answers changed since)."""
+        """These rows less those of ``keys`` that checked another version
+        than ``hashes`` gives them (answers or problems changed since)."""
         if not keys or not len(self):
             return self
         wanted_keys = key_strings(pa.array([k[0] for k in keys], pa.string()),
                                   pa.array([k[1] for k in keys], pa.int32()))
-        mask = pc.or_(pc.is_in(self._key_hash_strings(), value_set=self._wanted(keys, hashes)),
+        mask = pc.or_(pc.is_in(self._key_hash_strings(), value_set=self._wanted(keys, hashes, legacy=True)),
                       pc.invert(pc.is_in(self._key_strings(), value_set=wanted_keys)))
         if pc.all(mask).as_py():
             return self

@@ -114,7 +114,8 @@ def test_an_interrupted_runner_says_stopped(tmp_path):
         with beat:
             raise KeyboardInterrupt
     s = status.read_status(out)
-    assert s.state == "stopped" and s.eta_s is None and s.resume == "proofbatch run c --out o"
+    # The command names the sweep directory where it is now (a moved sweep resumes there).
+    assert s.state == "stopped" and s.eta_s is None and s.resume == f"proofbatch run c --out {out.resolve()}"
 
 
 def test_a_sweep_without_heartbeat_is_read_from_its_shards(tmp_path):

@@ -119,6 +119,12 @@ class HolLightBackend(ProverBackend):
     def use_map(self, loaded) -> None:
         self._maps = MapModes(loaded)
 
+    def problem_inputs(self, problems: Sequence[Problem]):
+        """Setup, query and every file the setup loads (context_inputs.py)."""
+        from .context_inputs import context_inputs
+
+        return context_inputs(problems, self.context_root, self.install.hol_dir)
+
     def limits_for(self, problem: Problem, limits: CheckLimits) -> CheckLimits:
         """A native map's limits, converted for bytecode (runner/provers/hol_light/map_modes.py)."""
         adjusted = self._maps.convert(limits, MODE)

@@ -189,6 +189,12 @@ class NativeHolLightBackend(ProverBackend):
                            if key in self.refused}
         return self.not_native
 
+    def problem_inputs(self, problems: Sequence[Problem]):
+        """Setup, query and every file the setup loads (context_inputs.py)."""
+        from .context_inputs import context_inputs
+
+        return context_inputs(problems, self.context_root, self.install.hol_dir)
+
     def take_compiles(self) -> list[ImageBuild]:
         """What classify() compiled, once: the session that reports it."""
         taken, self._compiles = self._compiles, []

@@ -129,6 +129,9 @@ class ModeBackend(ProverBackend):
         return {pid: self.maps.expected_in(secs, modes.get(pid, NATIVE_MODE))
                 for pid, secs in prove_secs.items()}
 
+    def problem_inputs(self, problems: Sequence[Problem]):
+        return self.native.problem_inputs(problems)
+
     def use_map(self, loaded: LoadedMap | None) -> None:
         """Route and convert by ``loaded``, the map the sweep read; before
         any session starts."""
