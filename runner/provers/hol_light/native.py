@@ -139,6 +139,8 @@ class NativeHolLightBackend(ProverBackend):
         self.scopes: dict[str, Scope] = {}
         self.refused: dict[str, str] = {}
         self.not_native: dict[str, str] = {}
+        self.weak_settled: list[tuple[str, tuple[str, ...]]] = []
+        self.weak_cuts = 0
         self._compiles: list[ImageBuild] = []
 
     def __getstate__(self):
@@ -183,6 +185,9 @@ class NativeHolLightBackend(ProverBackend):
             # Before the sweep starts: paid as the boot is (no parent).
             self._compiles.append(ImageBuild(COMPILE_KEY + node.key, None, secs, time.time()))
         self.tree = tree
+        # Units that left weak values for the next to bind again, and cuts
+        # (native_weak.py): what benchmarks/native_tree.py reports.
+        self.weak_settled, self.weak_cuts = list(compiler.settled), compiler.cuts
         del scopes[tree.base]
         self.scopes.update(scopes)
         self.not_native = {pid: self.refused[key] for pid, key in tree.image_of.items()

@@ -190,6 +190,10 @@ class NativeCompiler:
             d.mkdir(parents=True, exist_ok=True)
         self.core_files = self._core_files()
         self._counter = itertools.count(1)     # atomic: worker threads compile at once
+        # Units compiled here that left values weak (module, their names), and
+        # units cut before a phrase that fixed one at a later type: figures.
+        self.settled: list[tuple[str, tuple[str, ...]]] = []
+        self.cuts = 0
         # Library file -> (what it opened, the files it loaded, the values it
         # left weak), for a `needs` of a file the server preloaded: it only
         # becomes visible.
@@ -358,6 +362,7 @@ class NativeCompiler:
             cut = _phrase_at(chunk, escaped.line - 1 - prefix.count("\n"))
             if cut <= 0:
                 raise escaped.failed from None
+            self.cuts += 1
             self._flush(chunk[:cut], scope, place, carry)
             self._flush(chunk[cut:], scope, place, carry)
             return
@@ -471,6 +476,7 @@ class NativeCompiler:
         except CommandError as exc:
             raise self._failed("does not compile natively (its weakly typed values settled)", exc,
                                source, module) from None
+        self.settled.append((module, tuple(w.name for w in weak)))
         return weak
 
     def _preprocess(self, source: str, folder: Path, module: str) -> Path:
