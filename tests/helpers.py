@@ -392,3 +392,29 @@ def tiny_corpus(root: Path, *, spin_limit: int) -> tuple[Path, Path]:
     timeouts = root / "timeouts.json"
     timeouts.write_text(json.dumps({"light": 30, "slow": spin_limit}))
     return corpus, timeouts
+
+
+def on_its_checks(session, p: Problem, times: int, act) -> "threading.Thread":
+    """Call ``act(check)`` (a psutil.Process) on each of the first ``times``
+    checks that ``p``'s image forks, from a thread, as each appears; the
+    thread gives up after two minutes."""
+    import threading
+    import time
+
+    import psutil
+
+    image = psutil.Process(session._images[session.image_key(p)].pid)
+
+    def watcher():
+        seen: set[int] = set()
+        deadline = time.monotonic() + 120
+        while len(seen) < times and time.monotonic() < deadline:
+            for child in image.children():
+                if child.pid not in seen:
+                    seen.add(child.pid)
+                    act(child)
+            time.sleep(0.02)
+
+    thread = threading.Thread(target=watcher, daemon=True)
+    thread.start()
+    return thread

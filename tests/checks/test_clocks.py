@@ -15,20 +15,17 @@ from __future__ import annotations
 
 import dataclasses
 import os
-import signal
 import subprocess
 import threading
-import time
 from pathlib import Path
 
-import psutil
 import pytest
 
 from runner.checks.worker import CheckTask, work
 from runner.prover import CheckLimits
 from runner.results.shards import ShardWriter
 
-from ..helpers import SPIN, problem
+from ..helpers import SPIN, on_its_checks, problem
 
 pytestmark = pytest.mark.hol
 
@@ -66,27 +63,16 @@ def stop_its_checks(session, p, *, times: int, after_s: float, for_s: float | No
     into their run, and SIGCONT them ``for_s`` later (None: never; the
     guard must end them). With ``runner``, this process is stopped with
     them, as a suspended Slurm job's are: by a shell outside it."""
-    image = psutil.Process(session._images[session.image_key(p)].pid)
+    def stop(check) -> None:
+        targets = " ".join([str(check.pid)] + ([str(os.getpid())] if runner else []))
+        script = f"sleep {after_s}; kill -STOP {targets}"
+        if for_s is not None:
+            script += f"; sleep {for_s}; kill -CONT {targets}"
+        shell = subprocess.Popen(["sh", "-c", script])
+        if not runner:          # a stopped runner cannot wait for its own stop
+            shell.wait()
 
-    def stopper():
-        stopped: set[int] = set()
-        deadline = time.monotonic() + 120
-        while len(stopped) < times and time.monotonic() < deadline:
-            for child in image.children():
-                if child.pid in stopped:
-                    continue
-                stopped.add(child.pid)
-                targets = [str(child.pid)] + ([str(os.getpid())] if runner else [])
-                script = f"sleep {after_s}; kill -STOP {' '.join(targets)}"
-                if for_s is not None:
-                    script += f"; sleep {for_s}; kill -CONT {' '.join(targets)}"
-                subprocess.Popen(["sh", "-c", script]).wait() if not runner else \
-                    subprocess.Popen(["sh", "-c", script])
-            time.sleep(0.02)
-
-    thread = threading.Thread(target=stopper, daemon=True)
-    thread.start()
-    return thread
+    return on_its_checks(session, p, times, stop)
 
 
 def run_task(session, tmp_path: Path, p, lim: CheckLimits):

@@ -31,7 +31,7 @@ from runner.results.shards import ShardWriter
 from runner.verdicts import Outcome, Verdict
 from runner.checks.worker import CheckTask, outside_deaths, work
 
-from ..helpers import ROOT, problem
+from ..helpers import ROOT, on_its_checks, problem
 
 LIMITS = CheckLimits(time_s=30, time_source="default", mem_bytes=2**31, expected_mem_bytes=2**20)
 
@@ -131,26 +131,14 @@ LONG = "(fun g -> let rec go n = if n = 0 then ARITH_TAC g else go (n - 1) in go
 def kill_its_checks(session, p, times: int) -> threading.Thread:
     """kill -9, from outside, the first ``times`` checks ``p``'s image forks,
     each a second into its run."""
-    image = psutil.Process(session._images[session.image_key(p)].pid)
+    def kill(check) -> None:
+        time.sleep(1.0)
+        try:
+            check.kill()
+        except psutil.NoSuchProcess:
+            pass
 
-    def killer():
-        killed: set[int] = set()
-        deadline = time.monotonic() + 120
-        while len(killed) < times and time.monotonic() < deadline:
-            for child in image.children():
-                if child.pid in killed:
-                    continue
-                time.sleep(1.0)
-                try:
-                    child.kill()
-                except psutil.NoSuchProcess:
-                    pass
-                killed.add(child.pid)
-            time.sleep(0.02)
-
-    thread = threading.Thread(target=killer, daemon=True)
-    thread.start()
-    return thread
+    return on_its_checks(session, p, times, kill)
 
 
 def check_killed(hol_session, tmp_path: Path, pid: str, answer: str, setup: str, *,
