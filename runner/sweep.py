@@ -112,9 +112,10 @@ class SweepConfig:
                                 default=str(ContextProofs.REPLAY))
     limit_clock: str = _help("what a check's time limit counts: cpu (the CPU time of its own "
                              "processes: a loaded or slower host does not turn a correct proof into "
-                             "a TIMEOUT) or wall (elapsed time, exactly as s2n-bignum-bench's "
-                             "harness); recorded in sweep.json and every row; a resume must keep "
-                             "it (docs/limits.md)", default=str(LimitClock.CPU))
+                             "a TIMEOUT) or wall (elapsed time, as s2n-bignum-bench's harness; "
+                             "with --limit-slack 30 exactly as it); recorded in sweep.json and "
+                             "every row; a resume must keep it (docs/limits.md)",
+                             default=str(LimitClock.CPU))
     limit_slack: float = _help("seconds added to every check's time limit: s2n-bignum-bench's "
                                "harness arms its alarm at the limit + 30 s, so --limit-clock wall "
                                "--limit-slack 30 checks exactly as it does; rows record the limit "
