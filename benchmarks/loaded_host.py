@@ -11,7 +11,8 @@ README documents it (natively, trusted contexts, the bench's map):
 2. ``proofbatch calibrate`` on the same corpus (a small sample), for
    ``--host-factor auto`` (skipped with ``--host-factor none``);
 3. with ``--busy`` processes per core spinning beside the workers, once with
-   ``--limit-clock wall`` (the bench's own clock: the baseline) and once with
+   ``--limit-clock wall --limit-slack 30`` (the bench's harness exactly: the
+   baseline) and once with
    the default clock and ``--host-factor``.
 
 It prints per problem the map's time and limit, and wall and CPU proof time
