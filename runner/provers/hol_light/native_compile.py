@@ -32,10 +32,8 @@ from __future__ import annotations
 
 import hashlib
 import itertools
-import json
 import os
 import re
-import shutil
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -46,10 +44,11 @@ from .native_cache import mark_compiled
 from ... import subproc
 from ...checks.context_proofs import ContextProofs
 from ...errors import CommandError
-from .native_build import (UNLIMITED_STACK, NativeBuild, camlp5_argv, classify, inline_core, resolve,
+from .native_build import (UNLIMITED_STACK, NativeBuild, classify, inline_core, resolve,
                            strip_phrase)
 from .install import HolLightInstall
-from .native_weak import WeakValue, compiler_words, error_line, is_weak_error, reweaken, settle
+from .native_units import COMPILE_TIMEOUT_S, Escapes, NotNative, UnitCompiler, phrase_at
+from .native_weak import WeakValue, compiler_words, reweaken
 
 # Under --context-proofs trust every context segment and library is compiled
 # with this opened after the core, so its phrases and functions name the
@@ -67,27 +66,10 @@ DROPPED_LOADS = ("update_database.ml",)
 # Code that loads files at run time has no native equivalent: compiled
 # code has no toplevel to load into.
 _RUNTIME_LOAD = re.compile(r"\b(needs|loadt|loads|load_on_path|use_file|Toploop|Topdirs)\b")
-COMPILE_TIMEOUT_S = 900.0
-# OCaml's words for a type fixed after its variable was made (typecore.ml).
-_ESCAPE = "would escape its scope"
 # A top-level `open M;;`, after any `#N "file"` line directives (HOL Light's
 # inline_load.ml starts every inlined file with `open Hol_lib;; open Hol_loader;;`).
 # It adds M to what every later chunk and answer opens.
 _OPEN = re.compile(r"^(?:#\s*\d+\s*\"[^\"\n]*\"\s*)*open!?\s+([A-Z][A-Za-z0-9_'.]*)\s*(;;)?\s*$")
-
-
-class NotNative(Exception):
-    """This context cannot run natively; the message says why."""
-
-
-class _Escapes(Exception):
-    """A weak type variable of a unit would be fixed at a type the unit
-    defines after it, at ``line`` of its source: the toplevel accepts that
-    (each phrase on its own), a unit does not ("would escape its scope")."""
-
-    def __init__(self, line: int, failed: NotNative):
-        super().__init__(str(failed))
-        self.line, self.failed = line, failed
 
 
 @dataclass(frozen=True)
@@ -169,7 +151,7 @@ def _ocamlopt_shared(build: NativeBuild, source: Path, opens: Sequence[str], inc
                 cwd=source.parent, timeout=COMPILE_TIMEOUT_S)
 
 
-class NativeCompiler:
+class NativeCompiler(UnitCompiler):
     """Compiles plugins for one session: answers and contexts into
     ``workdir``, libraries into the build's cache (shared across sessions)."""
 
@@ -356,10 +338,10 @@ class NativeCompiler:
         module, folder = place(source, scope.opens + tuple(dict.fromkeys(v.module for v in carry.weak)))
         try:
             carry.weak = tuple(self._compile_unit(source, folder, module, scope.opens))
-        except _Escapes as escaped:
+        except Escapes as escaped:
             # Cut before the phrase that fixes it: the first part leaves the
             # value weak, the second binds it weak again after the type.
-            cut = _phrase_at(chunk, escaped.line - 1 - prefix.count("\n"))
+            cut = phrase_at(chunk, escaped.line - 1 - prefix.count("\n"))
             if cut <= 0:
                 raise escaped.failed from None
             self.cuts += 1
@@ -423,116 +405,3 @@ class NativeCompiler:
                 return module, self.libdir
             return module, self.workdir
         return place
-
-    def _compile_unit(self, source: str, folder: Path, module: str,
-                      opens: Sequence[str]) -> list[WeakValue]:
-        """Compile ``module`` into ``folder`` unless it is there: in a
-        temporary folder renamed into place, so that sessions sharing the
-        cache never see half of it, and removed whatever happens. Returns
-        the values it leaves weak (kept beside it, for a cached module)."""
-        plugin = folder / f"{module.lower()}.cmxs"
-        weak_file = folder / f"{module.lower()}.weak.json"
-        if plugin.exists():
-            return _read_weak(weak_file)
-        folder.mkdir(parents=True, exist_ok=True)
-        tmp = folder / f".{module.lower()}.{os.getpid()}.{next(self._counter)}"
-        tmp.mkdir()
-        try:
-            weak = self._compile_in(source, tmp, module, opens)
-            (tmp / weak_file.name).write_text(json.dumps([w.__dict__ for w in weak]))
-            # The plugin last: once it is there, so is the rest.
-            for built in sorted(tmp.iterdir(), key=lambda p: p.suffix == ".cmxs"):
-                os.replace(built, folder / built.name)
-        finally:
-            shutil.rmtree(tmp, ignore_errors=True)
-        return weak
-
-    def _compile_in(self, source: str, folder: Path, module: str, opens: Sequence[str]) -> list[WeakValue]:
-        """Compile ``source`` as ``module`` in ``folder``. A unit that fails
-        only because it would export weakly typed values is settled
-        (native_weak.py) and compiled again; those values are returned."""
-        ml = self._preprocess(source, folder, module)
-        try:
-            self._ocamlopt(ml, opens, folder / f"{module.lower()}.cmxs")
-            return []
-        except CommandError as exc:
-            if _ESCAPE in exc.stderr and (line := error_line(exc.stderr)):
-                raise _Escapes(line, self._failed("does not compile natively", exc, source, module)) from None
-            if not is_weak_error(exc.stderr):
-                raise self._failed("does not compile natively", exc, source, module) from None
-            first = exc
-        try:
-            interface = subproc.run(UNLIMITED_STACK + self._argv(opens) + ["-i", str(ml)],
-                                    cwd=folder, timeout=COMPILE_TIMEOUT_S)
-        except CommandError as exc:
-            raise self._failed("does not compile natively", exc, source, module) from None
-        settled = settle(source, interface, module)
-        if settled is None:             # weak inside a module: nothing to settle at the top
-            raise self._failed("does not compile natively", first, source, module)
-        source, weak = settled
-        ml = self._preprocess(source, folder, module)
-        try:
-            self._ocamlopt(ml, opens, folder / f"{module.lower()}.cmxs")
-        except CommandError as exc:
-            raise self._failed("does not compile natively (its weakly typed values settled)", exc,
-                               source, module) from None
-        self.settled.append((module, tuple(w.name for w in weak)))
-        return weak
-
-    def _preprocess(self, source: str, folder: Path, module: str) -> Path:
-        raw, ml = folder / f"{module.lower()}.src.ml", folder / f"{module.lower()}.ml"
-        # HOL Light's lexer (all-caps identifiers are values), as system.ml
-        # leaves it for everything loaded after it.
-        raw.write_text("set_jrh_lexer;;\n" + source, encoding="utf-8")
-        quot = self.build.dir / "hol_native_quot.cmo"
-        try:
-            subproc.run(camlp5_argv(self.install, quot) + [str(raw), "-o", str(ml)],
-                        timeout=COMPILE_TIMEOUT_S)
-        except CommandError as exc:
-            raise self._failed("does not parse", exc, source, module) from None
-        return ml
-
-    def _argv(self, opens: Sequence[str]) -> list[str]:
-        argv = self.build.ocamlopt()
-        for d in self.includes:
-            argv += ["-I", str(d)]
-        for m in opens:
-            argv += ["-open", m]
-        return argv
-
-    def _ocamlopt(self, ml: Path, opens: Sequence[str], out: Path) -> None:
-        subproc.run(UNLIMITED_STACK + self._argv(opens) + ["-shared", "-o", str(out), str(ml)],
-                    cwd=ml.parent, timeout=COMPILE_TIMEOUT_S)
-
-    def _failed(self, what: str, exc: CommandError, source: str, module: str) -> NotNative:
-        """NotNative saying ``what``, then the compiler's own words (its
-        first error, its start and end when long); the whole output and
-        the source are kept in ``log_dir`` when there is one, and named."""
-        kept = ""
-        if self.log_dir is not None:
-            logs = self.log_dir / "native-compile"
-            logs.mkdir(parents=True, exist_ok=True)
-            log = logs / f"{module.lower()}.log"
-            log.write_text(f"$ {' '.join(exc.argv)}\nexit {exc.returncode}\n{exc.stderr}", encoding="utf-8")
-            (logs / f"{module.lower()}.src.ml").write_text("set_jrh_lexer;;\n" + source, encoding="utf-8")
-            kept = f" (log: {log})"
-        return NotNative(f"{what}{kept}: {compiler_words(exc.stderr)}")
-
-
-def _phrase_at(chunk: Sequence[str], line: int) -> int:
-    """The index of the phrase of ``chunk`` that holds ``line`` (1-based) of
-    its text; len(chunk) past its end."""
-    start = 1
-    for i, phrase in enumerate(chunk):
-        end = start + phrase.count("\n")
-        if line < end or (line == end and not phrase.endswith("\n")):
-            return i
-        start = end
-    return len(chunk)
-
-
-def _read_weak(path: Path) -> list[WeakValue]:
-    try:
-        return [WeakValue(**v) for v in json.loads(path.read_text())]
-    except FileNotFoundError:
-        return []
