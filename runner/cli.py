@@ -215,8 +215,9 @@ def _main(argv: list[str], signals: _Signals) -> int:
         args = build_parser(argv).parse_args(argv)
         scratch = contextlib.nullcontext()
         if args.command in SCRATCH_COMMANDS:
-            from .checks.janitor import scratch_root
+            from .checks.janitor import scratch_root, usable_tmpdir
 
+            usable_tmpdir()
             scratch = scratch_root()
         with scratch:
             return args.handler(args)

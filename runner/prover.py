@@ -248,9 +248,7 @@ class ProverBackend(abc.ABC):
         name them as a corpus or context root moved whole would keep them.
         A resume checks a problem again when they change. By default its
         setup and query; a prover whose setups load other files adds them."""
-        from .checks.problem_hash import default_inputs
-
-        return default_inputs(problems)
+        return {p.problem_id: (("setup", p.setup_path), ("query", p.query_path)) for p in problems}
 
     def limits_for(self, problem: Problem, limits: CheckLimits) -> CheckLimits:
         """The limits ``problem``'s checks run under, given those the sweep

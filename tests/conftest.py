@@ -136,6 +136,23 @@ def trust_session(tmp_path_factory):
 
 
 @pytest.fixture(scope="session")
+def context_lib():
+    """A folder for files contexts load, under the sessions' context root
+    (the demo corpus: a load outside it is refused), and its name relative
+    to the root, for ``needs "<name>/x.ml"``. Hidden, so never a problem of
+    the demo corpus; removed after the session."""
+    import secrets
+
+    name = f".pytest-context-lib-{secrets.token_hex(4)}"
+    folder = DEMO / name
+    folder.mkdir()
+    try:
+        yield folder, name
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+@pytest.fixture(scope="session")
 def demo_sweep(hol_session, tmp_path_factory):
     """The whole example corpus, swept once with two workers."""
     return sweep_with(hol_session, demo_config(tmp_path_factory.mktemp("demo") / "out"))

@@ -111,6 +111,26 @@ _scratch: dict = {"root": None, "keeper": None}
 _scratch_lock = threading.Lock()
 
 
+def usable_tmpdir() -> None:
+    """A TMPDIR that names no writable folder is replaced, in this process's
+    environment and so in every process it starts (HOL Light, OCaml's
+    compilers read it too), by the folder Python's tempfile falls back to:
+    TEMP, TMP, /tmp, /var/tmp, /usr/tmp, then the working directory. None
+    usable is a fault of the machine: ProverError, one line."""
+    from ..errors import ProverError
+
+    given = os.environ.get("TMPDIR")
+    if given is None or (os.path.isdir(given) and os.access(given, os.W_OK | os.X_OK)):
+        return
+    tempfile.tempdir = None             # look again, past the TMPDIR given
+    try:
+        found = tempfile.gettempdir()
+    except OSError as exc:
+        raise ProverError(f"no usable temporary folder: TMPDIR={given} is no writable folder, "
+                          f"and neither is any other ({exc}); point TMPDIR at one") from None
+    os.environ["TMPDIR"] = found
+
+
 @contextlib.contextmanager
 def scratch_root(prefix: str = "proofbatch-") -> Iterator[Path]:
     """While inside, every temporary folder or file this process makes with

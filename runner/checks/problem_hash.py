@@ -57,8 +57,3 @@ def digests(problems: Sequence[Problem],
             outer.update(f"{name}\0{hashes(path)}\n".encode("utf-8", "surrogateescape"))
         out[p.problem_id] = outer.hexdigest()
     return out
-
-
-def default_inputs(problems: Sequence[Problem]) -> dict[str, tuple[tuple[str, Path], ...]]:
-    """A problem's setup and query: what every prover's verdict depends on."""
-    return {p.problem_id: (("setup", p.setup_path), ("query", p.query_path)) for p in problems}

@@ -18,6 +18,7 @@ from .. import events, provers
 from .attempts import Drain
 from .guard import BACKSTOP, OUTSIDE_RETRIES, outside_death
 from .tasks import CheckTask  # noqa: F401  (runner.checks.worker.CheckTask: where executors take it)
+from ..errors import ProverError
 from ..prover import BackendInfo, CheckResult, ProverSession
 from ..results.rows import ResultRow, utcnow
 from ..results.shards import ShardWriter
@@ -68,21 +69,32 @@ def killed_from_outside(result: CheckResult) -> str | None:
 
 
 KILLED = "the check was killed by"      # how a death recorded after its retries begins
+# How the cause of a fault of the machine begins (a CheckResult's
+# ``interrupted``): no temporary file, an image killed under its check, the
+# prover's own files unreadable. Retried; never recorded as the answer's.
+INFRA = "infra: "
 
 
 def retry_cause(result: CheckResult) -> str | None:
     """Why ``result`` says nothing of its answer and the check runs again:
     killed from outside (the signal), ended by the wall-clock backstop
-    (``backstop``), or a wall-clock TIMEOUT while the runner was stopped
-    (``paused``); None for a verdict on the answer."""
+    (``backstop``), a wall-clock TIMEOUT while the runner was stopped
+    (``paused``), or a fault of the machine (``infra: ...``); None for a
+    verdict on the answer."""
     return killed_from_outside(result) or result.interrupted or None
 
 
 def _given_up(result: CheckResult, cause: str, retries: int) -> CheckResult:
-    """The result recorded once a check's retries are spent."""
+    """The result recorded once a check's retries are spent. A fault of the
+    machine every time is no verdict at all: it stops the run (ProverError,
+    exit 1, one line naming it), and a rerun checks it again."""
     tries = retries + 1
     if cause == "paused":
         return result       # it timed out every time: the TIMEOUT stands
+    if cause.startswith(INFRA):
+        raise ProverError(f"{cause[len(INFRA):]}; {tries} times, {retries} of them run again: a "
+                          "fault of this machine, not of the answer, and nothing was recorded for "
+                          "it; fix it and run the same command again to resume")
     if cause == "backstop":
         load = _load()
         host = f"load {load:.1f} on {os.cpu_count()} CPUs" if load is not None else "load unknown"

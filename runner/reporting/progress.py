@@ -119,6 +119,7 @@ class NowDoing:
         self.workers, self.total = max(1, workers), 0
         self.stage, self.stage_at = "starting", time.monotonic()
         self.builds = 0
+        self._built: set[str] = set()      # image keys built once: another build is a rebuild
         # The base is booted, not built, and prebuilt images are there already.
         self._images_needed = len(set(plan.images) - {plan.base} - set(plan.prebuilt)) \
             if plan is not None else None
@@ -147,7 +148,12 @@ class NowDoing:
             if e.kind == "booted":
                 self._set_stage("checking")
                 return f"{e.name} is up"
+            if e.kind == "image" and e.key in self._built:
+                # Built before, and gone since (evicted, or its process died).
+                self._set_stage(f"rebuilding image: {e.name}")
+                return f"rebuilding image (it was evicted or its process died): {e.name}"
             if e.kind == "image":
+                self._built.add(e.key)
                 self.builds += 1
                 of = f" of {self._images_needed}" if self._images_needed else ""
                 self._set_stage(f"building image {self.builds}{of}: {e.name}")

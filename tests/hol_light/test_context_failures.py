@@ -31,9 +31,6 @@ from runner.provers.hol_light.install import find_hol_light
 
 from ..helpers import demo_config, make_corpus, sweep_with
 
-# The sandbox mounts a tmpfs over /tmp (runner/checks/sandbox.py): a file a context
-# needs lives where every image can read it.
-SHARED = Path.home() / ".cache" / "proofbatch-tests" / "context-failures"
 NOTE = "'loads \"update_database.ml\";;' is omitted"
 
 
@@ -172,10 +169,13 @@ needs "{lib}";;
 
 
 @pytest.fixture(scope="module")
-def trust_rows(trust_session, tmp_path_factory):
-    lib = SHARED / "trust_lib.ml"
-    lib.parent.mkdir(parents=True, exist_ok=True)
-    lib.write_text(TRUST_LIB)
+def trust_rows(trust_session, tmp_path_factory, context_lib):
+    # A file a context needs lies under the context root (a load outside it
+    # is refused), where every image can read it (the sandbox mounts a
+    # tmpfs over /tmp, runner/checks/sandbox.py).
+    folder, name = context_lib
+    (folder / "trust_lib.ml").write_text(TRUST_LIB)
+    lib = f"{name}/trust_lib.ml"
     tmp = tmp_path_factory.mktemp("trust-open")
     corpus = make_corpus(tmp / "corpus", {
         "trust.opens": (TRUST_SETUP.format(lib=lib), "`T /\\ T /\\ T /\\ T`\n",

@@ -122,12 +122,13 @@ PROBES_UNDER_TRUST = {
 
 
 @pytest.fixture(scope="session")
-def probe_corpus(tmp_path_factory) -> Path:
-    # The sandbox mounts a tmpfs over /tmp (runner/checks/sandbox.py), so the file
-    # the context needs lives outside it, where every image can read it.
-    lib = Path.home() / ".cache" / "proofbatch-tests" / "trust" / "bad_lib.ml"
-    lib.parent.mkdir(parents=True, exist_ok=True)
-    lib.write_text(BAD_LIB)
+def probe_corpus(tmp_path_factory, context_lib) -> Path:
+    # The file the context needs lies under the context root (a load outside
+    # it is refused), where every image can read it (the sandbox mounts a
+    # tmpfs over /tmp, runner/checks/sandbox.py).
+    folder, name = context_lib
+    (folder / "bad_lib.ml").write_text(BAD_LIB)
+    lib = f"{name}/bad_lib.ml"
     out = tmp_path_factory.mktemp("trust-probes") / "corpus"
     for pid, (query, answer) in PROBES.items():
         d = out / pid

@@ -154,6 +154,7 @@ class HolLightBackend(ProverBackend):
 class HolLightSession(ForkSession):
     def __init__(self, backend: HolLightBackend, workdir: Path):
         super().__init__(backend, workdir)
+        self._loaded_files: dict[Path, str] = {}    # files contexts load -> sha256 when last prepared
         self._boot()
 
     # -- images --------------------------------------------------------------
@@ -172,6 +173,8 @@ class HolLightSession(ForkSession):
             *rebinding_phrases(backend.context_proofs),
             "set_jrh_lexer;;\n",
             f"load_path := {ocaml_string(str(backend.context_root))} :: !load_path;;\n",
+            # Loads of contexts: refused outside these, and a failing one fails the context.
+            f"Proofbatch_driver.confine_loads {ocaml_list([str(backend.context_root), str(install.hol_dir)])};;\n",
             f"Proofbatch_driver.serve {ocaml_string(str(pipes.cmd_path))} "
             f"{ocaml_string(str(pipes.rep_path))};;\n"])
         argv = sandbox.wrap(install.argv, backend.sandbox_kind, writable=self.workdir,
@@ -180,6 +183,7 @@ class HolLightSession(ForkSession):
         self._start_base(argv, pipes, "HOL Light", script.encode())
 
     def prepare(self, problems: Sequence[Problem]) -> None:
+        self._reload_changed_files(problems)
         setups = {p.problem_id: p.setup_path.read_text(encoding="utf-8", errors="replace")
                   for p in problems}
         tree = contexts.build_context_tree(setups, self.backend.salt)
@@ -200,6 +204,30 @@ class HolLightSession(ForkSession):
 
     def problems(self) -> set[str]:
         return set(self._image_of)
+
+    def _reload_changed_files(self, problems: Sequence[Problem]) -> None:
+        """An image is keyed by its context's text, not by the files that
+        text loads: when one of those changed since this session last looked
+        (a session lives across runs in `proofbatch serve`, or in tests),
+        its images loaded the old file. Then every idle context image goes,
+        to be built again as needed, and no context is held as failed."""
+        from ...checks.problem_hash import FileHashes
+        from .context_inputs import context_inputs
+
+        hashes = FileHashes()
+        now = {path: hashes(path) for inputs in context_inputs(
+            problems, self.backend.context_root, self.backend.install.hol_dir).values()
+            for name, path in inputs if name.startswith("load:")}
+        changed = [p for p, digest in now.items() if self._loaded_files.get(p, digest) != digest]
+        self._loaded_files.update(now)
+        if not changed:
+            return
+        with self._lock:
+            victims = [self._images.pop(k) for k in list(self._images)
+                       if k != self.base_key and not self._in_use.get(k)]
+            self._failed.clear()
+        for image in victims:
+            image.close()
 
     def _fork_image(self, parent: ImageProcess, node: contexts.ImageNode) -> ImageProcess:
         segment = self.workdir / "images" / f"{node.key}.ml"
@@ -243,25 +271,22 @@ class HolLightSession(ForkSession):
                 if refusal:
                     return not_run(Verdict.ERROR, refusal, key)
                 return self._run_check(image, problem, limits)
-            except ProverError:
-                # An image process that died (a crash, the kernel's OOM killer)
-                # is rebuilt from its parent and the check runs again; a
-                # verdict seen without its exit status is not trusted.
-                if image.alive() or attempt == self.backend.image_retries:
+            except ProverError as exc:
+                if image.alive():
                     raise
-                self._forget(image)
+                if not getattr(exc, "check_started", True) and attempt < self.backend.image_retries:
+                    # It died while idle: nothing of this check ran; it runs
+                    # on the image rebuilt from its parent.
+                    self._forget(image)
+                    continue
+                # It died under the check (a kill, the kernel's OOM killer): a
+                # fault of the machine. The worker runs the check again on the
+                # rebuilt image and counts the retry; a verdict seen without
+                # its exit status is not trusted.
+                return self._image_lost(image, exc)
             finally:
                 self._release(key)
         raise AssertionError("unreachable")
-
-    def _forget(self, image: ImageProcess) -> None:
-        """Drop a dead image (and any dead ancestors) so _acquire rebuilds it."""
-        with self._lock:
-            dead = [k for k, img in self._images.items() if not img.alive()]
-            for k in dead:
-                self._images.pop(k).close()
-            if self.base_key in dead:
-                raise ProverError("the base HOL Light image died; start the sweep again to resume")
 
     def _run_check(self, image: ImageProcess, problem: Problem, limits: CheckLimits) -> CheckResult:
         """One check in ``image``: the answer's text goes beside its jail."""

@@ -69,7 +69,7 @@ class ForkSession(ImageTree, ProverSession):
     def __init__(self, backend, workdir: Path):
         self.backend, self.info = backend, backend.info
         self.workdir = workdir
-        for sub in ("fifo", "images", "checks"):
+        for sub in ("fifo", "images", "checks", "tmp"):
             (workdir / sub).mkdir(parents=True, exist_ok=True)
         os.chmod(workdir / "fifo", 0o700)
         self._lock = threading.Lock()
@@ -96,7 +96,9 @@ class ForkSession(ImageTree, ProverSession):
     def check(self, problem: Problem, limits: CheckLimits) -> CheckResult:
         result = self._check(problem, limits)
         # Once per check, after its retries: the images it needed may go now.
-        self._settled(problem.problem_id)
+        # A fault of the machine is run again (runner/checks/worker.py).
+        if not result.interrupted.startswith(INFRA):
+            self._settled(problem.problem_id)
         return result
 
     def _check(self, problem: Problem, limits: CheckLimits) -> CheckResult:
@@ -125,7 +127,7 @@ class ForkSession(ImageTree, ProverSession):
             self._base_proc = subprocess.Popen(
                 argv, stdin=subprocess.DEVNULL if script is None else subprocess.PIPE,
                 stdout=log_file, stderr=subprocess.STDOUT, cwd=backend.context_root,
-                start_new_session=True, env=self._janitor.environment())
+                start_new_session=True, env=self._environment())
         image = ImageProcess(self.base_key, self._base_proc.pid, pipes, log)
         try:
             if script is not None:
@@ -149,6 +151,32 @@ class ForkSession(ImageTree, ProverSession):
         self._images[self.base_key] = image
         self._built(self.base_key, None, time.monotonic() - started)
         events.say("booted", key=self.base_key, name=what)
+
+    def _environment(self) -> dict[str, str]:
+        """The prover tree's environment: the janitor's token, and a TMPDIR
+        of the session's own (writable in the sandbox, and removed with the
+        session), whatever TMPDIR the runner was given."""
+        return {**self._janitor.environment(), "TMPDIR": str(self.workdir / "tmp")}
+
+    def _image_lost(self, image: ImageProcess, exc: ProverError) -> CheckResult:
+        """The result of a check whose image died under it (a kill, the OOM
+        killer): a fault of the machine, not the answer's. The image is
+        dropped, so the worker's retry (runner/checks/worker.py) builds it
+        again from its parent and counts an infrastructure retry; a dead
+        base image stops the sweep (ProverError)."""
+        self._forget(image)
+        cause = f"{INFRA}the image of its context ({image.key}) died under the check ({exc})"
+        return CheckResult(Outcome(Verdict.ERROR, cause), None, 0.0, None, image.key,
+                           "image died", interrupted=cause)
+
+    def _forget(self, image: ImageProcess) -> None:
+        """Drop a dead image (and any dead ancestors) so _acquire rebuilds it."""
+        with self._lock:
+            dead = [k for k, img in self._images.items() if not img.alive()]
+            for k in dead:
+                self._images.pop(k).close()
+            if self.base_key in dead:
+                raise ProverError("the base HOL Light image died; start the sweep again to resume")
 
     def _fork_loading(self, parent: ImageProcess, node: contexts.ImageNode,
                       load: Sequence[str]) -> ImageProcess:
@@ -227,24 +255,35 @@ class ForkSession(ImageTree, ProverSession):
         checks = self.workdir / "checks"
         scratch = checks / str(n)
         answer, query, log = (checks / f"{n}.{ext}" for ext in ("answer", "query", "log"))
-        # 0711: the image process keeps no capability to read other uids' files,
-        # but must enter the directory it jails the check in.
-        scratch.mkdir(mode=0o711)
-        fields = list(answer_fields(answer))
-        shutil.copyfile(problem.query_path, query)
         verdict_fifo = scratch / "verdict"
-        os.mkfifo(verdict_fifo, 0o600)
         uid = "-"
-        if sandbox.jails(kind):
-            jail = sandbox.jail_uid()
-            for path in (scratch, verdict_fifo):
-                os.chown(path, jail, jail)
-            # Writable by the jailed check (its owner) and by the image's
-            # child before it enters the jail (root without CAP_DAC_OVERRIDE),
-            # which reports an answer refused before it ran.
-            os.chmod(verdict_fifo, 0o622)
-            uid = str(jail)
-        verdict_fd = os.open(verdict_fifo, os.O_RDONLY | os.O_NONBLOCK)
+        try:
+            # 0711: the image process keeps no capability to read other uids' files,
+            # but must enter the directory it jails the check in.
+            scratch.mkdir(mode=0o711)
+            fields = list(answer_fields(answer))
+            shutil.copyfile(problem.query_path, query)
+            os.mkfifo(verdict_fifo, 0o600)
+            if sandbox.jails(kind):
+                jail = sandbox.jail_uid()
+                for path in (scratch, verdict_fifo):
+                    os.chown(path, jail, jail)
+                # Writable by the jailed check (its owner) and by the image's
+                # child before it enters the jail (root without CAP_DAC_OVERRIDE),
+                # which reports an answer refused before it ran.
+                os.chmod(verdict_fifo, 0o622)
+                uid = str(jail)
+            verdict_fd = os.open(verdict_fifo, os.O_RDONLY | os.O_NONBLOCK)
+        except OSError as exc:
+            # The session's own files: a full disk, a folder removed under
+            # the runner. The machine's fault; no verdict of the answer.
+            for path in (answer, query):
+                path.unlink(missing_ok=True)
+            shutil.rmtree(scratch, ignore_errors=True)
+            raise ProverError(f"cannot prepare a check's files in {checks} ({exc.strerror or exc}"
+                              f"{': ' + str(exc.filename) if exc.filename else ''}): a fault of this "
+                              "machine, not of the answer; fix it and run the same command again "
+                              "to resume") from None
         nonce = secrets.token_hex(8)
         guard = GuardLimits(time_s=limits.time_s, mem_bytes=limits.mem_bytes,
                             grace_s=self.backend.grace_s, clock=limits.clock,
@@ -271,7 +310,11 @@ class ForkSession(ImageTree, ProverSession):
         except (ProverError, psutil.NoSuchProcess) as exc:
             if pid is not None and obs is None:
                 _kill_orphan(pid)
-            raise exc if isinstance(exc, ProverError) else ProverError(str(exc))
+            error = exc if isinstance(exc, ProverError) else ProverError(str(exc))
+            # Whether the check had started: an image found dead before is
+            # rebuilt and the check run with no retry counted.
+            error.check_started = pid is not None
+            raise error
         finally:
             with self._lock:
                 self._running -= 1
@@ -372,6 +415,10 @@ def interpret(obs: Observation, status: str, nonce: str, key: str,
         secs, cpu = float(match["secs"]), float(match["cpu"])
         outcome = Outcome(Verdict(match["verdict"]), match["reason"])
         peak = max(peak or 0, int(match["peak_kb"]) * 1024) or None
+    if outcome.verdict is Verdict.ERROR and not interrupted:
+        # The prover says the machine failed it (a temporary file, its own
+        # input files): no verdict on the answer; the worker runs it again.
+        interrupted = machine_fault(outcome.reason)
     if outcome.verdict is Verdict.TIMEOUT and str(clock) == LimitClock.WALL \
             and obs.paused_secs > 0 and not interrupted:
         # The runner was stopped while the check ran: a wall-clock alarm in
@@ -380,6 +427,21 @@ def interpret(obs: Observation, status: str, nonce: str, key: str,
         interrupted = "paused"
     return CheckResult(outcome, secs, obs.wall_secs, peak, key, status, cpu_secs=obs.cpu_secs,
                        prove_cpu_secs=cpu, interrupted=interrupted)
+
+
+INFRA = "infra: "      # how a fault of the machine begins (runner.checks.worker.INFRA)
+
+
+def machine_fault(reason: str) -> str:
+    """The cause when an ERROR's ``reason`` is a fault of the machine, not of
+    the answer: the prover's own "infra:" (hol_light_driver.ml, hol_check.ml:
+    no temporary file, its input files unreadable), an exception of the
+    driver itself, or of the native front end reading its files; else ""."""
+    if reason.startswith(INFRA):
+        return reason
+    if reason.startswith(("driver: ", "front end: Sys_error")):
+        return INFRA + reason
+    return ""
 
 
 def not_run(verdict: Verdict, reason: str, key: str, mode: str = "") -> CheckResult:

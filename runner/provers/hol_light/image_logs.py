@@ -76,14 +76,23 @@ def keep_log(log_dir: Path, keep: int, problem: Problem, log: Path) -> None:
 
 
 _ERROR_LINE = re.compile(r"^(Exception:|Error:|Parse error:|.*Error: |Cannot find file)")
+# A file a context loads that the driver refused or that did not load
+# (hol_light_driver.ml, checked_load), as the toplevel prints its Failure
+# (a long one on lines of its own: "Exception:", "Failure", then the string).
+_LOAD_FAILED = re.compile(r'Failure\s+"proofbatch: load failed: (?P<why>(?:[^"\\]|\\.)*)"')
 
 
 def log_reason(log: Path) -> str | None:
-    """The first error a toplevel printed while loading, if any."""
+    """The first error a toplevel printed while loading, if any: a load the
+    driver refused or that failed first (the innermost, naming its file and
+    its first error), else the first error line."""
     try:
-        lines = log.read_text(encoding="utf-8", errors="replace").splitlines()
+        text = log.read_text(encoding="utf-8", errors="replace")
     except OSError:
         return None
+    if m := _LOAD_FAILED.search(text):
+        return re.sub(r'\\(.)', r"\1", m["why"])
+    lines = text.splitlines()
     for i, line in enumerate(lines):
         if _ERROR_LINE.match(line.lstrip("# ")):
             follow = lines[i + 1].strip() if i + 1 < len(lines) and line.rstrip().endswith(":") else ""

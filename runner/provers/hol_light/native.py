@@ -43,7 +43,7 @@ from .backend import HolLightBackend
 from .install import HolLightInstall
 from .load_model import ANSWER_BATCH
 from .native_compile import Compiled, NativeCompiler, NotNative, Scope
-from .fork_session import ForkSession, _context_name, not_run
+from .fork_session import ForkSession, _context_name, machine_fault, not_run
 from .map_modes import BYTECODE_MODE, NATIVE_MODE
 from .native_build import NativeBuild
 from .plans import ALLOWANCES, image_plan
@@ -379,7 +379,12 @@ class NativeSession(ForkSession):
             self._built(f"{COMPILE_KEY}answers:{key}", key, secs)
             for name, text in texts.items():
                 self._compiled[(key, text)] = done[name]
-            return self._compiled[(key, answer)]
+            found = self._compiled[(key, answer)]
+            # The front end failed on its own files: compiled again when retried.
+            for name, text in texts.items():
+                if done[name].refusal is not None and machine_fault(done[name].refusal):
+                    del self._compiled[(key, text)]
+            return found
 
     # -- checks --------------------------------------------------------------
 
@@ -399,8 +404,15 @@ class NativeSession(ForkSession):
         try:
             compiled = self._answer(problem, key, scope)
             if compiled.refusal is not None:
-                return not_run(Verdict.ERROR, compiled.refusal, key, MODE)
+                refused = not_run(Verdict.ERROR, compiled.refusal, key, MODE)
+                # The front end could not read its files: the machine's fault.
+                return dataclasses.replace(refused, interrupted=machine_fault(compiled.refusal))
             return self._run_check(image, problem, limits, compiled, self._preload(image, compiled))
+        except ProverError as exc:
+            # Its image died under it: rebuilt, and the check run again (as in bytecode).
+            if image.alive():
+                raise
+            return dataclasses.replace(self._image_lost(image, exc), mode=MODE)
         finally:
             self._release(key)
 

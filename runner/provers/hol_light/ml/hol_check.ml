@@ -114,7 +114,9 @@ let enter_jail scratch uid =
     raise (Verdict ("ERROR", "sandbox: could not enter the jail: " ^ Printexc.to_string exn))
 
 let read_query describe path =
-  let text = String.trim (Hol_text.read_file path) in
+  let text =
+    try String.trim (Hol_text.read_file path)
+    with Sys_error e -> raise (Verdict ("ERROR", "infra: cannot read the query's file: " ^ e)) in
   let n = String.length text in
   let body =
     if n >= 2 && text.[0] = '`' && text.[n - 1] = '`' then String.sub text 1 (n - 2) else text in

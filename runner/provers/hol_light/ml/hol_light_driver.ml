@@ -35,10 +35,24 @@ module Proofbatch_driver = struct
   let answer_slot : (unit -> tactic) ref =
     ref (fun () -> failwith "proofbatch: no answer installed")
 
+  (* Where camlp5's error text is captured: TMPDIR (the runner gives each
+     session a folder of its own there), else where Python's tempfile would
+     look next. None usable is a fault of the machine, never the answer's:
+     an "infra:" ERROR, which the runner runs again or stops on. *)
+  let capture_file () =
+    let dirs = [Filename.get_temp_dir_name (); "/tmp"; "/var/tmp"; "/usr/tmp"] in
+    let rec first why = function
+      | [] -> raise (Verdict ("ERROR", "infra: cannot create a temporary file (tried " ^
+                                       String.concat ", " dirs ^ "): " ^ why))
+      | dir :: rest ->
+          (try Filename.temp_file ~temp_dir:dir "proofbatch-parse" ".txt"
+           with Sys_error e -> first e rest) in
+    first "" dirs
+
   (* camlp5 prints its own parse errors, the location on stderr and the
      message on stdout, then raises Exit: capture both descriptors. *)
   let capturing_errors f =
-    let path = Filename.temp_file "proofbatch-parse" ".txt" in
+    let path = capture_file () in
     let fd = Unix.openfile path [Unix.O_WRONLY; Unix.O_TRUNC] 0o600 in
     let flush_both () =
       Format.pp_print_flush Format.err_formatter (); Format.print_flush ();
@@ -102,7 +116,10 @@ module Proofbatch_driver = struct
   (* Gives the answer's tactic, installed but not yet run. *)
   let answer answer_file () =
     try
-      let expr = parse_answer (Hol_text.read_file answer_file) in
+      let text =
+        try Hol_text.read_file answer_file
+        with Sys_error e -> raise (Verdict ("ERROR", "infra: cannot read the answer's file: " ^ e)) in
+      let expr = parse_answer text in
       Hol_screen.screen expr;
       install_answer expr;
       !answer_slot
@@ -123,6 +140,142 @@ module Proofbatch_driver = struct
       Format.printf "proofbatch: Warning: 'loads %S;;' is omitted, as HOL Light's \
                      inline_load.ml omits it@." file
     else loads file
+
+  (* ----------------------------------------------------------------------- *)
+  (* The files a context loads.                                              *)
+  (* ----------------------------------------------------------------------- *)
+
+  (* HOL Light's use_file prints "Error in included file" and goes on, so a
+     file that a context needs, loadt's or loads and that fails (a parse
+     error, an unbound name, an exception) was swallowed: the context loaded
+     without it, and the answer met the consequence ("Unbound value ..."),
+     or proved its goal. Under the runner each of them is checked instead
+     (the rebinding below): a file outside the context root and HOL Light's
+     directory is refused, as is a file loading itself (through others or
+     not); one that does not load raises, naming it and its first error, so
+     the context fails to load (the check's ERROR "setup: ..."). Each message
+     starts with [load_failed], which the runner reads in the image's log
+     (runner/provers/hol_light/image_logs.py). *)
+  let load_failed = "proofbatch: load failed: "
+
+  (* The context root and HOL Light's directory, real paths; [] until the
+     boot script confines loads: then loads are HOL Light's own. *)
+  let load_roots : string list ref = ref []
+
+  let real_path p = try Unix.realpath p with _ -> p
+
+  let confine_loads roots = load_roots := List.map real_path roots
+
+  (* The files being loaded, innermost first. *)
+  let loading : string list ref = ref []
+
+  let under root path =
+    let n = String.length root in
+    path = root || (String.length path > n && String.sub path 0 n = root
+                    && (root = "/" || path.[n] = '/'))
+
+  (* Where HOL Light's loaders find [name] (hol.ml's file_on_path): loads in
+     HOL Light's directory, needs and loadt in the context root, then there;
+     an absolute name as it is. None for a relative name found in neither:
+     the loader itself then says so. *)
+  let resolve kind name =
+    let dirs = match !load_roots with
+      | [root; hol] -> if kind = "loads" then [hol] else [root; hol]
+      | dirs -> dirs in
+    if not (Filename.is_relative name) then Some name
+    else List.find_map (fun d -> let p = Filename.concat d name in
+                         if Sys.file_exists p then Some p else None) dirs
+
+  (* What the image printed to its log (its stdout, a file) since [start]:
+     its last 4 MiB at most, where a load that stopped says so. *)
+  let printed_since start =
+    if start < 0 then "" else
+    try
+      let fd = Unix.openfile "/proc/self/fd/1" [Unix.O_RDONLY] 0 in
+      Fun.protect ~finally:(fun () -> Unix.close fd) (fun () ->
+        let size = (Unix.fstat fd).Unix.st_size in
+        let from = Stdlib.max start (size - 4 * 1024 * 1024) in
+        let n = size - from in
+        if n <= 0 then "" else begin
+          ignore (Unix.lseek fd from Unix.SEEK_SET);
+          let buf = Bytes.create n in
+          let rec fill k = if k < n then
+              match Unix.read fd buf k (n - k) with 0 -> k | m -> fill (k + m) else k in
+          Bytes.sub_string buf 0 (fill 0)
+        end)
+    with _ -> ""
+
+  let starts_with s p = String.length s >= String.length p && String.sub s 0 (String.length p) = p
+
+  (* Whether [pat] occurs in [text], which may be megabytes. *)
+  let occurs text pat =
+    let n = String.length text and m = String.length pat in
+    let rec go i = match String.index_from_opt text i pat.[0] with
+      | Some j when j + m <= n -> String.sub text j m = pat || go (j + 1)
+      | _ -> false in
+    m = 0 || (n > 0 && go 0)
+
+  (* The first error a toplevel printed in [text], with the line of its
+     location when one precedes it: "line 3, characters 8-11: Error: ...". *)
+  let first_error text =
+    let lines = List.map String.trim (String.split_on_char '\n' text) in
+    let is_error l =
+      (starts_with l "Error" || starts_with l "Parse error" || starts_with l "Exception:"
+       || occurs l "Error: " || starts_with l "Cannot find file")
+      && not (starts_with l "Error in included file") in
+    let rec go where = function
+      | [] -> None
+      | l :: rest when starts_with l "File \"" ->
+          let at = try let i = String.index l ',' in
+                     String.trim (String.sub l (i + 1) (String.length l - i - 1))
+                   with Not_found -> "" in
+          go at rest
+      | l :: rest when is_error l ->
+          let follow = match rest with
+            | next :: _ when l.[String.length l - 1] = ':' -> " " ^ next
+            | _ -> "" in
+          Some ((if where = "" then "" else where ^ " ") ^ l ^ follow)
+      | _ :: rest -> go where rest in
+    go "" lines
+
+  (* The wrappers made, so that a rebinding after another open does not
+     wrap one again. *)
+  let wrappers : (string -> unit) list ref = ref []
+
+  let checked_load kind (load : string -> unit) =
+    if List.memq load !wrappers then load else
+    let checked name =
+      if kind = "loads" && List.mem name !dropped_loads then
+        Format.printf "proofbatch: Warning: 'loads %S;;' is omitted, as HOL Light's \
+                       inline_load.ml omits it@." name
+      else if !load_roots = [] then load name
+      else match resolve kind name with
+        | None -> load name
+        | Some path ->
+            let real = real_path path in
+            if not (List.exists (fun r -> under r real) !load_roots) then
+              failwith (Printf.sprintf "%s%s %S is refused: %s is outside the context root \
+                                        and HOL Light's directory (%s)" load_failed kind name
+                          real (String.concat ", " !load_roots));
+            if not (Sys.file_exists path) then
+              failwith (Printf.sprintf "%s%s %S finds no file" load_failed kind name);
+            if List.mem real !loading then
+              failwith (Printf.sprintf "%s%s %S loads itself (%s)" load_failed kind name
+                          (String.concat " <- " (real :: !loading)));
+            Format.print_flush (); flush stdout; flush stderr;
+            let start = try Unix.lseek Unix.stdout 0 Unix.SEEK_CUR with _ -> -1 in
+            loading := real :: !loading;
+            Fun.protect ~finally:(fun () -> loading := List.tl !loading) (fun () -> load name);
+            Format.print_flush (); flush stdout; flush stderr;
+            let printed = printed_since start in
+            (* HOL Light's word for a file of this load, or of one it loaded,
+               that stopped at an error. *)
+            if occurs printed "Error in included file " then
+              failwith (Printf.sprintf "%s%s %S (%s) did not load: %s" load_failed kind name real
+                          (match first_error printed with
+                           | Some e -> e | None -> "HOL Light said \"Error in included file\"")) in
+    wrappers := checked :: !wrappers;
+    checked
 
   let rebind_directive = "proofbatch_rebind"
 
@@ -152,12 +305,19 @@ module Proofbatch_driver = struct
     dropped_loads := dropped;
     let ident names = Ast_helper.Exp.ident (path names) in
     let prove = bind "prove" (ident ["Hol_trust"; "Switch"; "prove"]) in
-    let loads = bind "loads" (Ast_helper.Exp.apply (ident ["Proofbatch_driver"; "dropping_loads"])
-                                [Asttypes.Nolabel, ident ["loads"]]) in
+    (* [let needs = Proofbatch_driver.checked_load "needs" needs], and so for
+       loadt and loads (which also skips the dropped loads). *)
+    let checked kind =
+      bind kind (Ast_helper.Exp.apply (ident ["Proofbatch_driver"; "checked_load"])
+                   [Asttypes.Nolabel, Ast_helper.Exp.constant (Ast_helper.Const.string kind);
+                    Asttypes.Nolabel, ident [kind]]) in
+    let loaders = List.map checked ["loads"; "loadt"; "needs"] in
     let rebind () =
       if trust && not (Toploop.execute_phrase false Format.std_formatter prove) then
         failwith "proofbatch: prove could not be bound to Hol_trust.Switch.prove";
-      (try ignore (Toploop.execute_phrase false Format.std_formatter loads) with _ -> ()) in
+      List.iter (fun phrase ->
+          try ignore (Toploop.execute_phrase false Format.std_formatter phrase) with _ -> ())
+        loaders in
     Toploop.add_directive rebind_directive (Toploop.Directive_none rebind)
       {Toploop.section = "proofbatch"; doc = "bind prove and loads as the session needs"};
     let again = Parsetree.Ptop_dir {Parsetree.pdir_name = Location.mknoloc rebind_directive;
