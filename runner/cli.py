@@ -26,6 +26,7 @@ import signal
 import sys
 import threading
 
+from . import subproc
 from .commands import all_commands
 from .errors import InputError, ProofbatchError
 
@@ -140,6 +141,9 @@ class _Signals:
         if self.received and signum == signal.SIGHUP:
             return              # already stopping: a dropped terminal may hang up again
         self.received.append(signum)
+        # External commands running in any thread (a compiler: minutes) end now,
+        # with their children (runner/subproc.py).
+        subproc.kill_all()
         raise _STOPS[signal.Signals(signum)]()
 
     def install(self) -> "_Signals":

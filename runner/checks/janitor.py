@@ -37,6 +37,8 @@ from typing import Iterator
 
 import psutil
 
+from .. import subproc
+
 ENV = "PROOFBATCH_SESSION"
 # How long the janitor keeps looking for stragglers: a process forked just
 # as it looked carries the token too, and is found on a later pass.
@@ -142,9 +144,13 @@ def scratch_root(prefix: str = "proofbatch-") -> Iterator[Path]:
     before = tempfile.tempdir
     tempfile.tempdir = str(root)
     _scratch.update(root=root, keeper=None)
+    # External commands (a native build's compilers) carry the keeper's token:
+    # it kills them however this process ends.
+    subproc.watch = _watched_environment
     try:
         yield root
     finally:
+        subproc.watch = None
         tempfile.tempdir = before
         with _scratch_lock:
             keeper = _scratch["keeper"]
@@ -152,6 +158,14 @@ def scratch_root(prefix: str = "proofbatch-") -> Iterator[Path]:
         if keeper is not None:
             keeper.close()
         shutil.rmtree(root, ignore_errors=True)
+
+
+def _watched_environment() -> dict[str, str]:
+    """The environment of an external command inside ``scratch_root``: with
+    the token of the janitor watching this process (started now if none is)."""
+    watch_scratch()
+    keeper = _scratch["keeper"]
+    return keeper.environment() if keeper is not None else dict(os.environ)
 
 
 def watch_scratch() -> None:
