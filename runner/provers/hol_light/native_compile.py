@@ -159,7 +159,7 @@ class NativeCompiler(UnitCompiler):
                  workdir: Path, context_proofs: ContextProofs = ContextProofs.REPLAY,
                  log_dir: Path | None = None):
         """``log_dir``: where a failed compile keeps its log and source
-        (``native-compile/<module>.log``, ``.ml``; OUT/logs in a sweep)."""
+        (``native-compile/<module>.log`` and ``.src.ml``; OUT/logs in a sweep)."""
         self.build, self.install = build, install
         self.log_dir = Path(log_dir) if log_dir is not None else None
         self.context_proofs = ContextProofs(context_proofs)
