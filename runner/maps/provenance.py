@@ -118,7 +118,7 @@ class LoadedMap:
             return "mode unknown (no sidecar, not declared)"
         build = f", build {p.build}" if p.build else ""
         host = f", limits x{max(1.0, self.host_factor):.2f} for this host" if self.host_factor != 1 else ""
-        return f"measured in {p.mode}{build}, {p.clock} clock ({p.source}){host}"
+        return f"measured in {p.mode}{build} ({p.source}), {p.clock} clock{host}"
 
 
 def load(path: Path, mode: str | None = None, build: str | None = None) -> LoadedMap:
