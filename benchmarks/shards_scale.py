@@ -24,7 +24,7 @@ from git: ``legacy_report``); ``report-cli`` is ``proofbatch report OUT
     nice .venv/bin/python benchmarks/shards_scale.py --rows 1000000 --shard-rows 200 --legacy-ops scan
     nice .venv/bin/python benchmarks/shards_scale.py --measure COPY_OF_A_GENERATED_DIR --ops scan merge
     .venv/bin/python benchmarks/shards_scale.py --generate-raw DIR --rows 100000 --shard-rows 5
-    .venv/bin/python benchmarks/shards_scale.py --measure DIR --ops report-cli report scan --legacy-ops none
+    .venv/bin/python benchmarks/shards_scale.py --measure DIR --ops report-cli report scan scan-dataset --legacy-ops none
 
 On a shared machine read the CPU column (user+sys of the child during the
 operation, all threads): wall times there measure the queue for a core.
@@ -163,6 +163,14 @@ def op(name: str, impl: str, out: Path) -> dict:
         # has no columns argument: it read whole rows).
         n = len(shards.scan(out, repair=False, **({} if impl == "legacy" else
                                                   {"columns": shards.LIGHT})).done)
+    elif name == "scan-dataset":
+        # The alternative runner/results/shard_reads.py was measured against:
+        # pyarrow.dataset over the same files, the columns a scan reads.
+        import pyarrow.dataset as ds
+        files = sorted(str(p) for p in (out / shards.SHARDS_DIR).glob("*.parquet"))
+        present = set(ds.dataset(files[:1], format="parquet").schema.names)
+        n = ds.dataset(files, format="parquet").to_table(
+            columns=[c for c in shards.LIGHT if c in present]).num_rows
     elif name == "merge":
         n = shards.merge(out).num_rows
     elif name == "status":

@@ -85,7 +85,7 @@ def read_shard(path: Path, columns: tuple[str, ...] = COLUMNS) -> pa.Table | Non
         raise FileNotFoundError(path)
     if raw == "bad":
         return None
-    table, older = raw
+    table, older, _ = raw
     try:
         return conform(table, columns, older)
     except (pa.ArrowException, ValueError):

@@ -6,8 +6,10 @@ Read one by one (``done.read_shard``), 20,000 five-row shards took 27 s of
 ``report``'s 30 s: each file's footer, the schema check, the rename, the
 null columns and the cast, in Python, per file. Here each file is opened
 once, without pre-buffering, for only the columns asked for, on a thread
-per core (Parquet decoding releases the GIL); files of the same physical
-schema are then concatenated and made to fit ``SCHEMA`` once per group.
+per core (Parquet decoding releases the GIL; on a host whose cores others
+keep busy the threads gain nothing, and lose nothing either); files of the
+same physical schema are then concatenated and made to fit ``SCHEMA`` once
+per group.
 
 A file whose columns are older than today's (a column renamed since,
 ``rows.RENAMED``; an optional column it predates, ``rows.OPTIONAL_COLUMNS``)
@@ -15,8 +17,10 @@ reads as ``read_shard`` reads it; one that lacks a required column or cannot
 be read is reported unreadable, and one deleted since it was listed (a
 compaction folded it) is reported gone, so that ``scan`` lists again.
 
-``pyarrow.dataset`` over the same files was measured and is no faster: its
-per-fragment cost was about twice this reader's (benchmarks/shards_scale.py).
+``pyarrow.dataset`` over the same files is no faster: about 0.7-0.8 ms of
+CPU a file against this reader's 0.5 (``benchmarks/shards_scale.py --ops
+scan scan-dataset``). What is left is Parquet's own cost per file, its
+footer and a page per column, whoever reads it.
 """
 
 from __future__ import annotations
@@ -38,20 +42,22 @@ MAX_THREADS = 8
 _GONE, _BAD = "gone", "bad"
 
 
-def read_raw(path: Path, columns: tuple[str, ...]) -> tuple[pa.Table, tuple] | str:
-    """The shard's ``columns`` as written, and its renames ((new, old)
-    pairs); ``"bad"`` if it is unreadable or lacks a column of SCHEMA (other
-    than OPTIONAL_COLUMNS); ``"gone"`` if it no longer exists."""
+def read_raw(path: Path, columns: tuple[str, ...]) -> tuple[pa.Table, tuple, tuple] | str:
+    """The shard's ``columns`` as written, its renames ((new, old) pairs)
+    and the names it read them under; ``"bad"`` if it is unreadable or lacks
+    a column of SCHEMA (other than OPTIONAL_COLUMNS); ``"gone"`` if it no
+    longer exists."""
     try:
-        pf = pq.ParquetFile(path, pre_buffer=False)
-        present = set(pf.schema_arrow.names)
-        # An older shard's name for a column renamed since (rows.RENAMED).
-        older = {new: old for new, old in RENAMED.items() if new not in present and old in present}
-        present |= set(older)
-        if any(c not in present and c not in OPTIONAL_COLUMNS for c in COLUMNS):
-            return _BAD
-        table = pf.read(columns=[older.get(c, c) for c in columns if c in present], use_threads=False)
-        return table, tuple(sorted(older.items()))
+        with pq.ParquetFile(path, pre_buffer=False) as pf:
+            present = set(pf.schema_arrow.names)
+            # An older shard's name for a column renamed since (rows.RENAMED).
+            older = {new: old for new, old in RENAMED.items() if new not in present and old in present}
+            present |= set(older)
+            if any(c not in present and c not in OPTIONAL_COLUMNS for c in COLUMNS):
+                return _BAD
+            names = tuple(older.get(c, c) for c in columns if c in present)
+            table = pf.read(columns=list(names), use_threads=False)
+        return table, tuple(sorted(older.items())), names
     except FileNotFoundError:
         return _GONE
     except (OSError, pa.ArrowException, ValueError):
@@ -95,30 +101,32 @@ def read_shards(paths: list[Path], columns: tuple[str, ...] = COLUMNS,
     else:
         raws = [read_raw(p, columns) for p in paths]
     found = Read()
-    # Grouped by column names (hashing a schema cost 50 us a file); a group
+    # Grouped by the names read (hashing a schema cost 50 us a file); a group
     # whose types differ fails to concatenate and is read file by file.
-    groups: dict[tuple, list[tuple[Path, pa.Table]]] = {}
-    for path, raw in zip(paths, raws):
+    groups: dict[tuple, list[tuple[int, pa.Table]]] = {}
+    read: list[int] = []
+    for i, raw in enumerate(raws):
         if isinstance(raw, str):
-            (found.gone if raw == _GONE else found.unreadable).append(path)
+            (found.gone if raw == _GONE else found.unreadable).append(paths[i])
         else:
-            table, older = raw
-            groups.setdefault((tuple(table.column_names), older), []).append((path, table))
+            table, older, names = raw
+            groups.setdefault((names, older), []).append((i, table))
     tables = []
     for (_, older), members in groups.items():
         try:
             whole = pa.concat_tables([t for _, t in members]).combine_chunks()
             tables.append(conform(whole, columns, older))
-            found.read += [p for p, _ in members]
+            read += [i for i, _ in members]
             continue
         except (pa.ArrowException, ValueError):
             pass
-        for path, table in members:           # a value one file cannot cast: find it
+        for i, table in members:              # a value one file cannot cast: find it
             try:
                 tables.append(conform(table, columns, older))
-                found.read.append(path)
+                read.append(i)
             except (pa.ArrowException, ValueError):
-                found.unreadable.append(path)
+                found.unreadable.append(paths[i])
+    found.read = [paths[i] for i in sorted(read)]   # in the order given
     if tables:
         found.table = pa.concat_tables(tables)
     return found

@@ -229,7 +229,8 @@ def scan(out_dir: Path, *, repair: bool = True, columns: tuple[str, ...] | None 
         seen.update(p.name for p in found.read + found.unreadable)
         if repair:
             result.quarantined += [_quarantine(p) for p in sorted(found.unreadable)]
-        result.shards = sorted(result.shards + found.read)
+        # Listed in name order; a second listing's come after the first's.
+        result.shards += found.read
         if found.table is not None:
             tables.append(found.table)
     if not tables:
