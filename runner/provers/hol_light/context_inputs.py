@@ -6,12 +6,12 @@ setup.ml and query.txt, and every file its setup loads, directly or not
 (``ProverBackend.problem_inputs``, runner/checks/problem_hash.py), so a resume
 checks again a problem one of whose files changed.
 
-A setup is read for loads with one regular expression rather than split into
-phrases: setups are the bulk of a corpus's bytes (the bench's hold the proof
-file up to the theorem), and splitting them all again would double what
-planning pays. A load named in a comment counts too: a needless recheck when
-that file changes, never a missed one. The files loaded, shared by many
-setups, are walked once each by the load graph.
+Files are read for loads with one regular expression rather than split
+into phrases: setups are the bulk of a corpus's bytes (the bench's hold the
+proof file up to the theorem), and splitting them all again would double
+what planning pays. A load named in a comment or a string counts too: a
+needless recheck when that file changes, never a missed one. Each file
+loaded, shared by many setups, is read once.
 """
 
 from __future__ import annotations
@@ -30,9 +30,46 @@ _LOAD = re.compile(rb'\b(needs|loadt|loads)\s*\(?\s*"([^"\\\n]+)"')
 def context_inputs(problems: Sequence[Problem], root: Path | None, hol_dir: Path | None
                    ) -> dict[str, tuple[tuple[str, Path], ...]]:
     """Problem id -> (name, path) of its setup, its query and each file its
-    setup loads, named relative to the context root or HOL Light's directory."""
-    graph = LoadGraph(root, hol_dir)
+    setup loads, directly or not, named relative to the context root or HOL
+    Light's directory."""
+    graph = LoadGraph(root, hol_dir)        # where loads look, and how files are named
     found: dict[tuple[str, str], Path | None] = {}
+    closure: dict[Path, frozenset[Path]] = {}
+
+    def targets(text: bytes) -> set[Path]:
+        out = set()
+        for m in _LOAD.finditer(text):
+            kind, name = m.group(1).decode(), m.group(2).decode("utf-8", "surrogateescape")
+            if kind == "loads" and name in graph.dropped:
+                continue
+            if (kind, name) not in found:
+                target = resolve(name, graph.search(kind))
+                found[(kind, name)] = target.resolve() if target is not None else None
+            if found[(kind, name)] is not None:
+                out.add(found[(kind, name)])
+        return out
+
+    def loaded_by(start: Path) -> frozenset[Path]:
+        """Every file ``start`` loads, directly or not, and itself."""
+        if start in closure:
+            return closure[start]
+        seen, todo = {start}, [start]
+        closure[start] = frozenset(seen)        # a file loading itself ends here
+        while todo:
+            f = todo.pop()
+            if f != start and f in closure:
+                seen |= closure[f]
+                continue
+            try:
+                text = f.read_bytes()
+            except OSError:
+                continue
+            for t in targets(text) - seen:
+                seen.add(t)
+                todo.append(t)
+        closure[start] = frozenset(seen)
+        return closure[start]
+
     out = {}
     for p in problems:
         try:
@@ -40,16 +77,8 @@ def context_inputs(problems: Sequence[Problem], root: Path | None, hol_dir: Path
         except OSError:
             text = b""
         files: set[Path] = set()
-        for m in _LOAD.finditer(text):
-            kind, name = m.group(1).decode(), m.group(2).decode("utf-8", "surrogateescape")
-            if kind == "loads" and name in graph.dropped:
-                continue
-            if (kind, name) not in found:
-                found[(kind, name)] = resolve(name, graph.search(kind))
-            target = found[(kind, name)]
-            if target is not None:
-                files.add(target.resolve())
-                files |= graph.closure(target)
+        for target in targets(text):
+            files |= loaded_by(target)
         out[p.problem_id] = (("setup", p.setup_path), ("query", p.query_path),
                              *(("load:" + graph.show(f), f) for f in sorted(files)))
     return out
