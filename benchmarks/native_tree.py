@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import json
 import random
+import re
 import sys
 import time
 from collections import Counter
@@ -57,6 +58,23 @@ def candidates(s2n: Path, tree: str, bench_map: list[dict] | None) -> list[str]:
         return files
     listed = {e["problem_id"].split(".")[1] for e in bench_map if e["problem_id"].startswith(tree + ".")}
     return [f for f in files if f in listed]
+
+
+def library_files(s2n: Path, tree: str) -> set[str]:
+    """Proof files of ``tree`` that another file of it loads (base.ml loads
+    arm.ml, decode.ml, ...; proof files load neon_helper.ml): libraries,
+    written to be loaded after what comes before them. A problem cut from
+    one alone has a context that lacks it, and the toplevel rejects it too
+    (`Unbound value define_auto_record_type` for x86/proofs/x86.ml)."""
+    loaded: set[str] = set()
+    standalone: set[str] = set()        # those that load base.ml themselves
+    for path in (s2n / tree / "proofs").glob("*.ml"):
+        text = path.read_text(encoding="utf-8", errors="replace")
+        names = re.findall(r'^\s*(?:needs|loadt|loads)\s+"([^"]+)"', text, re.M)
+        if f"{tree}/proofs/base.ml" in names:
+            standalone.add(path.stem)
+        loaded |= {Path(n).stem for n in names if n.startswith(f"{tree}/proofs/")}
+    return loaded - standalone - {"base"}
 
 
 def compile_tree(args, tree: str, files: list[str]) -> tuple[list[str], dict[str, str], float, str, dict]:
@@ -117,6 +135,12 @@ def main() -> int:
                      f"problems' contexts compile natively (trust), {secs:.0f} s, {load}")
         lines.append(f"  weakly typed values carried to the next unit: {weak['units_settled']} units "
                      f"({', '.join(weak['values']) or 'none'}), {weak['cuts']} units cut before a later type")
+        library = library_files(args.s2n_bignum, tree)
+        of_library = sorted({pid.split(".")[1] for pid in refused} & library)
+        if of_library:
+            lines.append(f"  {sum(pid.split('.')[1] in library for pid in refused)} of those that do not are "
+                         f"cut from library files other files of {tree}/proofs load ({', '.join(of_library)}): "
+                         "extracted alone, their contexts lack what is loaded before them")
         reasons = Counter(refused.values())
         for reason, n in reasons.most_common():
             lines.append(f"  {n} do not: {reason}")
