@@ -90,9 +90,6 @@ class CheckLimits:
         "help": "under the CPU clock, wall seconds after which a check that has not reached its "
                 "limit is ended as starved or blocked and run again; None: backstop_s(time_s)"})
 
-    def wall_backstop_s(self) -> float:
-        return self.backstop_s if self.backstop_s is not None else backstop_s(self.time_s)
-
 
 @dataclass(frozen=True)
 class CheckResult:

@@ -21,6 +21,7 @@ from pathlib import Path
 
 import pytest
 
+from runner.checks.guard import GuardLimits
 from runner.checks.worker import CheckTask, work
 from runner.prover import CheckLimits
 from runner.results.shards import ShardWriter
@@ -171,5 +172,6 @@ def test_a_runner_stopped_with_its_checks_and_continued_turns_none_into_timeout(
 
 def test_the_default_limits_count_cpu_time():
     assert limits(1).clock == "cpu" and dataclasses.replace(limits(1), clock="wall").clock == "wall"
-    assert CheckLimits(1, "default", 1, 1).wall_backstop_s() == 301.0
-    assert CheckLimits(200, "default", 1, 1).wall_backstop_s() == 600.0
+    # The guard's backstop when none is given: max(3 x limit, limit + 300 s).
+    assert GuardLimits(1, 1).backstop() == 301.0
+    assert GuardLimits(200, 1).backstop() == 600.0

@@ -20,31 +20,18 @@ from runner.checks import janitor
 from runner.checks.guard import OUTSIDE_RETRIES, Observation
 from runner.checks.worker import CheckTask, work
 from runner.errors import ProverError
-from runner.prover import BackendInfo, CheckLimits, CheckResult
+from runner.prover import CheckLimits, CheckResult
 from runner.provers.hol_light.fork_session import interpret, machine_fault
 from runner.reporting.progress import NowDoing
 from runner.results.shards import ShardWriter
 from runner.verdicts import Outcome, Verdict
 
 from ..helpers import ROOT, problem
+from .test_infra_deaths import Scripted
 
 LIMITS = CheckLimits(time_s=30, time_source="default", mem_bytes=2**31, expected_mem_bytes=2**20)
 NO_TEMP = ('infra: cannot create a temporary file (tried /nonexistent/tmp, /tmp, /var/tmp, /usr/tmp): '
            '/nonexistent/tmp/proofbatch-parse1.txt: No such file or directory')
-
-
-class Scripted:
-    info = BackendInfo(prover="hol-light", build="test", mode="bytecode")
-
-    def __init__(self, script):
-        self.script, self.calls = list(script), 0
-
-    def check(self, problem, limits):
-        self.calls += 1
-        return self.script.pop(0)
-
-    def withdraw(self, problem):
-        pass
 
 
 def infra(cause: str = NO_TEMP) -> CheckResult:
