@@ -83,6 +83,7 @@ class Plan:
     map_secs: dict[str, float]
     out: Path
     sweep: SweepConfig
+    map_sha256: str                 # of the map as read when planned: the calibration's key
 
     @property
     def map_total_s(self) -> float:
@@ -112,7 +113,7 @@ def plan(cfg: CalibrateConfig) -> Plan:
                         default_timeout=limit, mem_limit=cfg.mem_limit, hol_light=cfg.hol_light,
                         context_root=cfg.context_root, only=tuple(sorted(chosen)), mode=cfg.mode,
                         context_proofs=cfg.context_proofs, limit_clock=cfg.limit_clock, seed=cfg.seed)
-    return Plan(chosen, {p: times[p] for p in chosen}, out, sweep)
+    return Plan(chosen, {p: times[p] for p in chosen}, out, sweep, loaded.digest)
 
 
 def calibrate(cfg: CalibrateConfig, the_plan: Plan, executor_for: Callable[[SweepConfig], object],
@@ -127,8 +128,7 @@ def calibrate(cfg: CalibrateConfig, the_plan: Plan, executor_for: Callable[[Swee
     expected = dict(prepared.backend.expected_in_mode(prepared.problems, the_plan.map_secs))
     factor, low, high, ratios = host_factor.measure(measured, expected)
     loads = [r["host_load"] for r in rows if r.get("host_load") is not None]
-    loaded = provenance.load(cfg.timeout_map, cfg.map_mode, cfg.map_build)
-    cal = Calibration(host=socket.gethostname(), map_sha256=loaded.digest, mode=cfg.mode,
+    cal = Calibration(host=socket.gethostname(), map_sha256=the_plan.map_sha256, mode=cfg.mode,
                       clock=cfg.limit_clock, factor=round(factor, 4), low=round(low, 4),
                       high=round(high, 4), problems=len(ratios),
                       measured_at=dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
