@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import dataclasses
 import shutil
+import signal
 import sys
 import tempfile
 import threading
@@ -32,9 +33,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-# dask_jobqueue installs a SIGINT handler when imported, which Python allows
-# in the main thread only: import it here, never from a sweep's thread.
-from dask_jobqueue import SLURMCluster
+# dask_jobqueue's runner module, imported by its package, sets SIGINT to
+# `sys.exit()` (allowed in the main thread only: import it here, never from a
+# sweep's thread). Ctrl-C would then raise SystemExit, which skips every
+# `except KeyboardInterrupt` that stops children and prints the resume line,
+# in this process and every later one that imports us: put Python's back.
+_sigint = signal.getsignal(signal.SIGINT)
+from dask_jobqueue import SLURMCluster  # noqa: E402
+signal.signal(signal.SIGINT, _sigint)
 from distributed import Client, WorkerPlugin, as_completed, get_worker
 from distributed.scheduler import KilledWorker
 

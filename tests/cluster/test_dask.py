@@ -350,3 +350,16 @@ def test_leftovers_of_a_changed_answer_are_recorded_not_dropped(tmp_path, monkey
     third = on_dask()
     assert (third.ran_now, third.resumed) == (0, 2)
     assert shards.scan(out, repair=False).done[("arith.add_comm", 0)]["verdict"] == "FAIL"
+
+
+def test_importing_the_dask_executor_leaves_ctrl_c_a_keyboard_interrupt():
+    # dask_jobqueue sets SIGINT to `sys.exit()` when imported; a sweep's
+    # Ctrl-C must still raise KeyboardInterrupt, which stops its children.
+    code = ("import signal, cluster.dask\n"
+            "assert signal.getsignal(signal.SIGINT) is signal.default_int_handler\n"
+            "try:\n    signal.raise_signal(signal.SIGINT)\n"
+            "except KeyboardInterrupt:\n    print('KeyboardInterrupt')\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          cwd=os.path.dirname(os.path.dirname(os.path.dirname(__file__))))
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "KeyboardInterrupt"
