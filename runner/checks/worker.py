@@ -8,8 +8,10 @@ tasks, Dask workers. Only where the loop runs differs.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import hashlib
 import os
+import platform
 import socket
 import threading
 from typing import Callable, Iterator
@@ -51,7 +53,22 @@ def result_row(task: CheckTask, result: CheckResult, *, info: BackendInfo, worke
         context_proofs=info.context_proofs, infra_retries=infra_retries,
         cpu_secs=result.cpu_secs, prove_cpu_secs=result.prove_cpu_secs,
         limit_clock=str(task.limits.clock), host_load=_load(), host_cpus=os.cpu_count(),
-        problem_sha256=task.problem_sha256)
+        problem_sha256=task.problem_sha256, cpu_model=cpu_model())
+
+
+@functools.cache
+def cpu_model() -> str:
+    """This host's CPU model: /proc/cpuinfo's "model name" (x86; many ARM
+    kernels print none), else what the platform calls its processor."""
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                key, _, value = line.partition(":")
+                if key.strip() == "model name" and value.strip():
+                    return value.strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine() or "unknown"
 
 
 def _load() -> float | None:

@@ -72,6 +72,9 @@ class ResultRow:
     host_load: float | None = _help("the host's 1-minute load average when the check ended",
                                     default=None)
     host_cpus: int | None = _help("the host's logical CPUs, beside host_load", default=None)
+    cpu_model: str = _help("the host's CPU model (/proc/cpuinfo's model name, else the platform's "
+                           "name for it): a profile tells nodes of different speed apart by it; "
+                           "empty in rows written before the column", default="")
     problem_sha256: str = _help("hash of what the verdict depends on besides the answer: the "
                                 "problem's setup and query and the files its setup loads, as its "
                                 "prover resolves them (ProverBackend.problem_inputs); a resume "
@@ -115,7 +118,8 @@ KEY = ("problem_id", "attempt")
 RENAMED: dict[str, str] = {"prover_build": "hol_build"}
 OPTIONAL_COLUMNS: tuple[str, ...] = ("dedup_of", "sandbox", "wait_secs", "answer_unwrapped",
                                      "context_proofs", "infra_retries", "cpu_secs", "prove_cpu_secs",
-                                     "limit_clock", "host_load", "host_cpus", "problem_sha256")
+                                     "limit_clock", "host_load", "host_cpus", "problem_sha256",
+                                     "cpu_model")
 
 
 def rows_to_table(rows: list[ResultRow]) -> pa.Table:
