@@ -45,6 +45,8 @@ from .maps.profile_data import (FORMAT, PROVENANCE, SUMMARY, SUMMARY_CSV, SUMMAR
                            load_profile, write_profile)
 from .settings import setting as _help
 from .sweep import SweepConfig, SweepSummary, prepare, run_sweep
+from .checks.worker import cpu_model
+from .maps import nodes as node_speed
 
 
 
@@ -63,20 +65,22 @@ class ProfileConfig:
                                   default=None)
     hol_light: Path | None = _help("a HOL Light checkout built with make (has hol.sh); default: "
                                    "Debian's", default=None)
-    mode: str = _help("bytecode or native (runner/provers/hol_light/native_auto.py): a profile, and the map "
+    mode: str = _help("bytecode or native (docs/profiles-and-timeout-maps.md): a profile, and the map "
                       "derived from it, is valid for this mode only", default="bytecode")
     context_root: Path | None = _help("where needs/loadt in setup.ml resolve; default: cwd", default=None)
     incremental: bool = _help("profile only problems that are new or whose setup, query or ground "
                               "truth changed since the last generation", default=False)
     command: tuple[str, ...] = _help("the command line, recorded as provenance", default=())
     context_proofs: str = _help("replay or trust: how the profiled runs load contexts "
-                                "(runner/checks/context_proofs.py); recorded in provenance", default="replay")
+                                "(docs/trust.md); recorded in provenance", default="replay")
     limit_clock: str = _help("what the ceiling counts, cpu or wall (as for `run`); every run "
                              "records both a proof's wall and CPU time, and `timeout-map` derives "
                              "limits from either", default="cpu")
     verify_trust: bool = _help("after the runs, check every ground truth once more under the other "
                                "choice of context_proofs; a verdict that differs is a defect",
                                default=False)
+    cluster: str = _help("the executor the runs go to (local, slurm, dask, dask-slurm; `run "
+                         "--cluster`), recorded in each generation", default="local")
 
 
 def content_hash(problem: Problem) -> str:
@@ -105,7 +109,8 @@ def recorded_path(provenance: dict, key: str, profile_dir: Path) -> Path | None:
 
 def machine() -> dict:
     return {"host": socket.gethostname(), "platform": platform.platform(),
-            "cpu": platform.processor() or platform.machine(), "cores": os.cpu_count(),
+            "cpu": platform.processor() or platform.machine(), "cpu_model": cpu_model(),
+            "cores": os.cpu_count(),
             "memory_bytes": psutil.virtual_memory().total, "python": platform.python_version()}
 
 
@@ -154,7 +159,7 @@ def _plan_generation(cfg: ProfileConfig, provenance: dict | None, hashes: dict[s
     seed = cfg.seed + 1000 * (g - 1)
     generation = {"id": f"g{g}", "started": _now(), "finished": None, "ceiling_s": cfg.ceiling_s,
                   "problems": todo, "content_sha256": {pid: hashes[pid] for pid in todo},
-                  "command": list(cfg.command), "machine": machine(),
+                  "command": list(cfg.command), "machine": machine(), "cluster": cfg.cluster,
                   "runs": [{"dir": f"runs/g{g}-r{r}", "seed": seed + r - 1} for r in range(1, cfg.runs + 1)]}
     generations.append(generation)
     return provenance, generation
@@ -170,6 +175,11 @@ def profile(cfg: ProfileConfig, executor_for: Callable[[SweepConfig], object],
     """
     if cfg.runs < 1:
         raise InputError("--runs", f"{cfg.runs} is not a number of runs", "pass 1 or more (3 is usual)")
+    if cfg.cluster == "local" and cfg.workers > (os.cpu_count() or 1):
+        # Two checks on one core each take about twice as long: the profile
+        # would time the sharing, not the proofs.
+        raise InputError("--workers", f"{cfg.workers} checks at once on {os.cpu_count()} cores",
+                         f"pass --workers {os.cpu_count()} or fewer: one check per core")
     if not 0 < cfg.ceiling_s <= 7 * 86400:
         raise InputError("--ceiling", f"{cfg.ceiling_s} s is not a usable time limit",
                          "pass seconds, from 1 up to a week")
@@ -302,8 +312,12 @@ def _write_summary(out: Path, provenance: dict, in_corpus: set[str]) -> None:
             "prove_cpu_secs": cpu, "cpu_secs": [r.get("cpu_secs") for r in rows],
             "host_load": [r.get("host_load") for r in rows],
             "image_key": rows[0]["image_key"], "hosts": sorted({r["host"] for r in rows}),
+            # The node of each run, in the order of prove_secs (runner/maps/nodes.py).
+            "run_hosts": [r["host"] for r in rows], "cpu_models": [r.get("cpu_model") or "" for r in rows],
+            "host_cpus": [r.get("host_cpus") for r in rows],
             "mode": rows[0]["mode"], "prover_build": rows[0]["prover_build"]})
-    summary = {"format": SUMMARY_FORMAT, "written": _now(), "problems": problems, "defects": defects}
+    summary = {"format": SUMMARY_FORMAT, "written": _now(), "problems": problems, "defects": defects,
+               **node_speed.summary_fields(out, problems, provenance)}
     _write_json(out / SUMMARY, summary)
     header = ["problem_id", "category", "runs", "min", "median", "max", "spread", "peak_rss_mb",
               "median_cpu"]

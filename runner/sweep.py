@@ -60,20 +60,20 @@ class SweepConfig:
     map_mode: str | None = _help("the mode a timeout map without a sidecar was measured in: native "
                                  "or bytecode (required for HOL Light: s2n-bignum-bench's map is "
                                  "native); limits of another mode than a check runs in are "
-                                 "converted, with a warning (runner/maps/provenance.py)", default=None)
+                                 "converted, with a warning (docs/running.md)", default=None)
     map_build: str | None = _help("the HOL Light build a timeout map without a sidecar was measured "
                                   "with (warned about when it is not this sweep's)", default=None)
     category_timeouts: Path | None = _help("s2n-bignum-bench timeouts.json: per-category limits", default=None)
     default_timeout: float = _help("limit for problems in neither file, in seconds", default=120.0)
     mem_limit: int | None = _help("memory limit per check in bytes, e.g. 4G; default: 8G or an even "
                                   "share of 80% of RAM per worker, whichever is smaller "
-                                  "(default_mem_limit)", default=None)
+                                  "(docs/running.md)", default=None)
     expected_mem: int = _help("memory a check is expected to need before it may start",
                               default=512 * 2**20)
     hol_light: Path | None = _help("a HOL Light checkout built with make (has hol.sh); default: "
                                    "Debian's package", default=None)
     prover: str | None = _help("hol-light or isabelle; default: from the corpus layout "
-                               "(isabelle.toml means Isabelle; runner/provers/__init__.py)", default=None)
+                               "(isabelle.toml means Isabelle; docs/provers.md)", default=None)
     isabelle: Path | None = _help("an Isabelle installation (ISABELLE_HOME); default: "
                                   "$ISABELLE_HOME, or isabelle on PATH", default=None)
     context_root: Path | None = _help("where needs/loadt in setup.ml resolve; default: the current "
@@ -84,8 +84,7 @@ class SweepConfig:
     problems: tuple[str, ...] | None = _help(
         "check only the problems matching these: ids, shell-style globs (arith.*) or @FILE (one id "
         "or glob a line, # comments), separated by commas, the flag repeatable; a pattern matching "
-        "none is refused; a resume may select others (runner/corpus.py select_problems); all when "
-        "None", default=None)
+        "none is refused; a resume may select others (docs/running.md); default: all", default=None)
     costs_from: tuple[str, ...] | None = _help(
         "sweep directories (run --out) whose measured image builds (OUT/images/*.json) price this "
         "sweep's plan and ETA: builds of its very images only (an image key holds the build, mode, "
@@ -94,7 +93,7 @@ class SweepConfig:
                         "(corpus order) or shuffle (seeded random)", default="planned")
     seed: int = _help("seed of the shuffle policy and of tie-breaking", default=0)
     sandbox: str = _help("the box checks run in: auto (bwrap when installed and root, else "
-                         "rlimits), bwrap, rlimits or none; see runner/checks/sandbox.py", default="auto")
+                         "rlimits), bwrap, rlimits or none; see docs/sandbox.md", default="auto")
     allow_missing_answers: bool = _help("on resume, accept that answers recorded before are gone "
                                         "(--answers dropped, an answer.txt deleted): those problems "
                                         "are checked again as given now, ERROR 'no answer given' "
@@ -104,11 +103,11 @@ class SweepConfig:
                                    default=False)
     mode: str = _help("HOL Light execution: bytecode (the toplevel fork server), native (compiled "
                       "with `proofbatch build-native`), or auto (native for checks expected above "
-                      "0.35 s of bytecode time); see runner/provers/hol_light/native_auto.py", default="bytecode")
+                      "0.35 s of bytecode time); see docs/native.md", default="bytecode")
     context_proofs: str = _help("HOL Light: replay (a context runs its proofs as written) or trust "
                                 "(while a context loads, its top-level prove returns the stated "
                                 "theorem unproved; answers still prove for real); part of every image "
-                                "key, recorded in rows and sweep.json; runner/checks/context_proofs.py",
+                                "key, recorded in rows and sweep.json; see docs/trust.md",
                                 default=str(ContextProofs.REPLAY))
     limit_clock: str = _help("what a check's time limit counts: cpu (the CPU time of its own "
                              "processes: a loaded or slower host does not turn a correct proof into "

@@ -24,7 +24,7 @@ def add_arguments(p) -> None:
     p.add_argument("--html", type=Path, help="also write a self-contained HTML page with plots")
     p.add_argument("--core-hour-price", type=price_flag, help="price of one core-hour, for the cost")
     p.add_argument("--k", help="also pass@k for these k, e.g. 1,4,8 (every problem needs at "
-                   "least k attempts; runner/reporting/passk.py)")
+                   "least k attempts; docs/pass-at-k.md)")
 
 
 def run(args) -> int:
