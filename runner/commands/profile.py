@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import json
 import sys
 import tempfile
 from pathlib import Path
@@ -10,9 +11,13 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
+import cluster
 from cluster.local import LocalExecutor
 
 from ..reporting import progress
+from ..errors import InputError
+from ..maps import nodes as node_speed
+from ..maps.profile_data import on_clock
 from ..profile import Profile, ProfileConfig, profile
 from ..settings import help_of, options_of
 from ..sweep import prepare
@@ -43,6 +48,9 @@ def add_arguments(p) -> None:
     p.add_argument("--incremental", action="store_true", **opt("incremental"))
     p.add_argument("--map", type=Path, help="then derive this timeout map from the profile "
                    "(default policy; see `proofbatch timeout-map`)")
+    # Each run is a sweep: the same executors and options as `run` (--cluster
+    # slurm: --nodes array tasks of --cpus-per-task checks at once each).
+    cluster.add_arguments(p)
 
 
 def run(args) -> int:
@@ -51,7 +59,12 @@ def run(args) -> int:
                         mem_limit=args.mem_limit, hol_light=args.hol_light,
                         context_root=args.context_root, incremental=args.incremental, mode=args.mode,
                         command=tuple(sys.argv), context_proofs=args.context_proofs,
-                        verify_trust=args.verify_trust, limit_clock=args.limit_clock)
+                        verify_trust=args.verify_trust, limit_clock=args.limit_clock,
+                        cluster=args.cluster)
+    if args.add_tasks:
+        # Each run is its own sweep, started and finished by this driver.
+        raise InputError("--add-tasks", "adds array tasks to a running sweep, not to a profile",
+                         "drop it; pass --nodes for more array tasks per run")
     bar = progress.SweepProgress()
 
     def on_run(r: int, n: int, out: str) -> None:
@@ -61,6 +74,9 @@ def run(args) -> int:
         sessions = {}
 
         def executor_for(config):
+            if args.cluster != "local":
+                # A fresh executor per run: a run's Slurm ledger and rows are its own.
+                return cluster.make_executor(args, config.workers)
             # One session for every run: its images are loaded once (HOL
             # Light alone takes 70-90 s), and prove_secs never includes a load.
             # --verify-trust loads contexts the other way: a session of its own.
@@ -93,9 +109,37 @@ def print_profile(result: Profile, out: Console) -> None:
     if len(slowest) > 15:
         table.caption = f"the 15 slowest of {len(slowest)}; all in {result.path}/summary.csv"
     out.print(table)
+    print_nodes(result, out)
     if result.defects:
         # A ground truth that does not verify is a defect of the corpus: loud, every one.
         out.print(f"[bold red]{len(result.defects)} ground truths did not verify; they are corpus "
                   f"defects, listed here and in summary.json, and were not timed:")
         for d in result.defects:
             out.print(f"[red]  DEFECT {d.problem_id}: {d.verdict}: {d.reason} ({d.run})")
+
+
+def print_nodes(result: Profile, out: Console) -> None:
+    """The nodes that timed the runs and their factors (runner/maps/nodes.py),
+    when there was more than one; and any node that ran more checks at once
+    than it has CPUs."""
+    runs, clock = on_clock(result.runs, result.provenance.get("limit_clock", "wall"))
+    nodes = node_speed.node_factors(runs)
+    if len(nodes.nodes) > 1:
+        for n in nodes.nodes:
+            if n.host == nodes.reference:
+                factor = "the reference"
+            elif n.factor is None:
+                factor = f"no factor (no problem of >= {nodes.min_s:g} s shared with a measured node)"
+            else:
+                factor = f"x{n.factor:.3f} the reference's times ({n.problems} problems)"
+            out.print(f"node {n.host} ({n.cpu_model or 'CPU model not recorded'}): {n.runs} runs, {factor}")
+        if nodes.differ:
+            out.print(f"[yellow]{len(nodes.mixed)} problems were timed on nodes of different speed "
+                      f"({clock} clock); `timeout-map` normalises their times to {nodes.reference} "
+                      "unless --no-normalise")
+    summary = json.loads((result.path / "summary.json").read_text())
+    for run, hosts in (summary.get("at_once") or {}).items():
+        for host, seen in hosts.items():
+            if seen["cpus"] and seen["most_at_once"] > seen["cpus"]:
+                out.print(f"[bold yellow]{run}: {host} ran {seen['most_at_once']} checks at once on "
+                          f"{seen['cpus']} CPUs: their times include the sharing")

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
+import hashlib
 import statistics
 from pathlib import Path
+from typing import Sequence
 
 from rich.console import Console
 from rich.table import Table
@@ -16,6 +18,7 @@ from ..reporting import progress
 from ..errors import InputError
 from ..prover import Mode
 from ..profile import Profile, load_profile, recorded_path
+from ..maps import compare as mc, nodes as node_speed
 from ..maps.profile_data import on_clock
 from ..settings import help_of
 from ..maps.timeout_map import DerivedMap, MapPolicy, derive, write_map
@@ -43,6 +46,17 @@ def add_arguments(p) -> None:
                    "default --limit-clock cpu limits) or wall times (wall: as s2n-bignum-bench's "
                    "harness measures); a profile taken before CPU time was measured gives wall "
                    "(default cpu)")
+    p.add_argument("--no-normalise", action="store_true",
+                   help="keep each run's time as its node measured it; by default, when the "
+                   "profile's runs came from nodes of different speed, times are divided by their "
+                   "node's factor (runner/maps/nodes.py) to read as on the reference node, which "
+                   "the sidecar names")
+    p.add_argument("--reference-node", metavar="HOST",
+                   help="the node times are normalised to (default: the one that timed the most runs)")
+    p.add_argument("--compare-with", type=Path, action="append", metavar="MAP", default=[],
+                   help="a map to compare the derived one with (e.g. the bench's timeout-map.json), "
+                   "as `timeout-map compare`: the factor between them goes into the sidecar "
+                   "(repeatable)")
     policy = p.add_argument_group("policy", "how limits are derived")
     # One option per MapPolicy field, so that the help text lives in one place.
     for f in dataclasses.fields(MapPolicy):
@@ -77,12 +91,17 @@ def run(args) -> int:
         raise InputError(args.out, f"is inside the profile {args.profile}, which timeout-map "
                          "reads and never writes", "pass a map path outside it, e.g. "
                          "timeout_maps/NAME.json")
+    if args.compare_with and not args.out:
+        raise InputError("--compare-with", "records a comparison in the sidecar of a map being "
+                         "derived", "pass --out MAP too, or compare with `timeout-map compare A B`")
     policy = _policy(args)
     result = load_profile(args.profile)
     out = Console()
     map_path = args.map
     if args.out:
-        derive_and_write(result, args.out, out, policy, clock=args.clock)
+        derive_and_write(result, args.out, out, policy, clock=args.clock,
+                         normalise=not args.no_normalise, reference=args.reference_node,
+                         compare_with=args.compare_with)
         map_path = args.out
     if args.validate:
         return _validate(result, map_path, args.workers, out)
@@ -90,16 +109,38 @@ def run(args) -> int:
 
 
 def derive_and_write(result: Profile, map_path: Path, out: Console, policy: MapPolicy = MapPolicy(),
-                     clock: str = "cpu") -> None:
+                     clock: str = "cpu", normalise: bool = True, reference: str | None = None,
+                     compare_with: Sequence[Path] = ()) -> None:
+    # Every map compared with is read first: a bad one is refused before anything is written.
+    others = [mc.read_side(p) for p in compare_with]
     runs, used = on_clock(result.runs, clock)
     if used != clock:
         out.print(f"[yellow]{result.path} holds no CPU times for every run (profiled before they "
                   "were measured): limits derived from wall times")
+    nodes = node_speed.node_factors(runs, reference)
+    normalised = normalise and nodes.differ
+    if normalised:
+        runs = nodes.normalise(runs)
+        out.print(f"times normalised to node {nodes.reference} "
+                  f"({(nodes.node(nodes.reference).cpu_model or 'CPU model not recorded')}): "
+                  + ", ".join(f"{n.host} x{n.factor:.3f}" for n in nodes.nodes
+                              if n.factor is not None and n.host != nodes.reference)
+                  + f"; {len(nodes.mixed)} problems had runs on nodes of different speed")
+        if nodes.unknown:
+            out.print(f"[bold yellow]no factor for {', '.join(nodes.unknown)} (no problem of "
+                      f">= {nodes.min_s:g} s shared with a measured node): their times stay as measured")
+    elif nodes.differ:
+        out.print(f"[yellow]--no-normalise: {len(nodes.mixed)} problems keep times from nodes of "
+                  "different speed")
     derived = derive(runs, policy)
     prov = result.provenance
-    write_map(map_path, derived, {
+    provenance = {
         # What the map's prove_secs and limits count (runner.prover.LimitClock).
         "clock": used, "hosts": _hosts(result),
+        # Which node the times read as (runner/maps/nodes.py).
+        "nodes": {**nodes.as_dict(), "normalised": normalised,
+                  "reference_cpu_model": (nodes.node(nodes.reference).cpu_model
+                                          if nodes.reference else None)},
         "profile": str(result.path), "corpus": str(recorded_path(prov, "corpus", result.path)),
         # Profiles written before today's names say hol_build and bytecode-fork.
         "prover": prov.get("prover"), "prover_build": prov.get("prover_build") or prov.get("hol_build"),
@@ -107,7 +148,11 @@ def derive_and_write(result: Profile, map_path: Path, out: Console, policy: MapP
         "generations": [g["id"] for g in prov.get("generations", [])],
         "problems": {pid: p["content_sha256"] for pid, p in prov.get("problems", {}).items()},
         "defects": [d.problem_id for d in result.defects],
-        "derived": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")})
+        "derived": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")}
+    write_map(map_path, derived, provenance)
+    if others:
+        provenance["compared_with"] = [_compared(map_path, other, out) for other in others]
+        write_map(map_path, derived, provenance)
     classes = {c: sum(e.cls == c for e in derived.entries) for c in ("light", "heavy")}
     at_floor = sum(e.rule == "floor" for e in derived.entries)
     out.print(f"wrote {map_path}: {len(derived.entries)} problems, {classes['light']} light and "
@@ -128,19 +173,59 @@ def derive_and_write(result: Profile, map_path: Path, out: Console, policy: MapP
 
 
 def _hosts(result: Profile) -> list[dict]:
-    """The machines the profile's runs measured on, and their sampled load:
-    per host, its CPU model and core count (as each generation recorded
-    them) and the median 1-minute load over its rows."""
+    """The machines the profile's runs were timed on: per host, its CPU
+    model and logical CPUs as its rows recorded them (else as the
+    generation's machine record says), how many runs it timed, and its
+    1-minute load average sampled as each check ended: median, max and how
+    many samples."""
     machines = {g.get("machine", {}).get("host"): g.get("machine", {})
                 for g in result.provenance.get("generations", [])}
-    loads: dict[str, list[float]] = {}
+    seen: dict[str, dict] = {}
     for stat in result.stats:
-        for host in stat.get("hosts") or []:
-            loads.setdefault(host, []).extend(x for x in stat.get("host_load") or [] if x is not None)
-    return [{"host": host, "cpu": machines.get(host, {}).get("cpu"),
-             "cores": machines.get(host, {}).get("cores"),
-             "median_load": round(statistics.median(loads[host]), 2) if loads.get(host) else None}
-            for host in sorted(set(loads) | {h for h in machines if h})]
+        hosts = stat.get("run_hosts")
+        loads = stat.get("host_load") or []
+        if not hosts:                 # profiles before per-run hosts: one host per problem
+            hosts = [(stat.get("hosts") or [None])[0]] * len(loads)
+        for k, host in enumerate(hosts):
+            h = seen.setdefault(host, {"runs": 0, "loads": [], "cpu_model": "", "cpus": None})
+            h["runs"] += 1
+            if k < len(loads) and loads[k] is not None:
+                h["loads"].append(loads[k])
+            h["cpu_model"] = h["cpu_model"] or (stat.get("cpu_models") or [""] * len(hosts))[k]
+            h["cpus"] = h["cpus"] or (stat.get("host_cpus") or [None] * len(hosts))[k]
+    found = []
+    for host in sorted(h for h in set(seen) | set(machines) if h):
+        h, m = seen.get(host, {"runs": 0, "loads": [], "cpu_model": "", "cpus": None}), machines.get(host, {})
+        loads = h["loads"]
+        found.append({"host": host, "cpu_model": h["cpu_model"] or m.get("cpu_model") or m.get("cpu"),
+                      "cpu": m.get("cpu"), "cores": h["cpus"] or m.get("cores"), "runs": h["runs"],
+                      "median_load": round(statistics.median(loads), 2) if loads else None,
+                      "max_load": max(loads) if loads else None, "load_samples": len(loads)})
+    return found
+
+
+def _compared(map_path: Path, other, out: Console) -> dict:
+    """The comparison of the map just written with ``other`` (a
+    runner.maps.compare.MapSide), as its sidecar records it: the factor is
+    the other map's prove_secs over this one's (runner/maps/compare.py)."""
+    c = mc.compare(mc.read_side(map_path), other)
+    f = c.factor
+    record = {"map": str(other.path), "sha256": hashlib.sha256(Path(other.path).read_bytes()).hexdigest(),
+              "mode": other.mode, "clock": other.clock,
+              "factor": None if f.median is None else round(f.median, 4),
+              "factor_p25": None if f.p25 is None else round(f.p25, 4),
+              "factor_p75": None if f.p75 is None else round(f.p75, 4),
+              "factor_problems": f.used, "factor_min_s": f.min_s,
+              "in_both": len(c.where("both")), "here_only": len(c.where("A")),
+              "there_only": len(c.where("B")), "class_changes": len(c.class_changes),
+              "limits_here_below_their_time": len(c.a_too_tight),
+              "limits_there_below_our_time": len(c.b_too_tight),
+              "compared": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")}
+    factor = "no factor (no problem long enough in both)" if f.median is None else \
+        f"their prove_secs / ours = {f.median:.3f} over {f.used} problems"
+    out.print(f"compared with {other.path}: {factor}; recorded in the sidecar "
+              "(`timeout-map compare` shows each problem)")
+    return record
 
 
 def print_spread(derived: DerivedMap, out: Console) -> None:

@@ -28,6 +28,10 @@ class ProblemRuns:
     wall_secs: tuple[float, ...] = ()    # dispatch to verdict, one per run
     image_key: str = ""                  # the loaded context the check forked from
     prove_cpu_secs: tuple[float, ...] = ()  # CPU time of prove(), one per run where measured
+    # The node of each run, in the order of prove_secs (runner/maps/nodes.py);
+    # empty in profiles written before they were recorded.
+    hosts: tuple[str, ...] = ()
+    cpu_models: tuple[str, ...] = ()
 
     def __post_init__(self):
         if not self.prove_secs:
@@ -96,7 +100,8 @@ def load_profile(path: Path) -> Profile:
     runs = [ProblemRuns(problem_id=p["problem_id"], category=p["category"],
                         prove_secs=tuple(p["prove_secs"]), peak_rss_mb=tuple(p["peak_rss_mb"]),
                         wall_secs=tuple(p["wall_secs"]), image_key=p["image_key"],
-                        prove_cpu_secs=tuple(p.get("prove_cpu_secs") or ()))
+                        prove_cpu_secs=tuple(p.get("prove_cpu_secs") or ()),
+                        hosts=tuple(p.get("run_hosts") or ()), cpu_models=tuple(p.get("cpu_models") or ()))
             for p in summary["problems"]]
     defects = [Defect(d["problem_id"], d["verdict"], d["reason"], d["run"]) for d in summary["defects"]]
     return Profile(path=path, provenance=provenance, runs=runs, defects=defects, stats=summary["problems"])
@@ -112,5 +117,6 @@ def write_profile(path: Path, runs: list[ProblemRuns], provenance: dict) -> Path
     _write_json(path / SUMMARY, {"format": SUMMARY_FORMAT, "written": _now(), "defects": [], "problems": [
         {"problem_id": r.problem_id, "category": r.category, "prove_secs": list(r.prove_secs),
          "peak_rss_mb": list(r.peak_rss_mb), "wall_secs": list(r.wall_secs or r.prove_secs),
-         "image_key": r.image_key, "prove_cpu_secs": list(r.prove_cpu_secs)} for r in runs]})
+         "image_key": r.image_key, "prove_cpu_secs": list(r.prove_cpu_secs),
+         "run_hosts": list(r.hosts), "cpu_models": list(r.cpu_models)} for r in runs]})
     return path

@@ -105,6 +105,14 @@ def _check_problem(entry, i: int, path) -> str:
                 unit = "MiB" if field == "peak_rss_mb" else "seconds"
                 raise InputError(path, f"{where}: {field}[{k}] is {_shown(x)}, not a measurement "
                                  f"(a finite number of {unit}, 0 or more)", FIX)
+    for field in ("run_hosts", "cpu_models"):
+        # The node of each run (runner/maps/nodes.py); absent or empty where
+        # they were not recorded.
+        values = entry.get(field)
+        if values not in (None, []) and (not isinstance(values, list) or len(values) != len(entry["prove_secs"])
+                                   or not all(isinstance(x, str) for x in values)):
+            raise InputError(path, f"{where}: {field} is {_shown(values)}, not a list with one "
+                             "name per run", FIX)
     if not entry["prove_secs"]:
         raise InputError(path, f"{where}: prove_secs is empty (a profiled problem has one time "
                          "per run)", FIX)
