@@ -11,9 +11,9 @@ from ..reporting import progress
 from .. import provers
 from ..corpus import problem_patterns
 from ..errors import InputError, ProverError
-from ..checks.image_server import RemoteSession
+from ..checks.image_server import RemoteSession, ServerSettings
 from ..prover import LimitClock
-from ..settings import help_of, options_of
+from ..settings import help_of, option, options_of
 from ..sweep import SweepConfig, prepare, run_sweep
 from ..checks.worker import outside_deaths
 from ..planning.learned_costs import require_sweeps
@@ -52,6 +52,8 @@ def add_arguments(run) -> None:
     run.add_argument("--server", type=Path, metavar="DIR",
                      help="check in the images of `proofbatch serve DIR` instead of loading HOL "
                      "Light here (local threads)")
+    run.add_argument("--server-timeout", type=float, metavar="SECS",
+                     **option(ServerSettings, "server_timeout"))
     run.add_argument("--mode", choices=("bytecode", "native", "auto"), **opt("mode"))
     run.add_argument("--context-proofs", choices=("replay", "trust"), **opt("context_proofs"))
     run.add_argument("--no-fallback", action="store_true", **opt("no_fallback"))
@@ -84,7 +86,7 @@ def run(args) -> int:
         progress.console.print(f"[bold yellow]warning:[/] {warning}")
     executor = cluster.make_executor(args, config.workers)
     if args.server is not None:
-        remote = RemoteSession(args.server)
+        remote = RemoteSession(args.server, args.server_timeout)
         served = remote.info.context_proofs or "replay"
         if served != config.context_proofs:
             raise InputError(args.server, f"serves images with --context-proofs {served}, not "
