@@ -45,7 +45,6 @@ from .maps.profile_data import (FORMAT, PROVENANCE, SUMMARY, SUMMARY_CSV, SUMMAR
                            load_profile, write_profile)
 from .settings import setting as _help
 from .sweep import SweepConfig, SweepSummary, prepare, run_sweep
-from . import sweep_dir
 from .checks.worker import cpu_model
 from .maps import nodes as node_speed
 
@@ -62,7 +61,7 @@ class ProfileConfig:
     seed: int = _help("seed of run 1's order; run R uses seed + R - 1", default=0)
     workers: int = _help("checks at once; parallel checks share cores and skew each other's "
                          "times", default=1)
-    mem_limit: int | None = _help("memory limit per check, e.g. 8G (a plain number is MiB); default as for `run`",
+    mem_limit: int | None = _help("memory limit per check in bytes, e.g. 8G; default as for `run`",
                                   default=None)
     hol_light: Path | None = _help("a HOL Light checkout built with make (has hol.sh); default: "
                                    "Debian's", default=None)
@@ -184,7 +183,6 @@ def profile(cfg: ProfileConfig, executor_for: Callable[[SweepConfig], object],
     if not 0 < cfg.ceiling_s <= 7 * 86400:
         raise InputError("--ceiling", f"{cfg.ceiling_s} s is not a usable time limit",
                          "pass seconds, from 1 up to a week")
-    sweep_dir.check_profile_out(cfg.out, cfg.corpus)       # as `run` checks its --out
     problems = {p.problem_id: p for p in backends.load_problems(cfg.corpus, cfg.answers)}
     hashes = {pid: content_hash(p) for pid, p in problems.items()}
     prov_path, summary_path = cfg.out / PROVENANCE, cfg.out / SUMMARY
