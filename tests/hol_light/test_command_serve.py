@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from runner.cli import build_parser
 from runner.provers.hol_light.command_serve import served_backend
 
@@ -52,3 +54,48 @@ def test_a_runner_on_another_clock_than_the_server_s_is_refused(tmp_path, capsys
     assert "serves checks limited on the wall clock, not cpu" in err[0]
     assert "pass --limit-clock wall" in err[0]
     assert not (tmp_path / "out").exists()          # refused before anything was written
+
+
+@pytest.mark.hol        # the first server starts booting HOL Light; it is stopped seconds later
+def test_a_second_server_on_a_held_folder_is_refused_before_booting(tmp_path):
+    """A folder a running server holds (from before its boot) is refused at
+    once: one line naming the folder and the holder's pid, exit 2, and no
+    second HOL Light boots. (It used to start booting a second session.)"""
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    import psutil
+
+    from ..helpers import ROOT
+
+    folder = tmp_path / "srv"
+    argv = [sys.executable, "-m", "runner.cli", "serve", str(folder)]
+    first = subprocess.Popen(argv, cwd=ROOT, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    try:
+        assert first.stderr.readline().startswith("proofbatch serve: starting an image server")
+        second = subprocess.Popen(argv, cwd=ROOT, stderr=subprocess.PIPE, text=True,
+                                  start_new_session=True)
+        try:
+            _, err = second.communicate(timeout=30)
+        except subprocess.TimeoutExpired:
+            pytest.fail("a second server on the held folder was still running after 30 s: "
+                        f"{[p.name() for p in psutil.Process(second.pid).children(recursive=True)]}")
+        finally:
+            if second.poll() is None:
+                os.killpg(second.pid, signal.SIGKILL)
+                second.wait()
+        lines = err.strip().splitlines()
+        assert second.returncode == 2 and len(lines) == 1, lines
+        assert lines[0] == (f"proofbatch: error: {folder}: an image server (pid {first.pid}) holds "
+                            f"this folder already; use it with `proofbatch run --server {folder}`, "
+                            f"stop it first (kill {first.pid}), or serve another folder")
+    finally:
+        os.killpg(first.pid, signal.SIGTERM)
+        try:
+            first.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            os.killpg(first.pid, signal.SIGKILL)
+            first.wait()
+        first.stderr.close()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 import sys
 import tempfile
@@ -96,6 +97,18 @@ def served_backend(args):
 
 
 def run(args) -> int:
+    from ...checks.image_server import hold
+
+    # Before HOL Light boots (minutes): a folder another server holds is
+    # refused at once, naming its pid (InputError, exit 2).
+    held = hold(args.dir)
+    try:
+        return _serve(args)
+    finally:
+        os.close(held)
+
+
+def _serve(args) -> int:
     from ...checks.image_server import ImageServer
 
     backend = served_backend(args)
@@ -106,7 +119,7 @@ def run(args) -> int:
         with BootNews():
             session = backend.start(workdir)
         with session:
-            server = ImageServer(session, args.dir, clock=args.limit_clock)
+            server = ImageServer(session, args.dir, clock=args.limit_clock, held=True)
             say(f"serving HOL Light images on {args.dir}: run `proofbatch run CORPUS --out OUT "
                 f"--server {args.dir}`; logs in {backend.log_dir}; Ctrl-C or SIGTERM stops it")
             try:
