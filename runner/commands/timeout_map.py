@@ -49,8 +49,8 @@ def add_arguments(p) -> None:
     p.add_argument("--no-normalise", action="store_true",
                    help="keep each run's time as its node measured it; by default, when the "
                    "profile's runs came from nodes of different speed, times are divided by their "
-                   "node's factor (runner/maps/nodes.py) to read as on the reference node, which "
-                   "the sidecar names")
+                   "node's factor to read as on the reference node, which "
+                   "the sidecar names (docs/profiles-and-timeout-maps.md)")
     p.add_argument("--reference-node", metavar="HOST",
                    help="the node times are normalised to (default: the one that timed the most runs)")
     p.add_argument("--compare-with", type=Path, action="append", metavar="MAP", default=[],
