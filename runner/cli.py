@@ -4,8 +4,12 @@ Exit codes: 0 when the command completed, whatever the verdicts; 2 on bad
 input, with one line naming the file or problem and the fix; 1 when the
 prover failed or a validation did not pass; 130 when interrupted by Ctrl-C,
 143 on SIGTERM and 129 on SIGHUP (the terminal or ssh session went away):
-each stops the sweep cleanly, says so and marks it stopped (rerun the same
-command to resume).
+each stops the command cleanly and says what that left (a sweep or profile
+is marked stopped: rerun the same command to resume).
+
+A reader of its output that goes away (``proofbatch run ... | head -1``) is
+no failure of the sweep: what would have been printed is dropped and the
+command goes on to its own exit code (``_TolerantStream``).
 
 It starts fast: only the module of the command being run is imported
 (runner.commands.all_commands lists the others' names and helps), so
@@ -25,6 +29,7 @@ import re
 import signal
 import sys
 import threading
+from pathlib import Path
 
 from . import subproc
 from .commands import all_commands
@@ -194,11 +199,101 @@ def _silence(stream) -> None:
         pass
 
 
-def _stopped(kind: type[KeyboardInterrupt]) -> int:
+class _TolerantStream:
+    """sys.stdout or sys.stderr, for a command whose reader may go away:
+    `proofbatch run ... | head -1` closes the pipe after one line, and the
+    sweep behind it is not at fault. The first write or flush that meets a
+    closed pipe (EPIPE: Python ignores SIGPIPE, so writes raise) points the
+    stream's descriptor at /dev/null and the command goes on; rich's own
+    handler would raise SystemExit(1) and stop the sweep mid-way."""
+
+    def __init__(self, stream):
+        self._stream = stream
+
+    def _gone(self) -> None:
+        _silence(self._stream)
+
+    def write(self, text):
+        try:
+            return self._stream.write(text)
+        except BrokenPipeError:
+            self._gone()
+            return len(text)
+
+    def writelines(self, lines):
+        for line in lines:
+            self.write(line)
+
+    def flush(self):
+        try:
+            self._stream.flush()
+        except BrokenPipeError:
+            self._gone()
+            try:
+                self._stream.flush()          # into /dev/null now: the buffer empties
+            except OSError:
+                pass
+        except ValueError:
+            pass                              # closed
+
+    def __getattr__(self, name):
+        return getattr(self._stream, name)
+
+
+@contextlib.contextmanager
+def _tolerant_output():
+    saved = sys.stdout, sys.stderr
+    sys.stdout, sys.stderr = (s if isinstance(s, _TolerantStream) else _TolerantStream(s)
+                              for s in saved)
+    try:
+        yield
+    finally:
+        # What is still buffered goes now, through the wrappers: flushed at
+        # exit into a closed pipe, it would print "Exception ignored" and
+        # exit 120.
+        for stream in (sys.stdout, sys.stderr):
+            stream.flush()
+        sys.stdout, sys.stderr = saved
+
+
+# What a stop leaves, by command: only a sweep (run; profile's and
+# calibrate's runs are sweeps too) is marked stopped and resumes.
+_LEFT = {
+    "run": "the sweep is marked stopped: run the same command again to resume",
+    "profile": "the profile's run is marked stopped: run the same command again to resume",
+    "calibrate": "its sweep is marked stopped: run the same command again to resume it",
+    "serve": "the server is down and its images are gone: run the same command to serve again",
+    "extract": "nothing was written to --out (it is written whole at the end): run the same "
+               "command again",
+    "build-native": "the unfinished build is not in the cache: run the same command again",
+}
+
+
+def _stopped(kind: type[KeyboardInterrupt], command: str | None = None) -> int:
     code, word = (kind.code, kind.word) if issubclass(kind, Terminated) else (130, "interrupted")
-    _say(f"proofbatch: {word}; stopped cleanly (a sweep is marked stopped): run the same "
-         "command again to resume")
+    left = _LEFT.get(command or "", "nothing it had written is lost: run the same command again")
+    _say(f"proofbatch: {word}; stopped cleanly: {left}")
     return code
+
+
+def _cache_hint(filename) -> str | None:
+    """The fix for a path of proofbatch's own cache that cannot be written
+    (a read-only home): the cache is where PROOFBATCH_CACHE says, not a
+    path the user gave."""
+    env = os.environ.get("PROOFBATCH_CACHE")
+    try:
+        home = Path.home()
+    except RuntimeError:
+        return None
+    base = Path(env) if env else home / ".cache" / "proofbatch"
+    path = Path(os.path.abspath(filename))
+    inside = path == base or base in path.parents
+    # mkdir -p fails at the first folder it cannot make: ~/.cache itself.
+    above = path in base.parents and (env is not None or home in path.parents)
+    if not (inside or above):
+        return None
+    return (f"set PROOFBATCH_CACHE to a writable folder (proofbatch's cache, now {base}"
+            f"{'' if env else ', under your home'})")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -208,13 +303,15 @@ def main(argv: list[str] | None = None) -> int:
     # sweep that `proofbatch status` called dead behind.
     signals = _Signals().install()
     try:
-        return _main(argv, signals)
+        with _tolerant_output():
+            return _main(argv, signals)
     finally:
         signals.restore()
 
 
 def _main(argv: list[str], signals: _Signals) -> int:
     args = None
+    command = _command_of(argv)
     try:
         args = build_parser(argv).parse_args(argv)
         scratch = contextlib.nullcontext()
@@ -229,10 +326,10 @@ def _main(argv: list[str], signals: _Signals) -> int:
         _say(f"proofbatch: error: {exc}")
         return 2
     except KeyboardInterrupt as exc:
-        return _stopped(signals.stop() or type(exc))
+        return _stopped(signals.stop() or type(exc), command)
     except ProofbatchError as exc:
         if signals.stop():
-            return _stopped(signals.stop())
+            return _stopped(signals.stop(), command)
         _say(f"proofbatch: {exc}")
         return 1
     except OSError as exc:
@@ -240,10 +337,14 @@ def _main(argv: list[str], signals: _Signals) -> int:
         # takes its terminal: the writes that follow fail, and that is the
         # stop, not a failure.
         if exc.errno in _GONE_ERRNOS and signals.stop():
-            return _stopped(signals.stop())
+            return _stopped(signals.stop(), command)
+        if exc.filename and (hint := _cache_hint(exc.filename)):
+            _say(f"proofbatch: error: {exc.filename}: {exc.strerror}; {hint}")
+            return 2
         if exc.errno == errno.EPIPE:
-            _say("proofbatch: stopped: its output pipe was closed (the program reading it exited); "
-                 "run the same command again to resume")
+            # Not our output (_TolerantStream): a process proofbatch writes to exited.
+            _say(f"proofbatch: {exc.strerror}: a process proofbatch was writing to exited; "
+                 "run the same command again")
             return 1
         # A full disk: every file proofbatch publishes appears whole or not
         # at all (shards.publish), so nothing written before is lost.

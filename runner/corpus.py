@@ -16,9 +16,11 @@ several answers (attempts, for pass@k): see runner/answers.py for the forms.
 from __future__ import annotations
 
 import csv
+import errno
 import fnmatch
 import hashlib
 import io
+import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -76,8 +78,10 @@ def load_corpus(corpus: Path, answers: Path | None = None) -> list[Problem]:
         raise InputError(corpus, "corpus is not a directory",
                          "pass the folder that holds one folder per problem")
 
-    folders = sorted((d for d in corpus.iterdir() if d.is_dir() and not d.name.startswith(".")),
-                     key=lambda d: d.name)
+    entries = sorted((d for d in corpus.iterdir() if not d.name.startswith(".")), key=lambda d: d.name)
+    for d in entries:
+        _refuse_dangling(d)
+    folders = [d for d in entries if d.is_dir()]
     for d in folders:
         _refuse_non_problem(corpus, d)
     if not folders:
@@ -187,6 +191,28 @@ def _pattern_file(path: Path) -> list[tuple[str, str]]:
     if not found:
         raise InputError(path, "lists no problem id or glob", fix)
     return found
+
+
+def _refuse_dangling(entry: Path) -> None:
+    """A symlink of the corpus that leads nowhere (its target is gone) or in
+    a circle is named: it may have been a problem folder, and a sweep that
+    skipped it would report the corpus as complete without it."""
+    if not entry.is_symlink():
+        return
+    try:
+        entry.stat()
+    except OSError as exc:
+        try:
+            target = os.readlink(entry)
+        except OSError:
+            target = "?"
+        if exc.errno == errno.ELOOP:
+            raise InputError(entry, f"is a symlink loop (-> {target}), not a problem folder",
+                             "remove the symlink from the corpus, or point it at a problem "
+                             "folder") from None
+        raise InputError(entry, f"is a broken symlink (-> {target}: {exc.strerror}), not a "
+                         "problem folder", "restore its target, or remove the symlink from the "
+                         "corpus") from None
 
 
 def _refuse_non_problem(corpus: Path, folder: Path) -> None:

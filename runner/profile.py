@@ -45,6 +45,7 @@ from .maps.profile_data import (FORMAT, PROVENANCE, SUMMARY, SUMMARY_CSV, SUMMAR
                            load_profile, write_profile)
 from .settings import setting as _help
 from .sweep import SweepConfig, SweepSummary, prepare, run_sweep
+from . import sweep_dir
 from .checks.worker import cpu_model
 from .maps import nodes as node_speed
 
@@ -61,8 +62,8 @@ class ProfileConfig:
     seed: int = _help("seed of run 1's order; run R uses seed + R - 1", default=0)
     workers: int = _help("checks at once; parallel checks share cores and skew each other's "
                          "times", default=1)
-    mem_limit: int | None = _help("memory limit per check in bytes, e.g. 8G; default as for `run`",
-                                  default=None)
+    mem_limit: int | None = _help("memory limit per check, e.g. 8G (a plain number is MiB); "
+                                  "default as for `run`", default=None)
     hol_light: Path | None = _help("a HOL Light checkout built with make (has hol.sh); default: "
                                    "Debian's", default=None)
     mode: str = _help("bytecode or native (docs/profiles-and-timeout-maps.md): a profile, and the map "
@@ -183,11 +184,13 @@ def profile(cfg: ProfileConfig, executor_for: Callable[[SweepConfig], object],
     if not 0 < cfg.ceiling_s <= 7 * 86400:
         raise InputError("--ceiling", f"{cfg.ceiling_s} s is not a usable time limit",
                          "pass seconds, from 1 up to a week")
+    sweep_dir.check_profile_out(cfg.out, cfg.corpus)       # as `run` checks its --out
     problems = {p.problem_id: p for p in backends.load_problems(cfg.corpus, cfg.answers)}
     hashes = {pid: content_hash(p) for pid, p in problems.items()}
     prov_path, summary_path = cfg.out / PROVENANCE, cfg.out / SUMMARY
     provenance = _read_json(prov_path, "profile provenance") if prov_path.exists() else None
     summary = _read_json(summary_path, "profile summary") if summary_path.exists() else None
+    _check_resumable(prov_path, provenance, summary_path, summary)
     if provenance and recorded_path(provenance, "corpus", cfg.out) != cfg.corpus.resolve():
         raise InputError(prov_path, f"this profile is of {provenance.get('corpus')}, not {cfg.corpus}",
                          "use a new --out for another corpus")
@@ -223,6 +226,29 @@ def profile(cfg: ProfileConfig, executor_for: Callable[[SweepConfig], object],
     _write_json(prov_path, provenance)
     _write_summary(cfg.out, provenance, set(hashes))
     return load_profile(cfg.out)
+
+
+def _check_resumable(prov_path: Path, provenance, summary_path: Path, summary) -> None:
+    """A resume reads profile.json's generations and summary.json's entries:
+    one that cannot be read is refused in one line, as `timeout-map` refuses
+    it (runner/maps/summary_checks.py), not a traceback."""
+    from .maps.summary_checks import FIX, check_profile
+
+    if provenance is not None and not (isinstance(provenance, dict) and isinstance(
+            provenance.get("generations"), list) and all(isinstance(g, dict) for g in
+                                                         provenance["generations"])):
+        raise InputError(prov_path, "is not a profile's provenance (it needs an object with a list "
+                         "of generations)", FIX.replace("summary.json", "profile.json"))
+    if summary is None:
+        return
+    check_profile(prov_path, provenance or {}, summary_path, summary, SUMMARY_FORMAT)
+    if summary.get("format") != SUMMARY_FORMAT:
+        raise InputError(summary_path, f"unknown profile summary format {summary.get('format')!r}",
+                         f"profile again into a new --out ({SUMMARY_FORMAT})")
+    for name in ("problems", "defects"):
+        bad = next((i for i, e in enumerate(summary[name]) if "content_sha256" not in e), None)
+        if bad is not None:
+            raise InputError(summary_path, f"its {name} entry {bad} has no content_sha256", FIX)
 
 
 def _run_generation(cfg, generation, executor_for, on_run, on_row, on_start) -> None:

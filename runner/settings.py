@@ -144,12 +144,25 @@ def size_flag(n: int) -> str:
     return text if parse_size(text) == n else f"{n}B"
 
 
+# More memory than any one node has: the largest single machines (HPE
+# Superdome Flex) hold 48 TiB. A limit above this is a unit mistake:
+# `--mem-limit 8589934592` meant 8 GiB in bytes and read as 8 PiB (MiB).
+MAX_MEM_LIMIT = 64 * 2**40
+
+
 def beyond_ram(size: int, flag: str = "--mem-limit") -> str | None:
     """The warning for a per-check memory limit above this machine's RAM,
     or None. A warning, not a refusal: a sweep's checks may run on cluster
-    nodes with more memory than the machine that starts it."""
+    nodes with more memory than the machine that starts it. Above any
+    node's (``MAX_MEM_LIMIT``) it is refused: InputError."""
     import psutil
 
+    if size > MAX_MEM_LIMIT:
+        from .errors import InputError
+
+        raise InputError(flag, f"{format_size(size)} per check is more than any node has (at most "
+                         f"{format_size(MAX_MEM_LIMIT)}); a plain number is MiB, as Slurm's --mem",
+                         f"pass e.g. 8G, or {size // 2**20}B if the number was bytes")
     total = psutil.virtual_memory().total
     if size <= total:
         return None

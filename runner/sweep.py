@@ -65,8 +65,8 @@ class SweepConfig:
                                   "with (warned about when it is not this sweep's)", default=None)
     category_timeouts: Path | None = _help("s2n-bignum-bench timeouts.json: per-category limits", default=None)
     default_timeout: float = _help("limit for problems in neither file, in seconds", default=120.0)
-    mem_limit: int | None = _help("memory limit per check in bytes, e.g. 4G; default: 8G or an even "
-                                  "share of 80% of RAM per worker, whichever is smaller "
+    mem_limit: int | None = _help("memory limit per check, e.g. 4G (a plain number is MiB); "
+                                  "default: 8G or an even share of 80% of RAM per worker, whichever is smaller "
                                   "(docs/running.md)", default=None)
     expected_mem: int = _help("memory a check is expected to need before it may start",
                               default=512 * 2**20)
@@ -214,6 +214,7 @@ class PreparedSweep:
     warnings: tuple[str, ...] = ()  # said before the sweep starts, e.g. a map of another mode
     plan: object = None             # runner.planning.planner.Plan of the tasks; None: dispatch in task order
     corpus_fingerprint: str | None = None   # of the corpus --problems selected from; None: of problems
+    corpus_size: int | None = None          # problems of that corpus, for status (--problems)
     # Problem id -> why its checks cannot run in the mode asked for (ProverBackend.classify).
     not_native: Mapping[str, str] = field(default_factory=dict)
     host_factor: float | None = None    # the map's scaling for this host; None: no map
@@ -273,7 +274,7 @@ def prepare(config: SweepConfig) -> PreparedSweep:
         wanted = set(config.only)
         problems = [p for p in problems if p.problem_id in wanted]
     # --problems picks checks of the sweep, not another corpus: its fingerprint is the whole one's.
-    fingerprint = corpus_fingerprint(problems)
+    fingerprint, corpus_size = corpus_fingerprint(problems), len(problems)
     # A resume from another corpus path: the same corpus moved or copied is
     # fine, another one is refused (before anything is built).
     notes += sweep_dir.check_corpus(config, fingerprint)
@@ -345,7 +346,7 @@ def prepare(config: SweepConfig) -> PreparedSweep:
     ordered, plan = order(tasks, backend, config, loaded)
     return PreparedSweep(config, problems, attempts.contiguous(ordered), backend,
                          warnings=notes + covered + map_use.warnings + backend.warnings(), plan=plan,
-                         corpus_fingerprint=fingerprint, not_native=not_native,
+                         corpus_fingerprint=fingerprint, corpus_size=corpus_size, not_native=not_native,
                          host_factor=None if loaded is None else loaded.host_factor)
 
 

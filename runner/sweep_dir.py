@@ -161,6 +161,25 @@ def check_out_dir(config: SweepConfig) -> None:
                              "these files), or the folder of an earlier sweep to resume it")
 
 
+def check_profile_out(out: Path, corpus: Path) -> None:
+    """A profile's --out, refused as `run` refuses its own: a sweep directory,
+    a folder holding other files, or a folder inside the corpus."""
+    out, corpus = Path(out), Path(corpus).resolve()
+    if out.resolve() == corpus or corpus in out.resolve().parents:
+        raise InputError(out, f"is inside the corpus {corpus}, where every folder is read as a "
+                         "problem", "pass an --out outside the corpus folder")
+    if out.exists() and not out.is_dir():
+        raise InputError(out, "is not a directory", "pass a directory path for --out")
+    if (out / MANIFEST).exists() or (out / shards.SHARDS_DIR).is_dir():
+        raise InputError(out, "is a proofbatch sweep directory (run --out), not a profile",
+                         "pass a new or empty --out, or a profile's folder to resume it")
+    if out.is_dir() and not (out / "profile.json").exists() and (
+            foreign := sorted(p.name for p in out.iterdir() if not p.name.endswith(".tmp"))):
+        raise InputError(out, f"is not a profile: it holds {', '.join(foreign[:3])}"
+                         f"{', ...' if len(foreign) > 3 else ''} and no profile.json",
+                         "pass a new or empty --out, or a profile's folder to resume it")
+
+
 def check_corpus(config: SweepConfig, fingerprint: str) -> tuple[str, ...]:
     """A resume given the corpus at another path than its sweep ran on: the
     same corpus (its fingerprint: every problem's setup, query and category)
@@ -179,11 +198,14 @@ def check_corpus(config: SweepConfig, fingerprint: str) -> tuple[str, ...]:
 
 
 def run_counts(prepared: PreparedSweep) -> dict:
-    """The manifest's account of what a run plans: ``checks``, ``attempts``
-    (problem -> attempt count, for problems with more than one) and
-    ``stop_on_first_ok``."""
+    """The manifest's account of what a run plans: ``checks``, ``problems``
+    of ``corpus_problems``, ``attempts`` (problem -> attempt count, for
+    problems with more than one) and ``stop_on_first_ok``."""
     per_problem = Counter(t.problem.problem_id for t in prepared.tasks)
-    return {"checks": len(prepared.tasks),
+    # Of how many: `status` says how many problems --problems left unchecked.
+    size = {"problems": len(prepared.problems), "corpus_problems": prepared.corpus_size} \
+        if prepared.corpus_size is not None else {}
+    return {"checks": len(prepared.tasks), **size,
             "attempts": {pid: n for pid, n in sorted(per_problem.items()) if n > 1},
             "stop_on_first_ok": prepared.config.stop_on_first_ok}
 

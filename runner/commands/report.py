@@ -135,8 +135,12 @@ def term_slowest(out: Console, r: SweepReport, price: float | None) -> None:
 
 def term_prediction(out: Console, r: SweepReport, price: float | None) -> None:
     p = r.prediction()
+    if p is None and r.plan is None:
+        out.print("predicted against actual: no readable plan.json for this sweep's last run")
+        return
     if p is None:
-        out.print("predicted against actual: no plan.json for this sweep's last run")
+        out.print(f"predicted against actual: none: the run plan.json is of "
+                  f"({r.plan.get('run_id') or '?'}) has no recorded checks")
         return
     sources = ", ".join(f"{k} {v}" for k, v in sorted(p["sources"].items()))
     out.print(f"predicted makespan {p['predicted_makespan_s']:,.2f} s, actual "

@@ -27,12 +27,22 @@ def run(args) -> int:
                        if s.counts[v.value])
     skipped = f", {s.skipped} skipped after an OK attempt" if s.skipped else ""
     out.print(f"[bold]{s.out}[/]: {s.done} of {total} checks done{skipped}  {counts}")
+    age = f"{s.beat_age_s:.0f} s" if s.beat_age_s is not None else "long"
     state = {"running": "[green]running[/]", "finished": "finished",
              "stopped": "[yellow]stopped[/] (the runner was interrupted)",
-             "dead": "[bold red]dead[/] (its runner stopped beating %s ago)" % (
-                 f"{s.beat_age_s:.0f} s" if s.beat_age_s is not None else "long"),
+             "dead": f"[bold red]dead[/] (its runner stopped beating {age} ago)",
+             "stalled": f"[bold yellow]not beating (stopped?)[/]: its runner, {s.holder}, is "
+                        f"still there but has not beaten for {age}, and holds the sweep",
              "unknown": "state unknown (no heartbeat: a sweep from an older proofbatch)"}[s.state]
-    out.print(f"sweep {state}")
+    if s.unselected:
+        state += (f"; {s.unselected} of the corpus's {s.corpus_problems} problems were not "
+                  f"selected (--problems {s.selection}): run without --problems to check them too")
+    out.print(f"sweep {state}", soft_wrap=True)
+    if s.state == "stalled":
+        # A resume is refused while it holds the sweep: continue it, or end it.
+        out.print(f"if it was stopped (kill -STOP, a suspended job): `kill -CONT {s.holder_pid}` "
+                  f"lets it go on; `kill {s.holder_pid}` then `kill -CONT {s.holder_pid}` ends it "
+                  "cleanly, and rerunning its command resumes", soft_wrap=True)
     if s.resume:
         out.print(f"resume with: {s.resume}", soft_wrap=True)
     if s.running:
@@ -50,7 +60,7 @@ def run(args) -> int:
         out.print(table)
     elif s.state in ("running", "unknown"):
         out.print("nothing running")
-    if s.state in ("dead", "stopped", "finished"):
+    if s.state in ("dead", "stopped", "finished", "stalled"):
         pass                          # no ETA for a sweep nothing is running
     elif s.eta_s is not None:
         out.print(f"ETA {s.eta_s:.0f} s ({s.eta_basis})")

@@ -69,6 +69,12 @@ class WorkLeft:
 
     # -- what is left ----------------------------------------------------
 
+    def cost_of(self, problem_id: str, attempt: int) -> float | None:
+        """The plan's seconds for a check not yet finished, or None."""
+        with self._lock:
+            entry = self._cost.get((problem_id, attempt))
+            return None if entry is None else entry[0]
+
     def boot_left_s(self) -> float:
         """Seconds of boot still expected: the whole boot before it starts,
         what remains of the estimate while it runs, none once it is up."""

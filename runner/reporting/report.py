@@ -330,14 +330,25 @@ def load(out: Path) -> SweepReport:
     """Read a sweep directory; InputError if it is not one."""
     out = Path(out)
     manifest = read_sweep_manifest(out)
-    table = shards.scan(out, repair=False, columns=COLUMNS).done.table.select(list(COLUMNS))
+    scan = shards.scan(out, repair=False, columns=COLUMNS)
+    # A shard cut short (a crash without fsync, a full disk, a bad copy)
+    # holds checks the report would silently lack: name it.
+    if bad := [p for p in scan.unreadable if p.exists()]:
+        more = f" (and {len(bad) - 1} more)" if len(bad) > 1 else ""
+        raise InputError(bad[0], f"is truncated or not Parquet{more}, so its checks would be "
+                         "missing from the report", "rerun the sweep's `proofbatch run` command (same "
+                         "--out): it moves unreadable shards to shards/quarantine/ and checks "
+                         "them again; or restore the shard from a copy")
+    table = scan.done.table.select(list(COLUMNS))
     builds = read_builds(out)
     plan = None
     if (out / PLAN_FILE).is_file():
         try:
             plan = json.loads((out / PLAN_FILE).read_text())
-        except (OSError, json.JSONDecodeError):
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError):
             plan = None                      # a report without the prediction beats none
+        if not isinstance(plan, dict) or not isinstance(plan.get("checks", []), list):
+            plan = None
     runs = _runs(table, builds, manifest)
     return SweepReport(out, manifest, table, runs, builds, _split(table, builds, runs), plan)
 

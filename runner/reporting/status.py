@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Callable
 
 import psutil
 
+from ..errors import InputError
 from ..results import heartbeat
 from ..results.running import RUNNING_DIR
 from ..results.sweep_manifest import read_sweep_manifest
@@ -51,10 +52,16 @@ class Status:
     eta_s: float | None    # expected work left / workers, from the sweep's plan
     eta_basis: str
     # running, finished, stopped (the runner raised, e.g. Ctrl-C), dead (no
-    # heartbeat: killed), or unknown (a sweep from before heartbeats).
+    # heartbeat: killed), stalled (no heartbeat, but its process is there:
+    # SIGSTOP, a suspended job), or unknown (a sweep from before heartbeats).
     state: str = "unknown"
     resume: str | None = None      # the command that resumes a stopped or dead sweep
     beat_age_s: float | None = None
+    holder: str | None = None      # a stalled runner: "pid P on host H"
+    holder_pid: int | None = None
+    unselected: int = 0            # problems of the corpus this run did not select (--problems)
+    corpus_problems: int | None = None
+    selection: str = ""            # the --problems patterns of the run
 
 
 def _alive(entry: dict) -> bool | None:
@@ -83,10 +90,42 @@ def _state(beat: dict) -> tuple[str, float]:
     age = time.time() - float(beat.get("beat", 0))
     state = beat.get("state", "running")
     if state == "running":
-        gone = beat.get("host") == socket.gethostname() and not psutil.pid_exists(int(beat.get("pid", -1)))
-        if gone or age > heartbeat.STALE * float(beat.get("interval", heartbeat.INTERVAL)):
+        here = beat.get("host") == socket.gethostname()
+        gone = here and not psutil.pid_exists(int(beat.get("pid", -1)))
+        if gone:
             state = "dead"
+        elif age > heartbeat.STALE * float(beat.get("interval", heartbeat.INTERVAL)):
+            # A runner stopped by SIGSTOP (or a suspended job) beats no more
+            # but still holds the sweep: a resume is refused while it lives.
+            state = "stalled" if here else "dead"
     return state, age
+
+
+def _eta_of_beat(beat: dict, running: list[RunningCheck]) -> tuple[float | None, str]:
+    """Seconds left from the runner's account: the boot still to come, then
+    the work left (pending checks, their images, and the running checks,
+    each credited with its elapsed time up to its plan's seconds, never
+    beyond) shared by the workers."""
+    left = beat.get("expected_left_s")
+    if left is None:
+        return None, beat.get("eta_basis", "no plan")
+    expected = {(pid, int(att)): float(cost) for pid, att, cost in beat.get("running_expected") or []}
+    credit, past = 0.0, []
+    for r in running:
+        cost = expected.get((r.problem_id, r.attempt))
+        if cost is None:
+            continue              # a status.json from before: no credit rather than too much
+        credit += min(r.elapsed_s, cost)
+        if r.elapsed_s > cost:
+            past.append(r)
+    eta = float(beat.get("boot_left_s") or 0.0) + \
+        max(0.0, float(left) - credit) / max(1, int(beat.get("workers", 1)))
+    basis = beat.get("eta_basis", "")
+    if past:
+        most = max(r.timeout_s - r.elapsed_s for r in past)
+        basis += (f"; {len(past)} running {'check is' if len(past) == 1 else 'checks are'} past "
+                  f"the plan's time and may run up to {max(0.0, most):.0f} s more")
+    return eta, basis
 
 
 def read_status(out: Path, resume_of: Callable[[dict, Path], str] | None = None) -> Status:
@@ -98,32 +137,52 @@ def read_status(out: Path, resume_of: Callable[[dict, Path], str] | None = None)
     beat = heartbeat.read(out)
     if beat is None:
         return _from_shards(out, manifest)
+    if not isinstance(beat, dict) or not isinstance(beat.get("done"), int):
+        raise InputError(out / heartbeat.STATUS_FILE, "is not a runner's status (it needs an "
+                         "object with a whole number done)", "delete it: status then counts the "
+                         "shards, and a running runner writes it again within seconds")
     state, age = _state(beat)
     recent = {tuple(k) for k in beat.get("recent", [])}
     running = [r for _, r in _board(out) if (r.problem_id, r.attempt) not in recent]
     if state == "finished":
         running = []
-    left = beat.get("expected_left_s")
     # A heartbeat records the command that resumes its sweep; ``resume_of``
     # (the CLI's runner.sweep_dir.resume_command) spells it for one that does not.
     resume = resume_here(beat.get("resume"), out) or (resume_of(manifest, out) if resume_of else None)
+    holder = f"pid {beat.get('pid')} on host {beat.get('host')}"
     if state in ("dead", "stopped"):
         how = "died (no heartbeat for %.0f s)" % age if state == "dead" else "was stopped"
         eta, basis = None, f"the runner {how}; resume with: {resume}"
+    elif state == "stalled":
+        eta, basis = None, f"the runner ({holder}) has not beaten for {age:.0f} s"
     elif state == "finished":
         eta, basis = 0.0, "the sweep has finished"
-    elif left is None:
-        eta, basis = None, beat.get("eta_basis", "no plan")
     else:
-        # Work under way counts as partly done, at most its expected share.
-        in_flight = sum(min(r.elapsed_s, r.timeout_s) for r in running)
-        eta = float(beat.get("boot_left_s") or 0.0) + \
-            max(0.0, left - in_flight) / max(1, int(beat.get("workers", 1)))
-        basis = beat["eta_basis"]
+        eta, basis = _eta_of_beat(beat, running)
     return Status(out=out, total=manifest.get("checks", beat.get("total")), done=int(beat["done"]),
                   skipped=int(beat.get("skipped", 0)), counts=Counter(beat.get("counts", {})),
                   running=running, eta_s=eta, eta_basis=basis, state=state,
-                  resume=resume if state in ("dead", "stopped") else None, beat_age_s=age)
+                  resume=resume if state in ("dead", "stopped") else None, beat_age_s=age,
+                  holder=holder if state == "stalled" else None,
+                  holder_pid=_int(beat.get("pid")) if state == "stalled" else None,
+                  **_selection(manifest))
+
+
+def _int(value) -> int | None:
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        return None
+
+
+def _selection(manifest: dict) -> dict:
+    """How many problems of the corpus the run left out (--problems)."""
+    corpus, chosen = manifest.get("corpus_problems"), manifest.get("problems")
+    if not isinstance(corpus, int) or not isinstance(chosen, int) or chosen >= corpus:
+        return {}
+    patterns = (manifest.get("config") or {}).get("problems") or ()
+    return {"unselected": corpus - chosen, "corpus_problems": corpus,
+            "selection": ",".join(map(str, patterns))}
 
 
 def resume_here(command: str | None, out: Path) -> str | None:
@@ -154,7 +213,27 @@ def _from_shards(out: Path, manifest: dict) -> Status:
     return Status(out=out, total=manifest.get("checks"), done=len(done),
                   skipped=_skipped(manifest, done, solved), counts=done.verdict_counts(),
                   running=running, eta_s=eta, eta_basis=basis,
-                  state="running" if any(r.alive for r in running) else "unknown")
+                  state="running" if any(r.alive for r in running) else "unknown",
+                  **_selection(manifest))
+
+
+def _read_plan(path: Path) -> dict:
+    """OUT/plan.json as the ETA reads it; InputError naming it otherwise."""
+    fix = "delete it (the ETA is then unknown) or run the sweep again to write a new one"
+    try:
+        plan = json.loads(path.read_text())
+    except (OSError, UnicodeDecodeError, ValueError) as exc:
+        raise InputError(path, f"unreadable plan ({exc})", fix) from None
+    checks = plan.get("checks", []) if isinstance(plan, dict) else None
+    if not isinstance(checks, list) or not all(
+            isinstance(c, dict) and isinstance(c.get("problem_id"), str)
+            and isinstance(c.get("attempt"), int) and isinstance(c.get("expected_s"), (int, float))
+            for c in checks):
+        raise InputError(path, "is not a sweep's plan (it needs an object whose checks each have "
+                         "problem_id, attempt and expected_s)", fix)
+    if not isinstance(plan.get("workers") or {}, dict):
+        raise InputError(path, "is not a sweep's plan (its workers is no object)", fix)
+    return plan
 
 
 def _skipped(manifest: dict, done: "shards.Done", solved: set[str]) -> int:
@@ -172,9 +251,9 @@ def _eta(out: Path, manifest: dict, done: "shards.Done", running: list[RunningCh
     plan_path = out / "plan.json"
     if not plan_path.is_file():
         return None, "no plan: the sweep had no expected durations"
-    plan = json.loads(plan_path.read_text())
+    plan = _read_plan(plan_path)
     in_flight = {(r.problem_id, r.attempt): r.elapsed_s for r in running}
-    checks = plan.get("checks", [])
+    checks = plan["checks"]
     recorded = done.has([(c["problem_id"], c["attempt"]) for c in checks])
     left = 0.0
     for check, seen in zip(checks, recorded):

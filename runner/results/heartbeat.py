@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from .. import events
+from . import running
 from .publish import publish
 
 if TYPE_CHECKING:      # imported where used: pyarrow stays out of a heartbeat's start
@@ -111,6 +112,14 @@ class Heartbeat:
                     "counts": dict(self._counts), "expected_left_s": left,
                     "boot_left_s": boot_left, "workers": self._workers, "eta_basis": self._basis,
                     "recent": [list(k) for k in self._recent], "resume": self._resume}
+        # The plan's seconds of each check on the board: status credits a
+        # running check with its elapsed time up to these, not beyond (a check
+        # past its expected time gave an ETA of 0 s with 4 checks still to run).
+        if work is not None and not finished:
+            data["running_expected"] = [
+                [e["problem_id"], e["attempt"], cost] for e in running.entries(self.path.parent)
+                if "problem_id" in e and (cost := work.cost_of(e["problem_id"], e.get("attempt", 0)))
+                is not None]
         with self._publishing:
             publish(self.path, lambda tmp: tmp.write_text(json.dumps(data)))
 

@@ -45,3 +45,17 @@ class RunningBoard:
 
     def clear(self) -> None:
         self.path.unlink(missing_ok=True)
+
+
+def entries(out: Path) -> list[dict]:
+    """The board's entries now; one being replaced is left out."""
+    board = Path(out) / RUNNING_DIR
+    found = []
+    for path in sorted(board.glob("*.json")) if board.is_dir() else ():
+        try:
+            entry = json.loads(path.read_text())
+        except (OSError, ValueError):
+            continue
+        if isinstance(entry, dict):
+            found.append(entry)
+    return found

@@ -161,6 +161,7 @@ class ShardScan:
     done: Done = field(default_factory=Done)
     shards: list[Path] = field(default_factory=list)
     quarantined: list[Path] = field(default_factory=list)
+    unreadable: list[Path] = field(default_factory=list)  # left in place: a scan without repair
     temps_removed: list[Path] = field(default_factory=list)
     folded: list[Path] = field(default_factory=list)    # compacted shards ``repair`` wrote
 
@@ -229,6 +230,8 @@ def scan(out_dir: Path, *, repair: bool = True, columns: tuple[str, ...] | None 
         seen.update(p.name for p in found.read + found.unreadable)
         if repair:
             result.quarantined += [_quarantine(p) for p in sorted(found.unreadable)]
+        else:
+            result.unreadable += sorted(found.unreadable)
         # Listed in name order; a second listing's come after the first's.
         result.shards += found.read
         if found.table is not None:

@@ -54,10 +54,16 @@ def _debian() -> HolLightInstall:
     if not Path("/usr/lib/ocaml/nums.cma").exists():
         raise InputError("/usr/lib/ocaml/nums.cma", "missing, so HOL Light cannot load",
                          "apt-get install -y libnum-ocaml-dev")
+    # The version names the build that sweeps, profiles and maps record: a
+    # PATH without dpkg-query recorded "unknown", and the same HOL Light was
+    # then refused on resume as another build.
+    dpkg = shutil.which("dpkg-query") or "/usr/bin/dpkg-query"
     try:
-        version = subproc.run(["dpkg-query", "-W", "-f", "${Version}", "hol-light"]).strip()
-    except CommandError:
-        version = "unknown"
+        version = subproc.run([dpkg, "-W", "-f", "${Version}", "hol-light"]).strip()
+    except CommandError as exc:
+        raise InputError("hol-light", f"cannot tell which build of Debian's HOL Light this is "
+                         f"({exc})", f"put dpkg-query on PATH (it is in /usr/bin), or {APT_FIX}, "
+                         "or pass --hol-light DIR") from None
     ocaml = subproc.run([str(toplevel), "-vnum"]).strip()
     # /usr/bin/hol-light wraps this same command in readline-editor when that
     # is installed, which expects a terminal: run the toplevel directly.
@@ -101,9 +107,15 @@ def uses_module(directory: Path) -> bool:
 
 
 def _checkout_revision(directory: Path) -> str:
-    if shutil.which("git") and (directory / ".git").exists():
+    if (directory / ".git").exists():
+        # A checkout's build is its commit; without git the files' hash would
+        # name the same build otherwise, and a resume would be refused.
+        git = shutil.which("git") or ("/usr/bin/git" if Path("/usr/bin/git").exists() else None)
+        if git is None:
+            raise InputError(directory, "is a git checkout, but git is not on PATH to name its "
+                             "commit (the build sweeps record)", "put git on PATH")
         try:
-            rev = subproc.run(["git", "-C", str(directory), "rev-parse", "--short=12", "HEAD"])
+            rev = subproc.run([git, "-C", str(directory), "rev-parse", "--short=12", "HEAD"])
             return rev.strip()
         except CommandError:
             pass
