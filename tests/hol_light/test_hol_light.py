@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from runner.prover import CheckLimits
 from runner.verdicts import Verdict
 
 from ..helpers import answers_corpus, assert_answer_rows, check, expected_verdicts, problem, TEST_MEM_LIMIT
@@ -150,8 +151,8 @@ def test_a_broken_context_is_an_error_and_the_proof_never_runs(hol_session, tmp_
 
 def test_images_evicted_under_pressure_are_rebuilt_never_used_while_gone(
         hol_session, tmp_path, monkeypatch):
-    # Two images at most besides the base: building c2 needs the shared
-    # prefix image, which is the least recently used one when it is needed.
+    # Room for two images, the base one of them: building x's image evicts
+    # both idle ones, c1's and the shared prefix, which c2 then needs.
     monkeypatch.setattr(hol_session.backend, "max_images", 2)
     prefix = "let PB_EVICT_A = new_definition `pb_evict_a = 1`;;\n"
     ps = [problem(tmp_path, "evict.c1", "pb_evict_a + 1 = 2", "REWRITE_TAC[PB_EVICT_A] THEN ARITH_TAC",
@@ -160,9 +161,21 @@ def test_images_evicted_under_pressure_are_rebuilt_never_used_while_gone(
                   setup="let PB_EVICT_X = new_definition `pb_evict_x = 3`;;\n"),
           problem(tmp_path, "evict.c2", "pb_evict_a + 2 = 3", "REWRITE_TAC[PB_EVICT_A] THEN ARITH_TAC",
                   setup=prefix + "let PB_EVICT_C2 = new_definition `pb_evict_c2 = 4`;;\n")]
+    first = len(hol_session.image_builds)
     hol_session.prepare(ps)
+    base, prefix, c1 = (node.key for node in hol_session.image_chain("evict.c1"))
+    _, x = (node.key for node in hol_session.image_chain("evict.x"))
+    _, prefix_of_c2, c2 = (node.key for node in hol_session.image_chain("evict.c2"))
+    assert prefix_of_c2 == prefix and base == hol_session.base_key
+    limits = CheckLimits(time_s=10.0, time_source="default", mem_bytes=TEST_MEM_LIMIT,
+                         expected_mem_bytes=2**20)
     for p in ps:
-        assert check(hol_session, p).outcome.verdict is Verdict.OK, p.problem_id
+        assert hol_session.check(p, limits).outcome.verdict is Verdict.OK, p.problem_id
+    # The prefix, gone, is built again before c2's image forks from it.
+    builds = hol_session.image_builds[first:]
+    keys = [b.key for b in builds]
+    assert keys == [prefix, c1, x, prefix, c2], keys
+    assert builds[-1].parent == prefix and builds[-1].finished_at >= builds[-2].finished_at
 
 
 def test_a_memory_bomb_is_killed_and_the_check_beside_it_is_unaffected(
