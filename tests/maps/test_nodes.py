@@ -203,3 +203,18 @@ def test_checks_at_once_per_host():
     rows = [row("a", 0, 10), row("a", 5, 12), row("a", 6, 8), row("a", 12, 20),   # 3 at once at 6-8
             row("b", 0, 1), row("b", 1, 2), row("b", 2, 3)]                          # back to back: 1
     assert most_at_once(rows) == {"a": {"most_at_once": 3, "cpus": 2}, "b": {"most_at_once": 1, "cpus": 2}}
+
+
+def test_a_profile_refuses_more_checks_at_once_than_cores(tmp_path, capsys):
+    """One check per core: two on one core each take about twice as long.
+    Refused before anything is read or written (no prover starts)."""
+    import os
+
+    from ..helpers import DEMO
+
+    out = tmp_path / "profile"
+    assert cli.main(["profile", str(DEMO), "--out", str(out), "--workers", str(os.cpu_count() + 1)]) == 2
+    err = " ".join(capsys.readouterr().err.split())
+    assert "--workers" in err and f"on {os.cpu_count()} cores" in err and not out.exists()
+    assert cli.main(["profile", str(DEMO), "--out", str(out), "--cluster", "slurm", "--add-tasks", "1"]) == 2
+    assert "--add-tasks" in capsys.readouterr().err and not out.exists()
