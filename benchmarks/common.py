@@ -2,7 +2,11 @@
 a booted HOL Light session, percentiles, and the report/--json output.
 
 The scripts run from a checkout without installing anything beyond the
-project's virtualenv: ``.venv/bin/python benchmarks/overhead.py``.
+project's virtualenv: ``.venv/bin/python benchmarks/overhead.py``. Every
+script imports this module first, for the path set-up below. Importing it
+costs the standard library only (the runner's modules and psutil load where
+used), so a script that times its own start-up or memory, as shards_scale.py
+does in its children, measures itself, not this module.
 """
 
 from __future__ import annotations
@@ -18,19 +22,16 @@ import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterable, Sequence
-
-import psutil
+from typing import TYPE_CHECKING, Iterable, Sequence
 
 ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:          # `python benchmarks/x.py` puts benchmarks/ first, not the root
     sys.path.insert(0, str(ROOT))
 
-from runner.corpus import Problem, load_corpus  # noqa: E402
-from runner.provers.hol_light.backend import HolLightBackend, HolLightSession  # noqa: E402
-from runner.provers.hol_light.install import find_hol_light  # noqa: E402
-from runner.prover import CheckLimits, CheckResult  # noqa: E402
-from runner.verdicts import Verdict  # noqa: E402
+if TYPE_CHECKING:
+    from runner.corpus import Problem
+    from runner.prover import CheckLimits, CheckResult
+    from runner.provers.hol_light.backend import HolLightSession
 
 _TEMP_DIRS: list[Path] = []
 
@@ -64,6 +65,8 @@ class Spec:
 def write_corpus(specs: Iterable[Spec], corpus: Path) -> list[Problem]:
     """Write CORPUS/<id>/{setup.ml,query.txt,answer.txt,category.txt} and load it back
     through runner.corpus, exactly as a sweep would read it."""
+    from runner.corpus import load_corpus
+
     corpus.mkdir(parents=True, exist_ok=True)
     ids = []
     for s in specs:
@@ -84,6 +87,9 @@ def start_session(context_root: Path, **backend_kw) -> tuple[HolLightSession, fl
     """Boot HOL Light once (the base image) and return the session with its
     boot time: Popen of the toplevel to its READY line, as the session
     records it in ``image_build_secs[base_key]``."""
+    from runner.provers.hol_light.backend import HolLightBackend
+    from runner.provers.hol_light.install import find_hol_light
+
     backend = HolLightBackend(find_hol_light(), context_root, **backend_kw)
     session = backend.start(temp_dir("session"))
     atexit.register(session.close)     # registered after temp_dir's cleanup, so it runs first
@@ -92,12 +98,16 @@ def start_session(context_root: Path, **backend_kw) -> tuple[HolLightSession, fl
 
 def limits(time_s: float = 60.0, mem_bytes: int = 4 << 30,
            expected_mem_bytes: int = 256 << 20) -> CheckLimits:
+    from runner.prover import CheckLimits
+
     return CheckLimits(time_s=time_s, time_source="default", mem_bytes=mem_bytes,
                        expected_mem_bytes=expected_mem_bytes)
 
 
 def require_ok(results: Sequence[tuple[str, CheckResult]]) -> None:
     """A benchmark whose checks did not verify measures nothing: stop."""
+    from runner.verdicts import Verdict
+
     bad = [(pid, r.outcome) for pid, r in results if r.outcome.verdict is not Verdict.OK]
     if bad:
         shown = "; ".join(f"{pid}: {o.verdict} {o.reason}" for pid, o in bad[:5])
@@ -145,6 +155,8 @@ def cpu_busy() -> tuple[float, float]:
     script and its HOL Light processes so far). A process's own times plus
     those of its reaped children cover every image and check: live ones
     through the tree, finished ones through whoever reaped them."""
+    import psutil
+
     host = psutil.cpu_times()
     busy = host.user + host.nice + host.system + getattr(host, "irq", 0) + \
         getattr(host, "softirq", 0) + getattr(host, "steal", 0)

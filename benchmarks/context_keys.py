@@ -23,13 +23,9 @@ import json
 import sys
 import time
 import types
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
-
-from runner.provers.hol_light import contexts
+from common import ROOT  # first: it puts the project root on sys.path
+from runner.provers.hol_light import contexts  # noqa: E402
 from runner import subproc  # noqa: E402
 
 BASELINE_COMMIT = "ac9f4b5"

@@ -33,12 +33,12 @@ against the bytecode figures of those phrases for the mode's ratio.
     nice .venv/bin/python benchmarks/load_cost.py [--root /work/bench/s2n-bignum]
         [--hol-light /work/bench/hol-light] [--file arm/proofs/base.ml] [--budget 150]
         [--compile-budget 300] [--native-choice replay|trust] [--skip-bytecode] [--skip-native]
-        [--json OUT]
+        [--json]
 """
 
 from __future__ import annotations
 
-import argparse
+import contextlib
 import hashlib
 import json
 import os
@@ -52,10 +52,7 @@ import time
 from collections import defaultdict
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
-
+import common  # first: it puts the project root on sys.path
 from runner.provers.hol_light.context_costs import FileLoads  # noqa: E402
 from runner.provers.hol_light.install import find_hol_light  # noqa: E402
 
@@ -287,7 +284,7 @@ def server_ready(build, root, tmp: Path, trust: bool, plugins: list[str]) -> flo
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap = common.arg_parser(__doc__.split("\n\n")[0])
     ap.add_argument("--root", type=Path, default=Path("/work/bench/s2n-bignum"))
     ap.add_argument("--hol-light", type=Path, default=Path("/work/bench/hol-light"))
     ap.add_argument("--file", default="arm/proofs/base.ml")
@@ -297,8 +294,16 @@ def main() -> int:
                     help="compile and load the libraries natively as this --context-proofs does")
     ap.add_argument("--skip-bytecode", action="store_true")
     ap.add_argument("--skip-native", action="store_true")
-    ap.add_argument("--json", type=Path)
     args = ap.parse_args()
+    # --json: the one JSON object alone on stdout, the report on stderr (common.emit's contract)
+    with contextlib.redirect_stdout(sys.stderr if args.json else sys.stdout):
+        out = measure(args)
+    if args.json:
+        print(json.dumps(out, default=str))
+    return 0
+
+
+def measure(args) -> dict:
     install = find_hol_light(args.hol_light)
     files = FileLoads(args.root, install.hol_dir, keep_text=True)
     order = files.order(Path(args.root) / args.file)
@@ -311,9 +316,7 @@ def main() -> int:
         out["native"] = native(args, tmp)
     if not args.skip_bytecode:
         out["bytecode"] = bytecode(args, order, tmp)
-    if args.json:
-        args.json.write_text(json.dumps(out, indent=1, default=str))
-    return 0
+    return out
 
 
 if __name__ == "__main__":

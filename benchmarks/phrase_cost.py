@@ -36,9 +36,7 @@ import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
+import common  # noqa: F401  (puts the project root on sys.path)
 
 from runner.provers.hol_light.contexts import split_phrases  # noqa: E402
 from runner.provers.hol_light.file_loads import theorem_of  # noqa: E402

@@ -1,15 +1,12 @@
 """The shard reader before issue 16, kept callable as the baseline of
 benchmarks/shards_scale.py (``scan`` into row dicts, ``merge`` through the
-csv module). Not used by proofbatch itself.
+csv module). Not used by proofbatch itself; only what shards_scale.py swaps
+in (``scan``, ``read_results``, ``merge``) and what they call is kept.
 
-Checkpointed Parquet shards: how a sweep survives ``kill -9``.
-
-Workers buffer result rows and publish them as small immutable shards under
-``OUT/shards/``. Each shard appears whole or not at all (``publish``), so a
-sweep killed at any instant resumes from ``scan``: every key found in a
-readable shard is done, a half-written shard is quarantined and its checks are
-redone, and nothing is counted twice. ``merge`` folds the shards into
-``results.parquet``, ``results.csv`` and ``verdicts.csv``.
+``scan`` reads every shard under ``OUT/shards/``: every key found in a
+readable shard is done, a half-written shard is quarantined, and nothing is
+counted twice. ``merge`` folds the shards into ``results.parquet``,
+``results.csv`` and ``verdicts.csv``, each published whole or not at all.
 """
 
 from __future__ import annotations
@@ -17,9 +14,6 @@ from __future__ import annotations
 import csv
 import datetime as dt
 import os
-import re
-import threading
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
@@ -27,7 +21,7 @@ from typing import Callable
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from runner.results.rows import COLUMNS, OPTIONAL_COLUMNS, SCHEMA, ResultRow, rows_to_table
+from runner.results.rows import COLUMNS, OPTIONAL_COLUMNS, SCHEMA
 
 SHARDS_DIR = "shards"
 QUARANTINE_DIR = "quarantine"
@@ -67,107 +61,6 @@ def publish(path: Path, write: Callable[[Path], None]) -> None:
         tmp.unlink(missing_ok=True)
         raise
     _fsync_dir(path.parent)
-
-
-class ShardWriter:
-    """Buffers rows of one writer and publishes them as numbered shards.
-
-    Shards are ``OUT/shards/{writer_id}-{seq:06d}.parquet``. The sequence
-    resumes after the highest one already on disk for ``writer_id`` (quarantined
-    ones included), so a restarted worker never overwrites an earlier shard.
-    Rows are published when an expensive one arrives, when ``flush_rows``
-    are pending, and at the latest ``flush_secs`` after they were added (a
-    timer thread does that, so rows finished just before a long check are
-    not held back for its whole duration). Call ``close`` (or use ``with``)
-    when done. Thread-safe. Two live writers must not share a ``writer_id``.
-    """
-
-    def __init__(self, out_dir: Path, writer_id: str, *, flush_rows: int = 200,
-                 flush_secs: float = 2.0, heavy_secs: float = 1.0):
-        if not writer_id or "/" in writer_id or writer_id.startswith("."):
-            raise ValueError(f"bad writer_id {writer_id!r}")
-        self.dir = Path(out_dir) / SHARDS_DIR
-        self.dir.mkdir(parents=True, exist_ok=True)
-        self.writer_id = writer_id
-        self.flush_rows, self.flush_secs, self.heavy_secs = flush_rows, flush_secs, heavy_secs
-        self._lock = threading.Lock()
-        self._pending: list[ResultRow] = []
-        self._last_flush = time.monotonic()
-        self._closed = False
-        self.published: list[Path] = []
-        self._seq = self._highest_seq() + 1
-        self._wake = threading.Event()
-        self._timer = threading.Thread(target=self._flush_when_due, daemon=True,
-                                       name=f"shards-{writer_id}")
-        self._timer.start()
-
-    def _flush_when_due(self) -> None:
-        while not self._wake.wait(self.flush_secs / 2):
-            with self._lock:
-                if self._closed:
-                    return
-                if self._pending and time.monotonic() - self._last_flush >= self.flush_secs:
-                    try:
-                        self._flush_locked()
-                    except OSError:
-                        pass    # kept pending; the next add or close reports it
-
-    def _highest_seq(self) -> int:
-        pattern = re.compile(re.escape(self.writer_id) + r"-(\d+)\.parquet")
-        seqs = [0]
-        for d in (self.dir, self.dir / QUARANTINE_DIR):
-            if d.is_dir():
-                seqs += [int(m.group(1)) for p in d.iterdir() if (m := pattern.fullmatch(p.name))]
-        return max(seqs)
-
-    def add(self, row: ResultRow) -> None:
-        """Buffer ``row``; publish at once if it was expensive or the buffer is due."""
-        with self._lock:
-            if self._closed:
-                raise RuntimeError(f"ShardWriter {self.writer_id} is closed")
-            self._pending.append(row)
-            # An expensive check must never be lost to a kill: redoing it costs
-            # more than one extra small shard.
-            if (row.wall_secs >= self.heavy_secs
-                    or len(self._pending) >= self.flush_rows
-                    or time.monotonic() - self._last_flush >= self.flush_secs):
-                self._flush_locked()
-
-    def flush(self) -> Path | None:
-        """Publish pending rows as a new shard; return its path (None if nothing pending)."""
-        with self._lock:
-            return self._flush_locked()
-
-    def _flush_locked(self) -> Path | None:
-        self._last_flush = time.monotonic()
-        if not self._pending:
-            return None
-        table = rows_to_table(self._pending)
-        path = self.dir / f"{self.writer_id}-{self._seq:06d}.parquet"
-        while path.exists():  # belt and braces: os.replace would overwrite silently
-            self._seq += 1
-            path = self.dir / f"{self.writer_id}-{self._seq:06d}.parquet"
-        publish(path, lambda tmp: pq.write_table(table, tmp))
-        # Only forget rows once their shard is durable; a failed publish keeps
-        # them pending for the next flush.
-        self._pending.clear()
-        self._seq += 1
-        self.published.append(path)
-        return path
-
-    def close(self) -> None:
-        self._wake.set()
-        with self._lock:
-            if not self._closed:
-                self._flush_locked()
-                self._closed = True
-
-    def __enter__(self) -> "ShardWriter":
-        return self
-
-    def __exit__(self, *exc) -> None:
-        # Flush even on error: rows already added are finished checks.
-        self.close()
 
 
 @dataclass

@@ -50,9 +50,7 @@ import time
 import types
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
+from common import ROOT  # first: it puts the project root on sys.path
 
 TARGETS = {"scan": 3.0, "merge": 15.0, "status": 1.0, "report": 10.0, "report-cli": 10.0}
 # The last commit of runner/reporting/report.py before its figures were computed in
@@ -152,8 +150,7 @@ def op(name: str, impl: str, out: Path) -> dict:
     from runner.reporting import report
     from runner.results import shards
     if impl == "legacy":
-        sys.path.insert(0, str(ROOT / "benchmarks"))
-        import shards_legacy
+        import shards_legacy       # beside this script: the child runs it as a script too
 
         shards.scan, shards.read_results, shards.merge = (shards_legacy.scan, shards_legacy.read_results,
                                                            shards_legacy.merge)

@@ -24,13 +24,12 @@ import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+from common import ROOT  # puts the project root on sys.path
 TARGETS = {"--version": 0.3, "--help": 0.3, "status": 0.5}
 
 
 def a_sweep(where: Path) -> Path:
     """A sweep directory as a stopped sweep leaves it."""
-    sys.path.insert(0, str(ROOT))
     from runner.results import heartbeat, shards
 
     out = where / "out"

@@ -24,9 +24,7 @@ from pathlib import Path
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parent.parent
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
+import common  # noqa: F401  (puts the project root on sys.path)
 
 from runner.profile import load_profile, write_profile  # noqa: E402
 from runner.maps.profile_data import ProblemRuns  # noqa: E402

@@ -17,7 +17,8 @@ the plan dispatches in submission order, which simulated faster), image and
 proof core-hours, rebuilds, and what the figures stand on (check durations
 measured by the map / estimated / unknown; images measured by --costs-from
 / estimated, and loads found nowhere). It exits 1 if a planned makespan is
-above naive order's.
+above naive order's. With ``--json`` it prints one JSON object instead (every
+simulation's figures; the table goes to stderr).
 
     .venv/bin/python benchmarks/whole_trees.py --s2n-bignum /work/bench/s2n-bignum \\
         --bench-map /work/bench/bench/timeout-map.json --work /tmp/whole-trees
@@ -25,7 +26,7 @@ above naive order's.
 
 from __future__ import annotations
 
-import argparse
+import contextlib
 import json
 import os
 import subprocess
@@ -34,7 +35,8 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+import common  # first: it puts the project root on sys.path
+
 PROOFBATCH = Path(sys.executable).with_name("proofbatch")
 TREES = ("arm", "x86")
 MODES = ("native", "bytecode")
@@ -83,13 +85,26 @@ def row(tree: str, mode: str, choice: str, workers: int, d: dict) -> str:
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap = common.arg_parser(__doc__.split("\n\n")[0])
     ap.add_argument("--s2n-bignum", type=Path, required=True, help="an s2n-bignum checkout")
     ap.add_argument("--bench-map", type=Path, required=True, help="the bench's timeout-map.json")
     ap.add_argument("--work", type=Path, required=True, help="where the extracted trees go")
     ap.add_argument("--jobs", type=int, default=2, help="simulations at once")
-    ap.add_argument("--json", type=Path, help="also write every simulation's --json here")
     args = ap.parse_args()
+    # --json: the one JSON object alone on stdout, the table on stderr (common.emit's contract)
+    with contextlib.redirect_stdout(sys.stderr if args.json else sys.stdout):
+        runs, results, worse = measure(args)
+    if args.json:
+        print(json.dumps({"benchmark": "whole_trees",
+                          "simulations": [{"tree": t, "mode": m, "choice": c, "workers": w, **d}
+                                          for (t, m, c, w, _), d in zip(runs, results)],
+                          "target": "planned makespan never above naive order's",
+                          "result": "MISS" if worse else "PASS"}))
+    return 1 if worse else 0
+
+
+def measure(args):
+    """(runs, their simulate --json, the runs planned above naive order)."""
     s2n, bench_map = args.s2n_bignum.resolve(), args.bench_map.resolve()
     args.work.mkdir(parents=True, exist_ok=True)
     corpora = {tree: extract(s2n, bench_map, args.work, tree) for tree in TREES}
@@ -117,14 +132,11 @@ def main() -> int:
                 cheapest[key] = (m, d["core_hours"])
     print("\ncheapest mode at 64 workers: " + "; ".join(
         f"{t} {c}: {m} ({h:,.1f} core-h)" for (t, c), (m, h) in sorted(cheapest.items())))
-    if args.json:
-        args.json.write_text(json.dumps([{"tree": t, "mode": m, "choice": c, "workers": w, **d}
-                                         for (t, m, c, w, _), d in zip(runs, results)], indent=1))
     if worse:
         print("planned makespan above naive order's: " + ", ".join(worse))
-        return 1
-    print("the planned makespan is never above naive order's")
-    return 0
+    else:
+        print("the planned makespan is never above naive order's")
+    return runs, results, worse
 
 
 if __name__ == "__main__":
