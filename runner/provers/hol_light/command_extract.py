@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import threading
+import time
 from collections import Counter
 from pathlib import Path
 
@@ -37,7 +39,8 @@ def run(args) -> int:
     cfg = ExtractConfig(files=tuple(args.files), out=args.out, prefix=args.prefix,
                         category=args.category, hol_dir=hol_dir, context_root=args.context_root,
                         ids_from=args.ids_from, strict=args.strict)
-    result = extract(cfg)
+    with ExtractProgress() as tell:
+        result = extract(cfg, tell)
 
     def say(text: str) -> None:
         progress.console.print(text, highlight=False, markup=False, soft_wrap=True)
@@ -77,6 +80,66 @@ def run(args) -> int:
     say(f"wrote {len(result.problems)} problems from {len(result.sources) - len(result.refused)} "
         f"files to {result.out} (list and provenance in {result.out / MANIFEST})")
     return 0
+
+
+# 2,000 files once took 300 s without a word: a terminal gets a bar at once;
+# a log gets a line once extract has run this long, and again as often.
+SAY_AFTER_S = 5.0
+SAY_EVERY_S = 15.0
+
+
+class ExtractProgress:
+    """How far extract is, as `run` shows a sweep (runner/reporting/progress.py):
+    a bar per stage on a terminal, gone when extract ends; without one,
+    ``extract: STAGE: K of N files (T s so far)`` lines, a quick extract
+    saying nothing but its result."""
+
+    def __init__(self):
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+        self._bar = (Progress(TextColumn("[bold]extract"), TextColumn("{task.description}"),
+                              BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                              console=progress.console, transient=True)
+                     if progress.console.is_terminal else None)
+        self._task = None
+        self._now: tuple[str, int, int | None] | None = None
+        self._done = threading.Event()
+        self._started = time.monotonic()
+        self._thread = threading.Thread(target=self._log, daemon=True, name="extract-progress")
+
+    def __call__(self, stage: str, done: int, total: int | None) -> None:
+        if self._bar is not None:
+            if self._now is None or self._now[0] != stage:
+                # A task per stage: rich's update cannot set a total back to None (not counted).
+                if self._task is not None:
+                    self._bar.remove_task(self._task)
+                self._task = self._bar.add_task(stage, total=total)
+            self._bar.update(self._task, completed=done)
+        self._now = (stage, done, total)
+
+    def _log(self) -> None:
+        wait = SAY_AFTER_S
+        while not self._done.wait(wait):
+            wait = SAY_EVERY_S
+            if self._now is not None:
+                stage, done, total = self._now
+                count = f": {done} of {total}" if total is not None else ""
+                progress.console.print(f"extract: {stage}{count} ({time.monotonic() - self._started:.0f} "
+                                       "s so far)", markup=False, highlight=False)
+
+    def __enter__(self) -> "ExtractProgress":
+        if self._bar is not None:
+            self._bar.start()
+        else:
+            self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._done.set()
+        if self._bar is not None:
+            self._bar.stop()
+        elif self._thread.is_alive():
+            self._thread.join()
 
 
 def _say_ids(say, ids) -> None:

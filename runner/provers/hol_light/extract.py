@@ -28,6 +28,7 @@ import hashlib
 import re
 from dataclasses import replace
 from pathlib import Path
+from typing import Callable
 
 from .contexts import split_phrases
 from ...corpus import PROBLEM_ID
@@ -39,7 +40,11 @@ from .extract_model import (MANIFEST, Extract, ExtractConfig, Problem, Refused, 
                             Skipped, Source)
 from .extract_out import check_out, publish
 
-def extract(cfg: ExtractConfig) -> Extract:
+# How far extract is: (stage, done, total), total None when not counted.
+Tell = Callable[[str, int, "int | None"], None]
+
+
+def extract(cfg: ExtractConfig, tell: Tell = lambda stage, done, total: None) -> Extract:
     """Cut ``cfg.files`` into problems and publish the corpus at ``cfg.out``.
 
     A file that gives no problem (proves no top-level theorem, or none that
@@ -49,6 +54,7 @@ def extract(cfg: ExtractConfig) -> Extract:
     InputError, with nothing written, on a missing path, no file giving any
     problem, an invalid prefix or category, ids of two files colliding, or
     an ``out`` that holds anything but an earlier extract of the same files.
+    ``tell`` hears how far it is (`proofbatch extract` shows it).
     """
     if not cfg.files:
         raise InputError("extract", "no proof files given", "pass one or more HOL Light .ml files")
@@ -59,7 +65,8 @@ def extract(cfg: ExtractConfig) -> Extract:
         raise InputError(cfg.context_root, "--context-root is not a directory", "check the path")
     files = _expand(cfg.files)
     texts, digests, refused = {}, {}, {}
-    for path in files:
+    for k, path in enumerate(files):
+        tell("reading files", k, len(files))
         data = _read(path)
         digests[path] = hashlib.sha256(data).hexdigest()
         try:
@@ -80,7 +87,8 @@ def extract(cfg: ExtractConfig) -> Extract:
 
     phrases: dict[Path, list[str]] = {}
     cut: dict[Path, tuple[list, list]] = {}
-    for path in files:
+    for k, path in enumerate(files):
+        tell("cutting theorems", k, len(files))
         if path in refused:
             continue
         phrases[path] = split_phrases(texts[path])
@@ -103,6 +111,7 @@ def extract(cfg: ExtractConfig) -> Extract:
 
     # Loads, recursively, before any id: the map's owners of a statement
     # may be in a file that only gets loaded (common/*.ml).
+    tell("following loads", 0, None)
     by_resolved = {p.resolve(): p for p in phrases}
     root, note = _context_root(cfg, texts)
     graph = LoadGraph(root, cfg.hol_dir, lambda p: phrases.get(by_resolved.get(p)))
@@ -149,8 +158,9 @@ def extract(cfg: ExtractConfig) -> Extract:
     first: dict[str, str] = {}   # goal -> first id of the run (extract.json's same_statement_as)
     same: dict[str, str] = {}
     library: list[tuple[str, str]] = []
-    universe = [p.resolve() for p in texts]
-    for path in files:
+    loaders = graph.loaders(p.resolve() for p in texts)
+    for k, path in enumerate(files):
+        tell("listing problems", k, len(files))
         if path in refused:
             n = len(cut[path][1]) if path in cut else 0
             sources.append(Source(str(path), digests[path], n, 0, n, refused=refused[path]))
@@ -169,7 +179,7 @@ def extract(cfg: ExtractConfig) -> Extract:
                                             f"duplicate statement of {mine.get(goal) or owner_of[goal]}")
                                     for line, thm, goal in dup_of[path]]
         skipped += sorted(skips, key=lambda s: s.line)
-        lib = graph.library_file(path, universe)
+        lib = graph.library_file(path, loaders)
         why = ""
         if lib is not None:
             loader, base = lib
@@ -185,7 +195,7 @@ def extract(cfg: ExtractConfig) -> Extract:
                      missing_loads, tuple(library), tuple(dropped), report)
     if cfg.strict and result.failed_strict:
         return replace(result, published=False)
-    publish(cfg, result)
+    publish(cfg, result, lambda done: tell("writing problems", done, len(problems)))
     return result
 
 

@@ -73,19 +73,22 @@ def manifest(result: Extract, cfg: ExtractConfig) -> dict:
     }
 
 
-def publish(cfg: ExtractConfig, result: Extract) -> None:
-    """Build the corpus beside ``out`` and move it into place whole."""
+def publish(cfg: ExtractConfig, result: Extract, tell=lambda done: None) -> None:
+    """Build the corpus beside ``out`` and move it into place whole;
+    ``tell(done)`` hears how many problems are written."""
     out = cfg.out
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.extract-", dir=out.parent))
     try:
-        for p in result.problems:
+        for k, p in enumerate(result.problems):
+            tell(k)
             d = tmp / p.problem_id
             d.mkdir()
             (d / "setup.ml").write_text(p.setup, encoding="utf-8")
             (d / "query.txt").write_text(p.query, encoding="utf-8")
             (d / "answer.txt").write_text(p.answer, encoding="utf-8")
             (d / "category.txt").write_text(cfg.category, encoding="utf-8")
+        tell(len(result.problems))
         (tmp / MANIFEST).write_text(json.dumps(manifest(result, cfg), indent=2) + "\n",
                                     encoding="utf-8")
         os.chmod(tmp, 0o755)

@@ -12,7 +12,9 @@ corpus whose contexts cannot load is refused before any prover starts.
 ``LoadGraph.library_file`` tells a proof file from a file meant to be loaded
 by another one after other files (s2n-bignum's ``arm/proofs/arm.ml``,
 loaded by ``base.ml`` after everything base.ml loads first): the contexts of
-such a file's theorems lack what its loader loaded before it.
+such a file's theorems lack what its loader loaded before it. It reads the
+index ``LoadGraph.loaders`` builds once for all files: walking every file
+for each file made extracting 2,000 files take minutes (docs/extract.md).
 """
 
 from __future__ import annotations
@@ -84,6 +86,13 @@ class LoadGraph:
         self._given_phrases = phrases_of or (lambda p: None)
         self._loads: dict[Path, list[Load]] = {}
         self._closure: dict[Path, frozenset[Path]] = {}
+        self._real: dict[Path, Path] = {}      # resolve() costs a stat per folder of the path
+
+    def real(self, path: Path) -> Path:
+        got = self._real.get(path)
+        if got is None:
+            got = self._real[path] = path.resolve()
+        return got
 
     # -- one file ------------------------------------------------------------
 
@@ -100,7 +109,7 @@ class LoadGraph:
         return split_phrases(path.read_text(encoding="utf-8", errors="replace"))
 
     def loads(self, path: Path) -> list[Load]:
-        path = path.resolve()
+        path = self.real(path)
         if path in self._loads:
             return self._loads[path]
         out: list[Load] = []
@@ -129,7 +138,7 @@ class LoadGraph:
 
     def closure(self, path: Path) -> frozenset[Path]:
         """Every file ``path`` loads, directly or not (not ``path`` itself)."""
-        path = path.resolve()
+        path = self.real(path)
         if path in self._closure:
             return self._closure[path]
         seen: set[Path] = set()
@@ -152,7 +161,7 @@ class LoadGraph:
         """Each load found nowhere under ``starts``, once, with the first chain to it."""
         found: dict[tuple[Path, str, str], list] = {}   # (loader, kind, name) -> [chain, starts]
         for start in starts:
-            start = start.resolve()
+            start = self.real(start)
             chains: dict[Path, tuple[Step, ...]] = {start: ()}
             todo = [start]
             while todo:
@@ -176,8 +185,20 @@ class LoadGraph:
             out |= self.closure(s)
         return out
 
-    def library_file(self, path: Path, universe: Iterable[Path]) -> tuple[Path, Path] | None:
-        """(loader, what it loads first) when ``path`` is a library file.
+    def loaders(self, universe: Iterable[Path]) -> dict[Path, list[Path]]:
+        """Each file loaded by a file of ``universe`` (or of what they load)
+        -> the files that load it, sorted: ``library_file``'s index, built once."""
+        universe = [self.real(p) for p in universe]
+        out: dict[Path, list[Path]] = {}
+        for f in sorted(set(universe) | self.loaded_files(universe)):
+            for target in dict.fromkeys(ld.target for ld in self.loads(f) if ld.target is not None):
+                if target != f:
+                    out.setdefault(target, []).append(f)
+        return out
+
+    def library_file(self, path: Path, loaders: dict[Path, list[Path]]) -> tuple[Path, Path] | None:
+        """(loader, what it loads first) when ``path`` is a library file;
+        ``loaders`` is ``self.loaders(universe)``.
 
         ``path`` is one when some file of ``universe`` (or of what they load)
         loads it, and no file that loads it has its first load among what
@@ -186,15 +207,11 @@ class LoadGraph:
         proof file loaded by another proof file (after both load base.ml)
         is no library file.
         """
-        path = path.resolve()
-        files = set(universe) | self.loaded_files(universe)
+        path = self.real(path)
         mine = self.closure(path) | {path}
         verdict = None
-        for f in sorted(files):
-            lds = self.loads(f)
-            if f == path or not any(ld.target == path for ld in lds):
-                continue
-            first = next((ld.target for ld in lds if ld.target is not None), None)
+        for f in loaders.get(path, ()):
+            first = next((ld.target for ld in self.loads(f) if ld.target is not None), None)
             if first is None or first in mine:
                 return None
             verdict = verdict or (f, first)
