@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import atexit
+import contextlib
 import json
 import math
 import os
@@ -138,6 +139,12 @@ def arg_parser(description: str) -> argparse.ArgumentParser:
     parser.add_argument("--json", action="store_true",
                         help="print one JSON object instead of the text report")
     return parser
+
+
+def text_to_stderr(args: argparse.Namespace):
+    """A context in which a script's text report goes to stderr under
+    --json, so that stdout holds the one JSON object it prints after."""
+    return contextlib.redirect_stdout(sys.stderr if args.json else sys.stdout)
 
 
 def log(message: str) -> None:

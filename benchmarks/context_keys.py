@@ -90,7 +90,8 @@ def main() -> int:
     p.add_argument("--lib-lines", type=int, default=35_000)
     p.add_argument("--own-lines", type=int, default=5_000)
     p.add_argument("--repeat", type=int, default=3)
-    p.add_argument("--json", action="store_true")
+    p.add_argument("--json", action="store_true",
+                    help="print one JSON object instead of the text report")
     args = p.parse_args()
     setups = corpus(args.files, args.setups, args.lib_lines, args.own_lines)
     lines = [s.count("\n") for s in setups.values()]

@@ -38,7 +38,6 @@ against the bytecode figures of those phrases for the mode's ratio.
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import json
 import os
@@ -295,8 +294,7 @@ def main() -> int:
     ap.add_argument("--skip-bytecode", action="store_true")
     ap.add_argument("--skip-native", action="store_true")
     args = ap.parse_args()
-    # --json: the one JSON object alone on stdout, the report on stderr (common.emit's contract)
-    with contextlib.redirect_stdout(sys.stderr if args.json else sys.stdout):
+    with common.text_to_stderr(args):
         out = measure(args)
     if args.json:
         print(json.dumps(out, default=str))

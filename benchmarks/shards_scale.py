@@ -50,7 +50,8 @@ import time
 import types
 from pathlib import Path
 
-from common import ROOT  # first: it puts the project root on sys.path
+import common  # first: it puts the project root on sys.path
+from common import ROOT  # noqa: E402
 
 TARGETS = {"scan": 3.0, "merge": 15.0, "status": 1.0, "report": 10.0, "report-cli": 10.0}
 # The last commit of runner/reporting/report.py before its figures were computed in
@@ -240,26 +241,39 @@ def main() -> int:
                     help="only write --rows rows in --shard-rows-row shards to OUT, uncompacted, as a "
                     "live sweep or many array tasks leave them (issue 33: 100,000 rows in 20,000 "
                     "shards); then measure them with --measure OUT")
-    ap.add_argument("--json", action="store_true")
+    ap.add_argument("--json", action="store_true",
+                    help="print one JSON object instead of the text report")
     ap.add_argument("--child", nargs=3, help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.child:
         print(json.dumps(op(args.child[0], args.child[1], Path(args.child[2]))))
         return 0
+    with common.text_to_stderr(args):
+        status, results = run(args)
+    if args.json:
+        print(json.dumps({"benchmark": "shards_scale", "measurements": results,
+                          "result": "PASS" if status == 0 else "MISS"}))
+    return status
+
+
+def run(args) -> tuple[int, list[dict]]:
+    """(exit status, every measurement) of the run ``args`` ask for."""
+    results: list[dict] = []
     if args.generate_raw:
         g = generate(args.generate_raw, args.rows[0], args.shard_rows[0], compact=False)
         print(f"{args.generate_raw}: {args.rows[0]} rows in {g['files']} files, {g['generate_s']:.0f} s")
-        return 0
+        return 0, results
     if args.measure:
         # Shards written before (by --keep): each op, new code then legacy.
         for name in args.ops:
             for impl in ["new"] + (["legacy"] if name in args.legacy_ops else []):
                 m = measure(name, impl, args.measure)
                 m.update(label=impl)
+                results.append(m)
                 _print(m) if "error" not in m else print(m)
-        return 0
+        return 0, results
     base = Path(tempfile.mkdtemp(prefix="proofbatch-bench-shards-", dir=args.dir))
-    results, misses = [], []
+    misses = []
     try:
         for rows in args.rows:
             for per in args.shard_rows:
@@ -307,10 +321,8 @@ def main() -> int:
                 shutil.rmtree(raw, ignore_errors=True)
     finally:
         shutil.rmtree(base, ignore_errors=True)
-    if args.json:
-        print(json.dumps(results))
     print(("MISS: " + ", ".join(misses)) if misses else "PASS (targets apply at 1,000,000 rows)")
-    return 1 if misses else 0
+    return (1 if misses else 0), results
 
 
 if __name__ == "__main__":

@@ -23,7 +23,6 @@ Baseline, same run: the same map without --corpus, as `simulate
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import json
 import random
@@ -35,7 +34,8 @@ import time
 from collections import defaultdict
 from pathlib import Path
 
-from s2n_cut import Inliner, cut_corpus, git_source  # also puts the project root on sys.path
+import common  # first: it puts the project root on sys.path
+from s2n_cut import Inliner, cut_corpus, git_source  # noqa: E402
 
 from runner.checks.context_proofs import ContextProofs  # noqa: E402
 from runner.maps.provenance import load  # noqa: E402
@@ -53,11 +53,18 @@ HOL = (MIRRORS / "jrh13+hol-light" / "repo", "5e62421")
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap = common.arg_parser(__doc__.split("\n\n")[0])
     ap.add_argument("--files", type=int, default=30, help="arm proof files, seeded sample")
     ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
+    with common.text_to_stderr(args):
+        rows = measure(args)
+    if args.json:
+        print(json.dumps(rows))
+    return 0
+
+
+def measure(args) -> list[dict]:
     tmp = Path(tempfile.mkdtemp(prefix="proofbatch-simctx-"))
     tmap = tmp / "timeout-map.json"
     tmap.write_text(subprocess.run(["git", "-C", str(BENCH), "show", "HEAD:timeout-map.json"],
@@ -118,10 +125,8 @@ def main() -> int:
                   f"{row[c]['proof_core_hours']:.3f} core-h = {100 * row[c]['share']:.0f}% (rebuilds "
                   f"{row[c]['rebuild_core_hours']:.3f} core-h), makespan "
                   f"{row[c]['makespan_s']:,.0f} s" for c in ("replay", "trust")))
-    if args.json:
-        print(json.dumps(rows))
     shutil.rmtree(tmp, ignore_errors=True)
-    return 0
+    return rows
 
 
 if __name__ == "__main__":

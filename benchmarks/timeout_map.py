@@ -66,7 +66,8 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--problems", type=int, default=100_000)
     parser.add_argument("--runs", type=int, default=3)
-    parser.add_argument("--json", action="store_true")
+    parser.add_argument("--json", action="store_true",
+                    help="print one JSON object instead of the text report")
     args = parser.parse_args()
     work = Path(tempfile.mkdtemp(prefix="pb-bench-map-"))
     try:

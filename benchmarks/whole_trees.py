@@ -26,7 +26,6 @@ simulation's figures; the table goes to stderr).
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import subprocess
@@ -91,8 +90,7 @@ def main() -> int:
     ap.add_argument("--work", type=Path, required=True, help="where the extracted trees go")
     ap.add_argument("--jobs", type=int, default=2, help="simulations at once")
     args = ap.parse_args()
-    # --json: the one JSON object alone on stdout, the table on stderr (common.emit's contract)
-    with contextlib.redirect_stdout(sys.stderr if args.json else sys.stdout):
+    with common.text_to_stderr(args):
         runs, results, worse = measure(args)
     if args.json:
         print(json.dumps({"benchmark": "whole_trees",
