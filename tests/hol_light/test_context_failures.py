@@ -115,8 +115,12 @@ def test_the_reason_is_bounded_and_one_line(tmp_path):
 # Debian's own update_database.ml binds update_database (and search); a
 # stand-in for a module-built checkout's Hol_loader brings back a loads that
 # is Debian's own definition of it.
+# Each file of the list the toplevel's loads skips (one list for native, the
+# toplevel and extract), and one outside it: missing, so its load fails.
+DROPPED = {f"loads.dropped.{name}": name for name in DROPPED_LOADS}
 LOADS_SETUPS = {
-    "loads.dropped": 'loads "update_database.ml";;\n',
+    **{pid: f'loads "{name}";;\n' for pid, name in DROPPED.items()},
+    "loads.kept": 'loads "pb_no_such_file.ml";;\n',
     "loads.not_bound": 'loads "update_database.ml";;\nlet pb_probe = update_database;;\n',
     "loads.after_open": ('module Loader = struct let loads s = load_on_path ["$"] s end;;\n'
                          "open Loader;;\n"
@@ -132,11 +136,16 @@ def loads_rows(hol_session, tmp_path_factory):
     return sweep(hol_session, corpus, tmp / "out")
 
 
-def test_loads_of_update_database_is_skipped_with_a_note(loads_rows, hol_session):
-    row = loads_rows["loads.dropped"]
+@pytest.mark.parametrize("pid", sorted(DROPPED))
+def test_each_dropped_load_is_skipped_with_a_note(loads_rows, hol_session, pid):
+    row = loads_rows[pid]
     assert row["verdict"] == "OK", row["reason"]
-    assert DROPPED_LOADS == ("update_database.ml",)
-    assert NOTE in image_log(hol_session, row)
+    assert f"'loads \"{DROPPED[pid]}\";;' is omitted" in image_log(hol_session, row)
+
+
+def test_a_load_outside_the_list_is_not_skipped(loads_rows):
+    row = loads_rows["loads.kept"]
+    assert row["verdict"] == "ERROR" and "pb_no_such_file.ml" in row["reason"], row["reason"]
 
 
 @pytest.mark.parametrize("pid", ["loads.not_bound", "loads.after_open"])
