@@ -26,7 +26,7 @@ def run(args) -> int:
     counts = "  ".join(f"[{STYLE[v.value]}]{v.value}[/] {s.counts[v.value]}" for v in Verdict
                        if s.counts[v.value])
     skipped = f", {s.skipped} skipped after an OK attempt" if s.skipped else ""
-    out.print(f"[bold]{s.out}[/]: {s.done} of {total} checks done{skipped}  {counts}")
+    out.print(f"[bold]{s.out}[/]: {s.done} of {total} checks done{skipped}  {counts}", soft_wrap=True)
     age = f"{s.beat_age_s:.0f} s" if s.beat_age_s is not None else "long"
     state = {"running": "[green]running[/]", "finished": "finished",
              "stopped": "[yellow]stopped[/] (the runner was interrupted)",
