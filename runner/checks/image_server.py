@@ -178,6 +178,9 @@ class ImageServer:
                 return ("ok", self.session.info)
             if op == "clock":
                 return ("ok", self.clock)
+            if op == "context_root":
+                root = getattr(getattr(self.session, "backend", None), "context_root", None)
+                return ("ok", None if root is None else str(root))
             if op == "prepare":
                 self.session.prepare(request[1])
                 return ("ok", None)
@@ -313,6 +316,17 @@ class RemoteSession(ProverSession):
     def clock(self) -> str | None:
         """The limit clock the server was started for; None: any."""
         return self._call("clock")
+
+    def context_root(self) -> Path | None:
+        """Where the server's images resolve needs/loadt; None: it does not
+        say (a server from before it was asked, or a prover without one)."""
+        try:
+            root = self._call("context_root")
+        except ProverError as exc:
+            if "unknown request" in str(exc):
+                return None
+            raise
+        return None if root is None else Path(root)
 
     def close(self) -> None:
         with self._lock:

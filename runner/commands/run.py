@@ -66,11 +66,24 @@ def add_arguments(run) -> None:
 
 
 def run(args) -> int:
+    remote = RemoteSession(args.server, args.server_timeout) if args.server is not None else None
+    context_root = args.context_root
+    if remote is not None and "context_root" in provers.descriptor(remote.info.prover).options \
+            and (served := remote.context_root()) is not None:
+        # The served images resolve needs/loadt under the server's context
+        # root: the sweep hashes the loaded files and records the root there
+        # too (a --context-root of its own was recorded but never used).
+        if context_root is not None and Path(context_root).resolve() != served:
+            raise InputError("--context-root", f"{context_root} is not the context root of the "
+                             f"image server on {args.server} ({served}), where its images load "
+                             "files", f"drop --context-root (the server's is used), or serve with "
+                             f"--context-root {context_root}")
+        context_root = served
     config = SweepConfig(
         corpus=args.corpus, out=args.out, answers=args.answers, workers=args.workers,
         timeout_map=args.timeout_map, map_mode=args.map_mode, map_build=args.map_build,
         category_timeouts=args.category_timeouts, default_timeout=args.default_timeout, mem_limit=args.mem_limit,
-        hol_light=args.hol_light, context_root=args.context_root, grace=args.grace,
+        hol_light=args.hol_light, context_root=context_root, grace=args.grace,
         limit_clock=args.limit_clock, limit_slack=args.limit_slack, backstop_factor=args.backstop_factor,
         backstop_extra=args.backstop_extra, host_factor=args.host_factor,
         policy=args.policy, seed=args.seed,
@@ -85,8 +98,7 @@ def run(args) -> int:
     for warning in prepared.warnings:
         progress.console.print(f"[bold yellow]warning:[/] {warning}")
     executor = cluster.make_executor(args, config.workers)
-    if args.server is not None:
-        remote = RemoteSession(args.server, args.server_timeout)
+    if remote is not None:
         served = remote.info.context_proofs or "replay"
         if served != config.context_proofs:
             raise InputError(args.server, f"serves images with --context-proofs {served}, not "

@@ -173,3 +173,37 @@ def test_mem_limit_help_says_mib_and_a_number_of_bytes_is_refused(tmp_path, caps
                              "has"), err
     assert "8589934592B if the number was bytes" in err[0]
     assert not (tmp_path / "out").exists()
+
+
+def test_run_server_takes_the_server_s_context_root_and_refuses_another(tmp_path, capsys):
+    """`run --server` checks in images that resolve needs/loadt under the
+    server's context root: a --context-root of the run's own was recorded
+    in sweep.json but never used. The server says its root; another one
+    given to the run is refused in one line before anything is written."""
+    from types import SimpleNamespace
+
+    from runner.checks.image_server import ImageServer, RemoteSession
+    from runner.prover import BackendInfo
+
+    from ..helpers import DEMO
+
+    root = (tmp_path / "served-root").resolve()
+    root.mkdir()
+
+    class Session:      # what the server asks of its session: info, and its backend's root
+        info = BackendInfo(prover="hol-light", build="test", mode="bytecode", context_proofs="replay")
+        backend = SimpleNamespace(context_root=root)
+
+    server = ImageServer(Session(), tmp_path / "srv").start()
+    try:
+        assert RemoteSession(tmp_path / "srv").context_root() == root
+        code = cli.main(["run", str(DEMO), "--out", str(tmp_path / "out"), "--problems",
+                         "arith.add_comm", "--server", str(tmp_path / "srv"), "--context-root",
+                         str(DEMO)])
+    finally:
+        server.close()
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and len(err) == 1, err
+    assert err[0].startswith(f"proofbatch: error: --context-root: {DEMO} is not the context root of "
+                             f"the image server on {tmp_path / 'srv'} ({root})"), err
+    assert not (tmp_path / "out").exists()
