@@ -5,8 +5,8 @@ problem's attempts each count, and a withdrawn check counts no more; on a
 chain, an ancestor with a loaded image below it is needed no more. Then a
 sweep that must rebuild, and its report showing the rebuilds.
 
-One HOL Light boot for the module (its own backend: the shared one keeps 8
-images)."""
+The module borrows the shared session (no HOL Light boot of its own: a
+cold load costs about 90 s) and lowers its image budget to three."""
 
 from __future__ import annotations
 
@@ -17,13 +17,11 @@ import pytest
 
 from runner import cli
 from runner.corpus import load_corpus
-from runner.provers.hol_light.backend import HolLightBackend
-from runner.provers.hol_light.install import find_hol_light
 from runner.prover import CheckLimits
 from runner.reporting.report import load
 from runner.reporting.html import render
 
-from ..helpers import TEST_MEM_LIMIT, demo_config, sweep_with
+from ..helpers import DEMO, TEST_MEM_LIMIT, demo_config, sweep_with
 
 pytestmark = pytest.mark.hol
 
@@ -68,11 +66,21 @@ def corpus(tmp_path_factory) -> Path:
 
 
 @pytest.fixture(scope="module")
-def session(corpus, tmp_path_factory):
-    backend = HolLightBackend(find_hol_light(), context_root=corpus, max_images=3)
-    s = backend.start(tmp_path_factory.mktemp("eviction-session"))
-    yield s
-    s.close()
+def session(hol_session):
+    """The shared session, keeping three images while this module runs. Its
+    contexts load no files, so the demo's context root serves them; images
+    other modules left are unneeded here and go first, oldest first."""
+    backend = hol_session.backend
+    saved, backend.max_images = backend.max_images, 3
+    # Checks other modules prepared and never ran would keep their images
+    # needed; this module's story starts with none pending.
+    pending = dict(hol_session._pending)
+    hol_session._pending.clear()
+    try:
+        yield hol_session
+    finally:
+        backend.max_images = saved
+        hol_session._pending.update(pending)
 
 
 @pytest.fixture(scope="module")
@@ -153,7 +161,7 @@ def test_a_sweep_that_must_rebuild_reports_its_rebuilds(session, corpus, tmp_pat
     out = tmp_path / "out"
     # Submission order x y z x y z, one worker, room for two contexts: when z
     # loads, x and y are both needed again, so one of them is built twice.
-    config = demo_config(out, corpus=corpus, context_root=corpus, workers=1, max_images=3,
+    config = demo_config(out, corpus=corpus, context_root=DEMO, workers=1, max_images=3,
                          policy="naive", only=tuple(p for p in PROBLEMS if p.startswith("r")))
     summary = sweep_with(session, config)
     assert summary.counts == Counter({"OK": 6})
