@@ -207,3 +207,18 @@ def test_run_server_takes_the_server_s_context_root_and_refuses_another(tmp_path
     assert err[0].startswith(f"proofbatch: error: --context-root: {DEMO} is not the context root of "
                              f"the image server on {tmp_path / 'srv'} ({root})"), err
     assert not (tmp_path / "out").exists()
+
+
+def test_a_stop_says_what_it_left_by_command(capsys):
+    """Only a sweep is marked stopped and resumes: `extract` and `serve`
+    said "a sweep is marked stopped" too (a stopped `serve` through the
+    installed CLI is in the hostile catalogue: serve.stopped_says_what_it_left)."""
+    said = {}
+    for command in ("run", "extract", "serve", "report"):
+        assert cli._stopped(cli.Terminated, command) == 143
+        said[command] = capsys.readouterr().err.strip()
+    assert said["run"] == ("proofbatch: terminated (SIGTERM); stopped cleanly: the sweep is marked "
+                           "stopped: run the same command again to resume")
+    assert "nothing was written to --out" in said["extract"]
+    assert "the server is down and its images are gone" in said["serve"]
+    assert all("sweep" not in said[c] for c in ("extract", "serve", "report")), said
