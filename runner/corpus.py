@@ -194,24 +194,18 @@ def _pattern_file(path: Path) -> list[tuple[str, str]]:
 
 
 def _refuse_dangling(entry: Path) -> None:
-    """A symlink of the corpus that leads nowhere (its target is gone) or in
-    a circle is named: it may have been a problem folder, and a sweep that
-    skipped it would report the corpus as complete without it."""
-    if not entry.is_symlink():
-        return
+    """A symlink leading nowhere or in a circle is named, never skipped: it
+    may have been a problem folder, and the sweep would look complete."""
     try:
         entry.stat()
     except OSError as exc:
-        try:
-            target = os.readlink(entry)
-        except OSError:
-            target = "?"
-        if exc.errno == errno.ELOOP:
-            raise InputError(entry, f"is a symlink loop (-> {target}), not a problem folder",
-                             "remove the symlink from the corpus, or point it at a problem "
-                             "folder") from None
-        raise InputError(entry, f"is a broken symlink (-> {target}: {exc.strerror}), not a "
-                         "problem folder", "restore its target, or remove the symlink from the "
+        if not entry.is_symlink():
+            raise
+        loop = exc.errno == errno.ELOOP
+        raise InputError(entry, f"is a {'symlink loop' if loop else 'broken symlink'} (-> "
+                         f"{os.readlink(entry)}{'' if loop else ': ' + exc.strerror}), not a problem "
+                         "folder", "remove the symlink from the corpus, or point it at a problem "
+                         "folder" if loop else "restore its target, or remove the symlink from the "
                          "corpus") from None
 
 
