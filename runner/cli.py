@@ -243,7 +243,8 @@ class _TolerantStream:
 @contextlib.contextmanager
 def _tolerant_output():
     saved = sys.stdout, sys.stderr
-    sys.stdout, sys.stderr = (s if isinstance(s, _TolerantStream) else _TolerantStream(s)
+    # None: started with the descriptor closed (`proofbatch ... >&-`).
+    sys.stdout, sys.stderr = (s if s is None or isinstance(s, _TolerantStream) else _TolerantStream(s)
                               for s in saved)
     try:
         yield
@@ -252,7 +253,8 @@ def _tolerant_output():
         # exit into a closed pipe, it would print "Exception ignored" and
         # exit 120.
         for stream in (sys.stdout, sys.stderr):
-            stream.flush()
+            if stream is not None:
+                stream.flush()
         sys.stdout, sys.stderr = saved
 
 
