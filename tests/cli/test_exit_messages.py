@@ -222,3 +222,19 @@ def test_a_stop_says_what_it_left_by_command(capsys):
     assert "nothing was written to --out" in said["extract"]
     assert "the server is down and its images are gone" in said["serve"]
     assert all("sweep" not in said[c] for c in ("extract", "serve", "report")), said
+
+
+def test_status_after_problems_says_how_many_were_not_selected(tmp_path):
+    """A sweep of 2 of a corpus's 5 problems said only "sweep finished":
+    sweep.json records the problems run and the corpus's, and status says
+    how many were left out and how to check them."""
+    corpus = toy_corpus(tmp_path / "corpus", {f"p{i}": "6 * 7" for i in range(5)})
+    out = tmp_path / "out"
+    run = proofbatch("run", corpus, "--out", out, "--sandbox", "none", "--problems", "p1,p3")
+    assert run.returncode == 0, run.stderr
+    manifest = json.loads((out / "sweep.json").read_text())
+    assert (manifest["problems"], manifest["corpus_problems"]) == (2, 5)
+    status = proofbatch("status", out)
+    assert status.stdout.splitlines()[1] == (
+        "sweep finished; 3 of the corpus's 5 problems were not selected (--problems p1,p3): run "
+        "without --problems to check them too"), status.stdout
