@@ -1,0 +1,146 @@
+"""`proofbatch profile --cluster slurm` on the real Slurm (slurm/start-dev-cluster.sh):
+three runs of three light demo problems, each run a sweep of one array task.
+
+CPU is the budget: each array task boots HOL Light (70-90 s of CPU). So one
+profile carries the bad day: while run 2's task is checking, it is
+scancelled and the driver is stopped (Ctrl-C); the same command started again
+resumes the profile, and the driver replaces the cancelled task. Each check
+busies itself a second or two before its proof, so that the cancel lands
+between checks.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from cluster.slurm import Ledger
+from runner.checks.worker import cpu_model
+from runner.profile import load_profile
+from runner.results import shards
+
+from ..helpers import DEMO, LIGHT, ROOT, TEST_MEM_LIMIT
+from .test_slurm import all_shard_keys, claimed_by, done_keys, running_jobs, wait_for
+
+pytestmark = [pytest.mark.hol, pytest.mark.slurm, pytest.mark.usefixtures("slurm_cluster")]
+
+# A second or two of bytecode before the proof: long enough for a cancel to
+# land between checks, short enough for three runs of three problems.
+BUSY = "(fun g -> let r = ref 0 in for i = 1 to 200000000 do r := !r + i done; ALL_TAC g) THEN "
+
+
+def busy_corpus(root: Path) -> Path:
+    corpus = root / "corpus"
+    for pid in LIGHT:
+        folder = corpus / pid
+        folder.mkdir(parents=True)
+        for name in ("setup.ml", "query.txt"):
+            (folder / name).write_bytes((DEMO / pid / name).read_bytes())
+        (folder / "answer.txt").write_text(BUSY + (DEMO / pid / "answer.txt").read_text())
+    return corpus
+
+
+def driver(corpus: Path, out: Path) -> subprocess.Popen:
+    return subprocess.Popen(
+        [sys.executable, "-m", "runner.cli", "profile", str(corpus), "--out", str(out), "--runs", "3",
+         "--seed", "5", "--ceiling", "300", "--mem-limit", f"{TEST_MEM_LIMIT // 2**20}M",
+         "--context-root", str(DEMO), "--cluster", "slurm", "--nodes", "1"],
+        cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        start_new_session=True, env={**os.environ, "COLUMNS": "120"})
+
+
+def ledgers(out: Path) -> list[Path]:
+    return sorted(out.glob("runs/*/slurm/jobs.json"))
+
+
+@pytest.fixture(scope="module")
+def cancelled_profile(tmp_path_factory):
+    root = tmp_path_factory.mktemp("slurm-profile")
+    corpus, out = busy_corpus(root), root / "profile"
+    run2 = out / "runs" / "g1-r2"
+    story: dict = {"out": out, "run2": run2}
+    drivers = []
+    try:
+        first = driver(corpus, out)
+        drivers.append(first)
+
+        def run2_mid_way():
+            path = run2 / "slurm" / "jobs.json"
+            if not path.exists():
+                return None
+            records = Ledger(path).records
+            states = running_jobs()
+            live = [r for r in records if states.get(r.job_id) == "RUNNING" and claimed_by(run2, r.job_id)]
+            return live and len(done_keys(run2)) < len(LIGHT) and live[0]
+        victim = wait_for(run2_mid_way, 1500, "run 2's array task checking, with checks left")
+        subprocess.run(["scancel", victim.job_id], check=True)
+        wait_for(lambda: victim.job_id not in running_jobs(), 60, f"Slurm to end task {victim.job_id}")
+        story["victim"] = victim.job_id
+        story["done_at_cancel"] = done_keys(run2)
+        os.killpg(first.pid, signal.SIGINT)
+        story["first_output"] = first.communicate(timeout=120)[0]
+        story["first_exit"] = first.returncode
+        second = driver(corpus, out)
+        drivers.append(second)
+        story["second_output"] = second.communicate(timeout=2400)[0]
+        story["second_exit"] = second.returncode
+        yield story
+    finally:
+        for proc in drivers:
+            if proc.poll() is None:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait()
+        ids = [r.job_id for path in ledgers(out) for r in Ledger(path).records]
+        if ids:
+            subprocess.run(["scancel", *ids], capture_output=True)
+
+
+def test_a_profile_on_slurm_resumes_after_a_cancelled_task_with_three_times_each(cancelled_profile):
+    story = cancelled_profile
+    assert story["first_exit"] == 130, story["first_output"]
+    assert story["second_exit"] == 0, story["second_output"]
+    assert len(story["done_at_cancel"]) < len(LIGHT)
+    result = load_profile(story["out"])
+    assert result.defects == [], result.defects
+    assert sorted(r.problem_id for r in result.runs) == sorted(LIGHT)
+    for r in result.runs:
+        assert len(r.prove_secs) == 3 and all(t > 0 for t in r.prove_secs), r
+    # Never half-counted: in every run, each check has exactly one row in
+    # all of its shards, the cancelled task's included.
+    for run in result.provenance["generations"][0]["runs"]:
+        keys = all_shard_keys(story["out"] / run["dir"])
+        assert sorted(keys) == sorted((pid, 0) for pid in LIGHT), (run["dir"], keys)
+    # The cancelled task was replaced by a new job of run 2.
+    records = Ledger(story["run2"] / "slurm" / "jobs.json").records
+    victim = next(r for r in records if r.job_id == story["victim"])
+    assert victim.settled == "CANCELLED"
+    assert any(r.settled == "COMPLETED" and r.submitted > victim.submitted for r in records)
+
+
+def test_each_profiled_run_records_its_node_and_one_check_per_core(cancelled_profile):
+    out = cancelled_profile["out"]
+    result = load_profile(out)
+    host = socket.gethostname()
+    for r in result.runs:
+        assert r.hosts == (host,) * 3 and r.cpu_models == (cpu_model(),) * 3, r
+    assert cpu_model()
+    generation = result.provenance["generations"][0]
+    assert generation["cluster"] == "slurm" and [r["seed"] for r in generation["runs"]] == [5, 6, 7]
+    for run in generation["runs"]:
+        manifest = json.loads((out / run["dir"] / "sweep.json").read_text())
+        assert manifest["config"]["policy"] == "shuffle" and manifest["config"]["seed"] == run["seed"]
+    summary = json.loads((out / "summary.json").read_text())
+    # One array task of one CPU per run: never two checks at once.
+    assert {run: seen[host]["most_at_once"] for run, seen in summary["at_once"].items()} == \
+        {run["dir"]: 1 for run in generation["runs"]}
+    assert summary["nodes"]["reference"] == host and not summary["nodes"]["differ"]
+    rows = shards.read_results(out / generation["runs"][0]["dir"]).to_pylist()
+    assert {(row["host"], row["cpu_model"]) for row in rows} == {(host, cpu_model())}
