@@ -7,11 +7,12 @@ as users have them; nothing is cut, inlined or fixed by hand here:
    (the bench's pinned HOL Light, built as the bench builds it), then
    ``proofbatch build-native --hol-light WORK/hol-light``;
 2. s2n-bignum cloned at 51147aa and ``make -C arm`` (its proofs read the
-   object files);
-3. ``--files`` arm proof files chosen at random (the seed is printed) among
-   those the bench's ``timeout-map.json`` lists, whose problems' listed
-   ``prove_secs`` add up to at most ``--max-file-secs``;
-4. ``proofbatch extract <files> --out CORPUS --prefix arm``;
+   object files); with ``--arch x86``, ``make -C x86`` and ``make -C x86
+   winobj`` (the ``WINDOWS_SUBROUTINE`` lemmas read the ``.obj`` files);
+3. ``--files`` proof files of ``ARCH/proofs`` chosen at random (the seed is
+   printed) among those the bench's ``timeout-map.json`` lists, whose
+   problems' listed ``prove_secs`` add up to at most ``--max-file-secs``;
+4. ``proofbatch extract <files> --out CORPUS --prefix ARCH`` (the bench's ids);
 5. ``proofbatch run CORPUS --problems @LISTED ... --context-proofs trust --mode native
    --no-fallback --timeout-map MAP --map-mode native``, then the same with
    ``--mode bytecode``; LISTED names the extracted problems the map lists.
@@ -92,28 +93,31 @@ def step(argv: list[str], cwd: Path | None = None, env: dict | None = None) -> f
 
 def build_inputs(args) -> tuple[Path, Path, dict[str, float]]:
     """The checkout and s2n-bignum tree; wall seconds of each build."""
-    work = args.work
-    hol, s2n = work / "hol-light", work / "s2n-bignum"
+    work, arch = args.work, getattr(args, "arch", "arm")
+    # Resolved: WORK may link to trees built elsewhere.
+    hol, s2n = (work / "hol-light").resolve(), (work / "s2n-bignum").resolve()
     secs = {"hol_light_build_s": step(["bash", ROOT / "scripts/build-hol-light-checkout.sh",
                                        args.hol_light_src, HOL_LIGHT_PIN, hol, "native"])}
     secs["build_native_s"] = step(PROOFBATCH + ["build-native", "--hol-light", hol], cwd=ROOT)
     if not (s2n / ".git").is_dir():
         step(["git", "clone", "-q", args.s2n_bignum_src, s2n])
     step(["git", "-C", s2n, "checkout", "-q", S2N_BIGNUM_PIN])
-    secs["s2n_make_s"] = step(["make", "-C", s2n / "arm", f"-j{os.cpu_count() or 1}"])
+    secs["s2n_make_s"] = step(["make", "-C", s2n / arch, f"-j{os.cpu_count() or 1}"])
+    if arch == "x86":
+        secs["s2n_winobj_s"] = step(["make", "-C", s2n / arch, "winobj", f"-j{os.cpu_count() or 1}"])
     return hol, s2n, secs
 
 
 def choose_files(bench_map: list[dict], s2n: Path, seed: int, count: int,
-                 max_file_secs: float) -> list[str]:
-    """``count`` arm proof files the map lists, light enough, at random."""
+                 max_file_secs: float, arch: str = "arm") -> list[str]:
+    """``count`` proof files of ``arch`` the map lists, light enough, at random."""
     total: dict[str, float] = defaultdict(float)
     for entry in bench_map:
-        arch, stem, _ = entry["problem_id"].split(".", 2)
-        if arch == "arm":
+        tree, stem, _ = entry["problem_id"].split(".", 2)
+        if tree == arch:
             total[stem] += float(entry["prove_secs"])
     pool = sorted(stem for stem, secs in total.items()
-                  if secs <= max_file_secs and (s2n / "arm/proofs" / f"{stem}.ml").is_file())
+                  if secs <= max_file_secs and (s2n / arch / "proofs" / f"{stem}.ml").is_file())
     return sorted(random.Random(seed).sample(pool, count))
 
 
@@ -126,7 +130,7 @@ def sweep(args, mode: str, corpus: Path, chosen: Path, hol: Path,
           s2n: Path) -> tuple[dict[str, dict], float, str]:
     """``proofbatch run`` of the ``chosen`` problems in ``mode``, as the
     README documents it."""
-    out = args.work / f"out-{args.seed}-{mode}"
+    out = args.work / f"out-{tag(args)}-{mode}"
     argv = PROOFBATCH + ["run", corpus, "--problems", f"@{chosen}", "--out", out,
                          "--hol-light", hol, "--context-root", s2n,
                          "--context-proofs", "trust", "--mode", mode, "--workers", str(args.workers),
@@ -136,6 +140,11 @@ def sweep(args, mode: str, corpus: Path, chosen: Path, hol: Path,
     with LoadSampler() as load:
         wall = step(argv, cwd=ROOT)
     return read_rows(out), wall, load.text()
+
+
+def tag(args) -> str:
+    """Names of a run's folders: the seed, after the tree when it is not arm."""
+    return str(args.seed) if args.arch == "arm" else f"{args.arch}-{args.seed}"
 
 
 def converted(map_timeout: float) -> float:
@@ -160,6 +169,8 @@ def main() -> int:
     parser.add_argument("--work", type=Path, required=True, help="folder for the builds and sweeps")
     parser.add_argument("--hol-light-src", required=True, help="what `git clone` takes for HOL Light")
     parser.add_argument("--s2n-bignum-src", required=True, help="what `git clone` takes for s2n-bignum")
+    parser.add_argument("--arch", choices=("arm", "x86"), default="arm",
+                        help="the s2n-bignum tree whose proof files are drawn")
     sample_arguments(parser)
     args = parser.parse_args()
     args.work, args.bench_map = args.work.resolve(), args.bench_map.resolve()
@@ -168,24 +179,24 @@ def main() -> int:
     hol, s2n, build_secs = build_inputs(args)
     bench_map = json.loads(args.bench_map.read_text())
     listed = {e["problem_id"]: e for e in bench_map}
-    files = choose_files(bench_map, s2n, args.seed, args.files, args.max_file_secs)
-    log(f"seed {args.seed}: {', '.join(files)}")
+    files = choose_files(bench_map, s2n, args.seed, args.files, args.max_file_secs, args.arch)
+    log(f"{args.arch} seed {args.seed}: {', '.join(files)}")
 
-    corpus = args.work / f"corpus-{args.seed}"
-    extract_s = step(PROOFBATCH + ["extract", *[s2n / "arm/proofs" / f"{f}.ml" for f in files],
-                                   "--out", corpus, "--prefix", "arm"], cwd=ROOT)
+    corpus = args.work / f"corpus-{tag(args)}"
+    extract_s = step(PROOFBATCH + ["extract", *[s2n / args.arch / "proofs" / f"{f}.ml" for f in files],
+                                   "--out", corpus, "--prefix", args.arch], cwd=ROOT)
     extracted = sorted(p.name for p in corpus.iterdir() if (p / "setup.ml").is_file())
     # The bench's problems of these files, as a bench user sweeps them: the
     # rest (SUBROUTINE_CORRECT corollaries and the like) the map does not list.
     ids = [i for i in extracted if i in listed]
-    chosen = args.work / f"problems-{args.seed}.txt"
+    chosen = args.work / f"problems-{tag(args)}.txt"
     chosen.write_text("".join(f"{i}\n" for i in ids))
 
-    lines = [f"seed {args.seed}: files {', '.join(files)}; {len(extracted)} problems extracted "
+    lines = [f"{args.arch} seed {args.seed}: files {', '.join(files)}; {len(extracted)} problems extracted "
              f"in {extract_s:.1f} s, {len(ids)} of them in the bench's map (swept)",
              "builds: " + ", ".join(f"{k} {v:.0f}" for k, v in build_secs.items())]
     problems_fail: list[str] = []
-    figures: dict = {"seed": args.seed, "files": files, "problems": len(ids), **build_secs}
+    figures: dict = {"arch": args.arch, "seed": args.seed, "files": files, "problems": len(ids), **build_secs}
     runs: dict[str, dict[str, dict]] = {}
     for mode in args.modes.split(","):
         rows, wall, load = sweep(args, mode, corpus, chosen, hol, s2n)
