@@ -125,7 +125,7 @@ class ExtractProgress:
                 stage, done, total = self._now
                 count = f": {done} of {total}" if total is not None else ""
                 progress.console.print(f"extract: {stage}{count} ({time.monotonic() - self._started:.0f} "
-                                       "s so far)", markup=False, highlight=False)
+                                       "s so far)", markup=False, highlight=False, soft_wrap=True)
 
     def __enter__(self) -> "ExtractProgress":
         if self._bar is not None:
