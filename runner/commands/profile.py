@@ -65,6 +65,10 @@ def run(args) -> int:
         # Each run is its own sweep, started and finished by this driver.
         raise InputError("--add-tasks", "adds array tasks to a running sweep, not to a profile",
                          "drop it; pass --nodes for more array tasks per run")
+    if args.cluster != "local":
+        # Each run makes its executor after the profile's provenance is
+        # written: bad executor options are refused before, here.
+        cluster.make_executor(args, cfg.workers)
     bar = progress.SweepProgress()
 
     def on_run(r: int, n: int, out: str) -> None:

@@ -205,7 +205,7 @@ def test_checks_at_once_per_host():
     assert most_at_once(rows) == {"a": {"most_at_once": 3, "cpus": 2}, "b": {"most_at_once": 1, "cpus": 2}}
 
 
-def test_a_profile_refuses_more_checks_at_once_than_cores(tmp_path, capsys):
+def test_a_profile_refuses_more_checks_than_cores_and_bad_executor_options(tmp_path, capsys):
     """One check per core: two on one core each take about twice as long.
     Refused before anything is read or written (no prover starts)."""
     import os
@@ -218,3 +218,7 @@ def test_a_profile_refuses_more_checks_at_once_than_cores(tmp_path, capsys):
     assert "--workers" in err and f"on {os.cpu_count()} cores" in err and not out.exists()
     assert cli.main(["profile", str(DEMO), "--out", str(out), "--cluster", "slurm", "--add-tasks", "1"]) == 2
     assert "--add-tasks" in capsys.readouterr().err and not out.exists()
+    assert cli.main(["profile", str(DEMO), "--out", str(out), "--cluster", "dask"]) == 2
+    assert "--scheduler-address" in capsys.readouterr().err and not out.exists()
+    assert cli.main(["profile", str(DEMO), "--out", str(out), "--cluster", "slurm", "--nodes", "0"]) == 2
+    assert "--nodes" in capsys.readouterr().err and not out.exists()
