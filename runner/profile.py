@@ -25,14 +25,12 @@ import hashlib
 import os
 import platform
 import socket
-import statistics
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
 import psutil
 
-from .results import shards
 from . import provers as backends
 from .corpus import Problem
 from .errors import InputError
@@ -47,7 +45,7 @@ from .settings import setting as _help
 from .sweep import SweepConfig, SweepSummary, prepare, run_sweep
 from . import sweep_dir
 from .checks.worker import cpu_model
-from .maps import nodes as node_speed
+from .maps.profile_summary import _other_choice, trust_differences, write_summary  # noqa: F401
 
 
 
@@ -80,7 +78,7 @@ class ProfileConfig:
     verify_trust: bool = _help("after the runs, check every ground truth once more under the other "
                                "choice of context_proofs; a verdict that differs is a defect",
                                default=False)
-    cluster: str = _help("the executor the runs go to (local, slurm, dask, dask-slurm; `run "
+    executor: str = _help("the executor the runs go to (local, slurm, dask, dask-slurm; `run "
                          "--cluster`), recorded in each generation", default="local")
 
 
@@ -124,10 +122,6 @@ def _sweep_config(cfg: ProfileConfig, out: Path, only, seed: int,
                        limit_clock=cfg.limit_clock)
 
 
-def _other_choice(choice: str) -> str:
-    return "trust" if choice == "replay" else "replay"
-
-
 def _plan_generation(cfg: ProfileConfig, provenance: dict | None, hashes: dict[str, str],
                      summary: dict | None) -> tuple[dict, dict | None]:
     """The provenance to work under and the generation to run (None: nothing to do).
@@ -160,7 +154,7 @@ def _plan_generation(cfg: ProfileConfig, provenance: dict | None, hashes: dict[s
     seed = cfg.seed + 1000 * (g - 1)
     generation = {"id": f"g{g}", "started": _now(), "finished": None, "ceiling_s": cfg.ceiling_s,
                   "problems": todo, "content_sha256": {pid: hashes[pid] for pid in todo},
-                  "command": list(cfg.command), "machine": machine(), "cluster": cfg.cluster,
+                  "command": list(cfg.command), "machine": machine(), "cluster": cfg.executor,
                   "runs": [{"dir": f"runs/g{g}-r{r}", "seed": seed + r - 1} for r in range(1, cfg.runs + 1)]}
     generations.append(generation)
     return provenance, generation
@@ -176,7 +170,7 @@ def profile(cfg: ProfileConfig, executor_for: Callable[[SweepConfig], object],
     """
     if cfg.runs < 1:
         raise InputError("--runs", f"{cfg.runs} is not a number of runs", "pass 1 or more (3 is usual)")
-    if cfg.cluster == "local" and cfg.workers > (os.cpu_count() or 1):
+    if cfg.executor == "local" and cfg.workers > (os.cpu_count() or 1):
         # Two checks on one core each take about twice as long: the profile
         # would time the sharing, not the proofs.
         raise InputError("--workers", f"{cfg.workers} checks at once on {os.cpu_count()} cores",
@@ -224,7 +218,7 @@ def profile(cfg: ProfileConfig, executor_for: Callable[[SweepConfig], object],
     provenance["problems"] = {pid: {"content_sha256": h, "category": problems[pid].category}
                               for pid, h in sorted(hashes.items())}
     _write_json(prov_path, provenance)
-    _write_summary(cfg.out, provenance, set(hashes))
+    write_summary(cfg.out, provenance, set(hashes))
     return load_profile(cfg.out)
 
 
@@ -264,96 +258,13 @@ def _run_generation(cfg, generation, executor_for, on_run, on_row, on_start) -> 
                     if row["problem_id"] in set(only) and row["verdict"] != "OK"}
     if "verify" in generation:
         # Every ground truth of the generation once more, contexts loaded the
-        # other way: _write_summary compares its verdicts with run 1's.
+        # other way: write_summary compares its verdicts with run 1's.
         verify = generation["verify"]
         on_run(len(generation["runs"]) + 1, len(generation["runs"]) + 1,
                f"{cfg.out / verify['dir']} (--context-proofs {verify['context_proofs']})")
         config = _sweep_config(cfg, cfg.out / verify["dir"], generation["problems"],
                                generation["runs"][0]["seed"], verify["context_proofs"])
         run_sweep(prepare(config), executor_for(config), on_row=on_row, on_start=on_start)
-
-
-def trust_differences(out: Path, generation: dict) -> dict[str, dict]:
-    """Problems of ``generation`` whose verdict under its verification
-    sweep's choice differs from run 1's: problem -> defect record."""
-    verify = generation.get("verify")
-    if not verify or not (out / verify["dir"]).is_dir():
-        return {}
-    base = _other_choice(verify["context_proofs"])
-    first = {r["problem_id"]: r for r in shards.read_results(out / generation["runs"][0]["dir"]).to_pylist()}
-    found = {}
-    for row in shards.read_results(out / verify["dir"]).to_pylist():
-        pid, other = row["problem_id"], first.get(row["problem_id"])
-        if other is not None and other["verdict"] != row["verdict"]:
-            found[pid] = {"problem_id": pid, "content_sha256": generation["content_sha256"].get(pid),
-                          "verdict": f"{row['verdict']} under {verify['context_proofs']}",
-                          "reason": f"{other['verdict']} under {base} ({other['reason']}), "
-                                    f"{row['verdict']} under {verify['context_proofs']} ({row['reason']})",
-                          "run": verify["dir"]}
-    return found
-
-
-def _write_summary(out: Path, provenance: dict, in_corpus: set[str]) -> None:
-    """Per-problem statistics from each problem's latest generation."""
-    latest: dict[str, dict] = {}
-    for generation in provenance["generations"]:
-        if generation.get("finished"):
-            for pid in generation["problems"]:
-                latest[pid] = generation
-    rows_of: dict[str, list[dict]] = {}
-    for generation in provenance["generations"]:
-        for run in generation["runs"] if generation.get("finished") else ():
-            for row in shards.read_results(out / run["dir"]).to_pylist():
-                if latest.get(row["problem_id"]) is generation:
-                    rows_of.setdefault(row["problem_id"], []).append(dict(row, run=run["dir"]))
-    problems, defects = [], []
-    differs = {pid: d for g in provenance["generations"] if g.get("finished")
-               for pid, d in trust_differences(out, g).items() if latest.get(pid) is g}
-    for pid in sorted(latest):
-        if pid not in in_corpus:
-            continue                      # no longer in the corpus
-        if pid in differs:
-            defects.append(differs[pid])  # trust would change its verdict: a defect
-            continue
-        generation, rows = latest[pid], rows_of.get(pid, [])
-        profiled_hash = generation["content_sha256"][pid]
-        bad = next((r for r in rows if r["verdict"] != "OK" or r["prove_secs"] is None), None)
-        if bad is not None or not rows:
-            defects.append({"problem_id": pid, "content_sha256": profiled_hash,
-                            "verdict": bad["verdict"] if bad else "ERROR",
-                            "reason": (bad["reason"] or "no prove time recorded") if bad else "never ran",
-                            "run": bad["run"] if bad else generation["id"]})
-            continue
-        times = [r["prove_secs"] for r in rows]
-        rss = [r["peak_rss_mb"] for r in rows if r["peak_rss_mb"] is not None]
-        # CPU times where every run measured one (runs before the column have none).
-        cpu = [r.get("prove_cpu_secs") for r in rows]
-        cpu = cpu if all(c is not None for c in cpu) else []
-        problems.append({
-            "problem_id": pid, "category": rows[0]["category"], "content_sha256": profiled_hash,
-            "generation": generation["id"], "runs": len(times), "prove_secs": times,
-            "min": min(times), "median": statistics.median(times), "max": max(times),
-            "spread": max(times) / min(times) if min(times) > 0 else None,
-            "wall_secs": [r["wall_secs"] for r in rows], "peak_rss_mb": rss,
-            "prove_cpu_secs": cpu, "cpu_secs": [r.get("cpu_secs") for r in rows],
-            "host_load": [r.get("host_load") for r in rows],
-            "image_key": rows[0]["image_key"], "hosts": sorted({r["host"] for r in rows}),
-            # The node of each run, in the order of prove_secs (runner/maps/nodes.py).
-            "run_hosts": [r["host"] for r in rows], "cpu_models": [r.get("cpu_model") or "" for r in rows],
-            "host_cpus": [r.get("host_cpus") for r in rows],
-            "mode": rows[0]["mode"], "prover_build": rows[0]["prover_build"]})
-    summary = {"format": SUMMARY_FORMAT, "written": _now(), "problems": problems, "defects": defects,
-               **node_speed.summary_fields(out, problems, provenance)}
-    _write_json(out / SUMMARY, summary)
-    header = ["problem_id", "category", "runs", "min", "median", "max", "spread", "peak_rss_mb",
-              "median_cpu"]
-    lines = [[p["problem_id"], p["category"], p["runs"], f"{p['min']:.6f}", f"{p['median']:.6f}",
-              f"{p['max']:.6f}", "" if p["spread"] is None else f"{p['spread']:.3f}",
-              f"{max(p['peak_rss_mb']):.1f}" if p["peak_rss_mb"] else "",
-              f"{statistics.median(p['prove_cpu_secs']):.6f}" if p["prove_cpu_secs"] else ""]
-             for p in problems]
-    shards.publish(out / SUMMARY_CSV, lambda tmp: tmp.write_text(
-        "\n".join(",".join(str(c) for c in row) for row in [header, *lines]) + "\n"))
 
 
 # Validating a timeout map: does every ground truth fit in its limit? Two

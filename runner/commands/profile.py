@@ -60,7 +60,7 @@ def run(args) -> int:
                         context_root=args.context_root, incremental=args.incremental, mode=args.mode,
                         command=tuple(sys.argv), context_proofs=args.context_proofs,
                         verify_trust=args.verify_trust, limit_clock=args.limit_clock,
-                        cluster=args.cluster)
+                        executor=args.cluster)
     if args.add_tasks:
         # Each run is its own sweep, started and finished by this driver.
         raise InputError("--add-tasks", "adds array tasks to a running sweep, not to a profile",
