@@ -65,8 +65,14 @@ if [ ! -d "$db/mysql" ]; then
     mariadb-install-db --user=mysql --datadir="$db" --auth-root-authentication-method=socket >"$STATE/log/mariadb-install.log" 2>&1
 fi
 chown -R mysql:mysql "$db" "$STATE/mysql-run"
+# mariadbd does not daemonize, unlike the Slurm daemons: setsid takes it out
+# of the caller's session and process group, so that a caller whose group is
+# killed when it ends (a test harness's job, a CI step) leaves it running. It
+# writes its log as mysql, which cannot create files in the log folder.
+touch "$STATE/log/mariadb.log"
+chown mysql:mysql "$STATE/log/mariadb.log"
 if [ -z "$(pid_of "$STATE/mysql-run/mariadbd.pid")" ]; then
-    /usr/sbin/mariadbd --user=mysql --datadir="$db" --bind-address=127.0.0.1 --port="$DB_PORT" \
+    setsid /usr/sbin/mariadbd --user=mysql --datadir="$db" --bind-address=127.0.0.1 --port="$DB_PORT" \
         --socket="$STATE/mysql-run/mysqld.sock" --pid-file="$STATE/mysql-run/mariadbd.pid" \
         --log-error="$STATE/log/mariadb.log" --skip-name-resolve --innodb-buffer-pool-size=64M \
         </dev/null >/dev/null 2>&1 &
