@@ -98,6 +98,18 @@ def run(args) -> int:
 
 
 def print_profile(result: Profile, out: Console) -> None:
+    out.print(profile_table(result))
+    print_nodes(result, out)
+    if result.defects:
+        # A ground truth that does not verify is a defect of the corpus: loud, every one.
+        out.print(f"[bold red]{len(result.defects)} ground truths did not verify; they are corpus "
+                  f"defects, listed here and in summary.json, and were not timed:")
+        for d in result.defects:
+            out.print(f"[red]  DEFECT {d.problem_id}: {d.verdict}: {d.reason} ({d.run})")
+
+
+def profile_table(result: Profile) -> Table:
+    """The 15 slowest ground truths' times."""
     table = Table(title=f"profile {result.path}: {len(result.runs)} ground truths timed")
     for name in ("problem", "runs", "min s", "median s", "max s", "spread", "peak MiB"):
         # Bench ids share long prefixes (arm.bignum_montsqr_p256...): a cut id
@@ -112,14 +124,7 @@ def print_profile(result: Profile, out: Console) -> None:
                       f"{max(s['peak_rss_mb']):.0f}" if s["peak_rss_mb"] else "")
     if len(slowest) > 15:
         table.caption = f"the 15 slowest of {len(slowest)}; all in {result.path}/summary.csv"
-    out.print(table)
-    print_nodes(result, out)
-    if result.defects:
-        # A ground truth that does not verify is a defect of the corpus: loud, every one.
-        out.print(f"[bold red]{len(result.defects)} ground truths did not verify; they are corpus "
-                  f"defects, listed here and in summary.json, and were not timed:")
-        for d in result.defects:
-            out.print(f"[red]  DEFECT {d.problem_id}: {d.verdict}: {d.reason} ({d.run})")
+    return table
 
 
 def print_nodes(result: Profile, out: Console) -> None:

@@ -355,7 +355,11 @@ def test_leftovers_of_a_changed_answer_are_recorded_not_dropped(tmp_path, monkey
 def test_importing_the_dask_executor_leaves_ctrl_c_a_keyboard_interrupt():
     # dask_jobqueue sets SIGINT to `sys.exit()` when imported; a sweep's
     # Ctrl-C must still raise KeyboardInterrupt, which stops its children.
-    code = ("import signal, cluster.dask\n"
+    # Python's own handler first: a child of a background job inherits
+    # SIGINT ignored, and Python then installs none (CI started with `&`).
+    code = ("import signal\n"
+            "signal.signal(signal.SIGINT, signal.default_int_handler)\n"
+            "import cluster.dask\n"
             "assert signal.getsignal(signal.SIGINT) is signal.default_int_handler\n"
             "try:\n    signal.raise_signal(signal.SIGINT)\n"
             "except KeyboardInterrupt:\n    print('KeyboardInterrupt')\n")

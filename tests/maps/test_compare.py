@@ -9,7 +9,6 @@ from __future__ import annotations
 import csv
 import json
 import math
-import time
 from pathlib import Path
 
 import pytest
@@ -164,18 +163,17 @@ def test_a_map_against_itself_scaled_finds_the_scale(tmp_path):
     assert all(r.adjusted == pytest.approx(1.0) for r in c.rows if r.ratio is not None)
 
 
-def test_the_bench_sized_comparison_is_quick(tmp_path):
-    """2,622 problems, as the bench's map holds: the comparison itself takes
-    milliseconds (the CLI's figure, with start-up, is in the docs)."""
+def test_a_bench_sized_comparison_finds_the_factor(tmp_path):
+    """2,622 problems, as the bench's map holds. How long it takes is a
+    benchmark's figure, not a test's (the CLI's, with start-up, is in the
+    docs): a timed assertion here failed on a loaded CI host."""
     entries = [{"problem_id": f"p{i}", "prove_secs": 0.003 * 1.004 ** i, "timeout_sec": 120 + i}
                for i in range(2622)]
     a, b = tmp_path / "a.json", tmp_path / "b.json"
     a.write_text(json.dumps(entries))
     b.write_text(json.dumps([{**e, "prove_secs": e["prove_secs"] * 1.7} for e in entries]))
-    start = time.perf_counter()
     c = mc.compare(mc.read_side(a), mc.read_side(b))
-    [mc.record(r) for r in c.rows]
-    assert time.perf_counter() - start < 1.0
+    assert len([mc.record(r) for r in c.rows]) == 2622
     assert c.factor.median == pytest.approx(1.7)
 
 

@@ -93,15 +93,15 @@ def test_no_eta_without_measured_durations():
 
 def test_the_profile_table_never_cuts_a_problem_id():
     """Bench ids share 20-character prefixes: cut, every row read the same."""
-    from runner.commands.profile import print_profile
+    from runner.commands.profile import profile_table
 
     ids = [f"arm.bignum_montsqr_p256_alt.BIGNUM_MONTSQR_P256_ALT_{n}_CORRECT" for n in ("A", "B")]
     result = SimpleNamespace(
-        path="profiles/bench", runs=ids, defects=[],
+        path="profiles/bench", runs=ids,
         stats=[{"problem_id": pid, "runs": 3, "min": 1.0, "median": 1.5, "max": 2.0 + i,
                 "spread": 2.0, "peak_rss_mb": [400.0]} for i, pid in enumerate(ids)])
     console = Console(record=True, width=80)
-    print_profile(result, console)
+    console.print(profile_table(result))
     text = console.export_text()
     # Folded onto three lines each, with what tells them apart kept whole.
     assert "ALT_A_CORRECT" in text and "ALT_B_CORRECT" in text and "…" not in text
