@@ -27,21 +27,12 @@ from pathlib import Path
 
 import common  # first: it puts the project root on sys.path
 from common import ROOT  # noqa: E402
+# The files the test of linear growth makes (tests/hol_light/test_extract_scale.py).
+from tests.hol_light.test_extract_scale import one_theorem_files  # noqa: E402
 
 # The last commit before extract indexed the loads once.
 EXTRACT_BASELINE = "a5d6e6c"
 PER_FILE_GROWTH = 2.0
-
-
-def files(folder: Path, n: int) -> list[Path]:
-    """As tests/hol_light/test_extract_scale.py makes them."""
-    folder.mkdir(parents=True)
-    out = []
-    for k in range(n):
-        f = folder / f"t{k}.ml"
-        f.write_text(f"let T{k} = prove\n (`{k} + 0 = {k}`,\n  ARITH_TAC);;\n")
-        out.append(f)
-    return out
 
 
 def legacy_extract():
@@ -88,7 +79,7 @@ def main() -> int:
     load_start = common.loadavg()
     today, legacy = [], []
     for n in sorted(set(args.sizes) | set(args.legacy_sizes)):
-        paths = files(tmp / f"files-{n}", n)
+        paths = one_theorem_files(tmp / f"files-{n}", n)
         if n in args.sizes:
             common.log(f"today's extract of {n} files")
             today.append(measure(extract, paths, tmp / f"today-{n}"))
