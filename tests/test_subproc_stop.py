@@ -84,9 +84,15 @@ def test_ctrl_c_during_a_command_takes_its_children_with_it(tmp_path, reaped):
         # a flag, seen when the wait ends by itself, 60 s later.)
         signal.pthread_kill(threading.main_thread().ident, signal.SIGINT)
 
-    threading.Thread(target=interrupt, daemon=True).start()
-    with pytest.raises(KeyboardInterrupt):
-        subproc.run(parent_of_a_sleeper(pid_file), timeout=60.0)
+    # Python's own handler, as at a terminal: a suite started as a
+    # background job (`... &`) inherits SIGINT ignored, and then has none.
+    saved = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        threading.Thread(target=interrupt, daemon=True).start()
+        with pytest.raises(KeyboardInterrupt):
+            subproc.run(parent_of_a_sleeper(pid_file), timeout=60.0)
+    finally:
+        signal.signal(signal.SIGINT, saved)
     reaped.append(wait_for(pid_file))
     assert gone(reaped[-1]), "the command's child outlived the Ctrl-C"
 
