@@ -18,13 +18,13 @@ Pure functions on read maps; the command prints (runner.commands.map_compare).
 from __future__ import annotations
 
 import math
-import statistics
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Mapping
 
 from ..errors import InputError
 from ..prover import Mode
+from .host_factor import median_quartiles
 from .timeout_map import read_sidecar, sidecar_path
 from .timeouts import MapEntry, read_map
 
@@ -193,10 +193,7 @@ def host_factor(a: Mapping[str, MapEntry], b: Mapping[str, MapEntry], min_s: flo
                     if _timed(a[pid], min_s) and _timed(b[pid], min_s))
     if not ratios:
         return Factor(None, None, None, 0, min_s)
-    if len(ratios) == 1:
-        return Factor(ratios[0], ratios[0], ratios[0], 1, min_s)
-    p25, _, p75 = statistics.quantiles(ratios, n=4, method="inclusive")
-    return Factor(statistics.median(ratios), p25, p75, len(ratios), min_s)
+    return Factor(*median_quartiles(ratios), len(ratios), min_s)
 
 
 def class_of(entry: MapEntry | None, side: MapSide, heavy_s: float) -> tuple[str | None, str | None]:

@@ -104,11 +104,17 @@ def measure(measured: Mapping[str, float], expected: Mapping[str, float]) -> tup
     if not ratios:
         raise InputError("calibrate", "no ground truth of the sample was proved, so no factor can be "
                          "measured", "check the sweep's results.csv for why, and the --answers given")
-    values = sorted(ratios.values())
+    return (*median_quartiles(ratios.values()), ratios)
+
+
+def median_quartiles(values) -> tuple[float, float, float]:
+    """(median, first quartile, third quartile) of ``values`` (at least one);
+    one value is all three."""
+    values = sorted(values)
     if len(values) == 1:
-        return values[0], values[0], values[0], ratios
+        return values[0], values[0], values[0]
     q1, _, q3 = statistics.quantiles(values, n=4, method="inclusive")
-    return statistics.median(values), q1, q3, ratios
+    return statistics.median(values), q1, q3
 
 
 def save(cal: Calibration) -> Path:

@@ -31,11 +31,13 @@ from dataclasses import dataclass
 from typing import Sequence
 
 from ..errors import InputError
+from .compare import FACTOR_MIN_S
+from .host_factor import median_quartiles
 from .profile_data import ProblemRuns
 
-# The host factor between two maps reads only proofs of half a second or
-# more for the same reason (runner/maps/compare.py FACTOR_MIN_S).
-MIN_S = 0.5
+# Only proofs of half a second or more, as the host factor between two maps
+# reads them, for the same reason.
+MIN_S = FACTOR_MIN_S
 # Nodes whose factors are within this ratio are taken to be of one speed:
 # the factor is a median of medians, and repeated proofs on one idle node
 # differ by a few percent (docs/profiles-and-timeout-maps.md, pooled spread).
@@ -150,10 +152,9 @@ def node_factors(runs: Sequence[ProblemRuns], reference: str | None = None,
             if best is None:
                 continue
             _, base, ratios = best
-            median = statistics.median(ratios)
-            q = statistics.quantiles(ratios, n=4, method="inclusive") if len(ratios) > 1 else [median] * 3
-            known[host] = (median * known[base][0], len(ratios), q[0] * known[base][0],
-                           q[2] * known[base][0], None if base == ref else base)
+            median, low, high = median_quartiles(ratios)
+            known[host] = (median * known[base][0], len(ratios), low * known[base][0],
+                           high * known[base][0], None if base == ref else base)
             progress = True
     nodes = tuple(Node(h, models.get(h, ""), counts[h], *(known.get(h) or (None, 0, None, None, None)))
                   for h in sorted(counts, key=lambda h: (h != ref, h)))
