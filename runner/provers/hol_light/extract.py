@@ -33,9 +33,11 @@ from typing import Callable
 from .contexts import split_phrases
 from ...corpus import PROBLEM_ID
 from ...errors import InputError
-from .extract_scan import Skip, Theorem, scan_bindings
+from .extract_cut import cut_file, file_prefix, norm_goal, problem_ids
+from .extract_ids import follow_map
+from .extract_scan import Theorem
 from .load_graph import LoadGraph
-from .native_build import classify, resolve, strip_phrase
+from .native_build import classify, resolve
 from .extract_model import (MANIFEST, Extract, ExtractConfig, Problem, Refused,  # noqa: F401
                             Skipped, Source)
 from .extract_out import check_out, publish
@@ -76,7 +78,7 @@ def extract(cfg: ExtractConfig, tell: Tell = lambda stage, done, total: None) ->
     check_out(cfg, files)
     stems: dict[str, Path] = {}
     for path in files:
-        key = f"{_prefix(cfg, path)}.{path.stem}"
+        key = f"{file_prefix(cfg, path)}.{path.stem}"
         if not PROBLEM_ID.fullmatch(key):
             raise InputError(path, f"ids would start {key!r}, which has characters outside "
                              "[A-Za-z0-9_.+-]", "pass --prefix, or copy the file under such a name")
@@ -92,7 +94,7 @@ def extract(cfg: ExtractConfig, tell: Tell = lambda stage, done, total: None) ->
         if path in refused:
             continue
         phrases[path] = split_phrases(texts[path])
-        found, skips = _cut(path, texts[path], phrases[path])
+        found, skips = cut_file(path, texts[path], phrases[path])
         cut[path] = (found, skips)
         if not found and not skips:
             refused[path] = "proves no top-level theorem (no `let NAME = prove ...`)"
@@ -134,21 +136,18 @@ def extract(cfg: ExtractConfig, tell: Tell = lambda stage, done, total: None) ->
         mine: set[str] = set()
         kept[path], dup_of[path] = [], []
         for line, thm, setup in found:
-            goal = _norm(thm.query)
+            goal = norm_goal(thm.query)
             if goal in mine:
                 dup_of[path].append((line, thm, goal))
             else:
                 mine.add(goal)
                 kept[path].append((line, thm, setup))
         skipped_of[path] = list(skips)
-    ids = {path: _ids(_prefix(cfg, path), path, [t.name for _, t, _ in kept[path]])
+    ids = {path: problem_ids(file_prefix(cfg, path), path, [t.name for _, t, _ in kept[path]])
            for path in usable}
     report = None
     owner_of: dict[str, str] = {}   # goal -> the map id it is skipped for (--ids-from)
     if cfg.ids_from is not None:
-        # extract_ids reads this module's cutting and numbering: imported here.
-        from .extract_ids import follow_map
-
         report = follow_map(cfg, files, usable, refused, cut, kept, ids, skipped_of, graph, root,
                             owner_of)
 
@@ -168,7 +167,7 @@ def extract(cfg: ExtractConfig, tell: Tell = lambda stage, done, total: None) ->
             continue
         mine = {}
         for pid, (line, thm, setup) in zip(ids[path], kept[path]):
-            goal = _norm(thm.query)
+            goal = norm_goal(thm.query)
             mine[goal] = pid
             if goal in first:
                 same[pid] = first[goal]
@@ -199,10 +198,6 @@ def extract(cfg: ExtractConfig, tell: Tell = lambda stage, done, total: None) ->
     return result
 
 
-def _norm(goal: str) -> str:
-    return " ".join(goal.split())
-
-
 def _expand(given: tuple[Path, ...]) -> list[Path]:
     """The files: each folder's *.ml (recursively, sorted), each file once."""
     out: list[Path] = []
@@ -226,72 +221,11 @@ def _check_word(value: str, flag: str, fix: str) -> None:
         raise InputError(flag, f"{value!r} has characters outside [A-Za-z0-9_.+-]", f"use {fix}")
 
 
-def _prefix(cfg: ExtractConfig, path: Path) -> str:
-    if cfg.prefix is not None:
-        return cfg.prefix
-    return _bench_prefix(cfg.context_root, path) or path.resolve().parent.name
-
-
-def _bench_prefix(root: Path | None, path: Path) -> str | None:
-    """The file's first folder under ``root``, as collect-problems.py's
-    get_toplevel_dir names arm/proofs/utils/aes.ml "arm"; None outside it."""
-    if root is None:
-        return None
-    try:
-        parts = path.resolve().relative_to(root.resolve()).parts
-    except ValueError:
-        return None
-    return parts[0] if len(parts) > 1 else None
-
-
 def _read(path: Path) -> bytes:
     if not path.is_file():
         raise InputError(path, "proof file does not exist" if not path.exists() else
                          "is not a file", "check the path")
     return path.read_bytes()
-
-
-def _cut(path: Path, text: str, phrases: list[str] | None = None
-         ) -> tuple[list[tuple[int, Theorem, str]], list[Skipped]]:
-    """(line, theorem, setup) of each theorem of one file, and its skipped proofs."""
-    found, skips = [], []
-    offset = 0
-    phrases = split_phrases(text) if phrases is None else phrases
-    for k, phrase in enumerate(phrases):
-        start, offset = offset, offset + len(phrase)
-        got = scan_bindings(phrase)
-        if not got:
-            continue
-        # The line of the phrase's first token, past blank lines and comments.
-        body = len(phrase.rstrip()) - len(strip_phrase(phrase))
-        for at, item in got:
-            line = text.count("\n", 0, start + (at or body)) + 1
-            if isinstance(item, Skip):
-                skips.append(Skipped(str(path), line, item.name, item.reason))
-            else:
-                found.append((line, item, "".join(phrases[:k])))
-    return found, skips
-
-
-def _safe(name: str) -> str:
-    # OCaml names may contain primes, which problem ids (folder names) may not.
-    return name.replace(chr(39), "_")
-
-
-def _ids(prefix: str, path: Path, names: list[str]) -> list[str]:
-    """Bench ids for one file's kept theorems, in file order."""
-    stem = path.stem
-    bases = [f"{prefix}.{stem}.{_safe(name)}" for name in names]
-    counts = {b: bases.count(b) for b in bases}
-    seen: dict[str, int] = {}
-    out = []
-    for b in bases:
-        if counts[b] == 1:
-            out.append(b)
-        else:
-            out.append(f"{b}.{seen.get(b, 0)}")
-            seen[b] = seen.get(b, 0) + 1
-    return out
 
 
 _LOAD_WORDS = re.compile(r"\b(needs|loadt|loads)\b")

@@ -14,7 +14,8 @@ import json
 from pathlib import Path
 
 from ...errors import InputError
-from .extract import _bench_prefix, _cut, _ids, _norm, _prefix, _safe
+from .extract_cut import (bench_prefix, cut_file, file_prefix, norm_goal, problem_ids,
+                          safe_name)
 from .extract_model import MapReport, Skipped
 
 
@@ -61,23 +62,24 @@ def follow_map(cfg, files, usable, refused, cut, kept, ids, skipped_of, graph, r
     until nothing changes.
     """
     map_ids = _read_map(cfg.ids_from)
-    safe = {_safe(m): m for m in map_ids}
+    safe = {safe_name(m): m for m in map_ids}
     # Theorems of loaded files under the root that are not extracted.
     outside: dict[str, str] = {}     # goal -> map id
     given = {p.resolve() for p in files}
     loaded = graph.loaded_files(given)
     for f in sorted(loaded - given):
-        pre = _bench_prefix(root, f)
+        pre = bench_prefix(root, f)
         if pre is None:
             continue
         try:
-            found, _ = _cut(f, f.read_text(encoding="utf-8"), graph.phrases(f))
+            found, _ = cut_file(f, f.read_text(encoding="utf-8"), graph.phrases(f))
         except (OSError, UnicodeDecodeError):
             continue
         mine: dict[str, tuple] = {}
         for _, thm, _s in found:
-            mine.setdefault(_norm(thm.query), thm)
-        for pid, (g, thm) in zip(_ids(pre, f, [t.name for t in mine.values()]), mine.items()):
+            mine.setdefault(norm_goal(thm.query), thm)
+        names = [t.name for t in mine.values()]
+        for pid, (g, thm) in zip(problem_ids(pre, f, names), mine.items()):
             if pid in safe:
                 outside.setdefault(g, pid)
     dropped = 0
@@ -86,12 +88,12 @@ def follow_map(cfg, files, usable, refused, cut, kept, ids, skipped_of, graph, r
         for path in usable:
             for pid, (_, thm, _s) in zip(ids[path], kept[path]):
                 if pid in safe:
-                    owners.setdefault(_norm(thm.query), set()).add(pid)
+                    owners.setdefault(norm_goal(thm.query), set()).add(pid)
         changed = False
         for path in usable:
             keep, gone = [], []
             for pid, item in zip(ids[path], kept[path]):
-                goal = _norm(item[1].query)
+                goal = norm_goal(item[1].query)
                 owner = sorted(owners.get(goal, set()) - {pid}) or (
                     [outside[goal]] if goal in outside else [])
                 if pid not in safe and owner:
@@ -103,24 +105,24 @@ def follow_map(cfg, files, usable, refused, cut, kept, ids, skipped_of, graph, r
                 changed = True
                 dropped += len(gone)
                 kept[path] = keep
-                ids[path] = _ids(_prefix(cfg, path), path, [t.name for _, t, _ in keep])
+                ids[path] = problem_ids(file_prefix(cfg, path), path, [t.name for _, t, _ in keep])
                 skipped_of[path] += [Skipped(str(path), line, thm.name,
                                              f"duplicate statement of {owner}, the id the bench's "
                                              "map keeps it under") for (line, thm, _), owner in gone]
         if not changed:
             break
-    prefixes = sorted({_prefix(cfg, p) for p in files})
+    prefixes = sorted({file_prefix(cfg, p) for p in files})
     wanted = [m for m in map_ids if m.split(".")[0] in prefixes]
     have = {pid: (path, item) for path in usable for pid, item in zip(ids[path], kept[path])}
     renamed = {pid: safe[pid] for pid in have if pid in safe and safe[pid] != pid}
-    matched = [m for m in wanted if _safe(m) in have]
+    matched = [m for m in wanted if safe_name(m) in have]
     # Why each of the map's ids is not here.
-    by_stem: dict[tuple[str, str], Path] = {(_prefix(cfg, p), p.stem): p for p in files}
+    by_stem: dict[tuple[str, str], Path] = {(file_prefix(cfg, p), p.stem): p for p in files}
     elsewhere = _ml_files(root, files)
     misses: dict[str, str] = {}
     missed_folders: dict[str, list[str]] = {}
     for m in wanted:
-        if _safe(m) in have:
+        if safe_name(m) in have:
             continue
         parts = m.split(".")
         pre, stem, name = parts[0], parts[1], ".".join(parts[2:])
@@ -139,8 +141,8 @@ def follow_map(cfg, files, usable, refused, cut, kept, ids, skipped_of, graph, r
             misses[m] = f"{path} is refused: {refused[path]}"
             continue
         base = name.rsplit(".", 1)[0] if name.rsplit(".", 1)[-1].isdigit() else name
-        skips = [s for s in skipped_of[path] if _safe(s.theorem) in (name, base)]
-        ours = [pid for pid in ids[path] if pid.startswith(f"{pre}.{stem}.{_safe(base)}")]
+        skips = [s for s in skipped_of[path] if safe_name(s.theorem) in (name, base)]
+        ours = [pid for pid in ids[path] if pid.startswith(f"{pre}.{stem}.{safe_name(base)}")]
         if skips:
             s = skips[0]
             misses[m] = f"{path}:{s.line} {s.theorem}: {s.reason}"
@@ -154,7 +156,7 @@ def follow_map(cfg, files, usable, refused, cut, kept, ids, skipped_of, graph, r
         if pid in safe:
             continue
         why = next((w for key, w in _BENCH_DROPS if key in thm.name), None)
-        key = f"{_prefix(cfg, path)}.{path.stem}"
+        key = f"{file_prefix(cfg, path)}.{path.stem}"
         if why is None and key not in stems_in_map:
             why = f"the map has no id of {path.name} ({key}.*): the bench did not collect that file"
         not_in_map[pid] = why or "not in the map"
