@@ -77,7 +77,8 @@ from runner.reporting import report as sweep_report
 from runner.errors import InputError
 from runner.provers.hol_light import contexts
 from runner.provers.hol_light.extract_scan import Theorem, scan_phrase
-from runner.sweep import SweepConfig, prepare, run_sweep
+from runner.planning.sweep_config import SweepConfig
+from runner.sweep import prepare, run_sweep
 
 # Files whose first ten theorems are light (the bench's map prices those it
 # lists at 0.01-0.12 s natively) and whose heads add little to base.ml's

@@ -38,7 +38,8 @@ import time
 # common first: it puts the checkout on sys.path for the imports below.
 from common import ROOT, arg_parser, cpu_busy, emit, log, loadavg, median, start_session, temp_dir
 from cluster.local import LocalExecutor
-from runner.sweep import SweepConfig, prepare, run_sweep
+from runner.planning.sweep_config import SweepConfig
+from runner.sweep import prepare, run_sweep
 
 CONTEXT = 'needs "Library/words.ml";;\n'
 QUERY = "`word_add (word 200:byte) (word 100) = word 44`"

@@ -68,7 +68,8 @@ from cluster.slurm import Ledger, SlurmExecutor, SlurmOptions
 from runner.results import shards
 from runner.planning.planner import make_plan
 from runner.planning.simulate import simulate
-from runner.sweep import SweepConfig, prepare, run_sweep
+from runner.planning.sweep_config import SweepConfig
+from runner.sweep import prepare, run_sweep
 
 TARGET_RATIO = 1.10
 NODES = 2

@@ -28,7 +28,8 @@ from common import arg_parser, cpu_busy, emit, log, loadavg, temp_dir, write_cor
 from throughput import light_problems
 from cluster.local import LocalExecutor
 from cluster.slurm import Ledger, SlurmExecutor, SlurmOptions
-from runner.sweep import SweepConfig, prepare, run_sweep
+from runner.planning.sweep_config import SweepConfig
+from runner.sweep import prepare, run_sweep
 
 TARGET_START_S = 10.0
 STARTED = re.compile(r"proofbatch: share of \d+ checks started at ([0-9.]+)")

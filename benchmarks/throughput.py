@@ -23,7 +23,8 @@ from collections import Counter
 from common import (Spec, arg_parser, cpu_busy, emit, limits, log, loadavg, median,
                     require_ok, start_session, temp_dir, write_corpus)
 from cluster.local import LocalExecutor
-from runner.sweep import SweepConfig, prepare, run_sweep
+from runner.planning.sweep_config import SweepConfig
+from runner.sweep import prepare, run_sweep
 
 TARGET_SPEEDUP = 1.8
 

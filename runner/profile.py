@@ -42,7 +42,8 @@ from .maps.profile_data import (FORMAT, PROVENANCE, SUMMARY, SUMMARY_CSV, SUMMAR
                            Defect, ProblemRuns, Profile, _now, _read_json, _write_json,
                            load_profile, write_profile)
 from .settings import setting as _help
-from .sweep import SweepConfig, SweepSummary, prepare, run_sweep
+from .planning.sweep_config import SweepConfig
+from .sweep import SweepSummary, prepare, run_sweep
 from . import sweep_dir
 from .checks.worker import cpu_model
 from .maps.profile_summary import _other_choice, trust_differences, write_summary  # noqa: F401

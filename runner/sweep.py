@@ -13,7 +13,7 @@ import os
 import secrets
 import socket
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Mapping
 
@@ -23,121 +23,25 @@ import pyarrow.compute as pc
 
 from cluster.base import SweepJob
 
-from .checks import attempts, problem_hash
-from . import events
-from .results import heartbeat, shards, lock as sweep_lock
-from .maps import host_factor, provenance as map_provenance, timeout_map
+from . import events, sweep_dir
 from . import provers as backends
+from .checks import attempts, problem_hash
 from .checks.context_proofs import ContextProofs
+from .checks.tasks import CheckTask
 from .corpus import Problem, corpus_fingerprint, corpus_notes, select_problems
 from .errors import InputError
-from .planning.planner import PLAN_FILE, PlanConfig, Workers, write_plan
-from .planning.inputs import plan_sweep
-from .prover import (BACKSTOP_EXTRA_S, BACKSTOP_FACTOR, CheckLimits, LimitClock, Mode, ProverBackend,
-                     backstop_s)
-from .results.rows import ResultRow
-from .settings import setting as _help
-from .planning.simulate import predict
-from .planning.work_left import WorkLeft
-from . import sweep_dir
-from .sweep_dir import (check_manifest, check_out_dir, check_resume_settings, default_mem_limit,
-                        require_answers)
-from .settings import beyond_ram, format_size
+from .maps import host_factor, provenance as map_provenance, timeout_map
 from .maps.timeouts import TimeoutPolicy, load_category_timeouts, resolve_limits
-from .checks.worker import CheckTask
-
-@dataclass(frozen=True)
-class SweepConfig:
-    corpus: Path = _help("CORPUS/<problem-id>/{setup.ml,query.txt[,category.txt,answer.txt]}")
-    out: Path = _help("sweep directory: shards, results.parquet, results.csv, verdicts.csv; rerun "
-                      "to resume")
-    answers: Path | None = _help("answers DIR/<id>/answer.txt or FILE.csv (problem_id,answer); default: "
-                                 "answer.txt in each problem folder. Several attempts: "
-                                 "DIR/<id>/answer_<k>.txt or answers.jsonl, or an attempt column",
-                                 default=None)
-    workers: int = _help("checks run at once on this machine", default=1)
-    timeout_map: Path | None = _help("s2n-bignum-bench timeout-map.json: per-problem limits", default=None)
-    map_mode: str | None = _help("the mode a timeout map without a sidecar was measured in: native "
-                                 "or bytecode (required for HOL Light: s2n-bignum-bench's map is "
-                                 "native); limits of another mode than a check runs in are "
-                                 "converted, with a warning (docs/running.md)", default=None)
-    map_build: str | None = _help("the HOL Light build a timeout map without a sidecar was measured "
-                                  "with (warned about when it is not this sweep's)", default=None)
-    category_timeouts: Path | None = _help("s2n-bignum-bench timeouts.json: per-category limits", default=None)
-    default_timeout: float = _help("limit for problems in neither file, in seconds", default=120.0)
-    mem_limit: int | None = _help("memory limit per check, e.g. 4G (a plain number is MiB); "
-                                  "default: 8G or an even share of 80% of RAM per worker, whichever is smaller "
-                                  "(docs/running.md)", default=None)
-    expected_mem: int = _help("memory a check is expected to need before it may start",
-                              default=512 * 2**20)
-    hol_light: Path | None = _help("a HOL Light checkout built with make (has hol.sh); default: "
-                                   "Debian's package", default=None)
-    prover: str | None = _help("hol-light or isabelle; default: from the corpus layout "
-                               "(isabelle.toml means Isabelle; docs/provers.md)", default=None)
-    isabelle: Path | None = _help("an Isabelle installation (ISABELLE_HOME); default: "
-                                  "$ISABELLE_HOME, or isabelle on PATH", default=None)
-    context_root: Path | None = _help("where needs/loadt in setup.ml resolve; default: the current "
-                                      "directory", default=None)
-    grace: float = _help("seconds past the limit before the outside kill", default=2.0)
-    max_images: int = _help("loaded contexts kept alive at once on a host", default=8)
-    only: tuple[str, ...] | None = _help("check only these problem ids (all when None)", default=None)
-    problems: tuple[str, ...] | None = _help(
-        "check only the problems matching these: ids, shell-style globs (arith.*) or @FILE (one id "
-        "or glob a line, # comments), separated by commas, the flag repeatable; a pattern matching "
-        "none is refused; a resume may select others (docs/running.md); default: all", default=None)
-    costs_from: tuple[str, ...] | None = _help(
-        "sweep directories (run --out) whose measured image builds (OUT/images/*.json) price this "
-        "sweep's plan and ETA: builds of its very images only (an image key holds the build, mode, "
-        "context root and driver); not part of what a resume must keep", default=None)
-    policy: str = _help("dispatch order: planned (longest first, context affinity), naive "
-                        "(corpus order) or shuffle (seeded random)", default="planned")
-    seed: int = _help("seed of the shuffle policy and of tie-breaking", default=0)
-    sandbox: str = _help("the box checks run in: auto (bwrap when installed and root, else "
-                         "rlimits), bwrap, rlimits or none; see docs/sandbox.md", default="auto")
-    allow_missing_answers: bool = _help("on resume, accept that answers recorded before are gone "
-                                        "(--answers dropped, an answer.txt deleted): those problems "
-                                        "are checked again as given now, ERROR 'no answer given' "
-                                        "when they have none; refused otherwise", default=False)
-    stop_on_first_ok: bool = _help("skip a problem's remaining attempts once one is OK; skipped "
-                                   "attempts get no result row and are listed in skipped.csv",
-                                   default=False)
-    mode: str = _help("HOL Light execution: bytecode (the toplevel fork server), native (compiled "
-                      "with `proofbatch build-native`), or auto (native for checks expected above "
-                      "0.35 s of bytecode time); see docs/native.md", default="bytecode")
-    context_proofs: str = _help("HOL Light: replay (a context runs its proofs as written) or trust "
-                                "(while a context loads, its top-level prove returns the stated "
-                                "theorem unproved; answers still prove for real); part of every image "
-                                "key, recorded in rows and sweep.json; see docs/trust.md",
-                                default=str(ContextProofs.REPLAY))
-    limit_clock: str = _help("what a check's time limit counts: cpu (the CPU time of its own "
-                             "processes: a loaded or slower host does not turn a correct proof into "
-                             "a TIMEOUT) or wall (elapsed time, as s2n-bignum-bench's harness; "
-                             "with --limit-slack 30 exactly as it); recorded in sweep.json and "
-                             "every row; a resume must keep it (docs/limits.md)",
-                             default=str(LimitClock.CPU))
-    limit_slack: float = _help("seconds added to every check's time limit: s2n-bignum-bench's "
-                               "harness arms its alarm at the limit + 30 s, so --limit-clock wall "
-                               "--limit-slack 30 checks exactly as it does; rows record the limit "
-                               "with the slack (docs/limits.md)", default=0.0)
-    backstop_factor: float = _help("under --limit-clock cpu, a check still running after "
-                                   "max(F x its limit, its limit + --backstop-extra) seconds of "
-                                   "wall time is starved or blocked: it is ended and run again, "
-                                   "never a TIMEOUT", default=BACKSTOP_FACTOR)
-    backstop_extra: float = _help("seconds of the wall-clock backstop beyond the limit, at least",
-                                  default=BACKSTOP_EXTRA_S)
-    host_factor: str | None = _help("how much slower this host proves than the one the timeout "
-                                    "map was measured on: a number, or auto (the factor `proofbatch "
-                                    "calibrate` measured for this map, mode and host); the map's "
-                                    "limits are multiplied by max(1, factor) and its times by the "
-                                    "factor (plan, ETA); recorded in sweep.json (docs/limits.md)",
-                                    default=None)
-    no_fallback: bool = _help("with --mode native or auto: a check whose context cannot be "
-                              "compiled natively (a toplevel directive, a computed load, a compile "
-                              "error) is ERROR with the reason, instead of running in bytecode 4-7x "
-                              "slower under a converted limit; the other checks still run. Recorded "
-                              "in sweep.json; a resume must keep it when such checks exist",
-                              default=False)
-
+from .planning.inputs import plan_sweep
+from .planning.planner import PLAN_FILE, PlanConfig, Workers, write_plan
+from .planning.simulate import predict
+from .planning.sweep_config import PreparedSweep, SweepConfig, default_mem_limit
+from .planning.work_left import WorkLeft
+from .prover import CheckLimits, LimitClock, Mode, ProverBackend, backstop_s
+from .results import heartbeat, shards, lock as sweep_lock
+from .results.rows import ResultRow
+from .settings import beyond_ram, format_size
+from .sweep_dir import check_manifest, check_out_dir, check_resume_settings
 
 FALLBACK_MARK = "[ran in bytecode: "
 REFUSED_MARK = "context cannot run natively (--no-fallback): "
@@ -205,21 +109,6 @@ class SweepSummary:
         return f"every context failed to load ({len(contexts)} of {len(contexts)}): {cause}"
 
 
-@dataclass(frozen=True)
-class PreparedSweep:
-    config: SweepConfig
-    problems: list[Problem]
-    tasks: list[CheckTask]          # every problem, planned order
-    backend: ProverBackend
-    warnings: tuple[str, ...] = ()  # said before the sweep starts, e.g. a map of another mode
-    plan: object = None             # runner.planning.planner.Plan of the tasks; None: dispatch in task order
-    corpus_fingerprint: str | None = None   # of the corpus --problems selected from; None: of problems
-    corpus_size: int | None = None          # problems of that corpus, for status (--problems)
-    # Problem id -> why its checks cannot run in the mode asked for (ProverBackend.classify).
-    not_native: Mapping[str, str] = field(default_factory=dict)
-    host_factor: float | None = None    # the map's scaling for this host; None: no map
-
-
 # Reading, splitting and keying contexts takes about half a second per MB of
 # setup.ml here (a 50 MB setup.ml gave 25 s of silence): past this, say so.
 LOUD_CONTEXTS_BYTES = 8 * 2**20
@@ -231,6 +120,24 @@ def _say_reading(problems: list[Problem]) -> None:
     if size >= LOUD_CONTEXTS_BYTES:
         events.say("prepare", name=f"reading the contexts of {len(problems)} problems "
                                    f"({format_size(size)} of setup files) to plan their images")
+
+
+def require_answers(config: SweepConfig, problems: list[Problem]) -> None:
+    """An --answers folder that answers no problem of the corpus (empty, or
+    holding other things) is refused, as a timeout map naming none is:
+    every problem would be recorded as ERROR "no answer given"."""
+    if config.answers is None or not Path(config.answers).is_dir():
+        return
+    if any(attempts.answers_of(p) for p in problems):
+        return
+    folder = Path(config.answers)
+    inside = sorted(p.name for p in folder.iterdir() if not p.name.startswith("."))
+    holds = (f"it holds {', '.join(inside[:3])}{', ...' if len(inside) > 3 else ''}" if inside
+             else "it is empty")
+    example = problems[0].problem_id if problems else "<problem-id>"
+    raise InputError(folder, f"answers folder gives no answer to any of the corpus's {len(problems)} "
+                     f"problems ({holds})", f"pass the folder that holds <problem-id>/answer.txt "
+                     f"(e.g. {example}/answer.txt) or a .csv, or drop --answers")
 
 
 def prepare(config: SweepConfig) -> PreparedSweep:

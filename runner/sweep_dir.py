@@ -20,37 +20,29 @@ import socket
 from collections import Counter
 from dataclasses import asdict
 from pathlib import Path
-from typing import TYPE_CHECKING
 
-import psutil
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from .checks import attempts
 from .results import shards, lock as sweep_lock
 from .checks.context_proofs import ContextProofs
-from .corpus import Problem, corpus_fingerprint
+from .corpus import corpus_fingerprint
 from .errors import InputError
+from .planning.sweep_config import (PreparedSweep, SweepConfig, default_mem_limit,
+                                    resolved_mem_limit)
 from .prover import Mode, Prover
 from .settings import format_size, size_flag
-
-if TYPE_CHECKING:
-    from .sweep import PreparedSweep, SweepConfig
 
 MANIFEST = "sweep.json"
 
 
-def default_mem_limit(workers: int) -> int:
-    """8 GiB, or an even share of 80% of this machine's memory if smaller."""
-    return int(min(8 * 2**30, 0.8 * psutil.virtual_memory().total / max(1, workers)))
-
-
-# What a run leaves in --out before it writes sweep.json (the lock, and the
-# logs folder a backend makes): a run stopped there left a sweep directory.
-# Anything else without sweep.json is someone's files, results.csv included.
 # Settings of a sweep that decide nothing of its verdicts, only how its plan
 # is priced: a resume neither keeps nor restates them.
 NOT_KEPT = frozenset({"costs_from"})
+# What a run leaves in --out before it writes sweep.json (the lock, and the
+# logs folder a backend makes): a run stopped there left a sweep directory.
+# Anything else without sweep.json is someone's files, results.csv included.
 SWEEP_NAMES = frozenset({"logs", sweep_lock.LOCK_FILE, sweep_lock.HOLDER_FILE})
 
 
@@ -61,11 +53,6 @@ def read_manifest(out: Path) -> dict | None:
     except (OSError, ValueError):
         return None
     return old if isinstance(old, dict) else None
-
-
-def resolved_mem_limit(config: SweepConfig) -> int:
-    """The memory limit per check a sweep of ``config`` runs under."""
-    return config.mem_limit or default_mem_limit(config.workers)
 
 
 def _recorded_mem_limit(old: dict) -> int | None:
@@ -116,24 +103,6 @@ def check_resume_settings(config: SweepConfig) -> None:
         before, now = _recorded_mem_limit(old), resolved_mem_limit(config)
         if before != now:
             raise _mem_refusal(path, before, now)
-
-
-def require_answers(config: SweepConfig, problems: list[Problem]) -> None:
-    """An --answers folder that answers no problem of the corpus (empty, or
-    holding other things) is refused, as a timeout map naming none is:
-    every problem would be recorded as ERROR "no answer given"."""
-    if config.answers is None or not Path(config.answers).is_dir():
-        return
-    if any(attempts.answers_of(p) for p in problems):
-        return
-    folder = Path(config.answers)
-    inside = sorted(p.name for p in folder.iterdir() if not p.name.startswith("."))
-    holds = (f"it holds {', '.join(inside[:3])}{', ...' if len(inside) > 3 else ''}" if inside
-             else "it is empty")
-    example = problems[0].problem_id if problems else "<problem-id>"
-    raise InputError(folder, f"answers folder gives no answer to any of the corpus's {len(problems)} "
-                     f"problems ({holds})", f"pass the folder that holds <problem-id>/answer.txt "
-                     f"(e.g. {example}/answer.txt) or a .csv, or drop --answers")
 
 
 def check_out_dir(config: SweepConfig) -> None:

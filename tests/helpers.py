@@ -8,7 +8,8 @@ import os
 import subprocess
 import sys
 from pathlib import Path
-from runner.sweep import SweepConfig, prepare
+from runner.planning.sweep_config import SweepConfig
+from runner.sweep import prepare
 import csv
 import datetime as dt
 from cluster.local import LocalExecutor

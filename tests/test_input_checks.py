@@ -19,7 +19,8 @@ import pytest
 from runner import answers, provers
 from runner.corpus import load_corpus
 from runner.errors import InputError
-from runner.sweep import SweepConfig, prepare
+from runner.planning.sweep_config import SweepConfig
+from runner.sweep import prepare
 from runner.maps.timeouts import TimeoutPolicy, read_map
 
 from .helpers import ADD, WORD, make_problem

@@ -21,7 +21,8 @@ from runner import cli
 from runner.checks import attempts
 from runner.errors import InputError
 from runner.results import shards
-from runner.sweep import SweepConfig, prepare
+from runner.planning.sweep_config import SweepConfig
+from runner.sweep import prepare
 
 from .helpers import DEMO
 from .test_sweep_dir import KEEP, STANDIN, small_corpus, standin, sweep, verdicts  # noqa: F401 (fixture)

@@ -24,7 +24,8 @@ from runner.results import shards
 from runner.corpus import Problem, corpus_fingerprint, load_corpus, select_problems
 from runner.errors import InputError
 from runner.reporting.status import read_status
-from runner.sweep import SweepConfig, prepare, run_sweep
+from runner.planning.sweep_config import SweepConfig
+from runner.sweep import prepare, run_sweep
 from runner.sweep_dir import check_manifest
 
 from .helpers import make_corpus, row

@@ -25,7 +25,8 @@ from runner import provers
 from runner.cli import main
 from runner.errors import InputError
 from runner.provers.registry import ENV, ProverDescriptor
-from runner.sweep import SweepConfig, prepare
+from runner.planning.sweep_config import SweepConfig
+from runner.sweep import prepare
 
 from .helpers import ROOT
 from .toy_prover import PROVER as TOY

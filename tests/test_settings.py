@@ -12,7 +12,7 @@ import pytest
 from runner import cli
 from runner.profile import ProfileConfig
 from runner.settings import format_size, help_of, option, parse_size, setting
-from runner.sweep import SweepConfig
+from runner.planning.sweep_config import SweepConfig
 
 
 def subcommand(name: str) -> argparse.ArgumentParser:

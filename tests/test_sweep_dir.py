@@ -22,8 +22,8 @@ from runner import cli
 from runner.results import compaction, shards
 from runner.errors import InputError
 from runner.settings import format_size, size_flag
-from runner.sweep import SweepConfig, prepare, run_sweep
-from runner.sweep_dir import default_mem_limit
+from runner.planning.sweep_config import SweepConfig, default_mem_limit
+from runner.sweep import prepare, run_sweep
 
 from .helpers import ROOT, row, snapshot
 

@@ -32,7 +32,8 @@ from ..prover import LimitClock
 from ..reporting import progress
 from ..settings import help_of, options_of
 from ..settings import setting as _help
-from ..sweep import SweepConfig, SweepSummary, prepare, run_sweep
+from ..planning.sweep_config import SweepConfig
+from ..sweep import SweepSummary, prepare, run_sweep
 from . import size
 
 NAME = "calibrate"

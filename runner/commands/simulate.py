@@ -19,7 +19,7 @@ from ..planning.planner import POLICIES, PlanConfig, Workers, read_plan
 from ..planning.simulate import simulate
 from ..planning.sizes import MAX_NODES, check_count, check_machines, node_memory
 from ..settings import help_of
-from ..sweep import SweepConfig
+from ..planning.sweep_config import SweepConfig
 from . import price_flag
 from .simulate_output import (account_line, context_figures, duration_counts, image_class_figures,
                               learned_line, print_contexts, print_modes, print_prediction)

@@ -5,8 +5,9 @@ Owns the plan (``planner``), its inputs priced from profiles and maps
 dispatcher that follows it (``dispatch``, with ``chains`` and
 ``mem_classes``; ``live_queue`` for executors that run real checks), the
 model of a node's images (``node_images``), the simulator (``simulate``),
-the work left for an ETA (``work_left``) and the bounds on the machines a
-user describes (``sizes``).
+the work left for an ETA (``work_left``), the bounds on the machines a
+user describes (``sizes``), and a sweep's settings with what preparing it
+resolved (``sweep_config``: the drivers, commands and provers read them).
 
 May import: the core's base modules, ``runner.results``, ``runner.checks``
 and ``runner.maps``. A prover's own costs come through the prover interface

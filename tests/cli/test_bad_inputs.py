@@ -264,7 +264,8 @@ def test_a_resume_under_other_time_limits_is_refused(corpus, hol, tmp_path):
     """Accepted, it left rows under both limits while sweep.json named one."""
     from runner.results import shards
     from runner.results.rows import ResultRow, utcnow
-    from runner.sweep import SweepConfig, prepare, run_sweep
+    from runner.planning.sweep_config import SweepConfig
+    from runner.sweep import prepare, run_sweep
     from runner.sweep_dir import check_manifest
 
     out_dir = tmp_path / "out"
@@ -291,7 +292,7 @@ def test_a_resume_under_other_time_limits_is_refused(corpus, hol, tmp_path):
     assert snapshot(out_dir) == before
     # The same limits resume; only the memory limit differs now, and that is refused too.
     from runner.settings import format_size
-    from runner.sweep_dir import default_mem_limit
+    from runner.planning.sweep_config import default_mem_limit
     with pytest.raises(InputError, match=f"--mem-limit {format_size(default_mem_limit(1))}, not 2 GiB"):
         run_sweep(prepare(SweepConfig(**base, default_timeout=60, mem_limit=2**31)), executor=None)
 
@@ -345,7 +346,8 @@ def test_an_answers_folder_that_answers_no_problem(capsys, corpus, hol, tmp_path
 def test_a_resume_in_another_mode_is_refused_before_anything_is_built(capsys, corpus, hol, tmp_path,
                                                                      monkeypatch, tripwire):
     """Refused only after the native build (minutes), with a fix about HOL Light, before."""
-    from runner.sweep import SweepConfig, prepare
+    from runner.planning.sweep_config import SweepConfig
+    from runner.sweep import prepare
     from runner.sweep_dir import check_manifest
 
     out_dir = tmp_path / "out"
@@ -367,8 +369,9 @@ def test_a_resume_in_another_mode_is_refused_before_anything_is_built(capsys, co
 def test_a_resume_giving_the_default_memory_limit_is_not_refused(corpus, hol, tmp_path):
     """The default was recorded as None and compared with the size given."""
     from runner.settings import size_flag
-    from runner.sweep import SweepConfig, prepare
-    from runner.sweep_dir import check_manifest, check_resume_settings, default_mem_limit
+    from runner.planning.sweep_config import SweepConfig, default_mem_limit
+    from runner.sweep import prepare
+    from runner.sweep_dir import check_manifest, check_resume_settings
 
     out_dir = tmp_path / "out"
     base = dict(corpus=corpus, out=out_dir, hol_light=hol, sandbox="none")

@@ -34,7 +34,8 @@ import pytest
 
 from runner import cli
 from runner.errors import InputError
-from runner.sweep import SweepConfig, prepare
+from runner.planning.sweep_config import SweepConfig
+from runner.sweep import prepare
 from runner.sweep_dir import check_manifest
 
 from ..helpers import ADD, assert_one_line_error, DEMO, NO_BOX, previous_sweep, PROOFBATCH, snapshot, WORD

@@ -27,7 +27,8 @@ from runner.provers.isabelle.backend import IsabelleBackend
 from runner.provers.isabelle.corpus import load_description, load_isabelle_corpus
 from runner.provers.isabelle.heap import find_isabelle
 from runner.prover import CheckLimits
-from runner.sweep import SweepConfig, prepare, run_sweep
+from runner.planning.sweep_config import SweepConfig
+from runner.sweep import prepare, run_sweep
 
 ROOT = Path(__file__).resolve().parents[2]
 DEMO = ROOT / "examples" / "isabelle_demo"

@@ -18,7 +18,7 @@ from runner import cli, events
 from runner.reporting.progress import SweepProgress
 from runner.reporting.status import read_status
 from runner.sweep_dir import NOT_KEPT, resume_command
-from runner.sweep import SweepConfig
+from runner.planning.sweep_config import SweepConfig
 
 from ..helpers import demo_config, make_corpus, row, sweep_with
 from ..helpers import tiny_corpus

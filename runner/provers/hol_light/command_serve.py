@@ -12,7 +12,7 @@ from pathlib import Path
 
 from ...checks.sandbox import KINDS, SandboxConfig
 from ...settings import option
-from ...sweep import SweepConfig
+from ...planning.sweep_config import SweepConfig
 
 NAME = "serve"
 HELP = ("keep HOL Light images loaded and serve checks to `proofbatch run --server DIR`, "
