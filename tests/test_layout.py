@@ -44,8 +44,6 @@ BELOW_REPORTING = {"base", *STAGES[:STAGES.index("reporting")]}
 # keeps its entry; any other arrow up fails.
 KNOWN_UPWARD = {
     ("native_auto", "runner.reporting.progress"),
-    ("command_extract", "runner.reporting.progress"),
-    ("command_build_native", "runner.reporting.progress"),
 }
 
 

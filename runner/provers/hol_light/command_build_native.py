@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
-from ...reporting import progress
 from .install import find_hol_light
 from .native_auto import precompile_libraries
 from .native_build import build_native
@@ -28,7 +28,6 @@ def add_arguments(p) -> None:
 
 def run(args) -> int:
     install = find_hol_light(args.hol_light)
-    say = progress.console.print
     build = build_native(install, args.cache, force=args.force, log=lambda line: say(f"  {line}"))
     if args.preload:
         for name, plugin in precompile_libraries(build, install, args.preload,
@@ -37,3 +36,8 @@ def run(args) -> int:
     state = "cached" if build.cached else f"built in {build.build_secs:.0f} s"
     say(f"native HOL Light ({install.build}, OCaml {build.ocaml}) {state}: {build.dir}")
     return 0
+
+
+def say(line: str) -> None:
+    # As written: a compiler's output has [brackets] that markup would eat.
+    print(line, file=sys.stderr, flush=True)

@@ -7,15 +7,19 @@ import time
 from collections import Counter
 from pathlib import Path
 
-from ...reporting import progress
-from .extract import MANIFEST, extract
+from rich.console import Console
+
+from ...settings import help_of, option
+from .extract import MANIFEST, ExtractConfig, extract
 from .install import DEBIAN_DIR, find_hol_light
 from .load_graph import DROPPED_NOTE
-from ...settings import help_of, option
-from .extract import ExtractConfig
 
 NAME = "extract"
 HELP = "cut HOL Light proof files into a corpus: one problem per top-level theorem"
+# Where this command speaks: stderr, as `run` does. Its own console: the
+# sweep's screen (runner/reporting/progress.py) sits above the stages a
+# prover may import, and extract() reports through the ``tell`` it is given.
+console = Console(stderr=True)
 
 
 def add_arguments(p) -> None:
@@ -43,7 +47,7 @@ def run(args) -> int:
         result = extract(cfg, tell)
 
     def say(text: str) -> None:
-        progress.console.print(text, highlight=False, markup=False, soft_wrap=True)
+        console.print(text, highlight=False, markup=False, soft_wrap=True)
 
     for s in result.sources:
         if not s.refused:
@@ -89,7 +93,7 @@ SAY_EVERY_S = 15.0
 
 
 class ExtractProgress:
-    """How far extract is, as `run` shows a sweep (runner/reporting/progress.py):
+    """How far extract is, as `run` shows a sweep:
     a bar per stage on a terminal, gone when extract ends; without one,
     ``extract: STAGE: K of N files (T s so far)`` lines, a quick extract
     saying nothing but its result."""
@@ -99,8 +103,8 @@ class ExtractProgress:
 
         self._bar = (Progress(TextColumn("[bold]extract"), TextColumn("{task.description}"),
                               BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                              console=progress.console, transient=True)
-                     if progress.console.is_terminal else None)
+                              console=console, transient=True)
+                     if console.is_terminal else None)
         self._task = None
         self._now: tuple[str, int, int | None] | None = None
         self._done = threading.Event()
@@ -124,8 +128,8 @@ class ExtractProgress:
             if self._now is not None:
                 stage, done, total = self._now
                 count = f": {done} of {total}" if total is not None else ""
-                progress.console.print(f"extract: {stage}{count} ({time.monotonic() - self._started:.0f} "
-                                       "s so far)", markup=False, highlight=False, soft_wrap=True)
+                console.print(f"extract: {stage}{count} ({time.monotonic() - self._started:.0f} "
+                              "s so far)", markup=False, highlight=False, soft_wrap=True)
 
     def __enter__(self) -> "ExtractProgress":
         if self._bar is not None:
