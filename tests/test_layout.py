@@ -16,7 +16,9 @@ import anything, and nothing imports them.
 
 This test reads every import of every module of runner/, cluster/ and
 benchmarks/, the ones inside functions and under TYPE_CHECKING too, and
-names each that runs the wrong way or names a module that does not exist.
+names each that runs the wrong way or names a module that does not exist,
+and every circle of modules that import each other, however far round
+(two modules of one stage may: a circle makes neither readable alone).
 """
 
 from __future__ import annotations
@@ -168,6 +170,53 @@ def wrong_way(root: Path, known: set[tuple[str, str]] = frozenset()) -> list[str
     return wrong
 
 
+def circles(root: Path) -> list[list[str]]:
+    """Every import circle among the modules under ``root`` (the imports
+    inside functions and under TYPE_CHECKING too: a circle there still ties
+    the modules together), each as its modules, sorted; Tarjan's strongly
+    connected components. A package's own modules do not count as importing
+    it back through its ``__init__``."""
+    paths = {module: path for path, module in _modules(root)}
+    arrows = {module: sorted({t for _, t in _imports(root, path, module)
+                              if t in paths and t != module and not t.startswith(module + ".")})
+              for module, path in paths.items()}
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    found: list[list[str]] = []
+    for start in arrows:
+        if start in index:
+            continue
+        # Iterative, so a deep chain of imports cannot exhaust Python's stack.
+        index[start] = low[start] = len(index)
+        stack.append(start)
+        work = [(start, iter(arrows[start]))]
+        while work:
+            node, targets = work[-1]
+            target = next(targets, None)
+            if target is not None:
+                if target not in index:
+                    index[target] = low[target] = len(index)
+                    stack.append(target)
+                    work.append((target, iter(arrows[target])))
+                elif target in stack:
+                    low[node] = min(low[node], index[target])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[node])
+            if low[node] == index[node]:
+                group = []
+                while True:
+                    member = stack.pop()
+                    group.append(member)
+                    if member == node:
+                        break
+                if len(group) > 1:
+                    found.append(sorted(group))
+    return sorted(found)
+
+
 def test_the_top_of_runner_holds_about_a_dozen_modules():
     top = sorted(p.stem for p in RUNNER.glob("*.py") if p.name != "__init__.py")
     assert len(top) <= 12, f"runner/ has {len(top)} modules at its top: {top}"
@@ -197,6 +246,11 @@ def test_the_checker_reads_runner_cluster_and_benchmarks():
 def test_no_import_runs_against_the_layout():
     wrong = wrong_way(ROOT, KNOWN_UPWARD)
     assert not wrong, "imports against the layout:\n" + "\n".join(wrong)
+
+
+def test_no_two_modules_import_each_other_even_by_a_detour():
+    found = circles(ROOT)
+    assert not found, "import circles:\n" + "\n".join(" <-> ".join(c) for c in found)
 
 
 def test_each_known_upward_import_is_still_there():
@@ -269,3 +323,17 @@ def test_a_known_exception_excuses_only_its_own_import(tmp_path):
     wrong = "\n".join(wrong_way(root, {("serve", "runner.sweep")}))
     assert "toy/serve.py" not in wrong
     assert "runner/provers/toy/draws.py:1 (provers) imports runner.reporting.progress" in wrong
+
+
+def test_the_checker_finds_a_planted_circle(tmp_path):
+    """Two modules that import each other (one of them inside a function,
+    as extract.py and extract_ids.py did), and a detour of three; a
+    package's modules importing its ``__init__`` are none."""
+    root = _plant(tmp_path)
+    (root / "runner/checks/ring_a.py").write_text("from . import ring_b\n")
+    (root / "runner/checks/ring_b.py").write_text("def f():\n    from .ring_a import x\n")
+    (root / "runner/results/one.py").write_text("from .two import x\n")
+    (root / "runner/results/two.py").write_text("from . import three\n")
+    (root / "runner/results/three.py").write_text("from runner.results.one import y\n")
+    assert circles(root) == [["runner.checks.ring_a", "runner.checks.ring_b"],
+                             ["runner.results.one", "runner.results.three", "runner.results.two"]]
