@@ -111,6 +111,10 @@ class CheckResult:
     # doing and says nothing of it (the wall-clock backstop of a starved
     # check, a TIMEOUT while the runner was stopped): the worker runs it again.
     interrupted: str = ""
+    # Set when the check ran in another mode than the one asked for, because
+    # its context cannot run in that one (HOL Light: a context that cannot be
+    # compiled natively runs in bytecode): why. "" when it ran as asked.
+    fallback: str = ""
 
 
 @dataclass(frozen=True)

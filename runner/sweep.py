@@ -13,7 +13,7 @@ import os
 import secrets
 import socket
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Mapping
 
@@ -43,10 +43,6 @@ from .results.rows import ResultRow
 from .settings import beyond_ram, format_size
 from .sweep_dir import check_manifest, check_out_dir, check_resume_settings
 
-FALLBACK_MARK = "[ran in bytecode: "
-REFUSED_MARK = "context cannot run natively (--no-fallback): "
-
-
 def _common(reasons: list[str]) -> tuple[str, int]:
     """The most frequent of ``reasons`` (the first of equals) and its count."""
     top = Counter(reasons).most_common(1)
@@ -65,6 +61,10 @@ class SweepSummary:
     skipped: int = 0        # attempts early stop skipped (no row; OUT/skipped.csv)
     rechecked: int = 0      # recorded checks run again: their answers changed, or are gone
     problem_ids: tuple[str, ...] | None = None   # this run's problems; None: every row's
+    # Problem id -> why its checks cannot run in the mode asked for
+    # (PreparedSweep.not_native), and whether they were refused for it.
+    not_native: Mapping[str, str] = field(default_factory=dict)
+    no_fallback: bool = False
 
     def _rows(self) -> pa.Table:
         table = self.table
@@ -76,21 +76,21 @@ class SweepSummary:
     def fallbacks(self) -> str | None:
         """The line saying how many checks ran in bytecode because their
         context cannot be compiled natively (or, with --no-fallback, got
-        ERROR for it), with the most common reason; None when none did."""
-        reasons = [r for r in self._rows()["reason"].to_pylist() if r]
-        fell = [r.split(FALLBACK_MARK, 1)[1].rstrip("]") for r in reasons if FALLBACK_MARK in r]
-        refused = [r.split(REFUSED_MARK, 1)[1] for r in reasons if REFUSED_MARK in r]
-        lines = []
-        if fell:
-            why, n = _common(fell)
-            also = "" if n == len(fell) else f"; {len(fell) - n} for other reasons"
-            lines.append(f"{len(fell)} checks fell back to bytecode ({why}{also})")
-        if refused:
-            why, n = _common(refused)
-            also = "" if n == len(refused) else f"; {len(refused) - n} for other reasons"
-            lines.append(f"{len(refused)} checks got ERROR: their context cannot run natively and "
-                         f"--no-fallback keeps them out of bytecode ({why}{also})")
-        return "; ".join(lines) or None
+        ERROR for it), with the most common reason; None when none did.
+        Read off the problems the backend classified (``not_native``), not
+        off the rows' reasons: those are for people."""
+        rows = self._rows()
+        why = [self.not_native[pid] for pid, key in zip(rows["problem_id"].to_pylist(),
+                                                         rows["image_key"].to_pylist())
+               if key and pid in self.not_native]      # no key: no check was due (no answer)
+        if not why:
+            return None
+        common, n = _common(why)
+        also = "" if n == len(why) else f"; {len(why) - n} for other reasons"
+        if self.no_fallback:
+            return (f"{len(why)} checks got ERROR: their context cannot run natively and "
+                    f"--no-fallback keeps them out of bytecode ({common}{also})")
+        return f"{len(why)} checks fell back to bytecode ({common}{also})"
 
     def every_context_failed(self) -> str | None:
         """When every context the sweep's checks needed failed to load: one
@@ -104,8 +104,7 @@ class SweepSummary:
                 contexts.setdefault(key, []).append(reason or "")
         if not contexts or not all(r.startswith("setup:") for rs in contexts.values() for r in rs):
             return None
-        first = [rs[0].split(" " + FALLBACK_MARK, 1)[0] for rs in contexts.values()]
-        cause, _ = _common(first)
+        cause, _ = _common([rs[0] for rs in contexts.values()])
         return f"every context failed to load ({len(contexts)} of {len(contexts)}): {cause}"
 
 
@@ -360,6 +359,7 @@ def _run_sweep(prepared: PreparedSweep, executor, on_row, on_start, on_skip, on_
     verdicts = selected.verdict_counts()
     skipped_now = skipped - len(skipped_before)
     return SweepSummary(problem_ids=tuple(p.problem_id for p in prepared.problems),
+                        not_native=prepared.not_native, no_fallback=cfg.no_fallback,
                         out=cfg.out, counts=verdicts, total=len(prepared.tasks),
                         ran_now=len(pending) - skipped_now,
                         resumed=len(prepared.tasks) - len(pending) - len(skipped_before),

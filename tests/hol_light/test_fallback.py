@@ -6,7 +6,9 @@ such a check ERROR with the reason; native compiling is announced and
 recorded where image builds are, so `proofbatch report` counts it.
 
 One native server for the module; the fallback runs in the shared bytecode
-session (``hol_session``), so no test boots HOL Light of its own.
+session (``hol_session``), so no test boots HOL Light of its own. The count
+of fallbacks is read off the backend's classification, never off the rows'
+reasons (issue 35, point 4): that test needs no HOL Light.
 """
 
 from __future__ import annotations
@@ -16,17 +18,19 @@ import json
 
 import pytest
 
+import pyarrow as pa
+
 from cluster.local import LocalExecutor
 from runner import events
 from runner.reporting import progress, report
 from runner.errors import InputError
 from runner.provers.hol_light.map_modes import RATIO_MAX
-from runner.sweep import SweepConfig, prepare, run_sweep
+from runner.planning.sweep_config import SweepConfig
+from runner.sweep import SweepSummary, prepare, run_sweep
 from runner.sweep_dir import check_manifest
 
 from ..helpers import TEST_MEM_LIMIT, make_corpus
 
-pytestmark = pytest.mark.hol
 LIMIT = 20.0
 DEPTH = ("#print_depth 5;;\n", "`T`", "ACCEPT_TAC TRUTH")       # refused natively
 NATIVE = ("let pb_two = 2;;\n", "`1 + 1 = 2`", "ARITH_TAC")
@@ -118,3 +122,23 @@ def test_no_fallback_makes_a_context_that_cannot_run_natively_error(native_build
     again = prepare(dataclasses.replace(config, no_fallback=False))
     with pytest.raises(InputError, match="no-fallback"):
         check_manifest(again, None)
+
+
+def _summary(rows: list[tuple[str, str, str]], **kw) -> SweepSummary:
+    table = pa.table({k: list(v) for k, v in zip(("problem_id", "image_key", "reason"), zip(*rows))})
+    return SweepSummary(out=None, counts=None, total=len(rows), ran_now=len(rows), resumed=0,
+                        quarantined=[], table=table, **kw)
+
+
+def test_fallbacks_are_counted_from_the_classification_not_from_reasons():
+    depth = "#print_depth is a toplevel directive"
+    not_native = {"a": depth, "b": depth, "c": "a computed load", "gone": "not in this run"}
+    rows = [("a", "k1", "OK"), ("b", "k1", "FAIL: no"), ("c", "k2", "OK"),
+            ("d", "k3", "OK [ran in bytecode: a reason that is only words]"),    # not classified
+            ("a", "", "no answer given for this problem")]                       # no check was due
+    summary = _summary(rows, not_native=not_native, problem_ids=("a", "b", "c", "d"))
+    assert summary.fallbacks() == ("3 checks fell back to bytecode (#print_depth is a toplevel "
+                                   "directive; 1 for other reasons)")
+    refused = _summary(rows, not_native=not_native, no_fallback=True)
+    assert refused.fallbacks().startswith("3 checks got ERROR: their context cannot run natively")
+    assert _summary(rows, not_native={}).fallbacks() is None

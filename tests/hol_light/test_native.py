@@ -234,12 +234,13 @@ def test_what_cannot_compile_runs_in_bytecode_and_says_why(native_build, hol_ses
     finally:
         session.close()
     assert all(r.outcome.verdict.value == "OK" for r in results.values()), results
+    # Why each fell back is a field of its result, not only words in its reason.
     assert results["fb.directive"].mode == "bytecode"
+    assert "#load" in results["fb.directive"].fallback
     assert "ran in bytecode" in results["fb.directive"].outcome.reason
-    assert "#load" in results["fb.directive"].outcome.reason
     assert results["fb.weak"].mode == "bytecode"
-    assert "does not compile natively" in results["fb.weak"].outcome.reason
-    assert results["fb.native"].mode == MODE
+    assert "does not compile natively" in results["fb.weak"].fallback
+    assert (results["fb.native"].mode, results["fb.native"].fallback) == (MODE, "")
 
 
 # -- modes and limits ----------------------------------------------------------

@@ -10,7 +10,8 @@ compiled before it is loaded: each context segment into a module that its
 image Dynlink-loads, and answers in batches into plugins that each check
 loads. A context that cannot be compiled (a toplevel directive, a computed
 load path, a compile error) runs in a bytecode session instead, and its
-checks say so in their reason; with ``no_fallback`` they are ERROR instead.
+checks' results say why (``CheckResult.fallback``, and their reason); with
+``no_fallback`` they are ERROR instead.
 
 A sweep compiles its contexts before it gives its checks their limits
 (``NativeHolLightBackend.classify``: a check's limit must belong to the mode
@@ -454,8 +455,10 @@ class NativeSession(ForkSession):
         if problem.problem_id not in session.problems():
             session.prepare([problem])     # else prepare() handed it over, counted once
         result = session.check(problem, limits)
+        # Said in the reason too, for whoever reads the row: rows have no
+        # column of their own for it yet. Nothing reads it back.
         outcome = Outcome(result.outcome.verdict, f"{result.outcome.reason} [ran in bytecode: {why}]")
-        return dataclasses.replace(result, outcome=outcome, mode=FALLBACK_MODE)
+        return dataclasses.replace(result, outcome=outcome, mode=FALLBACK_MODE, fallback=why)
 
     def _run_check(self, image: ImageProcess, problem: Problem, limits: CheckLimits,
                    compiled: Compiled, plugin: str) -> CheckResult:
