@@ -65,6 +65,26 @@ def add_arguments(run) -> None:
     cluster.add_arguments(run)    # --cluster and each executor's options
 
 
+def agrees_with_server(remote: RemoteSession, server: Path, config: SweepConfig) -> None:
+    """Raises InputError when the image server on ``server`` serves checks
+    another way than ``config`` asks: its rows would say what it did, not
+    what the run asked (mode, context proofs, limit clock)."""
+    mode = str(remote.info.mode or "bytecode")
+    if mode != str(config.mode):
+        raise InputError(server, f"serves {mode} images, not {config.mode}", f"pass --mode {mode}, "
+                         f"or serve with --mode {config.mode}" + (" (a server serves bytecode or "
+                         "native, not auto)" if str(config.mode) == "auto" else ""))
+    served = remote.info.context_proofs or "replay"
+    if served != config.context_proofs:
+        raise InputError(server, f"serves images with --context-proofs {served}, not "
+                         f"{config.context_proofs}", f"pass --context-proofs {served}, or serve "
+                         f"with --context-proofs {config.context_proofs}")
+    if (clock := remote.clock()) not in (None, str(config.limit_clock)):
+        raise InputError(server, f"serves checks limited on the {clock} clock, not "
+                         f"{config.limit_clock}", f"pass --limit-clock {clock}, or serve with "
+                         f"--limit-clock {config.limit_clock}")
+
+
 def run(args) -> int:
     remote = RemoteSession(args.server, args.server_timeout) if args.server is not None else None
     context_root = args.context_root
@@ -92,6 +112,8 @@ def run(args) -> int:
         allow_missing_answers=args.allow_missing_answers, no_fallback=args.no_fallback,
         problems=tuple(args.problems) if args.problems else None,
         costs_from=tuple(args.costs_from) if args.costs_from else None)
+    if remote is not None:      # before a native sweep spends minutes compiling
+        agrees_with_server(remote, args.server, config)
     require_sweeps(config.costs_from or ())      # before a native sweep spends minutes compiling
     with progress.PrepareLog():        # --mode native compiles the contexts here
         prepared = prepare(config)
@@ -99,15 +121,6 @@ def run(args) -> int:
         progress.console.print(f"[bold yellow]warning:[/] {warning}")
     executor = cluster.make_executor(args, config.workers)
     if remote is not None:
-        served = remote.info.context_proofs or "replay"
-        if served != config.context_proofs:
-            raise InputError(args.server, f"serves images with --context-proofs {served}, not "
-                             f"{config.context_proofs}", f"pass --context-proofs {served}, or serve "
-                             f"with --context-proofs {config.context_proofs}")
-        if (clock := remote.clock()) not in (None, str(config.limit_clock)):
-            raise InputError(args.server, f"serves checks limited on the {clock} clock, not "
-                             f"{config.limit_clock}", f"pass --limit-clock {clock}, or serve with "
-                             f"--limit-clock {config.limit_clock}")
         executor = LocalExecutor(workers=config.workers, session=remote)
     with progress.SweepProgress(prepared.plan, config.workers) as bar:
         summary = run_sweep(prepared, executor,

@@ -99,3 +99,89 @@ def test_a_second_server_on_a_held_folder_is_refused_before_booting(tmp_path):
             os.killpg(first.pid, signal.SIGKILL)
             first.wait()
         first.stderr.close()
+
+
+def test_a_runner_in_another_mode_than_the_server_s_is_refused(tmp_path, capsys):
+    """A native server's rows would say native under a bytecode run's limits
+    (and the reverse): refused in one line naming both fixes, before the
+    runner compiles anything."""
+    from runner import cli
+    from runner.checks.image_server import ImageServer
+    from runner.prover import BackendInfo
+
+    from ..helpers import DEMO
+
+    class Session:
+        info = BackendInfo(prover="hol-light", build="test", mode="native", context_proofs="replay")
+
+    server = ImageServer(Session(), tmp_path / "srv").start()
+    try:
+        codes = [cli.main(["run", str(DEMO), "--out", str(tmp_path / f"out-{mode}"), "--mode", mode,
+                           "--problems", "arith.add_comm", "--server", str(tmp_path / "srv")])
+                 for mode in ("bytecode", "auto")]
+    finally:
+        server.close()
+    err = capsys.readouterr().err.strip().splitlines()
+    assert codes == [2, 2] and len(err) == 2, err
+    assert err[0].endswith("serves native images, not bytecode; pass --mode native, or serve with "
+                           "--mode bytecode")
+    assert "not auto" in err[1] and "a server serves bytecode or native" in err[1]
+    assert not (tmp_path / "out-bytecode").exists() and not (tmp_path / "out-auto").exists()
+
+
+def test_a_native_server_s_images_serve_a_second_runner_without_loading_again(native_build, tmp_path):
+    """`serve --mode native`: runners check natively in the server's images,
+    with the verdicts a sweep of their own gives, and a second runner (a
+    rerun with other answers, a resumed sweep) loads no image again: the
+    server says each image it loads, and says none for the second."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from runner import cli
+
+    from ..helpers import DEMO, ROOT, expected_verdicts
+
+    folder, log = tmp_path / "srv", tmp_path / "serve.log"
+    picked = ["arith.add_comm", "arith.false_claim", "fault.cheat_tac", "ring.defs_step2"]
+    with open(log, "w") as err:
+        server = subprocess.Popen([sys.executable, "-m", "runner.cli", "serve", str(folder), "--mode",
+                                   "native", "--context-root", str(DEMO)], cwd=ROOT, stderr=err,
+                                  start_new_session=True)
+    try:
+        deadline = time.monotonic() + 600
+        while "serving HOL Light images" not in log.read_text():
+            assert server.poll() is None and time.monotonic() < deadline, log.read_text()
+            time.sleep(0.5)
+        assert "--mode native" in log.read_text()       # what a runner must pass, said
+        rows = {}
+        for out in ("first", "second"):
+            code = cli.main(["run", str(DEMO), "--out", str(tmp_path / out), "--mode", "native",
+                             "--problems", ",".join(picked), "--server", str(folder)])
+            assert code == 0
+            rows[out] = {r["problem_id"]: r for r in
+                         _csv_rows(tmp_path / out / "results.csv")}
+            if out == "first":
+                loaded = log.read_text().count("proofbatch serve: loading ")
+        assert loaded >= 2          # an empty context and ring.defs_step2's, each once
+        assert log.read_text().count("proofbatch serve: loading ") == loaded
+        expected = expected_verdicts()
+        for out, got in rows.items():
+            assert {p: r["verdict"] for p, r in got.items()} == {p: expected[p] for p in picked}, out
+            assert {r["mode"] for r in got.values()} == {"native"}, out
+    finally:
+        os.killpg(server.pid, signal.SIGTERM)
+        try:
+            server.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            os.killpg(server.pid, signal.SIGKILL)
+            server.wait()
+
+
+def _csv_rows(path):
+    import csv
+
+    with open(path, newline="") as f:
+        return list(csv.DictReader(f))

@@ -31,6 +31,12 @@ def add_arguments(p) -> None:
     p.add_argument("--sandbox", choices=KINDS, **option(SandboxConfig, "kind"))
     p.add_argument("--context-proofs", choices=("replay", "trust"),
                    **option(SweepConfig, "context_proofs"))
+    # Not auto: auto routes each check by the runner's map, which the server
+    # does not have, so the server and the runner could disagree on a mode.
+    p.add_argument("--mode", choices=("bytecode", "native"), default="bytecode",
+                   help="the images served: bytecode (HOL Light's toplevel) or native (compiled; "
+                   "runners pass the same --mode; docs/native.md)")
+    p.add_argument("--no-fallback", action="store_true", **option(SweepConfig, "no_fallback"))
     p.add_argument("--limit-clock", choices=("cpu", "wall"), default=None,
                    help="the one clock this server's checks may be limited on (runners on another "
                    "are refused); default: each runner's own (docs/limits.md)")
@@ -89,11 +95,14 @@ def served_backend(args):
     ``DIR/logs``, beside the socket, since runners see only their rows."""
     from .backend import HolLightBackend
     from .install import find_hol_light
+    from .native_auto import mode_backend
 
-    return HolLightBackend(find_hol_light(args.hol_light), args.context_root or Path.cwd(),
-                           max_images=args.max_images, grace_s=args.grace,
-                           sandbox_config=SandboxConfig(kind=args.sandbox),
-                           context_proofs=args.context_proofs, log_dir=Path(args.dir) / "logs")
+    install, root = find_hol_light(args.hol_light), args.context_root or Path.cwd()
+    common = dict(max_images=args.max_images, grace_s=args.grace, context_proofs=args.context_proofs,
+                  sandbox_config=SandboxConfig(kind=args.sandbox), log_dir=Path(args.dir) / "logs")
+    if args.mode == "native":
+        return mode_backend("native", install, root, no_fallback=args.no_fallback, **common)
+    return HolLightBackend(install, root, **common)
 
 
 def run(args) -> int:
@@ -120,8 +129,11 @@ def _serve(args) -> int:
             session = backend.start(workdir)
         with session:
             server = ImageServer(session, args.dir, clock=args.limit_clock, held=True)
-            say(f"serving HOL Light images on {args.dir}: run `proofbatch run CORPUS --out OUT "
-                f"--server {args.dir}`; logs in {backend.log_dir}; Ctrl-C or SIGTERM stops it")
+            flags = "".join(f" --{k} {v}" for k, v in (("mode", args.mode),
+                                                          ("context-proofs", args.context_proofs))
+                            if v not in ("bytecode", "replay"))
+            say(f"serving HOL Light images on {args.dir}: run `proofbatch run CORPUS --out OUT{flags} "
+                f"--server {args.dir}`; logs in {Path(args.dir) / 'logs'}; Ctrl-C or SIGTERM stops it")
             try:
                 with BootNews():         # images loaded for runners, as they load
                     server.serve_forever()

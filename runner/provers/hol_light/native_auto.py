@@ -218,14 +218,23 @@ class ModeSession(ProverSession):
 def native_backend(config, install: HolLightInstall, context_root: Path) -> ProverBackend:
     """The backend of ``--mode native|auto`` for a sweep config; builds the
     native HOL Light into the cache first if it is not there."""
-    if config.mode not in MODES:
-        raise InputError("--mode", f"{config.mode!r} is not an execution mode", "pass bytecode, native or auto")
+    return mode_backend(config.mode, install, context_root, grace_s=config.grace,
+                        max_images=config.max_images, sandbox_config=for_sweep(config),
+                        log_dir=Path(config.out) / "logs", context_proofs=config.context_proofs,
+                        no_fallback=getattr(config, "no_fallback", False))
+
+
+def mode_backend(mode: str, install: HolLightInstall, context_root: Path, *, grace_s: float,
+                 max_images: int, sandbox_config, log_dir: Path, context_proofs,
+                 no_fallback: bool = False) -> "ModeBackend":
+    """A ``native`` or ``auto`` backend, for a sweep or for `proofbatch serve`."""
+    if mode not in MODES:
+        raise InputError("--mode", f"{mode!r} is not an execution mode", "pass bytecode, native or auto")
     build = build_native(install, log=lambda line: progress.console.print(f"  native build: {line}"))
     # The same box and jail as bytecode checks (runner/checks/sandbox.py).
-    native = NativeHolLightBackend(install, build, context_root, grace_s=config.grace,
-                                   max_images=config.max_images, sandbox_config=for_sweep(config),
-                                   log_dir=Path(config.out) / "logs",
-                                   context_proofs=config.context_proofs,
-                                   no_fallback=getattr(config, "no_fallback", False))
+    native = NativeHolLightBackend(install, build, context_root, grace_s=grace_s,
+                                   max_images=max_images, sandbox_config=sandbox_config,
+                                   log_dir=log_dir, context_proofs=context_proofs,
+                                   no_fallback=no_fallback)
     # The sweep hands over its map, read once (ModeBackend.use_map).
-    return ModeBackend(config.mode, native)
+    return ModeBackend(mode, native)
