@@ -5,7 +5,9 @@ of its limits are under twice the measured time. This script takes the
 bench's problems whose map time is 15-60 s and whose limit is under 3x that
 time, draws ``--problems`` of them at random (the seed is printed) from at
 least ``--min-files`` arm proof files, and runs them through the CLI as the
-README documents it (natively, trusted contexts, the bench's map):
+README documents it (natively, trusted contexts, the bench's map), every
+sweep checking in the images of one ``proofbatch serve --mode native``
+(loaded once, during the first run; docs/images.md):
 
 1. on the host as it is (``quiet``; its load is printed), default clock;
 2. ``proofbatch calibrate`` on the same corpus (a small sample), for
@@ -29,10 +31,12 @@ from __future__ import annotations
 import json
 import os
 import random
+import shutil
 import signal
 import statistics
 import subprocess
 import sys
+import time
 from collections import defaultdict
 from pathlib import Path
 
@@ -85,9 +89,38 @@ class Busy:
             p.wait()
 
 
+class Server:
+    """``proofbatch serve --mode native`` for the script's sweeps: each sweep
+    pays the proofs, not the loading of their contexts again (up to 3,183 s
+    of image loads per sweep here, most of each sweep)."""
+
+    def __init__(self, args, folder: Path):
+        self.args, self.dir, self.log = args, folder, folder.with_suffix(".log")
+
+    def __enter__(self) -> "Server":
+        argv = PROOFBATCH + ["serve", self.dir, "--mode", "native", "--context-proofs", "trust",
+                             "--no-fallback", "--hol-light", self.args.work / "hol-light",
+                             "--context-root", self.args.work / "s2n-bignum",
+                             "--max-images", str(self.args.max_images)]
+        log("$ " + " ".join(map(str, argv)) + f" 2> {self.log}")
+        with open(self.log, "w") as err:
+            self.proc = subprocess.Popen([str(a) for a in argv], cwd=ROOT, stderr=err,
+                                         start_new_session=True)
+        while "serving HOL Light images" not in self.log.read_text():
+            if self.proc.poll() is not None:
+                raise SystemExit(f"proofbatch serve ended with exit {self.proc.returncode}: {self.log}")
+            time.sleep(1)
+        return self
+
+    def __exit__(self, *exc):
+        os.killpg(self.proc.pid, signal.SIGTERM)
+        self.proc.wait()
+
+
 def sweep(args, name: str, corpus: Path, chosen: Path, *extra) -> tuple[dict, float, str]:
     out = args.work / f"loaded-{args.seed}-{name}"
     argv = PROOFBATCH + ["run", corpus, "--problems", f"@{chosen}", "--out", out,
+                         "--server", args.work / f"loaded-{args.seed}-serve",
                          "--hol-light", args.work / "hol-light", "--context-root", args.work / "s2n-bignum",
                          "--context-proofs", "trust", "--mode", "native", "--no-fallback",
                          "--workers", str(args.workers), "--timeout-map", args.bench_map,
@@ -113,6 +146,8 @@ def main() -> int:
     parser.add_argument("--min-files", type=int, default=3)
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--busy", type=int, default=3, help="spinning processes per core while loaded")
+    parser.add_argument("--max-images", type=int, default=32,
+                        help="images the server keeps loaded (every context of the draw, so none loads twice)")
     parser.add_argument("--host-factor", default="auto",
                         help="for the loaded default run: auto (calibrate first), none, or a number")
     args = parser.parse_args()
@@ -126,28 +161,36 @@ def main() -> int:
     files = sorted({e["problem_id"].split(".")[1] for e in picked})
     log(f"seed {args.seed}: {len(picked)} problems from {len(files)} files: {', '.join(files)}")
     corpus = args.work / f"loaded-corpus-{args.seed}"
+    shutil.rmtree(corpus, ignore_errors=True)
     step(PROOFBATCH + ["extract", *[s2n / "arm/proofs" / f"{f}.ml" for f in files], "--out", corpus,
                        "--prefix", "arm"], cwd=ROOT)
     chosen = args.work / f"loaded-problems-{args.seed}.txt"
     chosen.write_text("".join(e["problem_id"] + "\n" for e in picked))
 
+    # Fresh folders: a sweep or calibration resumed from an earlier run of
+    # this script would report that run's rows as this one's.
+    for name in ("quiet", "wall", "cpu", "calibrate", "serve"):
+        shutil.rmtree(args.work / f"loaded-{args.seed}-{name}", ignore_errors=True)
     runs, lines = {}, [f"seed {args.seed}: {len(picked)} problems of {len(files)} arm files "
                        f"({', '.join(files)}), {args.workers} workers on {os.cpu_count()} CPUs"]
-    runs["quiet"] = sweep(args, "quiet", corpus, chosen)
-    factor = []
-    if args.host_factor == "auto":
-        step(PROOFBATCH + ["calibrate", corpus, "--timeout-map", args.bench_map, "--map-mode", "native",
-                           "--mode", "native", "--context-proofs", "trust", "--hol-light",
-                           args.work / "hol-light", "--context-root", s2n, "--sample", "4",
-                           "--budget", "90"], cwd=ROOT)
-        factor = ["--host-factor", "auto"]
-    elif args.host_factor != "none":
-        factor = ["--host-factor", args.host_factor]
     busy = args.busy * (os.cpu_count() or 1)
-    with Busy(busy):
-        # The bench's harness exactly: a wall alarm at the limit + 30 s.
-        runs["wall"] = sweep(args, "wall", corpus, chosen, "--limit-clock", "wall", "--limit-slack", "30")
-        runs["cpu"] = sweep(args, "cpu", corpus, chosen, *factor)
+    with Server(args, args.work / f"loaded-{args.seed}-serve"):
+        runs["quiet"] = sweep(args, "quiet", corpus, chosen)
+        factor = []
+        if args.host_factor == "auto":
+            step(PROOFBATCH + ["calibrate", corpus, "--timeout-map", args.bench_map, "--map-mode",
+                               "native", "--mode", "native", "--context-proofs", "trust", "--hol-light",
+                               args.work / "hol-light", "--context-root", s2n, "--sample", "4",
+                               "--budget", "90", "--out", args.work / f"loaded-{args.seed}-calibrate"],
+                 cwd=ROOT)
+            factor = ["--host-factor", "auto"]
+        elif args.host_factor != "none":
+            factor = ["--host-factor", args.host_factor]
+        with Busy(busy):
+            # The bench's harness exactly: a wall alarm at the limit + 30 s.
+            runs["wall"] = sweep(args, "wall", corpus, chosen, "--limit-clock", "wall",
+                                 "--limit-slack", "30")
+            runs["cpu"] = sweep(args, "cpu", corpus, chosen, *factor)
     for name, (_, wall, load) in runs.items():
         lines.append(f"{name}: wall {wall:.0f} s, {load}"
                      + (f", {busy} spinning processes beside the workers" if name != "quiet" else ""))
