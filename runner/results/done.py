@@ -85,9 +85,9 @@ def read_shard(path: Path, columns: tuple[str, ...] = COLUMNS) -> pa.Table | Non
         raise FileNotFoundError(path)
     if raw == "bad":
         return None
-    table, older, _ = raw
+    table, plan = raw
     try:
-        return conform(table, columns, older)
+        return conform(table, columns, plan.older)
     except (pa.ArrowException, ValueError):
         return None
 
