@@ -23,7 +23,8 @@ import pytest
 from runner.checks.image_server import ImageServer
 
 from .helpers import DEMO, ROOT, make_corpus
-from .test_stopping import LOOP, QUICK, STOPPED_WITHIN_S, booting, leftovers, wait_for, workdir
+from .test_stopping import LOOP, QUICK, SIGNALS_AT_DEFAULT, STOPPED_WITHIN_S, booting, leftovers, \
+    wait_for, workdir
 
 pytestmark = pytest.mark.hol
 
@@ -34,7 +35,7 @@ def start(tmp_path: Path, problems: dict, *extra: str, mode: str = "bytecode", s
     tmp.mkdir()
     c = make_corpus(tmp_path / "corpus", problems)
     out = tmp_path / "out"
-    argv = [sys.executable, "-m", "runner.cli", "run", str(c), "--out", str(out),
+    argv = [*SIGNALS_AT_DEFAULT, sys.executable, "-m", "runner.cli", "run", str(c), "--out", str(out),
             "--workers", "2", "--default-timeout", "300", "--mem-limit", "2G", "--mode", mode,
             *extra]
     env = {**os.environ, "TMPDIR": str(tmp)}
@@ -110,7 +111,8 @@ def test_nohup_ignores_the_hang_up(tmp_path):
     """`nohup proofbatch run ...` asked to survive a hang-up: it does."""
     tmp = tmp_path / "tmp"
     tmp.mkdir()
-    argv = ["nohup", sys.executable, "-m", "runner.cli", "run",
+    # SIGHUP at its default first: the launcher's own nohup must not be what passes this.
+    argv = [*SIGNALS_AT_DEFAULT, "nohup", sys.executable, "-m", "runner.cli", "run",
             str(make_corpus(tmp_path / "corpus", QUICK)), "--out", str(tmp_path / "out"),
             "--mem-limit", "2G"]
     runner = subprocess.Popen(argv, cwd=ROOT, env={**os.environ, "TMPDIR": str(tmp)},

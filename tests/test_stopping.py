@@ -34,6 +34,12 @@ LOOP = "(fun g -> let rec go (_, gs, _) = go (ONCE_REWRITE_TAC[ADD_SYM] (hd gs))
 SLOW_CONTEXT = ("let proofbatch_slow_context =\n"
                 "  let t = Sys.time () in while Sys.time () -. t < 120.0 do () done;;\n")
 STOPPED_WITHIN_S = 10.0
+# A suite started from a background shell (`&`, nohup) hands its children
+# SIGINT (and under nohup SIGHUP) ignored, and proofbatch rightly keeps an
+# ignored signal ignored; so each runner here is started through coreutils'
+# `env --default-signal`, which execs it (same pid) with both at their
+# default, as a terminal's foreground job has them.
+SIGNALS_AT_DEFAULT = ("env", "--default-signal=INT,HUP")
 
 
 QUICK = {"stop.quick": ("", "`x + 0 = x`\n", "ARITH_TAC\n")}
@@ -45,7 +51,8 @@ def start_runner(tmp_path: Path, *, busy: bool, mode: str) -> tuple[subprocess.P
     tmp = tmp_path / "tmp"
     tmp.mkdir()
     c = make_corpus(tmp_path / "corpus", BUSY if busy else QUICK)
-    argv = [sys.executable, "-m", "runner.cli", "run", str(c), "--out", str(tmp_path / "out"),
+    argv = [*SIGNALS_AT_DEFAULT, sys.executable, "-m", "runner.cli", "run", str(c),
+            "--out", str(tmp_path / "out"),
             "--workers", "2", "--default-timeout", "300", "--mem-limit", "2G", "--mode", mode]
     env = {**__import__("os").environ, "TMPDIR": str(tmp)}
     runner = subprocess.Popen(argv, cwd=ROOT, env=env, stdout=subprocess.DEVNULL,
