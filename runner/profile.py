@@ -32,7 +32,7 @@ from typing import Callable
 import psutil
 
 from . import provers as backends
-from .corpus import Problem
+from .corpus import Problem, select_problems
 from .errors import InputError
 # The profile's files and their reader live in profile_data, which the
 # planner reads without the sweep; they are this module's API too.
@@ -81,6 +81,9 @@ class ProfileConfig:
                                default=False)
     executor: str = _help("the executor the runs go to (local, slurm, dask, dask-slurm; `run "
                          "--cluster`), recorded in each generation", default="local")
+    problems: tuple[str, ...] | None = _help(
+        "profile only these problems: ids, globs or @FILE, as `run --problems`; a later, wider "
+        "selection is new problems (--incremental profiles just those)", default=None)
 
 
 def content_hash(problem: Problem) -> str:
@@ -180,7 +183,9 @@ def profile(cfg: ProfileConfig, executor_for: Callable[[SweepConfig], object],
         raise InputError("--ceiling", f"{cfg.ceiling_s} s is not a usable time limit",
                          "pass seconds, from 1 up to a week")
     sweep_dir.check_profile_out(cfg.out, cfg.corpus)       # as `run` checks its --out
-    problems = {p.problem_id: p for p in backends.load_problems(cfg.corpus, cfg.answers)}
+    loaded = backends.load_problems(cfg.corpus, cfg.answers)
+    problems = {p.problem_id: p for p in (select_problems(loaded, cfg.problems) if cfg.problems
+                                          else loaded)}
     hashes = {pid: content_hash(p) for pid, p in problems.items()}
     prov_path, summary_path = cfg.out / PROVENANCE, cfg.out / SUMMARY
     provenance = _read_json(prov_path, "profile provenance") if prov_path.exists() else None
@@ -216,11 +221,24 @@ def profile(cfg: ProfileConfig, executor_for: Callable[[SweepConfig], object],
         _run_generation(cfg, generation, executor_for, on_run, on_row, on_start)
         generation["finished"] = _now()
         _write_json(prov_path, provenance)
-    provenance["problems"] = {pid: {"content_sha256": h, "category": problems[pid].category}
-                              for pid, h in sorted(hashes.items())}
+    # A selection (--problems) profiles some problems; those profiled before
+    # stay in the profile while the corpus holds them unchanged.
+    kept = _still_profiled(provenance, loaded, hashes) if cfg.problems else {}
+    provenance["problems"] = dict(sorted({
+        **kept, **{pid: {"content_sha256": h, "category": problems[pid].category}
+                   for pid, h in hashes.items()}}.items()))
+    hashes = {**hashes, **{pid: e["content_sha256"] for pid, e in kept.items()}}
     _write_json(prov_path, provenance)
     write_summary(cfg.out, provenance, set(hashes))
     return load_profile(cfg.out)
+
+
+def _still_profiled(provenance: dict, corpus: list[Problem], selected: dict[str, str]) -> dict:
+    """The problems an earlier profile recorded, outside ``selected``, that
+    the corpus still holds with the same content: provenance entries."""
+    before = {pid: e for pid, e in (provenance.get("problems") or {}).items() if pid not in selected}
+    return {p.problem_id: before[p.problem_id] for p in corpus if p.problem_id in before
+            and before[p.problem_id].get("content_sha256") == content_hash(p)}
 
 
 def _check_resumable(prov_path: Path, provenance, summary_path: Path, summary) -> None:

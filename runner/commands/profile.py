@@ -15,6 +15,7 @@ import cluster
 from cluster.local import LocalExecutor
 
 from ..reporting import progress
+from ..corpus import problem_patterns
 from ..errors import InputError
 from ..maps import nodes as node_speed
 from ..maps.profile_data import on_clock
@@ -46,6 +47,8 @@ def add_arguments(p) -> None:
     p.add_argument("--limit-clock", choices=("cpu", "wall"), **opt("limit_clock"))
     p.add_argument("--verify-trust", action="store_true", **opt("verify_trust"))
     p.add_argument("--incremental", action="store_true", **opt("incremental"))
+    p.add_argument("--problems", type=problem_patterns, action="extend", metavar="ID,GLOB,@FILE",
+                   **opt("problems"))
     p.add_argument("--map", type=Path, help="then derive this timeout map from the profile "
                    "(default policy; see `proofbatch timeout-map`)")
     # Each run is a sweep: the same executors and options as `run` (--cluster
@@ -60,7 +63,8 @@ def run(args) -> int:
                         context_root=args.context_root, incremental=args.incremental, mode=args.mode,
                         command=tuple(sys.argv), context_proofs=args.context_proofs,
                         verify_trust=args.verify_trust, limit_clock=args.limit_clock,
-                        executor=args.cluster)
+                        executor=args.cluster,
+                        problems=tuple(args.problems) if args.problems else None)
     if args.add_tasks:
         # Each run is its own sweep, started and finished by this driver.
         raise InputError("--add-tasks", "adds array tasks to a running sweep, not to a profile",
