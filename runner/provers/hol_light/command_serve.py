@@ -53,6 +53,7 @@ class BootNews:
     def __init__(self):
         self._started: dict[str, float] = {}
         self._booting: str | None = None
+        self._boot_at = 0.0
         self._done = threading.Event()
         self._thread = threading.Thread(target=self._still, daemon=True, name="serve-news")
 
@@ -60,7 +61,7 @@ class BootNews:
         if e.kind in ("boot", "image"):
             self._started[e.key] = e.at
             if e.kind == "boot":
-                self._booting = e.name
+                self._booting, self._boot_at = e.name, e.at
                 say(f"booting {e.name} (this takes minutes: 70-90 s of CPU, more on a busy host)")
             else:
                 say(f"loading {e.name} (image {e.key[:12]})")
@@ -72,10 +73,11 @@ class BootNews:
             say(f"{e.name} {what} in {secs:.0f} s")
 
     def _still(self) -> None:
-        started = time.monotonic()
+        # A native server boots when the first runner prepares, not when
+        # serve starts: the time is counted from the boot's own start.
         while not self._done.wait(STILL_EVERY_S):
             if self._booting:
-                say(f"still booting {self._booting} ({time.monotonic() - started:.0f} s so far)")
+                say(f"still booting {self._booting} ({time.monotonic() - self._boot_at:.0f} s so far)")
 
     def __enter__(self) -> "BootNews":
         from ... import events
