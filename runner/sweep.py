@@ -43,6 +43,7 @@ from .results.rows import ResultRow
 from .settings import beyond_ram, format_size
 from .sweep_dir import check_manifest, check_out_dir, check_resume_settings
 
+
 def _common(reasons: list[str]) -> tuple[str, int]:
     """The most frequent of ``reasons`` (the first of equals) and its count."""
     top = Counter(reasons).most_common(1)
