@@ -6,7 +6,8 @@ csv module, ``status`` as a scan) measured in the same run.
 
 Rows are synthetic, made with ``runner.results.rows.rows_to_table`` (32 attempts
 per problem, every verdict; a block of 10,000 rows, repeated with its
-problem ids, attempts, hashes and times shifted in Arrow) and written as ``OUT/shards/*.parquet``. Each
+problem ids, attempts, hashes and times shifted in Arrow) and written as ``OUT/shards/*.parquet``
+with the options writers use (``runner.results.shards.WRITE_OPTIONS``). Each
 configuration is written twice: as the raw shards a sweep without
 compaction leaves (what the legacy code reads), and as the shards a sweep
 leaves with compaction (``runner.results.compaction.compact`` called after every
@@ -24,7 +25,8 @@ from git: ``legacy_report``); ``report-cli`` is ``proofbatch report OUT
     nice .venv/bin/python benchmarks/shards_scale.py --rows 1000000 --shard-rows 200 --legacy-ops scan
     nice .venv/bin/python benchmarks/shards_scale.py --measure COPY_OF_A_GENERATED_DIR --ops scan merge
     .venv/bin/python benchmarks/shards_scale.py --generate-raw DIR --rows 100000 --shard-rows 5
-    .venv/bin/python benchmarks/shards_scale.py --measure DIR --ops report-cli report scan scan-dataset --legacy-ops none
+    .venv/bin/python benchmarks/shards_scale.py --measure DIR --ops report-cli scan scan-dataset \
+        --legacy-ops none --readers previous one-by-one --repeat 3
 
 On a shared machine read the CPU column (user+sys of the child during the
 operation, all threads): wall times there measure the queue for a core.
@@ -57,6 +59,11 @@ TARGETS = {"scan": 3.0, "merge": 15.0, "status": 1.0, "report": 10.0, "report-cl
 # The last commit of runner/reporting/report.py before its figures were computed in
 # Arrow: the report's baseline (``legacy_report``).
 REPORT_BASELINE = "492b683"
+# runner/results/shard_reads.py before each shard was read by Parquet's C++
+# reader alone: a pq.ParquetFile per shard, on threads (``previous``); and
+# its read_shard file by file (``one-by-one``, what scan did before issue 33).
+READER_BASELINE = "698a40f"
+READERS = ("previous", "one-by-one")
 MEM_TARGET_MB = 2048
 VERDICTS = ["OK", "FAIL", "TIMEOUT", "CHEATING", "ERROR", "MEMOUT"]
 T0 = dt.datetime(2026, 1, 1, tzinfo=dt.timezone.utc)
@@ -99,9 +106,11 @@ def _block(template, lo: int):
     return out
 
 
-def generate(out: Path, rows: int, per: int, *, compact: bool) -> dict:
-    """Write ``rows`` rows as ``per``-row shards; with ``compact``, fold as
-    writers do (after every 32 shards). Returns timings."""
+def generate(out: Path, rows: int, per: int, *, compact: bool, options: dict | None = None) -> dict:
+    """Write ``rows`` rows as ``per``-row shards, with the Parquet options
+    writers use (``shards.WRITE_OPTIONS``) unless ``options`` are given;
+    with ``compact``, fold as writers do (after every 32 shards). Returns
+    timings."""
     import pyarrow.parquet as pq
 
     from runner.results import compaction, heartbeat, shards
@@ -115,7 +124,8 @@ def generate(out: Path, rows: int, per: int, *, compact: bool) -> dict:
         table = _block(template, lo).slice(0, rows - lo).cast(SCHEMA)
         for off in range(0, table.num_rows, per):
             seq += 1
-            pq.write_table(table.slice(off, per), d / f"bench-w{seq % 8}-{seq // 8 + 1:06d}.parquet")
+            pq.write_table(table.slice(off, per), d / f"bench-w{seq % 8}-{seq // 8 + 1:06d}.parquet",
+                           **(shards.WRITE_OPTIONS if options is None else options))
             if compact and seq % compaction.FAN_IN == 0:
                 c = time.perf_counter()
                 compaction.compact(out)
@@ -145,11 +155,55 @@ def legacy_report() -> types.ModuleType:
     return module
 
 
+def _from_git(commit: str, path: str, name: str) -> types.ModuleType:
+    """``path`` as it was at ``commit``, as module ``name``; its relative
+    imports are today's."""
+    source = subprocess.run(["git", "-C", str(ROOT), "show", f"{commit}:{path}"],
+                            capture_output=True, text=True, check=True).stdout
+    module = types.ModuleType(name)
+    module.__package__ = name.rsplit(".", 1)[0]
+    sys.modules[name] = module                   # dataclasses look their module up
+    exec(compile(source, path, "exec"), module.__dict__)
+    return module
+
+
+def baseline_reader(impl: str):
+    """``read_shards`` as ``impl`` (one of READERS) read shards."""
+    import pyarrow as pa
+
+    prev = _from_git(READER_BASELINE, "runner/results/shard_reads.py", "runner.results.shard_reads_previous")
+    if impl == "previous":
+        return prev.read_shards
+
+    def one_by_one(paths, columns, threads=None):
+        # read_shard at READER_BASELINE, for each file in turn.
+        found, tables = prev.Read(), []
+        for path in paths:
+            raw, table = prev.read_raw(path, columns), None
+            if raw == "gone":
+                found.gone.append(path)
+                continue
+            if raw != "bad":
+                try:
+                    table = prev.conform(raw[0], columns, raw[1])
+                except (pa.ArrowException, ValueError):
+                    pass
+            (found.unreadable if table is None else found.read).append(path)
+            if table is not None:
+                tables.append(table)
+        found.table = pa.concat_tables(tables) if tables else None
+        return found
+    return one_by_one
+
+
 def op(name: str, impl: str, out: Path) -> dict:
     """Run one operation in this (fresh) process."""
     from runner import cli
     from runner.reporting import report
     from runner.results import shards
+    if impl in READERS:            # today's code but for how shards are read
+        shards.read_shards = baseline_reader(impl)
+        impl = "new"
     if impl == "legacy":
         import shards_legacy       # beside this script: the child runs it as a script too
 
@@ -199,16 +253,18 @@ def op(name: str, impl: str, out: Path) -> dict:
     # This process's own peak: ru_maxrss of a child also counts its parent's
     # memory at the fork, before the exec.
     hwm = next(int(line.split()[1]) for line in open("/proc/self/status") if line.startswith("VmHWM"))
-    return {"op_s": elapsed, "op_cpu_s": cpu, "rows": n, "hwm_mb": hwm / 1024}
+    return {"op_s": elapsed, "op_cpu_s": cpu, "rows": n, "hwm_mb": hwm / 1024,
+            "load": os.getloadavg()[0]}
 
 
 def _print(m: dict) -> None:
     print(f"  {m['op']:10} {m['label']:16} {m['op_s']:8.2f} s op ({m['op_cpu_s']:6.2f} s CPU)  "
-          f"{m['process_s']:8.2f} s process  {m['peak_mb']:7.0f} MB peak  ({m['rows']} rows)",
-          flush=True)
+          f"{m['process_s']:8.2f} s process  {m['peak_mb']:7.0f} MB peak  ({m['rows']} rows)"
+          f"  load {m['load_before']:.1f}-{m['load']:.1f}", flush=True)
 
 
 def measure(name: str, impl: str, out: Path) -> dict:
+    load = os.getloadavg()[0]
     t = time.perf_counter()
     p = subprocess.Popen([sys.executable, __file__, "--child", name, impl, str(out)],
                          stdout=subprocess.PIPE, text=True, cwd=ROOT)
@@ -218,8 +274,25 @@ def measure(name: str, impl: str, out: Path) -> dict:
     if status != 0:
         return {"op": name, "impl": impl, "error": f"exit status {status}"}
     found = json.loads(text)
-    return {"op": name, "impl": impl, **found, "process_s": wall,
+    return {"op": name, "impl": impl, **found, "process_s": wall, "load_before": load,
+            "process_cpu_s": usage.ru_utime + usage.ru_stime,
             "peak_mb": found["hwm_mb"], "ru_maxrss_mb": usage.ru_maxrss / 1024}
+
+
+def _medians(results: list[dict]) -> None:
+    import statistics
+
+    print("medians:")
+    for name in dict.fromkeys(m["op"] for m in results):
+        for label in dict.fromkeys(m["label"] for m in results if m["op"] == name):
+            ms = [m for m in results if m["op"] == name and m["label"] == label and "error" not in m]
+            if ms:
+                loads = [m[k] for m in ms for k in ("load_before", "load")]
+                print(f"  {name:10} {label:16} {statistics.median(m['op_s'] for m in ms):8.2f} s op "
+                      f"({statistics.median(m['op_cpu_s'] for m in ms):6.2f} s CPU)  "
+                      f"{statistics.median(m['process_s'] for m in ms):8.2f} s process "
+                      f"({statistics.median(m['process_cpu_s'] for m in ms):6.2f} s CPU)  "
+                      f"{len(ms)} runs, load {min(loads):.1f}-{max(loads):.1f}", flush=True)
 
 
 def main() -> int:
@@ -241,6 +314,16 @@ def main() -> int:
                     help="only write --rows rows in --shard-rows-row shards to OUT, uncompacted, as a "
                     "live sweep or many array tasks leave them (issue 33: 100,000 rows in 20,000 "
                     "shards); then measure them with --measure OUT")
+    ap.add_argument("--pyarrow-defaults", action="store_true",
+                    help="with --generate-raw: write the shards with pyarrow's default options, as "
+                    "writers did before shards.WRITE_OPTIONS")
+    ap.add_argument("--readers", nargs="+", choices=READERS, default=[],
+                    help=f"with --measure: also measure --ops with the shards read as at {READER_BASELINE} "
+                    "(previous: a pq.ParquetFile per shard, on threads; one-by-one: its read_shard "
+                    "for each file in turn, as before issue 33), the rest today's")
+    ap.add_argument("--repeat", type=int, default=1,
+                    help="with --measure: rounds, each measuring today's code and every baseline in "
+                    "turn; then the medians")
     ap.add_argument("--json", action="store_true",
                     help="print one JSON object instead of the text report")
     ap.add_argument("--child", nargs=3, help=argparse.SUPPRESS)
@@ -260,17 +343,23 @@ def run(args) -> tuple[int, list[dict]]:
     """(exit status, every measurement) of the run ``args`` ask for."""
     results: list[dict] = []
     if args.generate_raw:
-        g = generate(args.generate_raw, args.rows[0], args.shard_rows[0], compact=False)
+        g = generate(args.generate_raw, args.rows[0], args.shard_rows[0], compact=False,
+                     options={} if args.pyarrow_defaults else None)
         print(f"{args.generate_raw}: {args.rows[0]} rows in {g['files']} files, {g['generate_s']:.0f} s")
         return 0, results
     if args.measure:
-        # Shards written before (by --keep): each op, new code then legacy.
-        for name in args.ops:
-            for impl in ["new"] + (["legacy"] if name in args.legacy_ops else []):
-                m = measure(name, impl, args.measure)
-                m.update(label=impl)
-                results.append(m)
-                _print(m) if "error" not in m else print(m)
+        # Shards written before (by --keep): each op, new code then the
+        # baselines, alternated --repeat times.
+        for _ in range(args.repeat):
+            for name in args.ops:
+                readers = args.readers if name in ("scan", "report", "report-cli", "merge") else []
+                for impl in ["new", *readers] + (["legacy"] if name in args.legacy_ops else []):
+                    m = measure(name, impl, args.measure)
+                    m.update(label=impl)
+                    results.append(m)
+                    _print(m) if "error" not in m else print(m)
+        if args.repeat > 1:
+            _medians(results)
         return 0, results
     base = Path(tempfile.mkdtemp(prefix="proofbatch-bench-shards-", dir=args.dir))
     misses = []

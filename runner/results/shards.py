@@ -32,6 +32,14 @@ from .rows import COLUMNS, ResultRow, rows_to_table
 from .shard_reads import read_shards
 
 QUARANTINE_DIR = "quarantine"
+# How a writer's shard is written. It holds a few rows (a flush every 2 s)
+# and every scan reads it until compaction folds it, so it is written for
+# reading: without dictionary, compression or statistics (work per column
+# for each reader, and nothing gained on a few rows) and without a copy of
+# the Arrow schema in its footer (Parquet's own types read back as SCHEMA's).
+# Readers take shards written either way (runner/results/shard_reads.py).
+WRITE_OPTIONS = {"use_dictionary": False, "compression": "none", "write_statistics": False,
+                 "store_schema": False}
 
 
 def _is_temp(name: str) -> bool:
@@ -128,7 +136,7 @@ class ShardWriter:
         while path.exists():  # belt and braces: os.replace would overwrite silently
             self._seq += 1
             path = self.dir / f"{self.writer_id}-{self._seq:06d}.parquet"
-        publish(path, lambda tmp: pq.write_table(table, tmp))
+        publish(path, lambda tmp: pq.write_table(table, tmp, **WRITE_OPTIONS))
         # Only forget rows once their shard is durable; a failed publish keeps
         # them pending for the next flush.
         self._pending.clear()

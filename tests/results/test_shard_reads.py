@@ -11,9 +11,9 @@ import pytest
 
 from runner.results import done as done_module, shard_reads
 from runner.results.done import LIGHT, read_shard
-from runner.results.rows import COLUMNS, OPTIONAL_COLUMNS, rows_to_table
+from runner.results.rows import COLUMNS, OPTIONAL_COLUMNS, SCHEMA, rows_to_table
 from runner.results.shard_reads import THREADS_FROM, read_shards
-from runner.results.shards import scan
+from runner.results.shards import ShardWriter, scan
 
 from ..helpers import row
 
@@ -121,3 +121,20 @@ def test_many_shards_cost_parquet_alone_their_schemas_are_worked_out_once(tmp_pa
     found = read_shards(paths, LIGHT, threads=4)
     assert wrappers == [] and 4 <= len(plans) <= 4 * 4   # threads may race to the same plan
     assert len(found.read) == THREADS_FROM + 6 + 2
+
+
+def test_a_writers_shard_reads_back_as_written_without_a_cast(tmp_path):
+    """Writers write their shards for reading (shards.WRITE_OPTIONS): no
+    dictionary, compression, statistics or stored Arrow schema. Parquet's
+    own types must then give SCHEMA's exactly, time zone included, and
+    every value, nulls too, come back as written."""
+    rows = [row("p1", finished=1), row("p2", attempt=3, verdict="FAIL", prove_secs=None, finished=2,
+                                       reason='Failure "a,\nb"')]
+    with ShardWriter(tmp_path, "w", flush_rows=10**6, flush_secs=3600) as writer:
+        for r in rows:
+            writer.add(r)
+    (path,) = writer.published
+    assert pq.read_schema(path).remove_metadata() == SCHEMA
+    assert pq.ParquetFile(path).metadata.row_group(0).column(0).statistics is None
+    assert read_shard(path).to_pylist() == rows_to_table(rows).to_pylist()
+    assert scan(tmp_path).done.table.to_pylist() == rows_to_table(rows).to_pylist()
