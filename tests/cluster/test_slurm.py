@@ -2,10 +2,13 @@
 arrays: each array task loads HOL Light once and checks its share.
 
 CPU is the budget here: every array task pays a cold HOL Light load (70-90 s
-of CPU). So one sweep of the whole example corpus carries a whole bad day on
-the cluster (the driver stopped, one array task scancelled, the other
-preempted, the driver started again), and several tests assert on it; the
-memory test uses a tiny corpus and never finishes loading HOL Light.
+of CPU in bytecode, about 14 s natively: docs/native.md). So one sweep of the
+whole example corpus carries a whole bad day on the cluster (the driver
+stopped, one array task scancelled, the other preempted, the driver started
+again), and several tests assert on it; its four task starts run natively,
+on the session's build (PROOFBATCH_CACHE), and its verdicts are compared
+with the local bytecode sweep's. The memory test uses a tiny corpus and
+never finishes loading HOL Light.
 """
 
 from __future__ import annotations
@@ -35,6 +38,7 @@ from runner.checks.worker import result_row
 from ..helpers import DEMO, demo_config, expected_verdicts, make_corpus, ROOT, sacct, TEST_MEM_LIMIT
 from ..helpers import attempts_config, kept_by_early_stop
 from ..helpers import LIGHT, SPIN, tiny_corpus
+from ..test_stopping import SIGNALS_AT_DEFAULT
 
 pytestmark = [pytest.mark.hol, pytest.mark.slurm, pytest.mark.usefixtures("slurm_cluster")]
 
@@ -67,14 +71,16 @@ def done_keys(out: Path) -> set[tuple[str, int]]:
 
 
 def cli_driver_argv(out: Path, *cluster: str) -> list[str]:
+    # The same sweep settings for the stray local run, so that only the lock refuses it.
     return [sys.executable, "-m", "runner.cli", "run", str(DEMO), "--out", str(out), *cluster,
-            "--category-timeouts", str(DEMO / "timeouts.json"),
+            "--category-timeouts", str(DEMO / "timeouts.json"), "--mode", "native",
             "--mem-limit", f"{TEST_MEM_LIMIT // 2**20}M", "--context-root", str(DEMO)]
 
 
 def cli_driver(out: Path) -> subprocess.Popen:
+    # Stopped with Ctrl-C below: SIGINT at its default whatever the launcher's.
     return subprocess.Popen(
-        cli_driver_argv(out, "--cluster", "slurm"),
+        [*SIGNALS_AT_DEFAULT, *cli_driver_argv(out, "--cluster", "slurm")],
         cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
         start_new_session=True, env={**os.environ, "COLUMNS": "120"})
 
@@ -154,7 +160,7 @@ def run_bad_day(tmp_path_factory, holder: dict) -> dict:
 
 
 @pytest.fixture(scope="module")
-def bad_day(tmp_path_factory):
+def bad_day(native_build, tmp_path_factory):
     """The story above; whatever happens, no job of it outlives the tests."""
     holder: dict = {}
     try:
@@ -180,6 +186,7 @@ def test_the_example_corpus_gives_the_expected_verdicts_on_slurm(bad_day, demo_r
     table = shards.read_results(bad_day["out"]).to_pylist()
     assert {r["problem_id"]: r["verdict"] for r in table} == \
         {p: r["verdict"] for p, r in demo_rows.items()}
+    assert {r["mode"] for r in table} == {"native"}
 
 
 def test_a_local_run_beside_the_slurm_driver_is_refused_by_the_lock(bad_day):
@@ -343,7 +350,9 @@ def test_a_task_added_to_a_running_sweep_pulls_from_its_pool(native_build, tmp_p
     corpus = make_corpus(tmp_path / "corpus", {f"slow.spin{i}": ("", "`F`\n", SPIN + "\n")
                                                 for i in range(4)}, category="slow")
     timeouts = tmp_path / "timeouts.json"
-    timeouts.write_text(json.dumps({"slow": 20}))
+    # Each spin runs to its CPU limit: alone, the first task would take 4 x 10 s
+    # after its boot; the added task is submitted while that task boots.
+    timeouts.write_text(json.dumps({"slow": 10}))
     out = tmp_path / "out"
 
     def driver(*extra):
