@@ -28,13 +28,11 @@ import dataclasses
 import shutil
 import tempfile
 import threading
-import time
 import weakref
 from pathlib import Path
 from typing import Callable, Sequence
 
 from . import contexts
-from ... import events
 from ...checks import sandbox
 from ...checks.context_proofs import ContextProofs
 from ...corpus import Problem
@@ -44,6 +42,8 @@ from .backend import HolLightBackend
 from .install import HolLightInstall
 from .load_model import ANSWER_BATCH
 from .native_compile import Compiled, NativeCompiler, NotNative, Scope
+from .native_contexts import (COMPILE_KEY, SessionCompiler, announced, compile_node, compile_tree,
+                              preloaded, refused_natively)
 from .fork_session import ForkSession, _context_name, machine_fault, not_run
 from .map_modes import BYTECODE_MODE, NATIVE_MODE
 from .native_build import NativeBuild
@@ -60,39 +60,6 @@ FALLBACK_MODE = BYTECODE_MODE
 # native frame is no bigger, so 1 GiB keeps every deep-but-finite proof the
 # bytecode mode accepts while a runaway recursion still ends as ERROR.
 STACK_BYTES = 1 << 30
-# The key prefix of the image builds that are native compiles.
-COMPILE_KEY = "native-compile:"
-
-
-def refused_natively(reason: str) -> str:
-    """The ERROR reason of a check that --no-fallback keeps out of bytecode."""
-    return f"context cannot run natively (--no-fallback): {reason}"
-
-
-class _Compiler(NativeCompiler):
-    """A session's compiler, which also finds the modules ``classify``
-    compiled (``extra``) when it compiles answers and contexts on them."""
-
-    def __init__(self, *args, extra: Sequence[Path] = (), **kw):
-        super().__init__(*args, **kw)
-        self.extra = [Path(d) for d in extra]
-
-    @property
-    def includes(self) -> list[Path]:
-        return [*super().includes, *self.extra]
-
-
-def _compile(compiler: NativeCompiler, node: contexts.ImageNode, parent: Scope,
-             name: str) -> tuple[Scope, float]:
-    """Compile one image's segment, announced; (its scope, seconds)."""
-    events.say("compile", key=COMPILE_KEY + node.key, name=name)
-    started, ok = time.monotonic(), False
-    try:
-        scope = compiler.compile_context(node.segment, f"Pb_ctx_{node.key}", parent)
-        ok = True
-    finally:
-        events.say("compiled", key=COMPILE_KEY + node.key, name=name, ok=ok)
-    return scope, time.monotonic() - started
 
 
 class NativeHolLightBackend(ProverBackend):
@@ -164,32 +131,13 @@ class NativeHolLightBackend(ProverBackend):
             weakref.finalize(self, shutil.rmtree, str(self.compiled_dir), True)
         compiler = NativeCompiler(self.build, self.install, self.context_root, self.compiled_dir,
                                   self.context_proofs, log_dir=self.log_dir)
-        scope = Scope(compiler.base_opens)
-        if self.preload:
-            text = "".join(f'needs "{p}";;\n' for p in self.preload)
-            try:
-                scope = compiler.compile_context(text, "Pb_preload", scope)
-            except NotNative as exc:
-                raise ProverError(f"cannot preload {', '.join(map(str, self.preload))}: {exc}") from None
-        scopes = {tree.base: Scope(compiler.base_opens, scope.loaded, frozenset(), (), weak=scope.weak)}
-        nodes = sorted((n for n in tree.nodes.values() if n.parent is not None), key=lambda n: n.depth)
-        for i, node in enumerate(nodes, 1):
-            if node.parent in self.refused:
-                self.refused[node.key] = self.refused[node.parent]
-                continue
-            try:
-                scopes[node.key], secs = _compile(compiler, node, scopes[node.parent],
-                                                  f"context {i} of {len(nodes)}: {_context_name(node)}")
-            except NotNative as exc:
-                self.refused[node.key] = str(exc)
-                continue
-            # Before the sweep starts: paid as the boot is (no parent).
-            self._compiles.append(ImageBuild(COMPILE_KEY + node.key, None, secs, time.time()))
+        base, _ = preloaded(compiler, self.preload)
+        scopes, compiles = compile_tree(compiler, tree, base, self.refused)
+        self._compiles += compiles
         self.tree = tree
         # Units that left weak values for the next to bind again, and cuts
         # (native_weak.py): what benchmarks/native_tree.py reports.
         self.weak_settled, self.weak_cuts = list(compiler.settled), compiler.cuts
-        del scopes[tree.base]
         self.scopes.update(scopes)
         self.not_native = {pid: self.refused[key] for pid, key in tree.image_of.items()
                            if key in self.refused}
@@ -224,9 +172,9 @@ class NativeSession(ForkSession):
         super().__init__(backend, workdir)
         self._shared_bytecode = bytecode
         extra = [backend.compiled_dir] if backend.compiled_dir is not None else []
-        self.compiler = _Compiler(backend.build, backend.install, backend.context_root,
-                                  workdir / "plugins", backend.context_proofs, extra=extra,
-                                  log_dir=backend.log_dir)
+        self.compiler = SessionCompiler(backend.build, backend.install, backend.context_root,
+                                        workdir / "plugins", backend.context_proofs, extra=extra,
+                                        log_dir=backend.log_dir)
         # Keyed by (problem, answer): the attempts of a problem (pass@k) are
         # Problems of one id, and their answers batch into one plugin.
         self._problems: dict[tuple[str, bytes | None], Problem] = {}
@@ -251,16 +199,7 @@ class NativeSession(ForkSession):
 
     def _boot(self) -> None:
         backend = self.backend
-        scope = Scope(self.compiler.base_opens)
-        if backend.preload:
-            text = "".join(f'needs "{p}";;\n' for p in backend.preload)
-            try:
-                scope = self.compiler.compile_context(text, "Pb_preload", scope)
-            except NotNative as exc:
-                raise ProverError(f"cannot preload {', '.join(map(str, backend.preload))}: {exc}") from None
-        preload = scope.plugins
-        # Loaded in every image, but visible only where a context needs it.
-        scope = Scope(self.compiler.base_opens, scope.loaded, frozenset(), (), weak=scope.weak)
+        scope, preload = preloaded(self.compiler, backend.preload)
         self._scopes[self.base_key] = self._scopes[self.blank_key] = scope
         pipes = PipePair.create(self.workdir / "fifo", "base")
         argv = sandbox.wrap(
@@ -324,7 +263,7 @@ class NativeSession(ForkSession):
             node = self._nodes[key]
             try:
                 parent = self._scope(node.parent)
-                scope, secs = _compile(self.compiler, node, parent, f"context: {_context_name(node)}")
+                scope, secs = compile_node(self.compiler, node, parent, f"context: {_context_name(node)}")
                 self.compile_secs += secs
                 # In prepare(), before any check: paid as the boot is (no parent).
                 self._built(COMPILE_KEY + node.key, None, secs)
@@ -366,15 +305,9 @@ class NativeSession(ForkSession):
                         and (key, other.answer) not in self._compiled):
                     pending.add(other.answer)
             texts = {f"k{i}": text for i, text in enumerate(sorted(pending))}
-            name = f"{len(texts)} answers in {_context_name(self._nodes[key])}"
-            events.say("compile", key=f"{COMPILE_KEY}answers:{key}", name=name)
-            started, ok = time.monotonic(), False
-            try:
-                done = self.compiler.compile_answers(texts, scope.opens)
-                ok = True
-            finally:
-                events.say("compiled", key=f"{COMPILE_KEY}answers:{key}", name=name, ok=ok)
-            secs = time.monotonic() - started
+            done, secs = announced(f"{COMPILE_KEY}answers:{key}",
+                                   f"{len(texts)} answers in {_context_name(self._nodes[key])}",
+                                   lambda: self.compiler.compile_answers(texts, scope.opens))
             self.compile_secs += secs
             # Inside the wait of the check that needed it, as an image load.
             self._built(f"{COMPILE_KEY}answers:{key}", key, secs)
