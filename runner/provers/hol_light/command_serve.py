@@ -58,7 +58,9 @@ class BootNews:
         self._thread = threading.Thread(target=self._still, daemon=True, name="serve-news")
 
     def event(self, e) -> None:
-        if e.kind in ("boot", "image"):
+        if e.kind == "prepare":             # e.g. the native build, before the boot
+            say(e.name)
+        elif e.kind in ("boot", "image"):
             self._started[e.key] = e.at
             if e.kind == "boot":
                 self._booting, self._boot_at = e.name, e.at
@@ -122,7 +124,8 @@ def run(args) -> int:
 def _serve(args) -> int:
     from ...checks.image_server import ImageServer
 
-    backend = served_backend(args)
+    with BootNews():            # a native server's build is said as it goes
+        backend = served_backend(args)
     workdir = Path(tempfile.mkdtemp(prefix="proofbatch-serve-"))
     say(f"starting an image server for {args.dir}: HOL Light boots first; runners can use it "
         "once this says it serves")

@@ -26,7 +26,7 @@ from typing import Iterable, Sequence
 from ...corpus import Problem
 from ...errors import InputError
 from ...maps.provenance import LoadedMap
-from ...reporting import progress
+from ... import events
 from ...checks.sandbox import for_sweep
 from .backend import HolLightBackend
 from .install import HolLightInstall
@@ -230,7 +230,8 @@ def mode_backend(mode: str, install: HolLightInstall, context_root: Path, *, gra
     """A ``native`` or ``auto`` backend, for a sweep or for `proofbatch serve`."""
     if mode not in MODES:
         raise InputError("--mode", f"{mode!r} is not an execution mode", "pass bytecode, native or auto")
-    build = build_native(install, log=lambda line: progress.console.print(f"  native build: {line}"))
+    # Said as a stage of preparing (the screen, or serve's log, prints it).
+    build = build_native(install, log=lambda line: events.say("prepare", name=f"native build: {line}"))
     # The same box and jail as bytecode checks (runner/checks/sandbox.py).
     native = NativeHolLightBackend(install, build, context_root, grace_s=grace_s,
                                    max_images=max_images, sandbox_config=sandbox_config,
