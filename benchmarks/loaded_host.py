@@ -42,8 +42,8 @@ from pathlib import Path
 
 import common  # noqa: F401  (puts the project root on sys.path)
 from common import ROOT, arg_parser, emit, log  # noqa: E402
-from s2n_readme_path import (PROOFBATCH, S2N_BIGNUM_PIN, LoadSampler, read_rows,  # noqa: E402
-                             step)
+from s2n_readme_path import (PROOFBATCH, LoadSampler, built_work_arguments, read_rows,  # noqa: E402
+                             step, use_built_work)
 
 BAND_S, MAX_MARGIN = (15.0, 60.0), 3.0
 SPIN = "while True: pass"
@@ -137,11 +137,7 @@ def num(row: dict | None, key: str) -> float | None:
 
 def main() -> int:
     parser = arg_parser(__doc__.splitlines()[0])
-    parser.add_argument("--work", type=Path, required=True,
-                        help="holds hol-light (the bench's checkout, built native) and s2n-bignum "
-                        "(made), as benchmarks/s2n_readme_path.py leaves them")
-    parser.add_argument("--bench-map", type=Path, required=True, help="the bench's timeout-map.json")
-    parser.add_argument("--seed", type=int, default=1)
+    built_work_arguments(parser)
     parser.add_argument("--problems", type=int, default=12)
     parser.add_argument("--min-files", type=int, default=3)
     parser.add_argument("--workers", type=int, default=2)
@@ -151,10 +147,7 @@ def main() -> int:
     parser.add_argument("--host-factor", default="auto",
                         help="for the loaded default run: auto (calibrate first), none, or a number")
     args = parser.parse_args()
-    args.work, args.bench_map = args.work.resolve(), args.bench_map.resolve()
-    s2n = args.work / "s2n-bignum"
-    step(["git", "-C", s2n, "checkout", "-q", S2N_BIGNUM_PIN])
-    step(PROOFBATCH + ["build-native", "--hol-light", args.work / "hol-light"], cwd=ROOT)
+    s2n = use_built_work(args)
 
     bench_map = json.loads(args.bench_map.read_text())
     picked = draw(eligible(bench_map, s2n), args.seed, args.problems, args.min_files)

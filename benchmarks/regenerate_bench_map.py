@@ -38,7 +38,8 @@ from pathlib import Path
 
 import common  # noqa: F401  (puts the project root on sys.path)
 from common import ROOT, arg_parser, emit, log  # noqa: E402
-from s2n_readme_path import PROOFBATCH, S2N_BIGNUM_PIN, LoadSampler, step  # noqa: E402
+from s2n_readme_path import (PROOFBATCH, LoadSampler, built_work_arguments, step,  # noqa: E402
+                             use_built_work)
 
 HEAVY_S = 30.0
 # Strata of the bench's prove_secs: the heavy band is drawn first, the
@@ -114,11 +115,7 @@ def exceedance(profile_dir: Path, limits_here: dict[str, float]) -> dict[str, fl
 
 def main() -> int:
     parser = arg_parser(__doc__.splitlines()[0])
-    parser.add_argument("--work", type=Path, required=True,
-                        help="holds hol-light (the bench's checkout, built native) and s2n-bignum "
-                        "(made), as benchmarks/s2n_readme_path.py leaves them")
-    parser.add_argument("--bench-map", type=Path, required=True, help="the bench's timeout-map.json")
-    parser.add_argument("--seed", type=int, default=1)
+    built_work_arguments(parser)
     parser.add_argument("--problems", type=int, default=40)
     parser.add_argument("--files", type=int, default=4, help="at least this many proof files")
     parser.add_argument("--heavy", type=int, default=5, help="problems of 30 s or more")
@@ -127,10 +124,7 @@ def main() -> int:
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--nodes", type=int, default=2, help="Slurm array tasks per run")
     args = parser.parse_args()
-    args.work, args.bench_map = args.work.resolve(), args.bench_map.resolve()
-    s2n = args.work / "s2n-bignum"
-    step(["git", "-C", s2n, "checkout", "-q", S2N_BIGNUM_PIN])
-    step(PROOFBATCH + ["build-native", "--hol-light", args.work / "hol-light"], cwd=ROOT)
+    s2n = use_built_work(args)
 
     bench = json.loads(args.bench_map.read_text())
     picked = draw(by_file(bench, s2n), args.seed, args.problems, args.files, args.heavy,

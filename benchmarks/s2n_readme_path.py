@@ -91,6 +91,26 @@ def step(argv: list[str], cwd: Path | None = None, env: dict | None = None) -> f
     return time.monotonic() - started
 
 
+def built_work_arguments(parser) -> None:
+    """``--work`` (the trees this script leaves built), ``--bench-map`` and
+    ``--seed``: the options of the scripts that run on those trees."""
+    parser.add_argument("--work", type=Path, required=True,
+                        help="holds hol-light (the bench's checkout, built native) and s2n-bignum "
+                        "(made), as benchmarks/s2n_readme_path.py leaves them")
+    parser.add_argument("--bench-map", type=Path, required=True, help="the bench's timeout-map.json")
+    parser.add_argument("--seed", type=int, default=1)
+
+
+def use_built_work(args) -> Path:
+    """Resolve ``--work`` and ``--bench-map``, put s2n-bignum at its pin and
+    make sure the checkout's native build is cached; the s2n-bignum tree."""
+    args.work, args.bench_map = args.work.resolve(), args.bench_map.resolve()
+    s2n = args.work / "s2n-bignum"
+    step(["git", "-C", s2n, "checkout", "-q", S2N_BIGNUM_PIN])
+    step(PROOFBATCH + ["build-native", "--hol-light", args.work / "hol-light"], cwd=ROOT)
+    return s2n
+
+
 def build_inputs(args) -> tuple[Path, Path, dict[str, float]]:
     """The checkout and s2n-bignum tree; wall seconds of each build."""
     work, arch = args.work, getattr(args, "arch", "arm")

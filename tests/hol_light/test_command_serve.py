@@ -8,6 +8,12 @@ server itself, forked from a loaded image, is tests/test_faults.py's.)
 
 from __future__ import annotations
 
+import csv
+import os
+import signal
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -61,11 +67,6 @@ def test_a_second_server_on_a_held_folder_is_refused_before_booting(tmp_path):
     """A folder a running server holds (from before its boot) is refused at
     once: one line naming the folder and the holder's pid, exit 2, and no
     second HOL Light boots. (It used to start booting a second session.)"""
-    import os
-    import signal
-    import subprocess
-    import sys
-
     import psutil
 
     from ..helpers import ROOT
@@ -92,12 +93,7 @@ def test_a_second_server_on_a_held_folder_is_refused_before_booting(tmp_path):
                             f"this folder already; use it with `proofbatch run --server {folder}`, "
                             f"stop it first (kill {first.pid}), or serve another folder")
     finally:
-        os.killpg(first.pid, signal.SIGTERM)
-        try:
-            first.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            os.killpg(first.pid, signal.SIGKILL)
-            first.wait()
+        _stop(first, 30)
         first.stderr.close()
 
 
@@ -134,12 +130,6 @@ def test_a_native_server_s_images_serve_a_second_runner_without_loading_again(na
     with the verdicts a sweep of their own gives, and a second runner (a
     rerun with other answers, a resumed sweep) loads no image again: the
     server says each image it loads, and says none for the second."""
-    import os
-    import signal
-    import subprocess
-    import sys
-    import time
-
     from runner import cli
 
     from ..helpers import DEMO, ROOT, expected_verdicts
@@ -172,16 +162,20 @@ def test_a_native_server_s_images_serve_a_second_runner_without_loading_again(na
             assert {p: r["verdict"] for p, r in got.items()} == {p: expected[p] for p in picked}, out
             assert {r["mode"] for r in got.values()} == {"native"}, out
     finally:
-        os.killpg(server.pid, signal.SIGTERM)
-        try:
-            server.wait(timeout=60)
-        except subprocess.TimeoutExpired:
-            os.killpg(server.pid, signal.SIGKILL)
-            server.wait()
+        _stop(server, 60)
+
+
+def _stop(server, grace_s: float) -> None:
+    """SIGTERM a server's process group (it stops cleanly), SIGKILL after ``grace_s``."""
+    os.killpg(server.pid, signal.SIGTERM)
+    try:
+        server.wait(timeout=grace_s)
+    except subprocess.TimeoutExpired:
+        os.killpg(server.pid, signal.SIGKILL)
+        server.wait()
 
 
 def _csv_rows(path):
-    import csv
 
     with open(path, newline="") as f:
         return list(csv.DictReader(f))
