@@ -81,6 +81,10 @@ class ResultRow:
                                 "checks again a problem whose hash changed. Empty in rows written "
                                 "before the column: those stand unless their answer changed",
                                 default="")
+    fallback: str = _help("why the check ran in another mode than the sweep asked for (HOL Light: "
+                          "its context cannot be compiled natively, so it ran in bytecode, as "
+                          "`mode` says); empty when it ran as asked, and in rows written before "
+                          "the column", default="")
 
     def __post_init__(self):
         Verdict(self.verdict)  # a closed set: anything else is a bug
@@ -119,7 +123,7 @@ RENAMED: dict[str, str] = {"prover_build": "hol_build"}
 OPTIONAL_COLUMNS: tuple[str, ...] = ("dedup_of", "sandbox", "wait_secs", "answer_unwrapped",
                                      "context_proofs", "infra_retries", "cpu_secs", "prove_cpu_secs",
                                      "limit_clock", "host_load", "host_cpus", "problem_sha256",
-                                     "cpu_model")
+                                     "cpu_model", "fallback")
 
 
 def rows_to_table(rows: list[ResultRow]) -> pa.Table:

@@ -77,6 +77,7 @@ def test_a_fallback_runs_under_the_converted_bytecode_limit_and_its_row_says_so(
     assert fell["verdict"] == "OK", fell["reason"]
     assert fell["mode"] == "bytecode"
     assert "ran in bytecode" in fell["reason"] and "#print_depth" in fell["reason"]
+    assert "#print_depth" in fell["fallback"] and rows["fb.native"]["fallback"] == ""
     assert fell["timeout_s"] == pytest.approx(round(LIMIT * RATIO_MAX, 1))
     assert fell["timeout_source"] == f"map (native x{RATIO_MAX:.2f})"
     native = rows["fb.native"]
