@@ -2,13 +2,14 @@
 arrays: each array task loads HOL Light once and checks its share.
 
 CPU is the budget here: every array task pays a cold HOL Light load (70-90 s
-of CPU in bytecode, about 14 s natively: docs/native.md). So one sweep of the
-whole example corpus carries a whole bad day on the cluster (the driver
-stopped, one array task scancelled, the other preempted, the driver started
-again), and several tests assert on it; its four task starts run natively,
-on the session's build (PROOFBATCH_CACHE), and its verdicts are compared
-with the local bytecode sweep's. The memory test uses a tiny corpus and
-never finishes loading HOL Light.
+of CPU in bytecode). So one sweep of the whole example corpus carries a whole
+bad day on the cluster (the driver stopped, one array task scancelled, the
+other preempted, the driver started again), and several tests assert on it.
+It runs in bytecode: natively (about 14 s a task start) the tasks finished
+their shares before the story's steps on a quiet CI host, and the restarted
+driver submitted again instead of reattaching (seen once; not yet
+understood). The memory test uses a tiny corpus and never finishes loading
+HOL Light.
 """
 
 from __future__ import annotations
@@ -73,7 +74,7 @@ def done_keys(out: Path) -> set[tuple[str, int]]:
 def cli_driver_argv(out: Path, *cluster: str) -> list[str]:
     # The same sweep settings for the stray local run, so that only the lock refuses it.
     return [sys.executable, "-m", "runner.cli", "run", str(DEMO), "--out", str(out), *cluster,
-            "--category-timeouts", str(DEMO / "timeouts.json"), "--mode", "native",
+            "--category-timeouts", str(DEMO / "timeouts.json"),
             "--mem-limit", f"{TEST_MEM_LIMIT // 2**20}M", "--context-root", str(DEMO)]
 
 
@@ -160,7 +161,7 @@ def run_bad_day(tmp_path_factory, holder: dict) -> dict:
 
 
 @pytest.fixture(scope="module")
-def bad_day(native_build, tmp_path_factory):
+def bad_day(tmp_path_factory):
     """The story above; whatever happens, no job of it outlives the tests."""
     holder: dict = {}
     try:
@@ -186,7 +187,6 @@ def test_the_example_corpus_gives_the_expected_verdicts_on_slurm(bad_day, demo_r
     table = shards.read_results(bad_day["out"]).to_pylist()
     assert {r["problem_id"]: r["verdict"] for r in table} == \
         {p: r["verdict"] for p, r in demo_rows.items()}
-    assert {r["mode"] for r in table} == {"native"}
 
 
 def test_a_local_run_beside_the_slurm_driver_is_refused_by_the_lock(bad_day):
