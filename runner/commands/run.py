@@ -12,7 +12,7 @@ from .. import provers
 from ..corpus import problem_patterns
 from ..errors import InputError, ProverError
 from ..checks.image_server import RemoteSession, ServerSettings
-from ..prover import LimitClock
+from ..prover import LimitClock, Mode
 from ..settings import help_of, option, options_of
 from ..sweep import SweepConfig, prepare, run_sweep
 from ..checks.worker import outside_deaths
@@ -70,7 +70,9 @@ def agrees_with_server(remote: RemoteSession, server: Path, config: SweepConfig)
     another way than ``config`` asks: its rows would say what it did, not
     what the run asked (mode, context proofs, limit clock)."""
     mode = str(remote.info.mode or "bytecode")
-    if mode != str(config.mode):
+    # Only a mode --mode names (HOL Light's) can disagree: another prover's
+    # server runs its own way (Isabelle's build sessions, a test's processes).
+    if mode in (Mode.BYTECODE, Mode.NATIVE, Mode.AUTO) and mode != str(config.mode):
         raise InputError(server, f"serves {mode} images, not {config.mode}", f"pass --mode {mode}, "
                          f"or serve with --mode {config.mode}" + (" (a server serves bytecode or "
                          "native, not auto)" if str(config.mode) == "auto" else ""))
