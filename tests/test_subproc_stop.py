@@ -27,6 +27,7 @@ from runner import subproc
 from runner.errors import CommandError
 
 from .helpers import ROOT
+from .test_stopping import SIGNALS_AT_DEFAULT
 
 
 def parent_of_a_sleeper(pid_file: Path) -> list[str]:
@@ -142,7 +143,9 @@ def test_a_stopped_native_build_leaves_no_compiler_running(tmp_path, reaped, sig
     (checkout / "hol.sh").chmod(0o755)
     (checkout / "pa_j.cmo").write_bytes(b"")
     env = {**os.environ, "PATH": f"{bin_dir}:{os.environ['PATH']}", "TMPDIR": str(tmp_path)}
-    runner = subprocess.Popen([sys.executable, "-m", "runner.cli", "build-native", "--hol-light",
+    # SIGINT at its default whatever the launcher's (tests/test_stopping.py).
+    runner = subprocess.Popen([*SIGNALS_AT_DEFAULT, sys.executable, "-m", "runner.cli", "build-native",
+                               "--hol-light",
                                str(checkout), "--cache", str(tmp_path / "cache")],
                               cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                               text=True)
