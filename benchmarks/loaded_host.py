@@ -7,7 +7,7 @@ time, draws ``--problems`` of them at random (the seed is printed) from at
 least ``--min-files`` arm proof files, and runs them through the CLI as the
 README documents it (natively, trusted contexts, the bench's map), every
 sweep checking in the images of one ``proofbatch serve --mode native``
-(loaded once, during the first run; docs/images.md):
+(loaded once, during the first run; docs/running.md):
 
 1. on the host as it is (``quiet``; its load is printed), default clock;
 2. ``proofbatch calibrate`` on the same corpus (a small sample), for
@@ -117,10 +117,15 @@ class Server:
         self.proc.wait()
 
 
+def serve_dir(args) -> Path:
+    """The server's folder (its log beside it, as ``.log``)."""
+    return args.work / f"loaded-{args.seed}-serve"
+
+
 def sweep(args, name: str, corpus: Path, chosen: Path, *extra) -> tuple[dict, float, str]:
     out = args.work / f"loaded-{args.seed}-{name}"
     argv = PROOFBATCH + ["run", corpus, "--problems", f"@{chosen}", "--out", out,
-                         "--server", args.work / f"loaded-{args.seed}-serve",
+                         "--server", serve_dir(args),
                          "--hol-light", args.work / "hol-light", "--context-root", args.work / "s2n-bignum",
                          "--context-proofs", "trust", "--mode", "native", "--no-fallback",
                          "--workers", str(args.workers), "--timeout-map", args.bench_map,
@@ -167,7 +172,7 @@ def main() -> int:
     runs, lines = {}, [f"seed {args.seed}: {len(picked)} problems of {len(files)} arm files "
                        f"({', '.join(files)}), {args.workers} workers on {os.cpu_count()} CPUs"]
     busy = args.busy * (os.cpu_count() or 1)
-    with Server(args, args.work / f"loaded-{args.seed}-serve"):
+    with Server(args, serve_dir(args)):
         runs["quiet"] = sweep(args, "quiet", corpus, chosen)
         factor = []
         if args.host_factor == "auto":
