@@ -40,8 +40,9 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from .done import SHARDS_DIR, Done, dedupe_history, read_shard
+from .done import SHARDS_DIR, Done, dedupe_history
 from .publish import _fsync_dir, publish
+from .shard_reads import read_shards
 
 FAN_IN = 32
 PREFIX = "compact-L"
@@ -122,20 +123,17 @@ def _publish_folded(shards_dir: Path, inputs: list[Path], table: pa.Table, level
 
 
 def _fold(shards_dir: Path, inputs: list[Path], level: int) -> Path | None:
-    tables, used = [], []
-    for path in inputs:
-        try:
-            table = read_shard(path)
-        except FileNotFoundError:
-            continue
-        if table is not None:           # unreadable: left for repair's quarantine
-            tables.append(table)
-            used.append(path)
-    if not used:
+    # All at once (runner/results/shard_reads.py), as scan reads them, but
+    # on one thread: a fold runs in a writer's timer thread beside its
+    # worker's checks, which more reading threads would take CPU from. A
+    # shard gone since it was listed is no input; an unreadable one is
+    # left in place for repair's quarantine.
+    found = read_shards(inputs, threads=1)
+    if not found.read:
         return None
     # Rows of answers since replaced stay, as history (runner/results/done.py).
-    table = dedupe_history(pa.concat_tables(tables).combine_chunks())
-    return _publish_folded(shards_dir, used, table, level)
+    table = dedupe_history(found.table.combine_chunks())
+    return _publish_folded(shards_dir, found.read, table, level)
 
 
 def _by_level(shards_dir: Path) -> dict[int, list[Path]]:

@@ -8,6 +8,7 @@ not a simulation of it."""
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import random
 import signal
@@ -19,11 +20,13 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 
-from runner.results import compaction
+from runner.results import compaction, done as done_module, shard_reads
+from runner.results.rows import rows_to_table
 from runner.results.shards import ShardWriter, merge, scan
 
 from ..helpers import ROOT
 from ..helpers import row
+from .test_shard_reads import BAD, mixed_shards
 
 SEED = 20261123
 KILLS = 20
@@ -89,6 +92,64 @@ def test_repair_scan_folds_everything_once(tmp_path):
     assert set(s.done) == keys and len(s.folded) == 1
     assert parquet_files(tmp_path) == s.folded
     assert scan(tmp_path).folded == []           # one shard: nothing more to fold
+
+
+def _history_shards(out: Path) -> None:
+    """One key checked with answer A, then B, then A twice: compaction keeps
+    the first and last row of each answer (done.dedupe_history)."""
+    a, b = "a" * 64, "b" * 64
+    for i, (verdict, answer) in enumerate([("OK", a), ("FAIL", b), ("OK", a), ("OK", a)], 1):
+        pq.write_table(rows_to_table([dataclasses.replace(row("hist", verdict=verdict, finished=i),
+                                                          answer_sha256=answer)]),
+                       out / "shards" / f"h-{i:06d}.parquet")
+
+
+def test_a_fold_keeps_what_scan_reads_and_leaves_the_unreadable_for_quarantine(tmp_path):
+    """Today's shards, an older one without the optional columns, one under
+    a column's old name, a key's history, and three unreadable files (no
+    verdict column, truncated, not Parquet), with one more listed but
+    deleted before the fold reads it (another fold took it)."""
+    paths = mixed_shards(tmp_path, modern=6)
+    _history_shards(tmp_path)
+    shards_dir = tmp_path / "shards"
+    inputs = sorted(shards_dir.glob("*.parquet"))
+    folded = compaction._fold(shards_dir, inputs + [shards_dir / "gone-000001.parquet"], 1)
+    kept = pq.read_table(folded).to_pylist()
+    assert sorted((r["problem_id"], r["verdict"], r["finished_at"].second) for r in kept
+                  if r["problem_id"] == "hist") == [("hist", "FAIL", 2), ("hist", "OK", 1), ("hist", "OK", 4)]
+    by_id = {r["problem_id"]: r for r in kept}
+    assert sorted(by_id) == sorted([f"p{i:03d}" for i in range(6)] + ["old", "renamed", "hist"])
+    assert by_id["old"]["verdict"] == "FAIL" and by_id["renamed"]["prover_build"] == "1.0"
+    record = compaction.footer(folded)
+    assert record["inputs"] == 6 + 2 + 4 and record["rows"] == len(kept) == 6 + 2 + 3
+    # The folded inputs are deleted; the unreadable ones stay where they were.
+    assert sorted(p.name for p in parquet_files(tmp_path)) == sorted(BAD | {folded.name})
+    assert all(p.exists() for p in paths if p.name in BAD)
+    s = scan(tmp_path)                           # repair: they go to quarantine
+    assert sorted(p.name for p in s.quarantined) == sorted(BAD)
+    assert len(s.done) == 6 + 2 + 1 and s.done[("hist", 0)]["finished_at"].second == 1
+
+
+def test_a_fold_reads_its_inputs_together_never_one_by_one(tmp_path, monkeypatch):
+    """Issue 33, point 9: compaction read each input through read_shard, as
+    scan did before (1.2 ms a file); it reads them as scan does now, in one
+    read_shards of all its inputs."""
+    mixed_shards(tmp_path, modern=40)
+    reads = []
+
+    def one_by_one(*args, **kwargs):
+        raise AssertionError("compaction read a shard by itself")
+
+    def together(paths, *args, **kwargs):
+        reads.append(len(paths))
+        return shard_reads.read_shards(paths, *args, **kwargs)
+
+    monkeypatch.setattr(done_module, "read_shard", one_by_one)
+    monkeypatch.setattr(compaction, "read_shard", one_by_one, raising=False)
+    monkeypatch.setattr(compaction, "read_shards", together, raising=False)
+    (folded,) = compaction.compact(tmp_path, fan_in=32)
+    assert reads == [40 + 5]
+    assert compaction.footer(folded)["rows"] == 40 + 2
 
 
 COMPACT_FOREVER = """
