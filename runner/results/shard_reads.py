@@ -1,6 +1,6 @@
 """Reading many shards at once: what ``shards.scan`` does with a sweep
 directory of thousands of small files (a live sweep before compaction folds
-them, or many array tasks).
+them, or many array tasks), and compaction with the shards it folds.
 
 Read one by one through ``pq.ParquetFile``, 20,000 five-row shards took
 most of a report's time: per file, besides Parquet's own work (the footer,
