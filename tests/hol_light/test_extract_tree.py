@@ -21,6 +21,7 @@ import pytest
 
 from runner.cli import main
 from runner.provers.hol_light.extract import MANIFEST, ExtractConfig, extract
+from runner.provers.hol_light.extract_prefix import CHOSEN
 
 
 def _tree(root: Path, files: dict[str, str]) -> dict[str, Path]:
@@ -123,13 +124,68 @@ def test_a_file_meant_to_be_loaded_by_base_is_flagged_as_a_library_file(tmp_path
     assert main(["extract", *map(str, files), "--out", str(out), "--context-root", str(root)]) == 0
     err = capsys.readouterr().err
     assert f"library file: {t['arm/proofs/arm.ml']}: loaded by arm/proofs/base.ml after " \
-           "common/first.ml" in err and "not self-contained" in err
+           "common/first.ml" in err
+    assert "its problems' contexts start with arm/proofs/base.ml up to line 2" in err
     assert err.count("library file:") == 1
     manifest = json.loads((out / MANIFEST).read_text())
     assert [f["path"] for f in manifest["library_files"]] == [str(t["arm/proofs/arm.ml"])]
+    assert manifest["library_files"][0]["context_prefix"] == [{
+        "loader": "arm/proofs/base.ml", "up_to_line": 2, "loads": "arm/proofs/arm.ml",
+        "other_loaders": [], "chosen": CHOSEN}]
     flagged = {p["problem_id"]: p.get("library_file", False) for p in manifest["problems"]}
     # The ids' prefix is the file's first folder under the root, as the bench's.
     assert flagged == {"arm.arm.ARM_LEMMA": True, "arm.p.P": False, "arm.q.Q": False}
+    # The library file's setup is base.ml up to its load of arm.ml, then arm.ml's
+    # own phrases; the proof files' setups are their own text.
+    setup = (out / "arm.arm.ARM_LEMMA" / "setup.ml").read_text()
+    assert 'loadt "common/first.ml";;' in setup and "arm/proofs/arm.ml\";;" not in setup
+    assert (out / "arm.p.P" / "setup.ml").read_text() == 'needs "arm/proofs/base.ml";;\n'
+    # Given alone, arm.ml is still told: its loader is found under the root.
+    alone = tmp_path / "alone"
+    assert main(["extract", str(t["arm/proofs/arm.ml"]), "--out", str(alone),
+                 "--context-root", str(root)]) == 0
+    assert "contexts start with arm/proofs/base.ml up to line 2" in capsys.readouterr().err
+    assert (alone / "arm.arm.ARM_LEMMA" / "setup.ml").read_text() == setup
+
+
+def test_a_library_file_gets_the_prefix_of_the_loader_that_loads_it_soonest(tmp_path, capsys):
+    """Several loaders (s2n-bignum's neon_helper.ml has 18 proof files): the
+    one with the fewest phrases before its load is chosen, the others named;
+    a library file loaded by a library file gets both loaders' prefixes."""
+    root = tmp_path / "s2n"
+    t = _tree(root, {
+        "common/first.ml": "let F = 1;;\n",
+        "arm/proofs/base.ml": 'loadt "common/first.ml";;\nlet B = 2;;\nloadt "arm/proofs/outer.ml";;\n',
+        "common/second.ml": "let S = 4;;\n",
+        "arm/proofs/outer.ml": 'needs "common/second.ml";;\nlet O = 3;;\nloadt "arm/proofs/inner.ml";;\n'
+                               "let OUTER = prove(`O = 3`, REWRITE_TAC[O]);;\n",
+        "arm/proofs/inner.ml": "let INNER = prove(`B = 2`, REWRITE_TAC[B]);;\n",
+        "arm/proofs/helper.ml": "let HELPER = prove(`F = 1`, REWRITE_TAC[F]);;\n",
+        # Both load helper.ml after base.ml: a.ml after a theorem of its own.
+        "arm/proofs/a.ml": 'needs "arm/proofs/base.ml";;\nlet A = prove(`1 = 1`, REFL_TAC);;\n'
+                           'needs "arm/proofs/helper.ml";;\n',
+        "arm/proofs/z.ml": 'needs "arm/proofs/base.ml";;\nneeds "arm/proofs/helper.ml";;\n',
+    })
+    out = tmp_path / "c"
+    given = [t[f"arm/proofs/{n}.ml"] for n in ("inner", "helper")]
+    assert main(["extract", *map(str, given), "--out", str(out), "--context-root", str(root)]) == 0
+    err = capsys.readouterr().err
+    assert (f"library file: {t['arm/proofs/helper.ml']}: loaded by arm/proofs/z.ml after "
+            "arm/proofs/base.ml, which it does not load itself: its problems' contexts start with "
+            "arm/proofs/z.ml up to line 2, where it is loaded") in err
+    assert ("its problems' contexts start with arm/proofs/base.ml up to line 3 then "
+            "arm/proofs/outer.ml up to line 3, where it is loaded") in err
+    manifest = json.loads((out / MANIFEST).read_text())
+    prefix = {Path(f["path"]).name: f["context_prefix"] for f in manifest["library_files"]}
+    assert [(s["loader"], s["up_to_line"], s["other_loaders"]) for s in prefix["helper.ml"]] == [
+        ("arm/proofs/z.ml", 2, ["arm/proofs/a.ml"])]
+    assert [(s["loader"], s["loads"]) for s in prefix["inner.ml"]] == [
+        ("arm/proofs/base.ml", "arm/proofs/outer.ml"), ("arm/proofs/outer.ml", "arm/proofs/inner.ml")]
+    setup = (out / "arm.inner.INNER" / "setup.ml").read_text()
+    at = [setup.index(x) for x in ('loadt "common/first.ml"', "let B = 2", 'needs "common/second.ml"',
+                                   "let O = 3")]
+    assert at == sorted(at) and "OUTER" not in setup and "inner.ml\";;" not in setup
+    assert 'needs "arm/proofs/base.ml";;' in (out / "arm.helper.HELPER" / "setup.ml").read_text()
 
 
 # -- the bench's ids ---------------------------------------------------------------

@@ -35,6 +35,7 @@ from ...corpus import PROBLEM_ID
 from ...errors import InputError
 from .extract_cut import cut_file, file_prefix, norm_goal, problem_ids
 from .extract_ids import follow_map
+from .extract_prefix import describe, loader_prefix, prefix_text
 from .extract_scan import Theorem
 from .load_graph import LoadGraph
 from .native_build import classify, resolve
@@ -117,7 +118,13 @@ def extract(cfg: ExtractConfig, tell: Tell = lambda stage, done, total: None) ->
     by_resolved = {p.resolve(): p for p in phrases}
     root, note = _context_root(cfg, texts)
     graph = LoadGraph(root, cfg.hol_dir, lambda p: phrases.get(by_resolved.get(p)))
-    misses = graph.missing(files[k] for k in range(len(files)) if files[k] in texts)
+    # A library file's problems start with what its loader loads first
+    # (extract_prefix.py); that loader's loads are checked as the file's own.
+    loaders = graph.loaders(p.resolve() for p in texts)
+    prefix_of = {path: loader_prefix(graph, path, loaders) for path in usable}
+    loader_files = sorted({s.loader for steps in prefix_of.values() for s in steps})
+    misses = graph.missing([*(files[k] for k in range(len(files)) if files[k] in texts),
+                            *loader_files])
     given_of = {p.resolve(): str(p) for p in files}
     unresolved = [graph.describe(m, given_of.get(m.chain[0].source)) for m in misses]
     missing_loads = tuple(
@@ -157,7 +164,6 @@ def extract(cfg: ExtractConfig, tell: Tell = lambda stage, done, total: None) ->
     first: dict[str, str] = {}   # goal -> first id of the run (extract.json's same_statement_as)
     same: dict[str, str] = {}
     library: list[tuple[str, str]] = []
-    loaders = graph.loaders(p.resolve() for p in texts)
     for k, path in enumerate(files):
         tell("listing problems", k, len(files))
         if path in refused:
@@ -166,28 +172,32 @@ def extract(cfg: ExtractConfig, tell: Tell = lambda stage, done, total: None) ->
             skipped += cut[path][1] if path in cut else []
             continue
         mine = {}
+        steps = prefix_of[path]
+        before = prefix_text(graph, steps)
         for pid, (line, thm, setup) in zip(ids[path], kept[path]):
             goal = norm_goal(thm.query)
             mine[goal] = pid
             if goal in first:
                 same[pid] = first[goal]
-            problems.append(Problem(pid, str(path), line, thm.name, thm.form, setup, thm.query,
-                                    thm.answer))
+            problems.append(Problem(pid, str(path), line, thm.name, thm.form, before + setup,
+                                    thm.query, thm.answer))
         first.update((g, pid) for g, pid in mine.items() if g not in first)
         skips = skipped_of[path] + [Skipped(str(path), line, thm.name,
                                             f"duplicate statement of {mine.get(goal) or owner_of[goal]}")
                                     for line, thm, goal in dup_of[path]]
         skipped += sorted(skips, key=lambda s: s.line)
-        lib = graph.library_file(path, loaders)
         why = ""
-        if lib is not None:
-            loader, base = lib
+        if steps:
+            loader = steps[-1].loader
+            base = next(ld.target for ld in graph.loads(loader) if ld.target is not None)
             why = (f"loaded by {graph.show(loader)} after {graph.show(base)}, which it does not "
-                   f"load itself: its problems' contexts are not self-contained")
+                   f"load itself: its problems' contexts start with {describe(graph, steps)}, "
+                   "where it is loaded")
             library.append((str(path), why))
         n_found = len(cut[path][0]) + len(cut[path][1])
         sources.append(Source(str(path), digests[path], n_found, len(kept[path]),
-                              len(skips), library=why))
+                              len(skips), library=why,
+                              context_prefix=tuple(s.provenance(graph) for s in steps)))
     result = Extract(cfg.out, tuple(sources), tuple(problems), tuple(skipped), root, note,
                      tuple(unresolved), same, tuple(Refused(str(p), refused[p]) for p in files
                                                     if p in refused),

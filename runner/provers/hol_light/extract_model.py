@@ -74,7 +74,10 @@ class Source:
     problems: int
     skipped: int
     refused: str = ""   # why the file gives no problem; "" when it gives some
-    library: str = ""   # why it is a library file (contexts not self-contained); "" if not
+    library: str = ""   # why it is a library file, and what its contexts start with; "" if not
+    # A library file's loaders whose start its problems' setups begin with,
+    # outermost first (extract_prefix.PrefixStep.provenance); () if none.
+    context_prefix: tuple[dict, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -40,6 +40,7 @@ def manifest(result: Extract, cfg: ExtractConfig) -> dict:
         key = "duplicate statement" if s.reason.startswith("duplicate statement") else s.reason
         reasons[key] = reasons.get(key, 0) + 1
     libs = {p for p, _ in result.library_files}
+    prefix = {s.path: s.context_prefix for s in result.sources}
     return {
         "format": FORMAT,
         "made_by": "proofbatch extract",
@@ -53,7 +54,8 @@ def manifest(result: Extract, cfg: ExtractConfig) -> dict:
         "dropped_loads": list(result.dropped_loads),
         "dropped_loads_note": f"not followed: {DROPPED_NOTE}" if result.dropped_loads else "",
         "refused": [asdict(r) for r in result.refused],
-        "library_files": [{"path": p, "why": why} for p, why in result.library_files],
+        "library_files": [{"path": p, "why": why, "context_prefix": list(prefix.get(p, ()))}
+                          for p, why in result.library_files],
         "ids_from": None if result.ids is None else {
             k: v for k, v in asdict(result.ids).items()},
         "sources": [dict(asdict(s), path=str(Path(s.path).resolve()), given=s.path)

@@ -22,7 +22,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Iterable, Sequence
+from typing import Callable, Iterable, Iterator, Sequence
 
 from .contexts import split_phrases
 from .native_build import classify, resolve, strip_phrase
@@ -35,6 +35,7 @@ DROPPED_NOTE = ("dropped by the bench's pipeline (HOL Light's inline_load.ml) an
                 "lacks, and crashes OCaml 4.13's toplevel")
 
 _LOAD_WORDS = re.compile(r"\b(needs|loadt|loads)\b")
+_QUOTED_ML = re.compile(r'"([^"\\\n]+\.ml)"')
 
 
 @dataclass(frozen=True)
@@ -44,6 +45,7 @@ class Load:
     line: int            # 1-based line of the phrase's first token
     target: Path | None  # the file found; None when found nowhere (or dropped)
     dropped: bool = False
+    phrase: int = -1     # index of the phrase among the file's phrases
 
 
 @dataclass(frozen=True)
@@ -87,6 +89,7 @@ class LoadGraph:
         self._loads: dict[Path, list[Load]] = {}
         self._closure: dict[Path, frozenset[Path]] = {}
         self._real: dict[Path, Path] = {}      # resolve() costs a stat per folder of the path
+        self._quoted: dict[str, list[Path]] | None = None   # see quoting()
 
     def real(self, path: Path) -> Path:
         got = self._real.get(path)
@@ -118,7 +121,7 @@ class LoadGraph:
             phrases = self.phrases(path)
         except OSError:
             phrases = []
-        for phrase in phrases:
+        for k, phrase in enumerate(phrases):
             if not _LOAD_WORDS.search(phrase):
                 line += phrase.count("\n")
                 continue
@@ -127,9 +130,9 @@ class LoadGraph:
                 body = len(phrase.rstrip()) - len(strip_phrase(phrase))
                 at = line + phrase.count("\n", 0, body) + 1
                 if kind == "loads" and name in self.dropped:
-                    out.append(Load(kind, name, at, None, dropped=True))
+                    out.append(Load(kind, name, at, None, dropped=True, phrase=k))
                 else:
-                    out.append(Load(kind, name, at, resolve(name, self.search(kind))))
+                    out.append(Load(kind, name, at, resolve(name, self.search(kind)), phrase=k))
             line += phrase.count("\n")
         self._loads[path] = out
         return out
@@ -196,21 +199,53 @@ class LoadGraph:
                     out.setdefault(target, []).append(f)
         return out
 
+    def quoting(self, name: str) -> list[Path]:
+        """The ``*.ml`` files under the context root whose text quotes ``"name"``.
+
+        Extracting ``arm/proofs/instruction.ml`` alone must still find
+        ``base.ml``, which loads it (and whose start its problems need): the
+        root's files are read once, and only those naming a file are split.
+        """
+        if self._quoted is None:
+            self._quoted = {}
+            if self.root is not None:
+                for f in sorted(self.root.rglob("*.ml")):
+                    try:
+                        text = f.read_text(encoding="utf-8", errors="replace")
+                    except OSError:
+                        continue
+                    for quoted in set(_QUOTED_ML.findall(text)):
+                        self._quoted.setdefault(quoted, []).append(f)
+        return self._quoted.get(name, [])
+
+    def loaders_of(self, path: Path, loaders: dict[Path, list[Path]]) -> Iterator[Path]:
+        """The files that load ``path``: those of ``loaders`` (``self.loaders(universe)``)
+        and those under the context root, sorted as shown, each checked lazily."""
+        path = self.real(path)
+        known = set(loaders.get(path, ()))
+        found = {self.real(f) for f in self.quoting(self.show(path))} if self.root else set()
+        for f in sorted(known | found, key=lambda f: (self.show(f), str(f))):
+            if f == path:
+                continue
+            if f in known or any(ld.target == path for ld in self.loads(f)):
+                yield f
+
     def library_file(self, path: Path, loaders: dict[Path, list[Path]]) -> tuple[Path, Path] | None:
         """(loader, what it loads first) when ``path`` is a library file;
-        ``loaders`` is ``self.loaders(universe)``.
+        ``loaders`` is ``self.loaders(universe)``, completed by the files
+        under the context root that load ``path``.
 
-        ``path`` is one when some file of ``universe`` (or of what they load)
-        loads it, and no file that loads it has its first load among what
-        ``path`` loads itself: its contexts lack what its loaders load first
-        (arm.ml is loaded by base.ml, whose first load it does not load). A
-        proof file loaded by another proof file (after both load base.ml)
-        is no library file.
+        ``path`` is one when some file loads it, and no file that loads it
+        has its first load among what ``path`` loads itself: its text lacks
+        what its loaders load first (arm.ml is loaded by base.ml, whose
+        first load it does not load). A proof file loaded by another proof
+        file (after both load base.ml) is no library file. The loader given
+        is the first in path order (``loaders_of``).
         """
         path = self.real(path)
         mine = self.closure(path) | {path}
         verdict = None
-        for f in loaders.get(path, ()):
+        for f in self.loaders_of(path, loaders):
             first = next((ld.target for ld in self.loads(f) if ld.target is not None), None)
             if first is None or first in mine:
                 return None
