@@ -41,7 +41,7 @@ from .maps import provenance
 from .maps.profile_data import (FORMAT, PROVENANCE, SUMMARY, SUMMARY_CSV, SUMMARY_FORMAT,  # noqa: F401
                            Defect, ProblemRuns, Profile, _now, _read_json, _write_json,
                            load_profile, write_profile)
-from .settings import setting as _help
+from .settings import flag_of, setting as _help
 from .planning.sweep_config import SweepConfig
 from .sweep import SweepSummary, prepare, run_sweep
 from . import sweep_dir
@@ -50,40 +50,55 @@ from .maps.profile_summary import _other_choice, trust_differences, write_summar
 
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class ProfileConfig:
-    corpus: Path = _help("CORPUS/<problem-id>/{setup.ml,query.txt}")
-    out: Path = _help("profile directory, e.g. profiles/NAME; rerun to resume")
-    answers: Path | None = _help("ground-truth answers, resolved as `proofbatch run` does", default=None)
-    runs: int = _help("times each ground truth is checked", default=3)
+    # Fields in the order of `profile --help`; a setting `run` has too is
+    # spelled as run's (flag_of), with profile's own help.
+    corpus: Path = _help("CORPUS/<problem-id>/{setup.ml,query.txt}",
+                         flag=flag_of(SweepConfig, "corpus"))
+    answers: Path | None = _help("ground-truth answers, resolved as `proofbatch run` does",
+                                 default=None, flag=flag_of(SweepConfig, "answers"))
+    out: Path = _help("profile directory, e.g. profiles/NAME; rerun to resume",
+                      flag=flag_of(SweepConfig, "out"))
+    runs: int = _help("times each ground truth is checked", default=3, flag="--runs", type=int)
     ceiling_s: float = _help("time limit of every profiled check: the map's cap, so that no "
-                             "correct proof is cut short below it", default=10800.0)
-    seed: int = _help("seed of run 1's order; run R uses seed + R - 1", default=0)
+                             "correct proof is cut short below it", default=10800.0,
+                             flag="--ceiling", type=float, metavar="CEILING")
+    seed: int = _help("seed of run 1's order; run R uses seed + R - 1", default=0,
+                      flag=flag_of(SweepConfig, "seed"))
     workers: int = _help("checks at once; parallel checks share cores and skew each other's "
-                         "times", default=1)
+                         "times", default=1, flag=flag_of(SweepConfig, "workers"))
     mem_limit: int | None = _help("memory limit per check, e.g. 8G (a plain number is MiB); "
-                                  "default as for `run`", default=None)
+                                  "default as for `run`", default=None,
+                                  flag=flag_of(SweepConfig, "mem_limit"))
     hol_light: Path | None = _help("a HOL Light checkout built with make (has hol.sh); default: "
-                                   "Debian's", default=None)
+                                   "Debian's", default=None, flag=flag_of(SweepConfig, "hol_light"))
+    context_root: Path | None = _help("where needs/loadt in setup.ml resolve; default: cwd",
+                                      default=None, flag=flag_of(SweepConfig, "context_root"))
     mode: str = _help("bytecode or native (docs/profiles-and-timeout-maps.md): a profile, and the map "
-                      "derived from it, is valid for this mode only", default="bytecode")
-    context_root: Path | None = _help("where needs/loadt in setup.ml resolve; default: cwd", default=None)
-    incremental: bool = _help("profile only problems that are new or whose setup, query or ground "
-                              "truth changed since the last generation", default=False)
-    command: tuple[str, ...] = _help("the command line, recorded as provenance", default=())
+                      "derived from it, is valid for this mode only", default="bytecode",
+                      flag=flag_of(SweepConfig, "mode"), choices=("bytecode", "native"))
     context_proofs: str = _help("replay or trust: how the profiled runs load contexts "
-                                "(docs/trust.md); recorded in provenance", default="replay")
+                                "(docs/trust.md); recorded in provenance", default="replay",
+                                flag=flag_of(SweepConfig, "context_proofs"))
     limit_clock: str = _help("what the ceiling counts, cpu or wall (as for `run`); every run "
                              "records both a proof's wall and CPU time, and `timeout-map` derives "
-                             "limits from either", default="cpu")
+                             "limits from either", default="cpu",
+                             flag=flag_of(SweepConfig, "limit_clock"))
     verify_trust: bool = _help("after the runs, check every ground truth once more under the other "
                                "choice of context_proofs; a verdict that differs is a defect",
-                               default=False)
-    executor: str = _help("the executor the runs go to (local, slurm, dask, dask-slurm; `run "
-                         "--cluster`), recorded in each generation", default="local")
+                               default=False, flag="--verify-trust", action="store_true")
+    incremental: bool = _help("profile only problems that are new or whose setup, query or ground "
+                              "truth changed since the last generation", default=False,
+                              flag="--incremental", action="store_true")
     problems: tuple[str, ...] | None = _help(
         "profile only these problems: ids, globs or @FILE, as `run --problems`; a later, wider "
-        "selection is new problems (--incremental profiles just those)", default=None)
+        "selection is new problems (--incremental profiles just those)", default=None,
+        flag=flag_of(SweepConfig, "problems"))
+    # Set by the command from what it was given, not by a flag of their own.
+    command: tuple[str, ...] = _help("the command line, recorded as provenance", default=())
+    executor: str = _help("the executor the runs go to (local, slurm, dask, dask-slurm; `run "
+                         "--cluster`), recorded in each generation", default="local")
 
 
 def content_hash(problem: Problem) -> str:

@@ -10,6 +10,18 @@ command line reads instead of writing it again.
 ``option`` gives argparse the field's default and its help with that
 default said, so the flag, the dataclass and ``--help`` cannot disagree.
 
+A setting may carry its flag too, and then a command's flags, the config
+it builds and the command that repeats a run are all read off the
+dataclass (as Snakemake's executor plugins and dask-jobqueue read theirs):
+
+    workers: int = setting("checks run at once on this machine", default=1,
+                           flag="--workers", type=int)
+
+    add_flags(run, SweepConfig)            # every flag, in field order
+    config = config_from(SweepConfig, args)
+
+A field without ``flag`` is set by library callers only.
+
 Memory sizes as users write them on the command line.
 
 Sizes are read the way Slurm reads ``--mem``: a plain number is MiB, and
@@ -20,16 +32,98 @@ case-insensitive; ``B`` alone means bytes.
 
 from __future__ import annotations
 
+import argparse
 import dataclasses
 import re
 from decimal import ROUND_FLOOR, Decimal
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Mapping
+
+_FIELD_KEYS = ("default", "default_factory", "init", "repr", "compare", "hash", "kw_only")
 
 
-def setting(help: str, **kw) -> Any:
-    """A dataclass field with its help text; ``kw`` as for dataclasses.field."""
-    return dataclasses.field(metadata={"help": help}, **kw)
+@dataclasses.dataclass(frozen=True)
+class Flag:
+    """How a setting is spelled on a command line: ``name`` ("--workers",
+    or the field's own name for a positional argument) and argparse's
+    keywords other than help, default and dest, which the field gives.
+    ``choices`` may be a function, asked when the flag is added (the
+    registered provers are known only then)."""
+    name: str
+    kw: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+
+    @property
+    def positional(self) -> bool:
+        return not self.name.startswith("-")
+
+    @property
+    def store_true(self) -> bool:
+        return self.kw.get("action") == "store_true"
+
+
+def setting(help: str, *, flag: str | Flag | None = None, **kw) -> Any:
+    """A dataclass field with its help text and, given ``flag``, its flag:
+    ``kw`` holds dataclasses.field's keywords (default, ...) and argparse's
+    (type, choices, metavar, action, nargs, required) for the flag. A
+    ``Flag`` (``flag_of`` another config's setting) is spelled as that one,
+    ``kw`` winning."""
+    field_kw = {k: kw.pop(k) for k in _FIELD_KEYS if k in kw}
+    metadata: dict[str, Any] = {"help": help}
+    if isinstance(flag, Flag):
+        flag = Flag(flag.name, {**flag.kw, **kw})
+    elif flag is not None:
+        flag = Flag(flag, kw)
+    elif kw:
+        raise TypeError(f"argparse keywords {sorted(kw)} given for a setting without a flag")
+    if flag is not None:
+        metadata["flag"] = flag
+    return dataclasses.field(metadata=metadata, **field_kw)
+
+
+def flags(cls) -> list[tuple[dataclasses.Field, Flag]]:
+    """(field, its flag) of every setting of ``cls`` that has a flag, in
+    field order: the order of ``--help`` and of a resume command."""
+    return [(f, f.metadata["flag"]) for f in dataclasses.fields(cls) if "flag" in f.metadata]
+
+
+def flag_of(cls, name: str) -> Flag:
+    """The flag of setting ``name`` of ``cls``, for another config's setting
+    of the same meaning (profile's --problems is run's)."""
+    return _field(cls, name).metadata["flag"]
+
+
+def add_flags(parser, cls) -> None:
+    """One argparse argument per setting of ``cls`` that has a flag: its
+    name, type and choices from the flag, its help and default from the
+    field (``option``), its dest the field's name."""
+    for f, flag in flags(cls):
+        kw = {**option(cls, f.name), **flag.kw}
+        if callable(kw.get("choices")):
+            kw["choices"] = kw["choices"]()
+        if flag.positional:
+            parser.add_argument(f.name, **kw)
+        else:
+            parser.add_argument(flag.name, dest=f.name, **kw)
+
+
+def config_from(cls, args: argparse.Namespace, **given):
+    """An instance of ``cls`` from the parsed flags ``args`` of its settings
+    (``add_flags``): a flag given as a list (nargs, action="extend") is a
+    tuple, or None when empty. ``given`` sets fields without a flag, or
+    overrides what was parsed."""
+    values = {}
+    for f, _ in flags(cls):
+        value = getattr(args, f.name)
+        values[f.name] = (tuple(value) or None) if isinstance(value, list) else value
+    return cls(**{**values, **given})
+
+
+def memory_size(text: str) -> int:
+    """argparse type for a memory size such as 4G or 512M (``parse_size``)."""
+    try:
+        return parse_size(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def _field(cls, name: str) -> dataclasses.Field:

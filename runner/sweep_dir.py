@@ -10,7 +10,7 @@ answer source that lost answers the rows checked (docs/sweep-directory.md).
 
 from __future__ import annotations
 
-import argparse
+import dataclasses
 import datetime as dt
 import json
 import os
@@ -27,12 +27,12 @@ import pyarrow.compute as pc
 from .checks import attempts
 from .results import shards, lock as sweep_lock
 from .checks.context_proofs import ContextProofs
-from .corpus import corpus_fingerprint
+from .corpus import corpus_fingerprint, problem_patterns
 from .errors import InputError
 from .planning.sweep_config import (PreparedSweep, SweepConfig, default_mem_limit,
                                     resolved_mem_limit)
 from .prover import Mode, Prover
-from .settings import format_size, size_flag
+from .settings import flags, format_size, memory_size, size_flag
 
 MANIFEST = "sweep.json"
 
@@ -323,59 +323,54 @@ def missing_answers(prepared: PreparedSweep, old: dict, done: shards.Done | None
                      "'no answer given' where there is none)")
 
 
-def resume_command(manifest: dict, out: Path) -> str:
+def resume_command(manifest: dict, out: Path, settings=SweepConfig) -> str:
     """The `proofbatch run` that resumes the sweep of ``manifest`` (its sweep.json).
 
-    Every option of `run` that sets a field of the sweep's config is given
-    as sweep.json records it, unless it has its default: a resume must use
-    the same HOL Light, mode, map declaration, context proofs, limits and
-    answers, and the same problems. The options are read off `run`'s own
-    parser, so a new one cannot be forgotten. Paths are made absolute against
-    the directory the sweep was started in (``cwd``), so the command works
-    from anywhere; so is the HOL Light context root, which defaults to it.
-    The executor's options (--cluster ...) and --server are not recorded.
+    Every setting of the sweep's config that has a flag (``settings``'s
+    declaration, from which `run` makes its flags: runner.settings.flags) is
+    given as sweep.json records it, unless it has its default: a resume must
+    use the same HOL Light, mode, map declaration, context proofs, limits and
+    answers, and the same problems. Paths are made absolute against the
+    directory the sweep was started in (``cwd``), so the command works from
+    anywhere; so is the HOL Light context root, which defaults to it. The
+    executor's options (--cluster ...) and --server are not recorded.
     """
-    from .cli import build_parser        # here: the parser imports the run command
-
     cfg = manifest.get("config") or {}
     cwd = manifest.get("cwd")
 
     def absolute(path: str) -> str:
         return str(Path(cwd, path)) if cwd and not Path(path).is_absolute() else path
 
-    run = next(a for a in build_parser(["run"])._actions
-               if isinstance(a, argparse._SubParsersAction)).choices["run"]
     parts = ["proofbatch", "run", absolute(str(manifest.get("corpus") or cfg.get("corpus"))),
              "--out", str(Path(out).resolve())]
-    for action in run._actions:
-        name = action.dest
-        if not action.option_strings or name in ("help", "out") or name not in cfg \
-                or name in NOT_KEPT:
+    for f, flag in flags(settings):
+        name = f.name
+        if flag.positional or name == "out" or name not in cfg or name in NOT_KEPT:
             continue
-        flag, value = max(action.option_strings, key=len), cfg[name]
+        value, kind = cfg[name], flag.kw.get("type")
         if name == "context_root" and value is None and manifest.get("context_root") \
                 and manifest.get("prover", "hol-light") == "hol-light":
             value = manifest["context_root"]        # the directory it defaulted to
-        if isinstance(action, argparse._StoreTrueAction):
-            parts += [flag] if value else []
+        if flag.store_true:
+            parts += [flag.name] if value else []
             continue
-        if value is None or value == [] or _same(value, action.default):
+        if value is None or value == [] or _same(value, f.default):
             continue
-        if name == "problems":
-            parts += [flag, ",".join("@" + absolute(v[1:]) if v.startswith("@") else v
-                                     for v in value)]
-        elif action.type is Path:
-            parts += [flag, absolute(str(value))]
-        elif name == "mem_limit":
-            parts += [flag, f"{int(value)}B"]       # bytes: a plain number would read as MiB
+        if kind is problem_patterns:
+            parts += [flag.name, ",".join("@" + absolute(v[1:]) if v.startswith("@") else v
+                                          for v in value)]
+        elif kind is Path:
+            parts += [flag.name, absolute(str(value))]
+        elif kind is memory_size:
+            parts += [flag.name, f"{int(value)}B"]      # bytes: a plain number would read as MiB
         else:
-            parts += [flag, f"{value:g}" if isinstance(value, float) and float(f"{value:g}") == value
-                      else str(value)]
+            parts += [flag.name, f"{value:g}" if isinstance(value, float)
+                      and float(f"{value:g}") == value else str(value)]
     return shlex.join(parts)
 
 
 def _same(value, default) -> bool:
-    if default is None:
+    if default is None or default is dataclasses.MISSING:
         return False
     if isinstance(default, (int, float)) and not isinstance(default, bool):
         try:

@@ -6,13 +6,19 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import json
+import shlex
+from pathlib import Path
 
 import pytest
 
 from runner import cli
 from runner.profile import ProfileConfig
-from runner.settings import format_size, help_of, option, parse_size, setting
+import cluster
+from runner.settings import (add_flags, config_from, flags, format_size, help_of, option,
+                             parse_size, setting)
 from runner.planning.sweep_config import SweepConfig
+from runner.sweep_dir import resume_command
 
 
 def subcommand(name: str) -> argparse.ArgumentParser:
@@ -44,13 +50,82 @@ def test_run_reads_every_option_from_the_sweep_config():
 
 
 def test_profile_reads_every_option_from_the_profile_config():
-    assert check_reads_fields("profile", ProfileConfig, {"ceiling": "ceiling_s"}) == 16
+    assert check_reads_fields("profile", ProfileConfig) == 16
 
 
 def test_calibrate_reads_every_option_from_its_config():
     from runner.commands.calibrate import CalibrateConfig
 
     assert check_reads_fields("calibrate", CalibrateConfig) == len(dataclasses.fields(CalibrateConfig))
+
+
+# A sweep's settings are declared once (runner/planning/sweep_config.py):
+# run's flags, the config it builds and the command that resumes a sweep
+# are read off the declaration, so none can lack a setting the others have.
+
+# Settings of a sweep that library callers set and `run` does not.
+LIBRARY_ONLY = {"expected_mem", "max_images", "only"}
+
+
+def unflagged(cls) -> set[str]:
+    return {f.name for f in dataclasses.fields(cls)} - {f.name for f, _ in flags(cls)}
+
+
+def test_every_setting_of_a_sweep_is_a_flag_of_run_unless_said_otherwise():
+    assert unflagged(SweepConfig) == LIBRARY_ONLY, ("a setting of SweepConfig without flag=...: give it its "
+                                       "flag, or add it to LIBRARY_ONLY if run must not set it")
+
+
+def test_run_has_no_flag_beside_the_declaration():
+    """Every option of `run` is a setting's flag, --server's or an executor's:
+    a flag added by hand would reach neither the config nor a resume."""
+    executors = argparse.ArgumentParser()
+    cluster.add_arguments(executors)
+    declared = {f.name for f, _ in flags(SweepConfig)}
+    run = {a.dest for a in subcommand("run")._actions}
+    others = {"help", "server", "server_timeout"} | {a.dest for a in executors._actions}
+    assert run - declared == others
+    assert declared <= run
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class WiderSweep(SweepConfig):
+    # Settings added later, each declared in one place only.
+    retries: int = setting("times a check is tried", default=1, flag="--retries", type=int)
+    journal: Path | None = setting("where checks are logged", default=None, flag="--journal",
+                                   type=Path)
+    loud: bool = setting("say more", default=False, flag="--loud", action="store_true")
+
+
+def test_a_setting_declared_once_is_a_flag_a_config_field_and_in_the_resume_command(tmp_path):
+    parser = argparse.ArgumentParser(prog="run")
+    add_flags(parser, WiderSweep)
+    assert "times a check is tried (default 1)" in " ".join(parser.format_help().split())
+    argv = ["corpus", "--out", "out", "--retries", "4", "--journal", "logs/j.txt", "--loud"]
+    config = config_from(WiderSweep, parser.parse_args(argv))
+    assert (config.retries, str(config.journal), config.loud) == (4, "logs/j.txt", True)
+    recorded = json.loads(json.dumps({k: str(v) if isinstance(v, Path) else v
+                                      for k, v in dataclasses.asdict(config).items()}))
+    manifest = {"corpus": str(tmp_path / "corpus"), "config": recorded, "cwd": str(tmp_path),
+                "prover": "isabelle"}
+    resume = shlex.split(resume_command(manifest, tmp_path / "out", WiderSweep))
+    assert resume[:2] == ["proofbatch", "run"]
+    again = config_from(WiderSweep, parser.parse_args(resume[2:]))
+    assert (again.retries, again.journal, again.loud) == (4, tmp_path / "logs/j.txt", True)
+    # At their defaults, they are not said.
+    defaults = config_from(WiderSweep, parser.parse_args(["corpus", "--out", "out"]))
+    manifest["config"] = json.loads(json.dumps({k: str(v) if isinstance(v, Path) else v
+                                                for k, v in dataclasses.asdict(defaults).items()}))
+    assert shlex.split(resume_command(manifest, tmp_path / "out", WiderSweep))[5:] == []
+
+
+def test_a_setting_of_run_declared_without_a_flag_is_caught():
+    """The first test above fails on a setting added without its flag."""
+    @dataclasses.dataclass(frozen=True, kw_only=True)
+    class Forgotten(SweepConfig):
+        retries: int = setting("times a check is tried", default=1)
+
+    assert unflagged(Forgotten) - LIBRARY_ONLY == {"retries"}
 
 
 def test_help_says_the_default_and_survives_argparse():

@@ -46,16 +46,6 @@ def all_commands() -> list[tuple[str, str, str]]:
     return [*COMMANDS, *provers.commands()]
 
 
-def size(text: str) -> int:
-    """argparse type for a memory size such as 4G or 512M."""
-    from ..settings import parse_size
-
-    try:
-        return parse_size(text)
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
-
-
 def price_flag(text: str) -> float:
     """argparse type for --core-hour-price: a finite number, 0 or more
     (``float`` took "nan" and printed ``cost nan``)."""

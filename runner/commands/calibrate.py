@@ -30,11 +30,10 @@ from ..maps import host_factor, provenance
 from ..maps.host_factor import SLOW_HOST, Calibration
 from ..prover import LimitClock
 from ..reporting import progress
-from ..settings import help_of, options_of
+from ..settings import help_of, memory_size, options_of
 from ..settings import setting as _help
 from ..planning.sweep_config import SweepConfig
 from ..sweep import SweepSummary, prepare, run_sweep
-from . import size
 
 NAME = "calibrate"
 HELP = "measure this host's speed against a timeout map's, for run --host-factor auto"
@@ -157,7 +156,7 @@ def add_arguments(p) -> None:
     p.add_argument("--hol-light", type=Path, **opt("hol_light"))
     p.add_argument("--context-root", type=Path, **opt("context_root"))
     p.add_argument("--context-proofs", choices=("replay", "trust"), **opt("context_proofs"))
-    p.add_argument("--mem-limit", type=size, **opt("mem_limit"))
+    p.add_argument("--mem-limit", type=memory_size, **opt("mem_limit"))
 
 
 def run(args) -> int:

@@ -15,14 +15,12 @@ import cluster
 from cluster.local import LocalExecutor
 
 from ..reporting import progress
-from ..corpus import problem_patterns
 from ..errors import InputError
 from ..maps import nodes as node_speed
 from ..maps.profile_data import on_clock
 from ..profile import Profile, ProfileConfig, profile
-from ..settings import help_of, options_of
+from ..settings import add_flags, config_from
 from ..sweep import prepare
-from . import size
 from .timeout_map import derive_and_write
 
 NAME = "profile"
@@ -30,25 +28,10 @@ HELP = "check the ground-truth proofs several times and record what each costs"
 
 
 def add_arguments(p) -> None:
-    opt = options_of(ProfileConfig)      # help and defaults written once, in the dataclass
-
-    p.add_argument("corpus", type=Path, help=help_of(ProfileConfig, "corpus"))
-    p.add_argument("--answers", type=Path, **opt("answers"))
-    p.add_argument("--out", type=Path, required=True, help=help_of(ProfileConfig, "out"))
-    p.add_argument("--runs", type=int, **opt("runs"))
-    p.add_argument("--ceiling", type=float, **opt("ceiling_s"))
-    p.add_argument("--seed", type=int, **opt("seed"))
-    p.add_argument("--workers", type=int, **opt("workers"))
-    p.add_argument("--mem-limit", type=size, **opt("mem_limit"))
-    p.add_argument("--hol-light", type=Path, **opt("hol_light"))
-    p.add_argument("--context-root", type=Path, **opt("context_root"))
-    p.add_argument("--mode", choices=("bytecode", "native"), **opt("mode"))
-    p.add_argument("--context-proofs", choices=("replay", "trust"), **opt("context_proofs"))
-    p.add_argument("--limit-clock", choices=("cpu", "wall"), **opt("limit_clock"))
-    p.add_argument("--verify-trust", action="store_true", **opt("verify_trust"))
-    p.add_argument("--incremental", action="store_true", **opt("incremental"))
-    p.add_argument("--problems", type=problem_patterns, action="extend", metavar="ID,GLOB,@FILE",
-                   **opt("problems"))
+    # Every setting of the profile with its flag, help and default: declared
+    # once, in the dataclass (runner/profile.py), the flags it shares with
+    # `run` spelled as run's.
+    add_flags(p, ProfileConfig)
     p.add_argument("--map", type=Path, help="then derive this timeout map from the profile "
                    "(default policy; see `proofbatch timeout-map`)")
     # Each run is a sweep: the same executors and options as `run` (--cluster
@@ -57,14 +40,7 @@ def add_arguments(p) -> None:
 
 
 def run(args) -> int:
-    cfg = ProfileConfig(corpus=args.corpus, out=args.out, answers=args.answers, runs=args.runs,
-                        ceiling_s=args.ceiling, seed=args.seed, workers=args.workers,
-                        mem_limit=args.mem_limit, hol_light=args.hol_light,
-                        context_root=args.context_root, incremental=args.incremental, mode=args.mode,
-                        command=tuple(sys.argv), context_proofs=args.context_proofs,
-                        verify_trust=args.verify_trust, limit_clock=args.limit_clock,
-                        executor=args.cluster,
-                        problems=tuple(args.problems) if args.problems else None)
+    cfg = config_from(ProfileConfig, args, command=tuple(sys.argv), executor=args.cluster)
     if args.add_tasks:
         # Each run is its own sweep, started and finished by this driver.
         raise InputError("--add-tasks", "adds array tasks to a running sweep, not to a profile",

@@ -13,7 +13,7 @@ from __future__ import annotations
 import argparse
 
 from ..errors import InputError
-from ..settings import format_size, parse_size
+from ..settings import format_size, memory_size
 
 # A million workers on one node or a thousand nodes: about 2 s and 130 MB.
 MAX_WORKERS = 1_000_000
@@ -48,10 +48,7 @@ def check_machines(nodes: int, cores_per_node: int, where: str) -> None:
 
 def node_memory(text: str) -> int:
     """argparse type for --mem-per-node: a size a real node can have."""
-    try:
-        size = parse_size(text)
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
+    size = memory_size(text)
     if size < MIN_NODE_MEM:
         raise argparse.ArgumentTypeError(
             f"{format_size(size)} per node cannot hold a prover session and a check; "

@@ -1,7 +1,9 @@
 """A sweep's settings, and what preparing a sweep resolved from them.
 
-``SweepConfig`` is what `proofbatch run` is asked (every field carries its
-help: runner.settings.setting); ``PreparedSweep`` is the sweep resolved
+``SweepConfig`` is what `proofbatch run` is asked: every field carries its
+help and, when `run` sets it, its flag (runner.settings.setting), from which
+run's flags, the config it builds and the command that resumes a sweep
+(runner.sweep_dir.resume_command) are made. ``PreparedSweep`` is the sweep resolved
 from it, validated and planned (runner.sweep.prepare), which the sweep
 directory's checks (runner.sweep_dir) and the run (runner.sweep.run_sweep)
 both read. Here, below the drivers, so that a prover's command can name a
@@ -18,102 +20,136 @@ import psutil
 
 from ..checks.context_proofs import ContextProofs
 from ..checks.tasks import CheckTask
-from ..corpus import Problem
+from ..corpus import Problem, problem_patterns
 from ..prover import BACKSTOP_EXTRA_S, BACKSTOP_FACTOR, LimitClock, ProverBackend
-from ..settings import setting as _help
+from ..settings import memory_size, setting as _help
 
 
-@dataclass(frozen=True)
+def _prover_names() -> tuple[str, ...]:
+    """--prover's choices: the registered provers, asked when run's flags are made."""
+    from .. import provers
+
+    return provers.names()
+
+
+@dataclass(frozen=True, kw_only=True)
 class SweepConfig:
-    corpus: Path = _help("CORPUS/<problem-id>/{setup.ml,query.txt[,category.txt,answer.txt]}")
-    out: Path = _help("sweep directory: shards, results.parquet, results.csv, verdicts.csv; rerun "
-                      "to resume")
+    # Fields in the order of `run --help` and of a resume command; keyword
+    # only, so that the order is free of where defaults begin.
+    corpus: Path = _help("CORPUS/<problem-id>/{setup.ml,query.txt[,category.txt,answer.txt]}",
+                         flag="corpus", type=Path)
     answers: Path | None = _help("answers DIR/<id>/answer.txt or FILE.csv (problem_id,answer); default: "
                                  "answer.txt in each problem folder. Several attempts: "
                                  "DIR/<id>/answer_<k>.txt or answers.jsonl, or an attempt column",
-                                 default=None)
-    workers: int = _help("checks run at once on this machine", default=1)
-    timeout_map: Path | None = _help("s2n-bignum-bench timeout-map.json: per-problem limits", default=None)
+                                 default=None, flag="--answers", type=Path)
+    out: Path = _help("sweep directory: shards, results.parquet, results.csv, verdicts.csv; rerun "
+                      "to resume", flag="--out", type=Path, required=True)
+    workers: int = _help("checks run at once on this machine", default=1,
+                         flag="--workers", type=int)
+    timeout_map: Path | None = _help("s2n-bignum-bench timeout-map.json: per-problem limits",
+                                     default=None, flag="--timeout-map", type=Path)
     map_mode: str | None = _help("the mode a timeout map without a sidecar was measured in: native "
                                  "or bytecode (required for HOL Light: s2n-bignum-bench's map is "
                                  "native); limits of another mode than a check runs in are "
-                                 "converted, with a warning (docs/running.md)", default=None)
+                                 "converted, with a warning (docs/running.md)", default=None,
+                                 flag="--map-mode", choices=("native", "bytecode"))
     map_build: str | None = _help("the HOL Light build a timeout map without a sidecar was measured "
-                                  "with (warned about when it is not this sweep's)", default=None)
-    category_timeouts: Path | None = _help("s2n-bignum-bench timeouts.json: per-category limits", default=None)
-    default_timeout: float = _help("limit for problems in neither file, in seconds", default=120.0)
+                                  "with (warned about when it is not this sweep's)", default=None,
+                                  flag="--map-build", metavar="B")
+    category_timeouts: Path | None = _help("s2n-bignum-bench timeouts.json: per-category limits",
+                                           default=None, flag="--category-timeouts", type=Path)
+    default_timeout: float = _help("limit for problems in neither file, in seconds", default=120.0,
+                                   flag="--default-timeout", type=float)
     mem_limit: int | None = _help("memory limit per check, e.g. 4G (a plain number is MiB); "
                                   "default: 8G or an even share of 80% of RAM per worker, whichever is smaller "
-                                  "(docs/running.md)", default=None)
-    expected_mem: int = _help("memory a check is expected to need before it may start",
-                              default=512 * 2**20)
+                                  "(docs/running.md)", default=None,
+                                  flag="--mem-limit", type=memory_size)
     hol_light: Path | None = _help("a HOL Light checkout built with make (has hol.sh); default: "
-                                   "Debian's package", default=None)
+                                   "Debian's package", default=None, flag="--hol-light", type=Path)
     prover: str | None = _help("hol-light or isabelle; default: from the corpus layout "
-                               "(isabelle.toml means Isabelle; docs/provers.md)", default=None)
+                               "(isabelle.toml means Isabelle; docs/provers.md)", default=None,
+                               flag="--prover", choices=_prover_names)
     isabelle: Path | None = _help("an Isabelle installation (ISABELLE_HOME); default: "
-                                  "$ISABELLE_HOME, or isabelle on PATH", default=None)
+                                  "$ISABELLE_HOME, or isabelle on PATH", default=None,
+                                  flag="--isabelle", type=Path, metavar="DIR")
     context_root: Path | None = _help("where needs/loadt in setup.ml resolve; default: the current "
-                                      "directory", default=None)
-    grace: float = _help("seconds past the limit before the outside kill", default=2.0)
-    max_images: int = _help("loaded contexts kept alive at once on a host", default=8)
-    only: tuple[str, ...] | None = _help("check only these problem ids (all when None)", default=None)
-    problems: tuple[str, ...] | None = _help(
-        "check only the problems matching these: ids, shell-style globs (arith.*) or @FILE (one id "
-        "or glob a line, # comments), separated by commas, the flag repeatable; a pattern matching "
-        "none is refused; a resume may select others (docs/running.md); default: all", default=None)
-    costs_from: tuple[str, ...] | None = _help(
-        "sweep directories (run --out) whose measured image builds (OUT/images/*.json) price this "
-        "sweep's plan and ETA: builds of its very images only (an image key holds the build, mode, "
-        "context root and driver); not part of what a resume must keep", default=None)
-    policy: str = _help("dispatch order: planned (longest first, context affinity), naive "
-                        "(corpus order) or shuffle (seeded random)", default="planned")
-    seed: int = _help("seed of the shuffle policy and of tie-breaking", default=0)
-    sandbox: str = _help("the box checks run in: auto (bwrap when installed and root, else "
-                         "rlimits), bwrap, rlimits or none; see docs/sandbox.md", default="auto")
-    allow_missing_answers: bool = _help("on resume, accept that answers recorded before are gone "
-                                        "(--answers dropped, an answer.txt deleted): those problems "
-                                        "are checked again as given now, ERROR 'no answer given' "
-                                        "when they have none; refused otherwise", default=False)
-    stop_on_first_ok: bool = _help("skip a problem's remaining attempts once one is OK; skipped "
-                                   "attempts get no result row and are listed in skipped.csv",
-                                   default=False)
-    mode: str = _help("HOL Light execution: bytecode (the toplevel fork server), native (compiled "
-                      "with `proofbatch build-native`), or auto (native for checks expected above "
-                      "0.35 s of bytecode time); see docs/native.md", default="bytecode")
-    context_proofs: str = _help("HOL Light: replay (a context runs its proofs as written) or trust "
-                                "(while a context loads, its top-level prove returns the stated "
-                                "theorem unproved; answers still prove for real); part of every image "
-                                "key, recorded in rows and sweep.json; see docs/trust.md",
-                                default=str(ContextProofs.REPLAY))
+                                      "directory", default=None, flag="--context-root", type=Path)
+    grace: float = _help("seconds past the limit before the outside kill", default=2.0,
+                         flag="--grace", type=float)
     limit_clock: str = _help("what a check's time limit counts: cpu (the CPU time of its own "
                              "processes: a loaded or slower host does not turn a correct proof into "
                              "a TIMEOUT) or wall (elapsed time, as s2n-bignum-bench's harness; "
                              "with --limit-slack 30 exactly as it); recorded in sweep.json and "
                              "every row; a resume must keep it (docs/limits.md)",
-                             default=str(LimitClock.CPU))
+                             default=str(LimitClock.CPU),
+                             flag="--limit-clock", choices=[str(c) for c in LimitClock])
     limit_slack: float = _help("seconds added to every check's time limit: s2n-bignum-bench's "
                                "harness arms its alarm at the limit + 30 s, so --limit-clock wall "
                                "--limit-slack 30 checks exactly as it does; rows record the limit "
-                               "with the slack (docs/limits.md)", default=0.0)
+                               "with the slack (docs/limits.md)", default=0.0,
+                               flag="--limit-slack", type=float, metavar="SECS")
     backstop_factor: float = _help("under --limit-clock cpu, a check still running after "
                                    "max(F x its limit, its limit + --backstop-extra) seconds of "
                                    "wall time is starved or blocked: it is ended and run again, "
-                                   "never a TIMEOUT", default=BACKSTOP_FACTOR)
+                                   "never a TIMEOUT", default=BACKSTOP_FACTOR,
+                                   flag="--backstop-factor", type=float, metavar="F")
     backstop_extra: float = _help("seconds of the wall-clock backstop beyond the limit, at least",
-                                  default=BACKSTOP_EXTRA_S)
+                                  default=BACKSTOP_EXTRA_S,
+                                  flag="--backstop-extra", type=float, metavar="SECS")
     host_factor: str | None = _help("how much slower this host proves than the one the timeout "
                                     "map was measured on: a number, or auto (the factor `proofbatch "
                                     "calibrate` measured for this map, mode and host); the map's "
                                     "limits are multiplied by max(1, factor) and its times by the "
                                     "factor (plan, ETA); recorded in sweep.json (docs/limits.md)",
-                                    default=None)
+                                    default=None, flag="--host-factor", metavar="auto|X")
+    policy: str = _help("dispatch order: planned (longest first, context affinity), naive "
+                        "(corpus order) or shuffle (seeded random)", default="planned",
+                        flag="--policy", choices=("planned", "naive", "shuffle"))
+    seed: int = _help("seed of the shuffle policy and of tie-breaking", default=0,
+                      flag="--seed", type=int)
+    sandbox: str = _help("the box checks run in: auto (bwrap when installed and root, else "
+                         "rlimits), bwrap, rlimits or none; see docs/sandbox.md", default="auto",
+                         flag="--sandbox", choices=("auto", "bwrap", "rlimits", "none"))
+    mode: str = _help("HOL Light execution: bytecode (the toplevel fork server), native (compiled "
+                      "with `proofbatch build-native`), or auto (native for checks expected above "
+                      "0.35 s of bytecode time); see docs/native.md", default="bytecode",
+                      flag="--mode", choices=("bytecode", "native", "auto"))
+    context_proofs: str = _help("HOL Light: replay (a context runs its proofs as written) or trust "
+                                "(while a context loads, its top-level prove returns the stated "
+                                "theorem unproved; answers still prove for real); part of every image "
+                                "key, recorded in rows and sweep.json; see docs/trust.md",
+                                default=str(ContextProofs.REPLAY),
+                                flag="--context-proofs", choices=("replay", "trust"))
     no_fallback: bool = _help("with --mode native or auto: a check whose context cannot be "
                               "compiled natively (a toplevel directive, a computed load, a compile "
                               "error) is ERROR with the reason, instead of running in bytecode 4-7x "
                               "slower under a converted limit; the other checks still run. Recorded "
                               "in sweep.json; a resume must keep it when such checks exist",
-                              default=False)
+                              default=False, flag="--no-fallback", action="store_true")
+    stop_on_first_ok: bool = _help("skip a problem's remaining attempts once one is OK; skipped "
+                                   "attempts get no result row and are listed in skipped.csv",
+                                   default=False, flag="--stop-on-first-ok", action="store_true")
+    allow_missing_answers: bool = _help("on resume, accept that answers recorded before are gone "
+                                        "(--answers dropped, an answer.txt deleted): those problems "
+                                        "are checked again as given now, ERROR 'no answer given' "
+                                        "when they have none; refused otherwise", default=False,
+                                        flag="--allow-missing-answers", action="store_true")
+    problems: tuple[str, ...] | None = _help(
+        "check only the problems matching these: ids, shell-style globs (arith.*) or @FILE (one id "
+        "or glob a line, # comments), separated by commas, the flag repeatable; a pattern matching "
+        "none is refused; a resume may select others (docs/running.md); default: all", default=None,
+        flag="--problems", type=problem_patterns, action="extend", metavar="ID,GLOB,@FILE")
+    costs_from: tuple[str, ...] | None = _help(
+        "sweep directories (run --out) whose measured image builds (OUT/images/*.json) price this "
+        "sweep's plan and ETA: builds of its very images only (an image key holds the build, mode, "
+        "context root and driver); not part of what a resume must keep", default=None,
+        flag="--costs-from", nargs="+", metavar="OUT")
+    # Set by library callers (tests, benchmarks, `serve`), not by `run`.
+    expected_mem: int = _help("memory a check is expected to need before it may start",
+                              default=512 * 2**20)
+    max_images: int = _help("loaded contexts kept alive at once on a host", default=8)
+    only: tuple[str, ...] | None = _help("check only these problem ids (all when None)", default=None)
+
 
 def default_mem_limit(workers: int) -> int:
     """8 GiB, or an even share of 80% of this machine's memory if smaller."""

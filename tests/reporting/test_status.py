@@ -58,9 +58,10 @@ def test_status_of_a_running_sweep(hol_session, tmp_path, capsys):
 # -- the command that resumes a stopped sweep (no HOL Light) ---------------------
 #
 # It used to drop --hol-light, --context-proofs and --map-mode, among others,
-# so that running it as printed was refused. It is built from `run`'s own
-# parser and what sweep.json records: parsed back, it carries the settings
-# of the run it came from.
+# so that running it as printed was refused. It is built from the sweep's
+# settings, declared once with their flags (runner/planning/sweep_config.py,
+# from which `run` makes its parser), and what sweep.json records: parsed
+# back with run's parser, it carries the settings of the run it came from.
 
 
 def _run_parser() -> argparse.ArgumentParser:
