@@ -119,6 +119,8 @@ def main() -> int:
     parser.add_argument("--files", type=int, default=3, help="files per tree drawn at random; 0: all")
     parser.add_argument("--seed", type=int, default=int(time.time()) % 10000)
     parser.add_argument("--bench-map", type=Path, help="draw only files the bench's timeout-map.json lists")
+    parser.add_argument("--only", help="these proof files' stems (comma-separated) instead of a draw, "
+                        "e.g. instruction,decode")
     args = parser.parse_args()
     args.work, args.s2n_bignum = args.work.resolve(), args.s2n_bignum.resolve()
     args.work.mkdir(parents=True, exist_ok=True)
@@ -127,7 +129,10 @@ def main() -> int:
     lines, figures, failures = [f"seed {args.seed}"], {"seed": args.seed}, []
     for tree in args.trees.split(","):
         pool = candidates(args.s2n_bignum, tree, bench_map)
-        files = pool if args.files <= 0 else sorted(random.Random(args.seed).sample(pool, min(args.files, len(pool))))
+        if args.only:
+            files = sorted(args.only.split(","))
+        else:
+            files = pool if args.files <= 0 else sorted(random.Random(args.seed).sample(pool, min(args.files, len(pool))))
         log(f"seed {args.seed}, {tree}: {len(files)} of {len(pool)} files: {', '.join(files)}")
         ids, refused, secs, load, weak = compile_tree(args, tree, files)
         ok = len(ids) - len(refused)
