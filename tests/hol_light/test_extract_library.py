@@ -54,6 +54,11 @@ def test_a_library_file_s_problems_start_with_its_loader_s_prefix_and_check_ok(
     r = extract(ExtractConfig(files=(folder / "lib.ml", folder / "proof.ml"), out=corpus,
                               prefix="dev", context_root=DEMO))
     assert [p.problem_id for p in r.problems] == ["dev.lib.LIB_A", "dev.lib.LIB_B", "dev.proof.P"]
+    # The real HOL Light loads each context and checks each ground truth.
+    summary = sweep_with(hol_session, extracted_config(corpus, tmp_path / "out"))
+    rows = {row["problem_id"]: row for row in summary.table.to_pylist()}
+    assert {pid: row["verdict"] for pid, row in rows.items()} == {
+        "dev.lib.LIB_A": "OK", "dev.lib.LIB_B": "OK", "dev.proof.P": "OK"}, rows
     # base.ml's phrases before its load of lib.ml, then lib.ml's own.
     setup = (corpus / "dev.lib.LIB_B" / "setup.ml").read_text()
     base = (folder / "base.ml").read_text()
@@ -67,8 +72,3 @@ def test_a_library_file_s_problems_start_with_its_loader_s_prefix_and_check_ok(
     assert lib["context_prefix"] == [{"loader": f"{rel}/base.ml", "up_to_line": 5,
                                       "loads": f"{rel}/lib.ml", "other_loaders": [],
                                       "chosen": CHOSEN}]
-    # The real HOL Light loads each context and checks each ground truth.
-    summary = sweep_with(hol_session, extracted_config(corpus, tmp_path / "out"))
-    rows = {row["problem_id"]: row for row in summary.table.to_pylist()}
-    assert {pid: row["verdict"] for pid, row in rows.items()} == {
-        "dev.lib.LIB_A": "OK", "dev.lib.LIB_B": "OK", "dev.proof.P": "OK"}, rows
