@@ -23,6 +23,7 @@ attempt left unsettled as ERROR with the reason.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import shutil
 import signal
@@ -53,6 +54,7 @@ from runner.results.rows import ResultRow
 from runner.results.running import RunningBoard
 from runner.checks.worker import CheckTask, lost_row, work
 
+from . import cpu_slots
 from .base import Executor, SweepJob
 
 PLUGIN = "proofbatch-prover"
@@ -73,6 +75,9 @@ class ProverPlugin(WorkerPlugin):
         self.sessions: dict[str, object] = {}
         self.prepared: set[tuple[str, str]] = set()
         self.writers: dict[tuple[str, str], shards.ShardWriter] = {}
+        # Runs whose driver finished or stopped: Dask cannot stop a task
+        # already running, so its tasks look here before each check.
+        self.closed: set[tuple[str, str]] = set()
         # Named pipes and scratch files want a local disk.
         self.workdir = Path(tempfile.mkdtemp(prefix="proofbatch-dask-"))
 
@@ -108,15 +113,19 @@ class ProverPlugin(WorkerPlugin):
 
     def close_run(self, out: str, run_id: str) -> None:
         with self.lock:
+            self.closed.add((out, run_id))
             writer = self.writers.pop((out, run_id), None)
         if writer is not None:
             writer.close()
 
 
-def check_on_worker(run: list[CheckTask], context: tuple, out: str, run_id: str) -> list[dict]:
+def check_on_worker(run: list[CheckTask], context: tuple, out: str, run_id: str,
+                    one_per_cpu: bool = False) -> list[dict]:
     """Drain one problem's attempts in this worker's session, through the
     worker loop every executor runs; the rows are published to this worker's
-    shard stream and returned (none for attempts early stop skipped)."""
+    shard stream and returned (none for attempts early stop skipped).
+    ``one_per_cpu`` (a profile): first wait for a CPU of this host that no
+    other check holds (cluster/cpu_slots.py)."""
     backend, problems = context
     worker = get_worker()
     plugin: ProverPlugin = worker.plugins[PLUGIN]
@@ -125,12 +134,23 @@ def check_on_worker(run: list[CheckTask], context: tuple, out: str, run_id: str)
         run = [dataclasses.replace(task, limits=dataclasses.replace(
             task.limits, mem_bytes=min(task.limits.mem_bytes, int(limit)),
             expected_mem_bytes=min(task.limits.expected_mem_bytes, int(limit)))) for task in run]
+
+    def stopped() -> bool:
+        return (out, run_id) in plugin.closed
+
+    with cpu_slots.one_per_cpu(stopped) if one_per_cpu else contextlib.nullcontext():
+        return _check(plugin, worker, run, backend, problems, out, run_id, stopped)
+
+
+def _check(plugin, worker, run, backend, problems, out: str, run_id: str, stopped) -> list[dict]:
     session = plugin.session(backend, run_id, problems)
     thread = threading.get_ident()
     board = RunningBoard(Path(out), f"{run_id}-dask-{plugin.safe_name}-t{thread}",
                          f"{worker.name}/t{thread}")
     rows: list[ResultRow] = []
-    work(session, iter(run), plugin.writer(out, run_id), worker=f"{worker.name}/t{thread}",
+    # No new check once the run's driver has gone: a resumed driver checks it.
+    tasks = (task for task in run if not stopped())
+    work(session, tasks, plugin.writer(out, run_id), worker=f"{worker.name}/t{thread}",
          run_id=run_id, on_row=rows.append, board=board)
     board.clear()
     return [row.as_dict() for row in rows]
@@ -142,9 +162,29 @@ def _close_run(out: str, run_id: str, dask_worker=None) -> None:
         plugin.close_run(out, run_id)
 
 
+def _absolute(job: SweepJob) -> SweepJob:
+    """The job with its sweep directory and problems' files as absolute paths.
+
+    A Dask worker was started in its own working directory, not the
+    driver's: ``proofbatch run examples/x --out out/x`` named files the
+    worker read (setup.ml) and wrote (shards) under its own directory.
+    """
+    def absolute(problem):
+        # Not shared by id: each attempt's copy holds its own answer.
+        return dataclasses.replace(problem, directory=Path(problem.directory).absolute(),
+                                   setup_path=Path(problem.setup_path).absolute(),
+                                   query_path=Path(problem.query_path).absolute())
+
+    return dataclasses.replace(job, out=Path(job.out).absolute(), tasks=[
+        dataclasses.replace(task, problem=absolute(task.problem)) for task in job.tasks])
+
+
 class DaskExecutor(Executor):
     name = "dask"
     expect_workers = 1
+    # A profile sets it: its checks are timed, so at most one runs per CPU of
+    # a host, however many threads its workers have.
+    one_check_per_core = False
 
     def __init__(self, scheduler_address: str | None = None, *, client_factory=None):
         """``scheduler_address`` of a running scheduler, or ``client_factory``:
@@ -172,6 +212,7 @@ class DaskExecutor(Executor):
             close()
 
     def _run(self, client: Client, job: SweepJob, on_row: Callable[[ResultRow], None]) -> None:
+        job = _absolute(job)
         client.register_plugin(ProverPlugin(), name=PLUGIN)
         try:
             # Workers started for this sweep (dask-slurm) come up one by one:
@@ -195,7 +236,7 @@ class DaskExecutor(Executor):
         for rank, run in enumerate(runs):
             problem = run[0].problem
             group = group_of.setdefault(image_of[problem.problem_id], len(group_of))
-            fut = client.submit(check_on_worker, run, context, out, job.run_id,
+            fut = client.submit(check_on_worker, run, context, out, job.run_id, self.one_check_per_core,
                                 key=f"problem-{job.run_id}-{problem.problem_id}",
                                 priority=len(runs) - rank, pure=False,
                                 workers=[workers[group % len(workers)]], allow_other_workers=True)

@@ -286,7 +286,7 @@ def _run_generation(cfg, generation, executor_for, on_run, on_row, on_start) -> 
         only = [pid for pid in generation["problems"] if pid not in defects]
         on_run(r, len(generation["runs"]), str(out))
         config = _sweep_config(cfg, out, only, run["seed"])
-        summary: SweepSummary = run_sweep(prepare(config), executor_for(config),
+        summary: SweepSummary = run_sweep(prepare(config), _timing(executor_for(config)),
                                           on_row=on_row, on_start=on_start)
         defects |= {row["problem_id"] for row in summary.table.to_pylist()
                     if row["problem_id"] in set(only) and row["verdict"] != "OK"}
@@ -298,7 +298,18 @@ def _run_generation(cfg, generation, executor_for, on_run, on_row, on_start) -> 
                f"{cfg.out / verify['dir']} (--context-proofs {verify['context_proofs']})")
         config = _sweep_config(cfg, cfg.out / verify["dir"], generation["problems"],
                                generation["runs"][0]["seed"], verify["context_proofs"])
-        run_sweep(prepare(config), executor_for(config), on_row=on_row, on_start=on_start)
+        run_sweep(prepare(config), _timing(executor_for(config)), on_row=on_row, on_start=on_start)
+
+
+def _timing(executor):
+    """The executor, told that its checks are timed: one at a time per CPU of
+    a host. A Dask worker runs as many checks as it has threads, and a host
+    may run several workers (cluster/cpu_slots.py). Locally, `profile`
+    refuses more --workers than cores; a Slurm task runs --cpus-per-task
+    checks on as many CPUs."""
+    if hasattr(executor, "one_check_per_core"):
+        executor.one_check_per_core = True
+    return executor
 
 
 # Validating a timeout map: does every ground truth fit in its limit? Two

@@ -1,0 +1,201 @@
+"""`proofbatch profile --cluster dask`, the installed CLI on a real Dask: a
+scheduler and one worker started with distributed's own commands, as a user
+starts them on their machines, in a folder of their own (not the driver's).
+
+CPU is the budget: the worker boots bytecode HOL Light once (about 90 s of
+CPU) and keeps its session for every run and for the resumed driver, so the
+whole profile costs one boot. The worker has two threads but may run on one
+CPU only (its affinity, as `taskset -c` sets it): a profile must still time
+one check at a time there. One profile carries the bad day: while run 2 is
+checking, the driver is stopped with SIGTERM; the same command started again
+resumes. Each check busies itself a second or two before its proof, so that
+the stop lands between checks and two checks at once would overlap.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+from distributed import Client
+
+from cluster import cpu_slots
+from runner.checks.worker import cpu_model
+from runner.profile import load_profile
+from runner.results import shards
+
+from ..helpers import DEMO, LIGHT, PROOFBATCH, TEST_MEM_LIMIT
+from .test_slurm import all_shard_keys, done_keys, wait_for
+
+# About two seconds of bytecode before the proof (5e7 turns of this loop
+# took 1-2 s in Debian's toplevel here). An answer may not read a clock.
+BUSY = "(fun g -> let r = ref 0 in for i = 1 to 50000000 do r := !r + i done; ALL_TAC g) THEN "
+# Copied too, but left out by --problems.
+UNSELECTED = "sets.union_comm"
+
+
+def busy_corpus(root: Path) -> Path:
+    corpus = root / "corpus"
+    for pid in (*LIGHT, UNSELECTED):
+        folder = corpus / pid
+        folder.mkdir(parents=True)
+        for name in ("setup.ml", "query.txt"):
+            (folder / name).write_bytes((DEMO / pid / name).read_bytes())
+        (folder / "answer.txt").write_text(BUSY + (DEMO / pid / "answer.txt").read_text())
+    return corpus
+
+
+def one_cpu() -> None:
+    os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})
+
+
+@pytest.fixture(scope="module")
+def scheduler(tmp_path_factory):
+    """A Dask scheduler and one worker (two threads, one CPU), started in
+    a folder of their own."""
+    d = tmp_path_factory.mktemp("dask-profile")
+    sched_file = d / "scheduler.json"
+    procs = [subprocess.Popen(
+        [sys.executable, "-m", "distributed.cli.dask_scheduler", "--host", "127.0.0.1",
+         "--port", "0", "--no-dashboard", "--scheduler-file", str(sched_file)],
+        cwd=d, stdout=(d / "scheduler.log").open("w"), stderr=subprocess.STDOUT)]
+    try:
+        wait_for(sched_file.exists, 60, "the Dask scheduler's file")
+        procs.append(subprocess.Popen(
+            [sys.executable, "-m", "distributed.cli.dask_worker", "--scheduler-file", str(sched_file),
+             "--nthreads", "2", "--nworkers", "1", "--memory-limit", "4GiB", "--no-dashboard",
+             "--name", "w0"],
+            cwd=d, preexec_fn=one_cpu, stdout=(d / "worker.log").open("w"), stderr=subprocess.STDOUT))
+        address = json.loads(sched_file.read_text())["address"]
+        with Client(address, timeout="60s") as client:
+            client.wait_for_workers(1, timeout=120)
+        yield address
+    finally:
+        for p in reversed(procs):
+            p.terminate()
+        for p in reversed(procs):
+            try:
+                p.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                p.kill()
+
+
+def driver(root: Path, address: str) -> subprocess.Popen:
+    # Paths relative to the driver's folder, which is not the worker's.
+    return subprocess.Popen(
+        ["env", "--default-signal=TERM", str(PROOFBATCH), "profile", "corpus", "--out", "profile",
+         "--problems", ",".join(LIGHT), "--runs", "3", "--seed", "5", "--ceiling", "300",
+         "--mem-limit", f"{TEST_MEM_LIMIT // 2**20}M", "--context-root", str(DEMO),
+         "--map", "map.json", "--cluster", "dask", "--scheduler-address", address],
+        cwd=root, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        start_new_session=True, env={**os.environ, "COLUMNS": "120"})
+
+
+@pytest.fixture(scope="module")
+def stopped_profile(scheduler, tmp_path_factory):
+    root = tmp_path_factory.mktemp("profile")
+    busy_corpus(root)
+    out = root / "profile"
+    run2 = out / "runs" / "g1-r2"
+    story: dict = {"out": out, "root": root}
+    drivers = []
+    started = time.monotonic()
+    try:
+        first = driver(root, scheduler)
+        drivers.append(first)
+        wait_for(lambda: (run2 / "shards").is_dir() and 0 < len(done_keys(run2)) < len(LIGHT)
+                 or first.poll() is not None, 1500, "run 2 with a check done and checks left")
+        story["done_at_stop"] = done_keys(run2)
+        os.killpg(first.pid, signal.SIGTERM)
+        story["first_output"] = first.communicate(timeout=120)[0]
+        story["first_exit"] = first.returncode
+        second = driver(root, scheduler)
+        drivers.append(second)
+        story["second_output"] = second.communicate(timeout=1200)[0]
+        story["second_exit"] = second.returncode
+        story["seconds"] = time.monotonic() - started
+        yield story
+    finally:
+        for proc in drivers:
+            if proc.poll() is None:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait()
+
+
+@pytest.mark.hol
+def test_a_dask_profile_stopped_in_run_2_resumes_with_three_times_each(stopped_profile):
+    story = stopped_profile
+    assert story["first_exit"] == 143, story["first_output"]
+    assert story["second_exit"] == 0, story["second_output"]
+    assert 0 < len(story["done_at_stop"]) < len(LIGHT), story["done_at_stop"]
+    result = load_profile(story["out"])
+    assert result.defects == [], result.defects
+    assert sorted(r.problem_id for r in result.runs) == sorted(LIGHT)
+    for r in result.runs:
+        # Each check is two seconds or so of busy loop before its proof.
+        assert len(r.prove_secs) == 3 and all(t > 0.1 for t in r.prove_secs), r
+    # Nothing twice, nothing lost: in every run each check has exactly one
+    # row in all of its shards, whichever driver's run wrote it.
+    for run in result.provenance["generations"][0]["runs"]:
+        keys = all_shard_keys(story["out"] / run["dir"])
+        assert sorted(keys) == sorted((pid, 0) for pid in LIGHT), (run["dir"], keys)
+    derived = json.loads((story["root"] / "map.json").read_text())
+    assert sorted(e["problem_id"] for e in derived) == sorted(LIGHT)
+
+
+@pytest.mark.hol
+def test_each_dask_profiled_run_records_its_node_and_one_check_per_cpu(stopped_profile):
+    out = stopped_profile["out"]
+    result = load_profile(out)
+    host = socket.gethostname()
+    assert cpu_model()
+    for r in result.runs:
+        assert r.hosts == (host,) * 3 and r.cpu_models == (cpu_model(),) * 3, r
+    generation = result.provenance["generations"][0]
+    assert generation["cluster"] == "dask" and [r["seed"] for r in generation["runs"]] == [5, 6, 7]
+    for run in generation["runs"]:
+        manifest = json.loads((out / run["dir"] / "sweep.json").read_text())
+        assert manifest["config"]["policy"] == "shuffle" and manifest["config"]["seed"] == run["seed"]
+        rows = shards.read_results(out / run["dir"]).to_pylist()
+        assert {(row["host"], row["cpu_model"]) for row in rows} == {(host, cpu_model())}
+        assert {row["worker"].split("/")[0] for row in rows} == {"w0"}
+    # Two threads on one CPU: still one check at a time, in every run.
+    summary = json.loads((out / "summary.json").read_text())
+    assert {run: seen[host]["most_at_once"] for run, seen in summary["at_once"].items()} == \
+        {run["dir"]: 1 for run in generation["runs"]}
+
+
+def test_a_check_waits_for_a_free_cpu_and_gives_up_when_told_to_stop(tmp_path):
+    """cluster/cpu_slots.py without a prover: with every CPU of this process
+    held, one more holder waits until one is let go, and gives up on stop."""
+    cpus = cpu_slots.cpus()
+    release, held = threading.Event(), []
+
+    def hold():
+        with cpu_slots.one_per_cpu(directory=tmp_path) as cpu:
+            held.append(cpu)
+            release.wait(30)
+    threads = [threading.Thread(target=hold) for _ in cpus]
+    for t in threads:
+        t.start()
+    wait_for(lambda: len(held) == len(cpus), 10, "every CPU held")
+    assert sorted(held) == cpus
+    stop = threading.Event()
+    threading.Timer(0.5, stop.set).start()
+    with pytest.raises(cpu_slots.Stopped):
+        with cpu_slots.one_per_cpu(stop.is_set, directory=tmp_path):
+            pass
+    threading.Timer(0.5, release.set).start()
+    started = time.monotonic()
+    with cpu_slots.one_per_cpu(directory=tmp_path) as cpu:
+        assert cpu in cpus and time.monotonic() - started >= 0.4
+    for t in threads:
+        t.join()
