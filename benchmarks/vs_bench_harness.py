@@ -29,6 +29,12 @@ alternating order (ABBA). Each flow's CPU time is read from a cpuacct cgroup
 holding its whole process tree (the native server's forks are never reaped
 into our children's times), else from our children's rusage.
 
+Each flow's figures are kept in ``WORK/flow-SEED-ROUND-FLOW.json`` as it
+ends; ``--resume`` reads a flow kept for the same draw (seed, problems,
+answers, workers) instead of running it again, so a stopped run, or one
+given more ``--rounds`` later, loses no finished flow (each kept flow says
+when it ran; the report prints every flow's load).
+
     .venv/bin/python benchmarks/vs_bench_harness.py --work /work/build/vs-bench \\
         --hol-light /work/build/hol-light --s2n-bignum /work/build/s2n-bignum \\
         --bench-repo /work/.mirror/kings-crown+s2n-bignum-bench/repo \\
@@ -333,6 +339,8 @@ def main() -> int:
     parser.add_argument("--wrong", type=int, default=3, help="problems given a wrong answer")
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--rounds", type=int, default=1, help="each flow this many times, ABBA")
+    parser.add_argument("--resume", action="store_true",
+                        help="read flows kept in --work for the same draw instead of running them again")
     parser.add_argument("--min-secs", type=float, default=0.5,
                         help="ratios over proofs of at least this long (shorter: the clock's noise)")
     args = parser.parse_args()
@@ -362,15 +370,27 @@ def main() -> int:
         w.writerows(sorted(answers.items()))
     bench = bench_inputs(args, hol, s2n, files, ids, corpus)
 
+    draw = {"seed": args.seed, "ids": ids, "answers": answers, "workers": args.workers}
     rounds = []
     for r in range(args.rounds):
         order = ("bench", "pb") if r % 2 == 0 else ("pb", "bench")
         got = {}
         for flow in order:
             tag = f"{args.seed}-{r + 1}"
+            kept = args.work / f"flow-{tag}-{flow}.json"
+            if args.resume and kept.is_file() and json.loads(kept.read_text())["draw"] == draw:
+                got[flow] = json.loads(kept.read_text())["figures"]
+                log(f"round {r + 1}: {flow}, kept from {got[flow]['ended']} ({kept})")
+                continue
             log(f"round {r + 1}: {flow}")
+            if flow == "bench":
+                shutil.rmtree(bench / f"answers-{tag}", ignore_errors=True)
             got[flow] = (run_bench(args, bench, answers, tag) if flow == "bench" else
                          run_proofbatch(args, corpus, chosen, answers_csv, hol, s2n, extract_s, tag))
+            got[flow]["ended"] = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime())
+            tmp = kept.with_suffix(".tmp")
+            tmp.write_text(json.dumps({"draw": draw, "figures": got[flow]}))
+            os.replace(tmp, kept)
         rounds.append((got["bench"], got["pb"]))
     figures, lines, agree = report(args, files, ids, wrong, listed, rounds)
     (args.work / f"report-{args.seed}.json").write_text(json.dumps(figures, indent=1))
