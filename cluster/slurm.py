@@ -56,7 +56,7 @@ from .base import Executor, SweepJob
 from .claims import Claimer, Pool, holder_name
 from .local import LocalExecutor
 from .shares import planned_shares
-from .slurm_jobs import LEDGER, UNFINISHED, JobRecord, Ledger, final_state, max_array_size, queued_names
+from .slurm_jobs import LEDGER, JobRecord, Ledger, final_state, max_array_size, queued_names
 
 MEMORY_KILL = re.compile(r"exceeded memory limit|oom-kill|out of memory|OUT_OF_MEMORY", re.I)
 
@@ -290,19 +290,19 @@ class SlurmExecutor(Executor):
             return f"Slurm job {record.job_id} exceeded its memory request (--mem={record.mem}) and was killed"
         return f"Slurm job {record.job_id} ended {state} before checking it"
 
-    def _reattach(self, ledger: Ledger) -> dict[str, SlurmJob]:
-        """Jobs of an earlier driver that Slurm still has, under the name we
-        gave them (ids restart at 1 when Slurm's state is wiped)."""
+    def _reattach(self, ledger: Ledger) -> set[str]:
+        """Ids of jobs of an earlier driver that Slurm still has, under the
+        name we gave them (ids restart at 1 when Slurm's state is wiped)."""
         open_records = [r for r in ledger.records if r.settled is None]
         queued = queued_names([r.job_id for r in open_records])
-        handles: dict[str, SlurmJob] = {}
+        live: set[str] = set()
         for r in open_records:
             if queued.get(r.job_id) == r.name:
-                handles[r.job_id] = SlurmJob(r.folder, r.job_id)
+                live.add(r.job_id)
             else:
                 # It ended while no driver watched: its claims go back below.
                 r.settled = final_state(r)
-        return handles
+        return live
 
     def execute(self, job: SweepJob, on_row: Callable[[ResultRow], None]) -> None:
         o = self.options
@@ -319,7 +319,7 @@ class SlurmExecutor(Executor):
             by_problem.setdefault(k[0], []).append(k)
         for row in self._new_rows(job.out, wanted):
             on_row(ResultRow(**row))
-        handles = self._reattach(ledger)
+        watched = self._reattach(ledger)
 
         def finished(problem_id: str) -> bool:
             return not self._unsettled(by_problem.get(problem_id, ()), by_key)
@@ -357,58 +357,54 @@ class SlurmExecutor(Executor):
 
         retry: list[CheckTask] = []
         for r in ledger.records:
-            if r.settled is not None and r.job_id not in handles:
+            if r.settled is not None and r.job_id not in watched:
                 for pid in pool.release_holder(r.job_id, keep=finished):
                     retry += give_up(self._unsettled(by_problem.get(pid, ()), by_key),
                                      self._end_reason(r, r.settled), r.settled)
-        covered = {k for r in ledger.records if r.job_id in handles for k in ledger.keys_of(r)}
+        covered = {k for r in ledger.records if r.job_id in watched for k in ledger.keys_of(r)}
         fresh = [t for t in job.tasks if task_key(t) not in covered]
         if o.add_tasks:
             self._submit(job, ledger, list(job.tasks), o.add_tasks, 0)
         elif retry:
             # Claims of jobs that ended while no driver watched. Jobs still
             # alive keep their nodes; new ones make up the rest.
-            self._submit(job, ledger, replacing(retry), max(1, o.nodes - len(handles)),
+            self._submit(job, ledger, replacing(retry), max(1, o.nodes - len(watched)),
                          max(ledger.tries.get(task_key(t), 0) for t in retry))
         elif fresh:
             # Jobs still alive keep their nodes: the rest goes to the new ones.
-            self._submit(job, ledger, fresh, max(1, o.nodes - len(handles)),
+            self._submit(job, ledger, fresh, max(1, o.nodes - len(watched)),
                          max((ledger.tries.get(task_key(t), 0) for t in fresh), default=0))
-        for r in ledger.records:
-            if r.settled is None and r.job_id not in handles:
-                handles[r.job_id] = SlurmJob(r.folder, r.job_id)
+        watched |= {r.job_id for r in ledger.records if r.settled is None}
         ledger.save()
 
-        ended: dict[str, float] = {}
         try:
             while True:
                 for row in self._new_rows(job.out, wanted):
                     on_row(ResultRow(**row))
-                SlurmJob.watcher.update()
                 retry = []
-                for r in ledger.records:
-                    if r.settled is not None or r.job_id not in handles:
-                        continue
-                    handle = handles[r.job_id]
-                    if not handle.done():
-                        continue
-                    state = (handle.state or "UNKNOWN").split()[0]
-                    # Its result file can appear before accounting has the final
-                    # state (sacct lags): give accounting a moment.
-                    first = ended.setdefault(r.job_id, time.monotonic())
-                    if state in UNFINISHED and time.monotonic() - first < 30:
+                watching = [r for r in ledger.records if r.settled is None and r.job_id in watched]
+                # Slurm's queue, not submitit's done(), says whether a job ended:
+                # done() is True once the job's result file exists, and a task
+                # requeued (preemption, scontrol requeue) after an incarnation
+                # that wrote one runs again under the same id with that file
+                # still there. Taking it for ended released the live task's
+                # claims and submitted a job for them (tests/cluster/test_slurm.py).
+                queued = queued_names([r.job_id for r in watching])
+                for r in watching:
+                    if queued.get(r.job_id) == r.name:
                         continue
                     # Rows the task published just before it ended.
                     for row in self._new_rows(job.out, wanted):
                         on_row(ResultRow(**row))
-                    r.settled = state
+                    # From accounting, which waits out sacct's lag behind the queue.
+                    state = r.settled = final_state(r, just_left=True)
                     # Its unfinished claims go back to the pool now, not when
                     # its lease runs out, and a new task comes for them.
                     for pid in pool.release_holder(r.job_id, keep=finished):
                         retry += give_up(self._unsettled(by_problem.get(pid, ()), by_key),
                                          self._end_reason(r, state), state)
                     ledger.save()
-                if all(r.settled is not None for r in ledger.records if r.job_id in handles):
+                if all(r.settled is not None for r in ledger.records if r.job_id in watched):
                     for row in self._new_rows(job.out, wanted):
                         on_row(ResultRow(**row))
                     missing = self._unsettled(wanted, by_key)
@@ -422,9 +418,7 @@ class SlurmExecutor(Executor):
                 if retry:
                     self._submit(job, ledger, replacing(retry), 1,
                                  max(ledger.tries.get(task_key(t), 0) for t in retry))
-                    for nr in ledger.records:
-                        if nr.settled is None and nr.job_id not in handles:
-                            handles[nr.job_id] = SlurmJob(nr.folder, nr.job_id)
+                    watched |= {nr.job_id for nr in ledger.records if nr.settled is None}
                     ledger.save()
                 time.sleep(o.poll_s)
         finally:

@@ -2,14 +2,13 @@
 arrays: each array task loads HOL Light once and checks its share.
 
 CPU is the budget here: every array task pays a cold HOL Light load (70-90 s
-of CPU in bytecode). So one sweep of the whole example corpus carries a whole
-bad day on the cluster (the driver stopped, one array task scancelled, the
-other preempted, the driver started again), and several tests assert on it.
-It runs in bytecode: natively (about 14 s a task start) the tasks finished
-their shares before the story's steps on a quiet CI host, and the restarted
-driver submitted again instead of reattaching (seen once; not yet
-understood). The memory test uses a tiny corpus and never finishes loading
-HOL Light.
+of CPU in bytecode, about 14 s natively: docs/native.md). So one sweep of the
+whole example corpus carries a whole bad day on the cluster (the driver
+stopped, one array task scancelled, the other preempted, the driver started
+again), and several tests assert on it; its four task starts run natively,
+on the session's build (PROOFBATCH_CACHE), and its verdicts are compared
+with the local bytecode sweep's. The memory test uses a tiny corpus and
+never finishes loading HOL Light.
 """
 
 from __future__ import annotations
@@ -74,7 +73,7 @@ def done_keys(out: Path) -> set[tuple[str, int]]:
 def cli_driver_argv(out: Path, *cluster: str) -> list[str]:
     # The same sweep settings for the stray local run, so that only the lock refuses it.
     return [sys.executable, "-m", "runner.cli", "run", str(DEMO), "--out", str(out), *cluster,
-            "--category-timeouts", str(DEMO / "timeouts.json"),
+            "--category-timeouts", str(DEMO / "timeouts.json"), "--mode", "native",
             "--mem-limit", f"{TEST_MEM_LIMIT // 2**20}M", "--context-root", str(DEMO)]
 
 
@@ -161,7 +160,7 @@ def run_bad_day(tmp_path_factory, holder: dict) -> dict:
 
 
 @pytest.fixture(scope="module")
-def bad_day(tmp_path_factory):
+def bad_day(native_build, tmp_path_factory):
     """The story above; whatever happens, no job of it outlives the tests."""
     holder: dict = {}
     try:
@@ -187,6 +186,7 @@ def test_the_example_corpus_gives_the_expected_verdicts_on_slurm(bad_day, demo_r
     table = shards.read_results(bad_day["out"]).to_pylist()
     assert {r["problem_id"]: r["verdict"] for r in table} == \
         {p: r["verdict"] for p, r in demo_rows.items()}
+    assert {r["mode"] for r in table} == {"native"}
 
 
 def test_a_local_run_beside_the_slurm_driver_is_refused_by_the_lock(bad_day):
@@ -385,3 +385,72 @@ def test_a_task_added_to_a_running_sweep_pulls_from_its_pool(native_build, tmp_p
     assert sorted(keys) == sorted(set(keys)) == [(f"slow.spin{i}", 0) for i in range(4)]
     rows = shards.read_results(out).to_pylist()
     assert {r["verdict"] for r in rows} == {"TIMEOUT"} and {r["mode"] for r in rows} == {"native"}
+
+
+def test_a_task_requeued_after_its_result_file_is_watched_not_replaced(native_build, tmp_path):
+    """A task that ended with submitit's result file written, then requeued
+    (the natively-run bad day saw it: the preempted task's image died of the
+    SIGTERM before SIGUSR2 requeued it), runs again under the same id with
+    that file still there. The driver started again meanwhile must watch the
+    running task, not take it for ended: the old driver did after 30 s,
+    released its live claims, counted them a try and submitted a job for
+    them. Here the first incarnation ends at once (a live holder has every
+    claim, so it boots nothing); `scontrol requeue` runs it again, natively,
+    for four spins of 10 s."""
+    spins = [f"slow.spin{i}" for i in range(4)]
+    corpus = make_corpus(tmp_path / "corpus", {p: ("", "`F`\n", SPIN + "\n") for p in spins},
+                         category="slow")
+    timeouts = tmp_path / "timeouts.json"
+    timeouts.write_text(json.dumps({"slow": 10}))
+    out = tmp_path / "out"
+
+    def driver(*extra):
+        # Stopped with Ctrl-C below: SIGINT at its default whatever the launcher's.
+        return subprocess.Popen(
+            [*SIGNALS_AT_DEFAULT, sys.executable, "-m", "runner.cli", "run", str(corpus), "--out", str(out),
+             "--cluster", "slurm", "--nodes", "1", "--category-timeouts", str(timeouts), "--mode", "native",
+             "--mem-limit", f"{TEST_MEM_LIMIT // 2**20}M", *extra],
+            cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+            start_new_session=True)
+
+    ledger_path = out / "slurm" / "jobs.json"
+    # Held until the first driver is stopped: the task cannot start before.
+    first = driver("--slurm-extra", "begin=now+600")
+    second = None
+    try:
+        def submitted():
+            assert first.poll() is None, first.communicate()[0]
+            return ledger_path.exists() and Ledger(ledger_path).records
+        [job] = wait_for(submitted, 300, "the sweep's job")
+        holder = Pool(out / "slurm", "observer")
+        holder.start_lease()
+        assert [holder.claim(p) for p in spins] == ["new"] * 4
+        os.killpg(first.pid, signal.SIGINT)
+        assert first.wait(timeout=60) == 130, first.communicate()[0]
+        assert running_jobs().get(job.job_id) == "PENDING"
+        subprocess.run(["scontrol", "update", f"JobId={job.job_id}", "StartTime=now"], check=True)
+        result_file = SlurmJob(job.folder, job.job_id).paths.result_pickle
+        wait_for(lambda: result_file.exists() and job.job_id not in running_jobs(), 120,
+                 "the first incarnation to end with its result file")
+        holder.release_holder("observer", keep=lambda _problem: False)
+        holder.stop_lease()
+        subprocess.run(["scontrol", "requeue", job.job_id], check=True)
+        assert result_file.exists() and job.job_id in running_jobs()
+        second = driver()
+        assert second.wait(timeout=600) == 0, second.communicate()[0]
+    finally:
+        for proc in (first, second):
+            if proc is not None and proc.poll() is None:
+                os.killpg(proc.pid, signal.SIGKILL)
+        if ledger_path.exists():
+            subprocess.run(["scancel", *[r.job_id for r in Ledger(ledger_path).records]],
+                           capture_output=True)
+    ledger = Ledger(ledger_path)
+    # No second job, no try counted: the requeued task checked everything.
+    assert [(r.job_id, r.settled) for r in ledger.records] == [(job.job_id, "COMPLETED")]
+    assert ledger.tries == {}
+    keys = all_shard_keys(out)
+    assert sorted(keys) == sorted(set(keys)) == [(p, 0) for p in spins]
+    rows = shards.read_results(out).to_pylist()
+    assert {r["run_id"].rsplit("-", 1)[1] for r in rows} == {"r1"}
+    assert {r["verdict"] for r in rows} == {"TIMEOUT"}
