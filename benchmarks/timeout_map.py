@@ -26,8 +26,7 @@ import numpy as np
 
 import common  # noqa: F401  (puts the project root on sys.path)
 
-from runner.profile import load_profile, write_profile  # noqa: E402
-from runner.maps.profile_data import ProblemRuns  # noqa: E402
+from runner.maps.profile_data import ProblemRuns, load_profile, write_profile  # noqa: E402
 from runner.maps.timeout_map import MapPolicy, derive, write_map  # noqa: E402
 
 # (low, high) seconds and share of problems: the bench's 2,622 problems.

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterable
 
-from .errors import InputError
+from .errors import InputError, read_utf8
 
 ANSWER_FILE = "answer.txt"
 JSONL_FILE = "answers.jsonl"
@@ -151,13 +151,7 @@ def _not_a_file(path: Path) -> None:
 
 def from_jsonl(path: Path) -> list[Answer]:
     """``answers.jsonl``: attempt k is the k-th non-blank line, a JSON string."""
-    data = path.read_bytes()
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        line = data[: exc.start].count(b"\n") + 1
-        raise InputError(path, f"line {line} is not valid UTF-8 ({exc.reason})",
-                         "save the file as UTF-8") from None
+    text = read_utf8(path)
     out: list[Answer] = []
     fix = 'write one JSON string per line, e.g. "ARITH_TAC"'
     for number, line in enumerate(text.splitlines(), start=1):

@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Iterable
 
 from . import answers as attempt_files
-from .errors import InputError
+from .errors import InputError, read_utf8
 
 PROBLEM_ID = re.compile(r"[A-Za-z0-9_.+-]+")
 DEFAULT_CATEGORY = "generic"
@@ -182,7 +182,7 @@ def _pattern_file(path: Path) -> list[tuple[str, str]]:
     fix = "pass @FILE naming a file of problem ids or globs, one a line"
     if not path.is_file():
         raise InputError(f"@{path}", "does not exist" if not path.exists() else "is not a file", fix)
-    text = _utf8_text(path, "problem list")
+    text = read_utf8(path, "problem list")
     found = []
     for number, line in enumerate(text.splitlines(), 1):
         pattern = line.split("#", 1)[0].strip()
@@ -281,16 +281,6 @@ def corpus_notes(corpus: Path, problems: Iterable[Problem]) -> tuple[str, ...]:
     return tuple(notes)
 
 
-def _utf8_text(path: Path, what: str) -> str:
-    data = path.read_bytes()
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        line = data[: exc.start].count(b"\n") + 1
-        raise InputError(path, f"{what} is not UTF-8 text (byte 0x{data[exc.start]:02x} on line "
-                         f"{line}: {exc.reason})", "save the file as UTF-8") from None
-
-
 def _read_problem_folder(folder: Path) -> tuple[Path, Path, str]:
     """Validate one problem folder; return (setup path, query path, category)."""
     if not PROBLEM_ID.fullmatch(folder.name):
@@ -301,7 +291,7 @@ def _read_problem_folder(folder: Path) -> tuple[Path, Path, str]:
         if not needed.is_file():
             raise InputError(needed, f"problem {folder.name} is missing {needed.name}",
                              "retrieve the problem again, or remove its folder from the corpus")
-    text = _utf8_text(query, f"query of problem {folder.name}").strip()
+    text = read_utf8(query, f"query of problem {folder.name}").strip()
     if not text:
         raise InputError(query, f"query of problem {folder.name} is empty",
                          "retrieve the problem again")
@@ -318,11 +308,7 @@ def _read_problem_folder(folder: Path) -> tuple[Path, Path, str]:
 def _read_category(path: Path) -> str:
     if not path.exists():
         return DEFAULT_CATEGORY
-    try:
-        text = path.read_bytes().decode("utf-8").strip()
-    except UnicodeDecodeError as exc:
-        raise InputError(path, f"category is not valid UTF-8 ({exc.reason} at byte {exc.start})",
-                         "write the category name in plain text") from None
+    text = read_utf8(path, "category").strip()
     if not text or any(c.isspace() for c in text):
         raise InputError(path, f"category {text!r} is not a single word",
                          f"write one category name, or delete the file to use {DEFAULT_CATEGORY!r}")
@@ -382,15 +368,8 @@ def _answers_from_csv(path: Path, ids: set[str]) -> dict[str, list[attempt_files
 
 def _csv_records(path: Path) -> list[tuple[int, list[str]]]:
     """Return (line the record starts on, fields) per record, skipping blank lines."""
-    data = path.read_bytes()
     # Spreadsheet programs often start UTF-8 CSVs with a byte order mark.
-    data = data.removeprefix(b"\xef\xbb\xbf")
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        line = data[: exc.start].count(b"\n") + 1
-        raise InputError(path, f"line {line} is not valid UTF-8 ({exc.reason})",
-                         "save the CSV as UTF-8") from None
+    text = read_utf8(path, "answers CSV", "save the CSV as UTF-8").removeprefix("\ufeff")
     records = []
     # newline="" keeps line ends inside quoted answers as they are, which
     # the csv module requires.

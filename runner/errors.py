@@ -30,3 +30,28 @@ class CommandError(ProofbatchError):
 
 class ProverError(ProofbatchError):
     """The prover itself could not be started or stopped answering."""
+
+
+def not_utf8(data: bytes, exc: UnicodeDecodeError) -> str:
+    """Where ``data`` stops being UTF-8, as a message says it:
+    "byte 0xff at offset 12, line 3" (``exc``: what decoding ``data`` raised)."""
+    line = data[: exc.start].count(b"\n") + 1
+    return f"byte 0x{data[exc.start]:02x} at offset {exc.start}, line {line}"
+
+
+def utf8_text(data: bytes, where, what: str = "", fix: str = "save the file as UTF-8") -> str:
+    """``data``, read from ``where``, as text. Every input proofbatch reads
+    is UTF-8, as the bench reads it; other bytes are InputError naming
+    ``where``, ``what`` it holds, the first bad byte and its offset, and ``fix``."""
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise InputError(where, f"{what + ' ' if what else ''}is not UTF-8 text "
+                         f"({not_utf8(data, exc)})", fix) from None
+
+
+def read_utf8(path, what: str = "", fix: str = "save the file as UTF-8") -> str:
+    """The text of the file ``path`` (``utf8_text``); OSError as reading raises it."""
+    from pathlib import Path
+
+    return utf8_text(Path(path).read_bytes(), path, what, fix)

@@ -34,19 +34,18 @@ import psutil
 from . import provers as backends
 from .corpus import Problem, select_problems
 from .errors import InputError
-# The profile's files and their reader live in profile_data, which the
-# planner reads without the sweep; they are this module's API too.
 from .planning.planner import Policy
 from .maps import provenance
-from .maps.profile_data import (FORMAT, PROVENANCE, SUMMARY, SUMMARY_CSV, SUMMARY_FORMAT,  # noqa: F401
-                           Defect, ProblemRuns, Profile, _now, _read_json, _write_json,
-                           load_profile, write_profile)
+# The profile's files and their reader live in profile_data, which the
+# planner reads without the sweep; load_profile is this module's API too.
+from .maps.profile_data import (FORMAT, PROVENANCE, SUMMARY, SUMMARY_FORMAT, Profile, _now,
+                                _read_json, _write_json, load_profile)
 from .settings import flag_of, setting as _help
 from .planning.sweep_config import SweepConfig
 from .sweep import SweepSummary, prepare, run_sweep
 from . import sweep_dir
 from .checks.worker import cpu_model
-from .maps.profile_summary import _other_choice, trust_differences, write_summary  # noqa: F401
+from .maps.profile_summary import _other_choice, write_summary
 
 
 

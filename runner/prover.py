@@ -126,6 +126,11 @@ class BackendInfo:
     context_proofs: str = ""  # HOL Light: replay or trust (runner/checks/context_proofs.py); "" elsewhere
 
 
+# The key prefix of an ImageBuild that compiles (HOL Light's --mode native)
+# rather than loads: reports count it in the time split and say it apart.
+COMPILE_KEY = "native-compile:"
+
+
 @dataclass(frozen=True)
 class ImageBuild:
     """One image (loaded context) built by a session: real work a sweep pays."""

@@ -26,6 +26,7 @@ import pyarrow.compute as pc
 
 from .checks import attempts
 from .results import shards, lock as sweep_lock
+from .results.sweep_manifest import NAME as MANIFEST, read_sweep_manifest
 from .checks.context_proofs import ContextProofs
 from .corpus import corpus_fingerprint, problem_patterns
 from .errors import InputError
@@ -34,7 +35,6 @@ from .planning.sweep_config import (PreparedSweep, SweepConfig, default_mem_limi
 from .prover import Mode, Prover
 from .settings import flags, format_size, memory_size, size_flag
 
-MANIFEST = "sweep.json"
 
 
 # Settings of a sweep that decide nothing of its verdicts, only how its plan
@@ -47,12 +47,12 @@ SWEEP_NAMES = frozenset({"logs", sweep_lock.LOCK_FILE, sweep_lock.HOLDER_FILE})
 
 
 def read_manifest(out: Path) -> dict | None:
-    """OUT/sweep.json, or None when there is none or it cannot be read."""
+    """OUT/sweep.json, or None when there is none or it cannot be read as
+    one (``check_manifest`` refuses such a sweep, naming why)."""
     try:
-        old = json.loads((Path(out) / MANIFEST).read_text())
-    except (OSError, ValueError):
+        return read_sweep_manifest(out)
+    except InputError:
         return None
-    return old if isinstance(old, dict) else None
 
 
 def _recorded_mem_limit(old: dict) -> int | None:
@@ -234,11 +234,7 @@ def check_manifest(prepared: PreparedSweep, done: shards.Done | None = None, *,
         "cwd": os.getcwd(),      # what relative paths in config are relative to (status's resume)
     }
     if path.exists():
-        try:
-            old = json.loads(path.read_text())
-        except (OSError, json.JSONDecodeError) as exc:
-            raise InputError(path, f"unreadable sweep manifest ({exc})",
-                             "restore it or use a new --out") from None
+        old = read_sweep_manifest(cfg.out)
         # Manifests written before today's names say hol_build, and
         # bytecode-fork or native-fork (runner.prover.Mode reads them).
         old = {**old, "prover_build": old.get("prover_build", old.get("hol_build")),

@@ -285,3 +285,79 @@ def test_csv_row_with_wrong_field_count(corpus, tmp_path):
     with pytest.raises(InputError) as e:
         load_corpus(corpus, path)
     assert_error(e.value, path, "line 2", "3 fields")
+
+
+# Every file a sweep reads as text says the same of bytes that are not UTF-8
+# (runner.errors.utf8_text): the file, the first bad byte, its offset and line,
+# and what to do. Five readers used to say it five ways (some without a line,
+# some without the byte).
+
+def _reads_query(tmp_path, text: bytes):
+    make_problem(tmp_path / "c", ADD, query=None)
+    path = tmp_path / "c" / ADD / "query.txt"
+    path.write_bytes(text)
+    return path, lambda: load_corpus(tmp_path / "c")
+
+
+def _reads_category(tmp_path, text: bytes):
+    make_problem(tmp_path / "c", ADD)
+    path = tmp_path / "c" / ADD / "category.txt"
+    path.write_bytes(text)
+    return path, lambda: load_corpus(tmp_path / "c")
+
+
+def _reads_answers_csv(tmp_path, text: bytes):
+    make_problem(tmp_path / "c", ADD)
+    path = tmp_path / "a.csv"
+    path.write_bytes(text)
+    return path, lambda: load_corpus(tmp_path / "c", path)
+
+
+def _reads_problem_list(tmp_path, text: bytes):
+    from runner.corpus import problem_patterns, select_problems
+
+    make_problem(tmp_path / "c", ADD)
+    path = tmp_path / "subset.txt"
+    path.write_bytes(text)
+    return path, lambda: select_problems(load_corpus(tmp_path / "c"),
+                                         problem_patterns(f"@{path}"))
+
+
+def _reads_answers_jsonl(tmp_path, text: bytes):
+    from runner.answers import from_jsonl
+
+    path = tmp_path / "answers.jsonl"
+    path.write_bytes(text)
+    return path, lambda: from_jsonl(path)
+
+
+def _reads_category_timeouts(tmp_path, text: bytes):
+    from runner.maps.timeouts import load_category_timeouts
+
+    path = tmp_path / "timeouts.json"
+    path.write_bytes(text)
+    return path, lambda: load_category_timeouts(path)
+
+
+def _reads_isabelle_goal(tmp_path, text: bytes):
+    from runner.provers.isabelle.corpus import read_goal
+
+    path = tmp_path / "Goal.thy"
+    path.write_bytes(text)
+    return path, lambda: read_goal(path)
+
+
+@pytest.mark.parametrize("reader", [_reads_query, _reads_category, _reads_answers_csv,
+                                    _reads_problem_list, _reads_answers_jsonl, _reads_category_timeouts,
+                                    _reads_isabelle_goal])
+def test_every_reader_says_the_same_of_a_file_that_is_not_utf8(tmp_path, reader):
+    # A byte order mark first (which the CSV reader drops): offsets are the file's.
+    text = "\ufeff".encode() + b'"first line"\n"caf\xe9"\n'
+    path, read = reader(tmp_path, text)
+    with pytest.raises(InputError) as e:
+        read()
+    assert e.value.where == str(path)
+    assert e.value.problem.endswith("is not UTF-8 text (byte 0xe9 at offset 20, line 2)"), \
+        e.value.problem
+    assert "UTF-8" in e.value.fix
+    assert "\n" not in str(e.value)

@@ -20,7 +20,7 @@ from .. import events, provers
 from .attempts import Drain
 from .guard import BACKSTOP, OUTSIDE_RETRIES, outside_death
 from .tasks import CheckTask  # noqa: F401  (runner.checks.worker.CheckTask: where executors take it)
-from ..errors import ProverError
+from ..errors import ProverError, not_utf8
 from ..prover import BackendInfo, CheckResult, ProverSession
 from ..results.rows import ResultRow, utcnow
 from ..results.shards import ShardWriter
@@ -191,9 +191,8 @@ def unreadable(task: CheckTask, prover: str) -> CheckResult | None:
     try:
         answer.decode("utf-8")
     except UnicodeDecodeError as exc:
-        bad = answer[exc.start]
-        return CheckResult(Outcome(Verdict.ERROR, f"answer is not UTF-8 text (byte 0x{bad:02x} at "
-                                   f"offset {exc.start}); save answers as UTF-8"),
+        return CheckResult(Outcome(Verdict.ERROR, f"answer is not UTF-8 text "
+                                   f"({not_utf8(answer, exc)}); save answers as UTF-8"),
                            None, 0.0, None, "", "not run")
     reason = provers.answer_refusal(prover, answer)
     if reason is None:

@@ -43,10 +43,9 @@ from typing import TYPE_CHECKING, Sequence
 import numpy as np
 
 from ..results import shards
-from ..errors import InputError
+from ..errors import InputError, utf8_text
 from ..prover import Mode
 from .profile_data import ProblemRuns
-from .timeouts import MapEntry, read_map  # noqa: F401  (read_map is this module's reader too)
 from ..settings import setting
 
 if TYPE_CHECKING:      # imported when deriving
@@ -236,11 +235,11 @@ def read_sidecar(map_path: Path) -> dict | None:
     path = sidecar_path(map_path)
     if not path.exists():
         return None
+    fix = "derive the map again, or delete the sidecar to use the map alone"
     try:
-        meta = json.loads(path.read_bytes().decode("utf-8"))
+        meta = json.loads(utf8_text(path.read_bytes(), path, "the timeout-map sidecar", fix))
     except (OSError, ValueError) as exc:
-        raise InputError(path, f"unreadable timeout-map sidecar ({exc})",
-                         "derive the map again, or delete the sidecar to use the map alone") from None
+        raise InputError(path, f"unreadable timeout-map sidecar ({exc})", fix) from None
     if not isinstance(meta, dict) or meta.get("format") != SIDECAR_FORMAT:
         raise InputError(path, "not a proofbatch timeout-map sidecar",
                          "derive the map again with `proofbatch timeout-map`")

@@ -19,7 +19,7 @@ from types import MappingProxyType
 from typing import Any, Iterable, Mapping
 
 from ..corpus import Problem
-from ..errors import InputError
+from ..errors import InputError, utf8_text
 
 # A check runs for hours at most (the bench's cap is 3 h); a limit beyond a
 # week is a unit mistake (milliseconds), not a plan.
@@ -169,11 +169,7 @@ def read_file(path: Path) -> bytes:
 def _load_json(path: Path, data: bytes | None = None) -> Any:
     if data is None:
         data = read_file(path)
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise InputError(path, f"not valid UTF-8 ({exc.reason} at byte {exc.start})",
-                         "save the file as UTF-8") from None
+    text = utf8_text(data, path)
 
     def no_duplicate_keys(pairs):
         seen = {}

@@ -25,7 +25,7 @@ from .. import answers as answer_files
 from ..corpus import Problem
 from ..errors import InputError
 from ..prover import ProverBackend
-from .registry import ENV, Offline, OfflineRequest, ProverDescriptor, registered  # noqa: F401  (OfflineRequest: the API)
+from .registry import ENV, Offline, OfflineRequest, ProverDescriptor, registered
 
 # The built-in provers' descriptors, in `--help` order: "module:attr".
 BUILTIN = ("runner.provers.hol_light:PROVER", "runner.provers.isabelle:PROVER")

@@ -45,6 +45,7 @@ from ..results import shards
 from ..results.sweep_manifest import read_sweep_manifest
 from ..errors import InputError
 from ..planning.planner import PLAN_FILE
+from ..prover import COMPILE_KEY
 from ..verdicts import Verdict
 
 WASTED = ("TIMEOUT", "MEMOUT")
@@ -57,7 +58,6 @@ COLUMNS = ("problem_id", "attempt", "category", "verdict", "reason", "prove_secs
 # draws the same line, so a longer one keeps the last verdict of each of
 # this many equal spans of time.
 THROUGHPUT_POINTS = 4000
-COMPILE_KEY = "native-compile:"
 
 
 @dataclass(frozen=True)
@@ -169,8 +169,8 @@ class SweepReport:
         is no rebuild."""
         seen: set[tuple] = set()
         rebuilds, rebuild_s = 0, 0.0
-        # Native compiles are recorded as builds (runner/provers/hol_light/native.py,
-        # COMPILE_KEY): counted in the time split, said apart here.
+        # Native compiles are recorded as builds (runner.prover.COMPILE_KEY):
+        # counted in the time split, said apart here.
         compiles = [b for b in self.builds if b["key"].startswith(COMPILE_KEY)]
         builds = [b for b in self.builds if not b["key"].startswith(COMPILE_KEY)]
         for b in builds:

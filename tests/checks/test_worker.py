@@ -25,4 +25,4 @@ def test_an_answer_that_is_not_utf8_is_an_error_naming_the_encoding(hol_session,
              on_row=rows.append)
     (row,) = rows
     assert row.verdict == "ERROR"
-    assert row.reason.startswith("answer is not UTF-8 text (byte 0xe9 at offset 6)"), row.reason
+    assert row.reason.startswith("answer is not UTF-8 text (byte 0xe9 at offset 6, line 1)"), row.reason

@@ -254,7 +254,7 @@ def test_a_query_that_is_not_utf8_names_the_encoding(capsys, corpus, hol, tmp_pa
     query = corpus / ADD / "query.txt"
     query.write_bytes(b"`1 + 1 = 2 \xff`\n")
     result = run_with_out(capsys, corpus, tmp_path / "out", "--hol-light", hol)
-    assert_one_line_error(result, query, "is not UTF-8 text (byte 0xff on line 1",
+    assert_one_line_error(result, query, "is not UTF-8 text (byte 0xff at offset 11, line 1)",
                           "; save the file as UTF-8")
 
 

@@ -11,9 +11,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from runner import cli, profile
+from runner import cli
 from runner.errors import InputError
-from runner.maps.profile_data import ProblemRuns
+from runner.maps.profile_data import ProblemRuns, write_profile as write_profile_data
 from runner.maps.timeout_map import MapPolicy, derive, read_sidecar, sidecar_path, write_map
 from runner.maps.provenance import load
 from runner.maps.timeouts import read_map
@@ -145,7 +145,7 @@ def test_expected_false_timeouts_counts_clipped_problems():
 
 
 def write_profile(path: Path, problems: list[ProblemRuns]) -> Path:
-    return profile.write_profile(path, problems, {"corpus": "/synthetic", "mode": "bytecode-fork"})
+    return write_profile_data(path, problems, {"corpus": "/synthetic", "mode": "bytecode-fork"})
 
 
 def test_the_command_prints_every_clipped_problem(tmp_path, capsys):

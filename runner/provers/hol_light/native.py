@@ -42,14 +42,14 @@ from .backend import HolLightBackend
 from .install import HolLightInstall
 from .load_model import ANSWER_BATCH
 from .native_compile import Compiled, NativeCompiler, NotNative, Scope
-from .native_contexts import (COMPILE_KEY, SessionCompiler, announced, compile_node, compile_tree,
-                              preloaded, refused_natively)
+from .native_contexts import (SessionCompiler, announced, compile_node, compile_tree, preloaded,
+                              refused_natively)
 from .fork_session import ForkSession, _context_name, machine_fault, not_run
 from .map_modes import BYTECODE_MODE, NATIVE_MODE
 from .native_build import NativeBuild
 from .plans import ALLOWANCES, image_plan
-from ...prover import (BackendInfo, CheckLimits, CheckResult, ImageBuild, ImagePlan, Prover,
-                       ProverBackend, ProverSession)
+from ...prover import (COMPILE_KEY, BackendInfo, CheckLimits, CheckResult, ImageBuild, ImagePlan,
+                       Prover, ProverBackend, ProverSession)
 from ...checks.sandbox import SandboxConfig
 from ...verdicts import Outcome, Verdict
 

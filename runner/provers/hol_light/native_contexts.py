@@ -16,12 +16,10 @@ from typing import Callable, Sequence, TypeVar
 from . import contexts
 from ... import events
 from ...errors import ProverError
-from ...prover import ImageBuild
+from ...prover import COMPILE_KEY, ImageBuild
 from .fork_session import _context_name
 from .native_compile import NativeCompiler, NotNative, Scope
 
-# The key prefix of the image builds that are native compiles.
-COMPILE_KEY = "native-compile:"
 T = TypeVar("T")
 
 

@@ -28,7 +28,7 @@ from . import text as it
 # The answer readers are the HOL Light corpus's, so every answer form
 # (answer.txt, answer_<k>.txt, answers.jsonl, --answers DIR or CSV) works alike.
 from ...corpus import PROBLEM_ID, Problem, _answers_from_csv, _answers_from_directory, _read_category
-from ...errors import InputError
+from ...errors import InputError, not_utf8, read_utf8
 from ...settings import setting as _help
 from ...verdicts import Outcome, Verdict
 
@@ -65,11 +65,11 @@ def load_description(corpus: Path) -> IsabelleCorpus:
     corpus = Path(corpus)
     path = corpus / DESCRIPTION
     try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
+        data = tomllib.loads(read_utf8(path))
     except FileNotFoundError:
         raise InputError(path, "an Isabelle corpus needs this description",
                          'write [isabelle] parent_session = "HOL" into it') from None
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+    except tomllib.TOMLDecodeError as exc:
         raise InputError(path, f"not valid TOML ({exc})", "fix the syntax") from None
     table = data.get("isabelle")
     if not isinstance(table, dict):
@@ -133,9 +133,7 @@ def _theory_path(desc: IsabelleCorpus, folder: Path) -> Path:
 
 def read_goal(path: Path) -> it.GoalTheory:
     try:
-        goal = it.parse_goal(path.read_text(encoding="utf-8"))
-    except UnicodeDecodeError as exc:
-        raise InputError(path, f"not UTF-8 ({exc.reason})", "save the theory as UTF-8") from None
+        goal = it.parse_goal(read_utf8(path, fix="save the theory as UTF-8"))
     except (it.TheoryError, it.LexError) as exc:
         raise InputError(path, f"not a goal theory: {exc}",
                          "state one named theorem whose proof is a final `sorry`") from None
@@ -235,7 +233,8 @@ def build_candidate(answer: bytes, goal: it.GoalTheory, desc: IsabelleCorpus) ->
     try:
         text = answer.decode("utf-8")
     except UnicodeDecodeError as exc:
-        return Candidate(None, Outcome(Verdict.ERROR, f"the answer is not UTF-8 ({exc.reason})"))
+        return Candidate(None, Outcome(Verdict.ERROR, f"the answer is not UTF-8 text "
+                                       f"({not_utf8(answer, exc)})"))
     if it.ML_ANTIQUOTATION.search(text):
         return Candidate(None, Outcome(Verdict.ERROR, "the answer holds an ML antiquotation, which runs code"))
     try:
