@@ -156,6 +156,10 @@ def _check(plugin, worker, run, backend, problems, out: str, run_id: str, stoppe
     return [row.as_dict() for row in rows]
 
 
+def _context(backend, problems) -> tuple:
+    return backend, problems
+
+
 def _close_run(out: str, run_id: str, dask_worker=None) -> None:
     plugin = dask_worker.plugins.get(PLUGIN)
     if plugin is not None:
@@ -223,8 +227,15 @@ class DaskExecutor(Executor):
         out = str(job.out)
         problems = sorted({t.problem.problem_id: t.problem for t in job.tasks}.values(),
                           key=lambda p: p.problem_id)
-        [context] = client.scatter([(job.backend, problems)], broadcast=True)
-        workers = sorted(client.scheduler_info()["workers"])
+        # A task's result, not scattered data: Dask computes it again when
+        # every worker holding it died (scattered data lost with its last
+        # worker cancels every task that needs it: a one-worker sweep whose
+        # worker was killed and restarted by its nanny failed "already forgotten").
+        context = client.submit(_context, job.backend, problems, key=f"context-{job.run_id}",
+                                pure=False)
+        # Asked of the scheduler: scheduler_info() is the client's cache,
+        # which may not list the workers waited for above yet.
+        workers = sorted(client.ncores())
         image_of = job.backend.image_plan(problems, {}).image_of
         group_of: dict[str, int] = {}
         futures = {}
@@ -245,13 +256,19 @@ class DaskExecutor(Executor):
         lost: list[tuple[list[CheckTask], str]] = []
         try:
             for fut in as_completed(futures):
+                run = futures.pop(fut)
                 try:
                     rows = fut.result()
                 except KilledWorker as exc:
-                    lost.append((futures[fut], f"Dask workers died running this problem's checks ({exc})"))
+                    lost.append((run, f"Dask workers died running this problem's checks ({exc})"))
                     continue
                 except ProverError:
                     raise
+                finally:
+                    # Read: let Dask forget it. A result Dask still holds for
+                    # us it computes again when its worker dies, which checked
+                    # a finished problem twice.
+                    fut.release()
                 for row in rows:
                     received[(row["problem_id"], row["attempt"])] = row
                     on_row(ResultRow(**row))
