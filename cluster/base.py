@@ -36,6 +36,11 @@ class Executor(abc.ABC):
     # True for an executor that adds workers to a sweep another runner
     # drives (Slurm's --add-tasks): it runs without the sweep's lock.
     joins_running_sweep: bool = False
+    # True while a profile drives it: its checks are timed, so at most one
+    # runs per CPU of a host. Local workers and Slurm tasks already run one
+    # check per CPU they hold; an executor that may run more (Dask: a
+    # worker runs as many checks as it has threads) honours it.
+    one_check_per_core: bool = False
 
     @abc.abstractmethod
     def execute(self, job: SweepJob, on_row: Callable[[ResultRow], None]) -> None:

@@ -186,9 +186,6 @@ def _absolute(job: SweepJob) -> SweepJob:
 class DaskExecutor(Executor):
     name = "dask"
     expect_workers = 1
-    # A profile sets it: its checks are timed, so at most one runs per CPU of
-    # a host, however many threads its workers have.
-    one_check_per_core = False
 
     def __init__(self, scheduler_address: str | None = None, *, client_factory=None):
         """``scheduler_address`` of a running scheduler, or ``client_factory``:

@@ -306,8 +306,7 @@ def _timing(executor):
     may run several workers (cluster/cpu_slots.py). Locally, `profile`
     refuses more --workers than cores; a Slurm task runs --cpus-per-task
     checks on as many CPUs."""
-    if hasattr(executor, "one_check_per_core"):
-        executor.one_check_per_core = True
+    executor.one_check_per_core = True
     return executor
 
 
