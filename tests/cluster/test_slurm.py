@@ -388,10 +388,11 @@ def test_a_task_added_to_a_running_sweep_pulls_from_its_pool(native_build, tmp_p
 
 
 def test_a_task_requeued_after_its_result_file_is_watched_not_replaced(native_build, tmp_path):
-    """A task that ended with submitit's result file written, then requeued
-    (the natively-run bad day saw it: the preempted task's image died of the
-    SIGTERM before SIGUSR2 requeued it), runs again under the same id with
-    that file still there. The driver started again meanwhile must watch the
+    """A task that ended with submitit's result file written, then requeued,
+    runs again under the same id with that file still there (the natively-run
+    bad day's ledger showed the preempted task settled 'RUNNING' so; likely
+    its image died of the preemption's SIGTERM, as the scancelled task's
+    does, and its error was written before SIGUSR2 requeued it). The driver started again meanwhile must watch the
     running task, not take it for ended: the old driver did after 30 s,
     released its live claims, counted them a try and submitted a job for
     them. Here the first incarnation ends at once (a live holder has every
