@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 
 class ProofbatchError(Exception):
     """Base class of every error proofbatch raises on purpose."""
@@ -52,6 +54,4 @@ def utf8_text(data: bytes, where, what: str = "", fix: str = "save the file as U
 
 def read_utf8(path, what: str = "", fix: str = "save the file as UTF-8") -> str:
     """The text of the file ``path`` (``utf8_text``); OSError as reading raises it."""
-    from pathlib import Path
-
     return utf8_text(Path(path).read_bytes(), path, what, fix)
