@@ -35,9 +35,13 @@ from runner.results import shards
 from ..helpers import DEMO, LIGHT, PROOFBATCH, TEST_MEM_LIMIT
 from .test_slurm import all_shard_keys, done_keys, wait_for
 
-# About two seconds of bytecode before the proof (5e7 turns of this loop
-# took 1-2 s in Debian's toplevel here). An answer may not read a clock.
-BUSY = "(fun g -> let r = ref 0 in for i = 1 to 50000000 do r := !r + i done; ALL_TAC g) THEN "
+# Seconds of bytecode before the proof (5e7 turns of this loop took 1-2 s
+# in Debian's toplevel on a loaded host, under 1 s on a quiet one). Each
+# check must outlast a writer's heavy_secs (1 s), so that its row is
+# published at once and run 2 is seen with a check done and checks left: on
+# a quiet CI host, 5e7 turns let run 2's rows land together and the first
+# driver finish before it could be stopped. An answer may not read a clock.
+BUSY = "(fun g -> let r = ref 0 in for i = 1 to 200000000 do r := !r + i done; ALL_TAC g) THEN "
 # Copied too, but left out by --problems.
 UNSELECTED = "sets.union_comm"
 
@@ -114,6 +118,9 @@ def stopped_profile(scheduler, tmp_path_factory):
         wait_for(lambda: (run2 / "shards").is_dir() and 0 < len(done_keys(run2)) < len(LIGHT)
                  or first.poll() is not None, 1500, "run 2 with a check done and checks left")
         story["done_at_stop"] = done_keys(run2)
+        assert first.poll() is None, \
+            f"the first driver ended (exit {first.returncode}) before run 2 could be stopped " \
+            f"with a check done:\n{first.communicate()[0]}"
         os.killpg(first.pid, signal.SIGTERM)
         story["first_output"] = first.communicate(timeout=120)[0]
         story["first_exit"] = first.returncode
