@@ -140,7 +140,7 @@ def main() -> int:
     parser.add_argument("--workers", type=int, default=os.cpu_count() or 1,
                         help="copies of the workload at once (as a sweep's workers)")
     parser.add_argument("--size", type=int, default=2_000_000, help="hash table entries")
-    parser.add_argument("--passes", type=int, default=12, help="random-probe passes over a quarter of it")
+    parser.add_argument("--passes", type=int, default=2, help="random-probe passes over a quarter of it")
     args = parser.parse_args()
     if not shutil.which("ocamlfind"):
         raise SystemExit("needs Debian's ocaml (scripts/setup.sh installs it with hol-light)")
