@@ -30,6 +30,7 @@ from ..helpers import DEMO, demo_config, expected_verdicts
 from ..helpers import attempts_config, kept_by_early_stop
 from ..helpers import expected as expected_attempts
 from ..helpers import SPIN
+from .dask_cluster import scheduler_and_worker
 
 pytestmark = pytest.mark.hol
 
@@ -58,36 +59,11 @@ NATIVE = {"mode": "native"}
 @pytest.fixture(scope="module")
 def scheduler(native_build, tmp_path_factory):
     """A Dask scheduler and one worker with two threads, as a user runs them."""
-    d = tmp_path_factory.mktemp("dask")
-    sched_file = d / "scheduler.json"
     # No retry of a task whose worker died (Dask's default is 3): one kill
     # then reaches the driver as KilledWorker (the last test here).
     env = {**os.environ, "DASK_DISTRIBUTED__SCHEDULER__ALLOWED_FAILURES": "0"}
-    procs = [subprocess.Popen(
-        [sys.executable, "-m", "distributed.cli.dask_scheduler", "--host", "127.0.0.1",
-         "--port", "0", "--no-dashboard", "--scheduler-file", str(sched_file)],
-        stdout=(d / "scheduler.log").open("w"), stderr=subprocess.STDOUT, env=env)]
-    try:
-        deadline = time.monotonic() + 60
-        while not sched_file.exists() and time.monotonic() < deadline:
-            time.sleep(0.2)
-        procs.append(subprocess.Popen(
-            [sys.executable, "-m", "distributed.cli.dask_worker", "--scheduler-file", str(sched_file),
-             "--nthreads", "2", "--nworkers", "1", "--memory-limit", "8GiB", "--no-dashboard",
-             "--name", "w0"],
-            stdout=(d / "worker.log").open("w"), stderr=subprocess.STDOUT))
-        address = json.loads(sched_file.read_text())["address"]
-        with Client(address, timeout="60s") as client:
-            client.wait_for_workers(1, timeout=120)
+    with scheduler_and_worker(tmp_path_factory.mktemp("dask"), memory="8GiB", env=env) as address:
         yield address
-    finally:
-        for p in reversed(procs):
-            p.terminate()
-        for p in reversed(procs):
-            try:
-                p.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                p.kill()
 
 
 @pytest.fixture(scope="module")

@@ -20,19 +20,18 @@ import signal
 import socket
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
 
 from cluster.slurm import Ledger
 from runner.checks.worker import cpu_model
-from runner.profile import load_profile
 from runner.results import shards
 
 from ..helpers import DEMO, LIGHT, ROOT, TEST_MEM_LIMIT
 from ..test_stopping import SIGNALS_AT_DEFAULT
-from .test_slurm import all_shard_keys, claimed_by, done_keys, running_jobs, wait_for
+from .profile_checks import assert_seeded_runs_on_this_host, assert_three_times_each
+from .test_slurm import claimed_by, done_keys, running_jobs, wait_for
 
 pytestmark = [pytest.mark.hol, pytest.mark.slurm, pytest.mark.usefixtures("slurm_cluster")]
 
@@ -115,16 +114,7 @@ def test_a_profile_on_slurm_resumes_after_a_cancelled_task_with_three_times_each
     assert story["first_exit"] == 130, story["first_output"]
     assert story["second_exit"] == 0, story["second_output"]
     assert len(story["done_at_cancel"]) < len(LIGHT)
-    result = load_profile(story["out"])
-    assert result.defects == [], result.defects
-    assert sorted(r.problem_id for r in result.runs) == sorted(LIGHT)
-    for r in result.runs:
-        assert len(r.prove_secs) == 3 and all(t > 0 for t in r.prove_secs), r
-    # Never half-counted: in every run, each check has exactly one row in
-    # all of its shards, the cancelled task's included.
-    for run in result.provenance["generations"][0]["runs"]:
-        keys = all_shard_keys(story["out"] / run["dir"])
-        assert sorted(keys) == sorted((pid, 0) for pid in LIGHT), (run["dir"], keys)
+    assert_three_times_each(story["out"])      # the cancelled task's rows included
     # The cancelled task was replaced by a new job of run 2.
     records = Ledger(story["run2"] / "slurm" / "jobs.json").records
     victim = next(r for r in records if r.job_id == story["victim"])
@@ -134,16 +124,8 @@ def test_a_profile_on_slurm_resumes_after_a_cancelled_task_with_three_times_each
 
 def test_each_profiled_run_records_its_node_and_one_check_per_core(cancelled_profile):
     out = cancelled_profile["out"]
-    result = load_profile(out)
+    generation = assert_seeded_runs_on_this_host(out, "slurm")
     host = socket.gethostname()
-    for r in result.runs:
-        assert r.hosts == (host,) * 3 and r.cpu_models == (cpu_model(),) * 3, r
-    assert cpu_model()
-    generation = result.provenance["generations"][0]
-    assert generation["cluster"] == "slurm" and [r["seed"] for r in generation["runs"]] == [5, 6, 7]
-    for run in generation["runs"]:
-        manifest = json.loads((out / run["dir"] / "sweep.json").read_text())
-        assert manifest["config"]["policy"] == "shuffle" and manifest["config"]["seed"] == run["seed"]
     summary = json.loads((out / "summary.json").read_text())
     # One array task of one CPU per run: never two checks at once.
     assert {run: seen[host]["most_at_once"] for run, seen in summary["at_once"].items()} == \

@@ -19,21 +19,20 @@ import os
 import signal
 import socket
 import subprocess
-import sys
 import threading
 import time
 from pathlib import Path
 
 import pytest
-from distributed import Client
 
 from cluster import cpu_slots
 from runner.checks.worker import cpu_model
-from runner.profile import load_profile
 from runner.results import shards
 
 from ..helpers import DEMO, LIGHT, PROOFBATCH, TEST_MEM_LIMIT
-from .test_slurm import all_shard_keys, done_keys, wait_for
+from .dask_cluster import scheduler_and_worker
+from .profile_checks import assert_seeded_runs_on_this_host, assert_three_times_each
+from .test_slurm import done_keys, wait_for
 
 # Seconds of bytecode before the proof (5e7 turns of this loop took 1-2 s
 # in Debian's toplevel on a loaded host, under 1 s on a quiet one). Each
@@ -66,30 +65,8 @@ def scheduler(tmp_path_factory):
     """A Dask scheduler and one worker (two threads, one CPU), started in
     a folder of their own."""
     d = tmp_path_factory.mktemp("dask-profile")
-    sched_file = d / "scheduler.json"
-    procs = [subprocess.Popen(
-        [sys.executable, "-m", "distributed.cli.dask_scheduler", "--host", "127.0.0.1",
-         "--port", "0", "--no-dashboard", "--scheduler-file", str(sched_file)],
-        cwd=d, stdout=(d / "scheduler.log").open("w"), stderr=subprocess.STDOUT)]
-    try:
-        wait_for(sched_file.exists, 60, "the Dask scheduler's file")
-        procs.append(subprocess.Popen(
-            [sys.executable, "-m", "distributed.cli.dask_worker", "--scheduler-file", str(sched_file),
-             "--nthreads", "2", "--nworkers", "1", "--memory-limit", "4GiB", "--no-dashboard",
-             "--name", "w0"],
-            cwd=d, preexec_fn=one_cpu, stdout=(d / "worker.log").open("w"), stderr=subprocess.STDOUT))
-        address = json.loads(sched_file.read_text())["address"]
-        with Client(address, timeout="60s") as client:
-            client.wait_for_workers(1, timeout=120)
+    with scheduler_and_worker(d, memory="4GiB", cwd=d, worker_setup=one_cpu, stop_s=60) as address:
         yield address
-    finally:
-        for p in reversed(procs):
-            p.terminate()
-        for p in reversed(procs):
-            try:
-                p.wait(timeout=60)
-            except subprocess.TimeoutExpired:
-                p.kill()
 
 
 def driver(root: Path, address: str) -> subprocess.Popen:
@@ -143,17 +120,9 @@ def test_a_dask_profile_stopped_in_run_2_resumes_with_three_times_each(stopped_p
     assert story["first_exit"] == 143, story["first_output"]
     assert story["second_exit"] == 0, story["second_output"]
     assert 0 < len(story["done_at_stop"]) < len(LIGHT), story["done_at_stop"]
-    result = load_profile(story["out"])
-    assert result.defects == [], result.defects
-    assert sorted(r.problem_id for r in result.runs) == sorted(LIGHT)
-    for r in result.runs:
-        # Each check is two seconds or so of busy loop before its proof.
-        assert len(r.prove_secs) == 3 and all(t > 0.1 for t in r.prove_secs), r
-    # Nothing twice, nothing lost: in every run each check has exactly one
-    # row in all of its shards, whichever driver's run wrote it.
-    for run in result.provenance["generations"][0]["runs"]:
-        keys = all_shard_keys(story["out"] / run["dir"])
-        assert sorted(keys) == sorted((pid, 0) for pid in LIGHT), (run["dir"], keys)
+    # Each check is seconds of busy loop before its proof; nothing twice,
+    # nothing lost, whichever driver's run wrote it.
+    assert_three_times_each(story["out"], min_prove_s=0.1)
     derived = json.loads((story["root"] / "map.json").read_text())
     assert sorted(e["problem_id"] for e in derived) == sorted(LIGHT)
 
@@ -161,16 +130,9 @@ def test_a_dask_profile_stopped_in_run_2_resumes_with_three_times_each(stopped_p
 @pytest.mark.hol
 def test_each_dask_profiled_run_records_its_node_and_one_check_per_cpu(stopped_profile):
     out = stopped_profile["out"]
-    result = load_profile(out)
+    generation = assert_seeded_runs_on_this_host(out, "dask")
     host = socket.gethostname()
-    assert cpu_model()
-    for r in result.runs:
-        assert r.hosts == (host,) * 3 and r.cpu_models == (cpu_model(),) * 3, r
-    generation = result.provenance["generations"][0]
-    assert generation["cluster"] == "dask" and [r["seed"] for r in generation["runs"]] == [5, 6, 7]
     for run in generation["runs"]:
-        manifest = json.loads((out / run["dir"] / "sweep.json").read_text())
-        assert manifest["config"]["policy"] == "shuffle" and manifest["config"]["seed"] == run["seed"]
         rows = shards.read_results(out / run["dir"]).to_pylist()
         assert {(row["host"], row["cpu_model"]) for row in rows} == {(host, cpu_model())}
         assert {row["worker"].split("/")[0] for row in rows} == {"w0"}
