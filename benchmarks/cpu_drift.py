@@ -19,6 +19,11 @@ copies at once, and their CPU time (``wait4``'s rusage) is compared:
 - ``busy-long-slice``: the same, each copy asking the scheduler for 100 ms
   slices (``sched_setattr``'s ``sched_runtime``, honoured by EEVDF since
   Linux 6.12), so a shared core switches away from it less often;
+- ``busy-nice``: the same, each copy at nice -20 (root only): CFS gives it
+  about 29 of every 30 ms of its core, so the spinners still run but rarely;
+- ``busy-fifo``: the same, each copy under ``SCHED_FIFO`` (root only): the
+  spinners run only in the kernel's real-time throttle (5% of each second),
+  the nearest a shared host comes to a core of one's own;
 - ``quiet-again``: the host as it is, last in each round: how far the same
   work drifts with no load of ours at all (on a shared VM, the neighbours'
   use of the memory system moves it).
@@ -99,7 +104,8 @@ def long_slice(ns: int) -> None:
         raise OSError(ctypes.get_errno(), "sched_setattr")
 
 
-def copies(argv: list[str], n: int, pin: bool, batch: bool, slice_ns: int = 0) -> list[float]:
+def copies(argv: list[str], n: int, pin: bool = False, batch: bool = False, slice_ns: int = 0,
+           nice: int = 0, fifo: bool = False) -> list[float]:
     """``n`` copies of ``argv`` at once; each one's CPU seconds (user + system)."""
     cpus = sorted(os.sched_getaffinity(0))
 
@@ -111,6 +117,10 @@ def copies(argv: list[str], n: int, pin: bool, batch: bool, slice_ns: int = 0) -
                 os.sched_setscheduler(0, os.SCHED_BATCH, os.sched_param(0))
             if slice_ns:
                 long_slice(slice_ns)
+            if nice:
+                os.nice(nice)
+            if fifo:
+                os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(1))
         return subprocess.Popen(argv, stdout=subprocess.DEVNULL, preexec_fn=setup)
 
     procs = [start(i) for i in range(n)]
@@ -123,14 +133,17 @@ def copies(argv: list[str], n: int, pin: bool, batch: bool, slice_ns: int = 0) -
     return cpu
 
 
-CONDITIONS = {            # name: (busy, pin, batch, slice in ns)
-    "quiet": (False, False, False, 0),
-    "busy": (True, False, False, 0),
-    "busy-pinned": (True, True, False, 0),
-    "busy-batch": (True, False, True, 0),
-    "busy-long-slice": (True, False, False, 100_000_000),
-    "quiet-again": (False, False, False, 0),
+CONDITIONS = {            # name: (busy, how each copy is started)
+    "quiet": (False, {}),
+    "busy": (True, {}),
+    "busy-pinned": (True, {"pin": True}),
+    "busy-batch": (True, {"batch": True}),
+    "busy-long-slice": (True, {"slice_ns": 100_000_000}),
+    "busy-nice": (True, {"nice": -20}),
+    "busy-fifo": (True, {"fifo": True}),
+    "quiet-again": (False, {}),
 }
+ROOT_ONLY = {"busy-nice", "busy-fifo"}
 
 
 def main() -> int:
@@ -149,16 +162,19 @@ def main() -> int:
     spinners = args.busy * (os.cpu_count() or 1)
     log(f"workload: {' '.join(argv)}; {args.workers} copies at once; busy = {spinners} spinning processes; "
         f"load at start {os.getloadavg()[0]:.1f}")
-    cpu: dict[str, list[float]] = {name: [] for name in CONDITIONS}
+    conditions = {name: c for name, c in CONDITIONS.items() if os.geteuid() == 0 or name not in ROOT_ONLY}
+    if len(conditions) < len(CONDITIONS):
+        log(f"not root: skipping {', '.join(sorted(ROOT_ONLY))}")
+    cpu: dict[str, list[float]] = {name: [] for name in conditions}
     for r in range(args.rounds):
-        for name, (busy, pin, batch, slice_ns) in CONDITIONS.items():
+        for name, (busy, how) in conditions.items():
             t0 = time.monotonic()
             if busy:
                 with Busy(spinners):
                     time.sleep(1)       # the spinners running before the work starts
-                    got = copies(argv, args.workers, pin, batch, slice_ns)
+                    got = copies(argv, args.workers, **how)
             else:
-                got = copies(argv, args.workers, pin, batch, slice_ns)
+                got = copies(argv, args.workers, **how)
             cpu[name] += got
             log(f"round {r + 1} {name:18} cpu {' '.join(f'{c:.2f}' for c in got)} s, "
                 f"wall {time.monotonic() - t0:.1f} s, load {os.getloadavg()[0]:.1f}")

@@ -84,6 +84,9 @@ class ProfileConfig:
                              "records both a proof's wall and CPU time, and `timeout-map` derives "
                              "limits from either", default="cpu",
                              flag=flag_of(SweepConfig, "limit_clock"))
+    nice: int = _help("niceness of every profiled check, as for `run`: a check sharing its core "
+                      "with other busy work needs more CPU time, and a profile keeps those times",
+                      default=0, flag=flag_of(SweepConfig, "nice"))
     verify_trust: bool = _help("after the runs, check every ground truth once more under the other "
                                "choice of context_proofs; a verdict that differs is a defect",
                                default=False, flag="--verify-trust", action="store_true")
@@ -137,7 +140,7 @@ def _sweep_config(cfg: ProfileConfig, out: Path, only, seed: int,
                        default_timeout=cfg.ceiling_s, mem_limit=cfg.mem_limit, hol_light=cfg.hol_light,
                        context_root=cfg.context_root, only=tuple(sorted(only)), policy=Policy.SHUFFLE,
                        seed=seed, mode=cfg.mode, context_proofs=context_proofs or cfg.context_proofs,
-                       limit_clock=cfg.limit_clock)
+                       limit_clock=cfg.limit_clock, nice=cfg.nice)
 
 
 def _plan_generation(cfg: ProfileConfig, provenance: dict | None, hashes: dict[str, str],

@@ -89,6 +89,8 @@ class CheckLimits:
     backstop_s: float | None = field(default=None, metadata={
         "help": "under the CPU clock, wall seconds after which a check that has not reached its "
                 "limit is ended as starved or blocked and run again; None: backstop_s(time_s)"})
+    nice: int = field(default=0, metadata={
+        "help": "the niceness the check's processes run at (the guard sets it from outside)"})
 
 
 @dataclass(frozen=True)

@@ -27,6 +27,7 @@ from . import events, sweep_dir
 from . import provers as backends
 from .checks import attempts, problem_hash
 from .checks.context_proofs import ContextProofs
+from .checks.guard import priority_refused
 from .checks.tasks import CheckTask
 from .corpus import Problem, corpus_fingerprint, corpus_notes, select_problems
 from .errors import InputError
@@ -153,6 +154,8 @@ def prepare(config: SweepConfig) -> PreparedSweep:
     if str(config.limit_clock) not in {str(c) for c in LimitClock}:
         raise InputError("--limit-clock", f"{config.limit_clock!r} is not a clock",
                          f"pass one of {', '.join(str(c) for c in LimitClock)}")
+    if (why := priority_refused(config.nice)) is not None:
+        raise InputError("--nice", why, "pass a niceness from 0 to 19, or run as root")
     if not 1 <= config.backstop_factor <= 1000:
         raise InputError("--backstop-factor", f"{config.backstop_factor} is not a factor of the limit",
                          "pass a number from 1 to 1000 (default 3)")
@@ -237,7 +240,7 @@ def prepare(config: SweepConfig) -> PreparedSweep:
         guard, expected = map_use.memory(p.problem_id, mem, min(config.expected_mem, mem))
         limit = backend.limits_for(p, CheckLimits(
             time_s=limits[p.problem_id].seconds, time_source=limits[p.problem_id].source,
-            mem_bytes=guard, expected_mem_bytes=expected, clock=config.limit_clock))
+            mem_bytes=guard, expected_mem_bytes=expected, clock=config.limit_clock, nice=config.nice))
         # After the mode's conversion: the bench's slack is wall seconds, not work.
         time_s = limit.time_s + config.limit_slack
         return dataclasses.replace(limit, time_s=time_s, backstop_s=backstop_s(

@@ -46,11 +46,11 @@ def check_reads_fields(command: str, cls, renamed: dict[str, str] = {}) -> int:
 
 def test_run_reads_every_option_from_the_sweep_config():
     # All of run's options but --server and the executors' set a SweepConfig field.
-    assert check_reads_fields("run", SweepConfig) == 30
+    assert check_reads_fields("run", SweepConfig) == 31
 
 
 def test_profile_reads_every_option_from_the_profile_config():
-    assert check_reads_fields("profile", ProfileConfig) == 16
+    assert check_reads_fields("profile", ProfileConfig) == 17
 
 
 def test_calibrate_reads_every_option_from_its_config():

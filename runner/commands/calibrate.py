@@ -67,6 +67,8 @@ class CalibrateConfig:
     limit_clock: str = _help("the clock measured against the map's times: cpu (a proof's CPU "
                              "time: what this host's processor costs) or wall (elapsed: its load "
                              "too)", default=str(LimitClock.CPU))
+    nice: int = _help("niceness of the sampled checks, as for `run`: calibrate at the one your "
+                      "sweeps will use", default=0)
     hol_light: Path | None = _help("a HOL Light checkout built with make (has hol.sh); default: "
                                    "Debian's", default=None)
     context_root: Path | None = _help("where needs/loadt in setup.ml resolve; default: cwd",
@@ -112,7 +114,8 @@ def plan(cfg: CalibrateConfig) -> Plan:
     sweep = SweepConfig(corpus=cfg.corpus, out=out, answers=cfg.answers, workers=cfg.workers,
                         default_timeout=limit, mem_limit=cfg.mem_limit, hol_light=cfg.hol_light,
                         context_root=cfg.context_root, only=tuple(sorted(chosen)), mode=cfg.mode,
-                        context_proofs=cfg.context_proofs, limit_clock=cfg.limit_clock, seed=cfg.seed)
+                        context_proofs=cfg.context_proofs, limit_clock=cfg.limit_clock, seed=cfg.seed,
+                        nice=cfg.nice)
     return Plan(chosen, {p: times[p] for p in chosen}, out, sweep, loaded.digest)
 
 
@@ -153,6 +156,7 @@ def add_arguments(p) -> None:
     p.add_argument("--map-build", metavar="B", **opt("map_build"))
     p.add_argument("--mode", choices=("bytecode", "native"), **opt("mode"))
     p.add_argument("--limit-clock", choices=[str(c) for c in LimitClock], **opt("limit_clock"))
+    p.add_argument("--nice", type=int, metavar="N", **opt("nice"))
     p.add_argument("--hol-light", type=Path, **opt("hol_light"))
     p.add_argument("--context-root", type=Path, **opt("context_root"))
     p.add_argument("--context-proofs", choices=("replay", "trust"), **opt("context_proofs"))

@@ -96,6 +96,11 @@ class SweepConfig:
     backstop_extra: float = _help("seconds of the wall-clock backstop beyond the limit, at least",
                                   default=BACKSTOP_EXTRA_S,
                                   flag="--backstop-extra", type=float, metavar="SECS")
+    nice: int = _help("niceness of every check's processes, -20 to 19: on a host shared with "
+                      "other busy work, a check sharing its core needs about 1.2x its quiet CPU "
+                      "time; at -10 (root or CAP_SYS_NICE) it keeps its core nearly to itself "
+                      "and its CPU time near quiet (docs/limits.md)", default=0,
+                      flag="--nice", type=int, metavar="N")
     host_factor: str | None = _help("how much slower this host proves than the one the timeout "
                                     "map was measured on: a number, or auto (the factor `proofbatch "
                                     "calibrate` measured for this map, mode and host); the map's "

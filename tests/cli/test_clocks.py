@@ -46,8 +46,9 @@ def test_a_resume_on_the_other_clock_is_refused(capsys, corpus, hol, tmp_path, t
     (("--backstop-factor", "0.5"), "--backstop-factor", "is not a factor of the limit"),
     (("--backstop-extra", "-1"), "--backstop-extra", "is not a number of seconds"),
     (("--host-factor", "2"), "--host-factor", "no --timeout-map is given"),
+    (("--nice", "-21"), "--nice", "-21 is not a niceness (-20 to 19)"),
 ])
-def test_backstop_and_host_factor_flags_are_checked(capsys, corpus, hol, tmp_path, flags, where,
+def test_backstop_host_factor_and_nice_flags_are_checked(capsys, corpus, hol, tmp_path, flags, where,
                                                      complaint):
     result = cli_result(capsys, "run", corpus, "--out", tmp_path / "out", "--hol-light", hol, *flags)
     assert_one_line_error(result, where, complaint)

@@ -287,7 +287,7 @@ class ForkSession(ImageTree, ProverSession):
         nonce = secrets.token_hex(8)
         guard = GuardLimits(time_s=limits.time_s, mem_bytes=limits.mem_bytes,
                             grace_s=self.backend.grace_s, clock=limits.clock,
-                            backstop_s=limits.backstop_s)
+                            backstop_s=limits.backstop_s, nice=limits.nice)
         pid, obs = None, None
         with self._lock:
             self._running += 1

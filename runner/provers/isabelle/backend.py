@@ -264,7 +264,7 @@ class IsabelleSession(ProverSession):
             return True
 
         guard = GuardLimits(limits.time_s, limits.mem_bytes, b.grace_s, poll_s=0.05,
-                            clock=limits.clock, backstop_s=limits.backstop_s)
+                            clock=limits.clock, backstop_s=limits.backstop_s, nice=limits.nice)
         clock = "CPU time limit" if str(limits.clock) == LimitClock.CPU else "time limit"
         # The JVM's start counts too: on the CPU clock, the CPU of its threads.
         seen = enforce(root, guard, started, term, wait=over, kill=kill,
