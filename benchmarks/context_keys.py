@@ -25,7 +25,7 @@ import time
 import types
 
 from common import ROOT  # first: it puts the project root on sys.path
-from runner.provers.hol_light import contexts  # noqa: E402
+from runner.provers.hol_light import contexts, ocaml_lexer  # noqa: E402
 from runner import subproc  # noqa: E402
 
 BASELINE_COMMIT = "ac9f4b5"
@@ -67,7 +67,7 @@ def corpus(files: int, setups: int, lib_lines: int, own_lines: int) -> dict[str,
                   f"(*\n * Copyright Amazon.com, Inc. or its affiliates. All Rights Reserved.\n"
                   f" * SPDX-License-Identifier: Apache-2.0 OR ISC OR MIT-0\n *)\n\n")
         own = library(own_lines).replace("WORD_LEMMA_", f"FILE{f}_LEMMA_")
-        phrases = contexts.split_phrases(own)
+        phrases = ocaml_lexer.split_phrases(own)
         for t in range(per_file):
             cut = len(phrases) * (t + 1) // per_file
             out[f"file{f}.T{t}"] = header + lib + "".join(phrases[:cut])

@@ -8,7 +8,7 @@ followed) come from benchmarks/load_cost.py.
 Method. One HOL Light boots; for each variant a child is forked (Unix.fork
 from the loaded toplevel, as sessions do) and loads one real development
 file with ``Toploop.use_file``. Python splits the file into phrases
-(runner.provers.hol_light.contexts.split_phrases) and puts after each one a marker phrase
+(runner.provers.hol_light.ocaml_lexer.split_phrases) and puts after each one a marker phrase
 ``pb_mark i;;`` that stores ``Sys.time ()`` (CPU seconds of the process), so
 every phrase gets its own CPU time. Variants:
 
@@ -38,7 +38,7 @@ from pathlib import Path
 
 import common  # noqa: F401  (puts the project root on sys.path)
 
-from runner.provers.hol_light.contexts import split_phrases  # noqa: E402
+from runner.provers.hol_light.ocaml_lexer import split_phrases  # noqa: E402
 from runner.provers.hol_light.file_loads import theorem_of  # noqa: E402
 
 HOL = Path("/usr/share/hol-light")

@@ -33,7 +33,7 @@ import time
 # common first: it puts the checkout on sys.path for the imports below.
 from common import (Spec, arg_parser, cpu_busy, emit, limits, log, loadavg, require_ok,
                     start_session, temp_dir, write_corpus)
-from runner.provers.hol_light.contexts import split_phrases
+from runner.provers.hol_light.ocaml_lexer import split_phrases
 
 TARGET_FRACTION_OF_IDEAL = 0.75
 

@@ -276,7 +276,7 @@ def answers_corpus(root: Path, marker: Path) -> Path:
 def assert_answer_rows(rows: dict[str, dict], marker: Path) -> None:
     import hashlib
 
-    from runner.provers.hol_light.contexts import split_phrases
+    from runner.provers.hol_light.ocaml_lexer import split_phrases
 
     cases = answer_cases(marker)
     assert set(rows) == set(cases)

@@ -25,7 +25,7 @@ import pytest
 
 from runner.checks.context_proofs import ContextProofs
 from runner.provers.hol_light.backend import HolLightBackend
-from runner.provers.hol_light.native_compile import DROPPED_LOADS
+from runner.provers.hol_light.load_graph import DROPPED_LOADS
 from runner.provers.hol_light.image_logs import failure_reason, last_output
 from runner.provers.hol_light.install import find_hol_light
 

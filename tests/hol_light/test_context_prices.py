@@ -39,7 +39,7 @@ def assembled(tmp_path: Path, name: str, n: int) -> Path:
 
 
 def codes(text: str) -> list:
-    from runner.provers.hol_light.contexts import normal_form, split_phrases
+    from runner.provers.hol_light.ocaml_lexer import normal_form, split_phrases
 
     return [n for p in split_phrases(text) if (n := normal_form(p))]
 

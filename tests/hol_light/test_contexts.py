@@ -7,7 +7,8 @@ import re
 
 import pytest
 
-from runner.provers.hol_light.contexts import (ImageNode, build_context_tree, image_key, normal_form, normal_phrases, split_phrases)
+from runner.provers.hol_light.contexts import ImageNode, build_context_tree, image_key, normal_phrases
+from runner.provers.hol_light.ocaml_lexer import normal_form, split_phrases
 
 # ---------------------------------------------------------------- splitting
 

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from runner.cli import main
-from runner.provers.hol_light.contexts import split_phrases
+from runner.provers.hol_light.ocaml_lexer import split_phrases
 from runner.corpus import load_corpus
 from runner.provers.hol_light.extract import MANIFEST, ExtractConfig, extract
 from runner.provers.hol_light.extract_scan import Skip, Theorem, scan_phrase

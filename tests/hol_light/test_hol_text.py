@@ -1,5 +1,5 @@
 """runner/provers/hol_light/ml/hol_text.ml finds the phrase separator of an answer as
-runner/contexts.split_phrases finds it in a context: the same OCaml lexer
+ocaml_lexer.split_phrases finds it in a context: the same OCaml lexer
 rules, written twice (the drivers cannot call Python, and contexts are split
 before any prover runs). Compiled here with plain ocamlopt, as the native
 build compiles it, and run on a catalogue of tricky texts and on random ones:
@@ -17,7 +17,7 @@ import shutil
 import pytest
 
 from runner import subproc
-from runner.provers.hol_light.contexts import split_phrases
+from runner.provers.hol_light.ocaml_lexer import split_phrases
 
 from ..helpers import ROOT
 
@@ -59,7 +59,7 @@ def separator_of(tmp_path_factory):
 
 
 def python_separator(text: str) -> int:
-    """The first separator by contexts.split_phrases: a phrase other than the
+    """The first separator by ocaml_lexer.split_phrases: a phrase other than the
     last always ends with ";;" and then blanks up to the end of its line."""
     phrases = split_phrases(text + "\nx")     # the x is a remainder, never a phrase
     if len(phrases) < 2:

@@ -40,7 +40,7 @@ def _backend(config):
 
 
 def _refuses(text: str) -> str | None:
-    from .contexts import only_comments
+    from .ocaml_lexer import only_comments
 
     if only_comments(text):
         return ("answer is empty (whitespace and comments only); write one OCaml expression of "

@@ -25,10 +25,9 @@ from ...checks.guard import admit
 from .fork_server import ImageFailed, ImageProcess, PipePair
 from .install import HolLightInstall
 from .map_modes import BYTECODE_MODE, MapModes, converted_warning
-from .native_compile import DROPPED_LOADS
 from .plans import ALLOWANCES, image_plan
 from .fork_session import ContextFailed, ForkSession, not_run
-from .load_graph import LoadGraph
+from .load_graph import DROPPED_LOADS, LoadGraph
 from ...prover import BackendInfo, CheckLimits, CheckResult, ImagePlan, Prover, ProverBackend
 from ...checks.sandbox import SandboxConfig
 from ...verdicts import Verdict

@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 import sys
+import tempfile
 from pathlib import Path
+from typing import Iterable
 
-from .install import find_hol_light
-from .native_auto import precompile_libraries
-from .native_build import build_native
+from ...errors import InputError
+from .install import HolLightInstall, find_hol_light
+from .load_graph import resolve
+from .native_build import NativeBuild, build_native
+from .native_compile import NativeCompiler, NotNative, Scope
 
 NAME = "build-native"
 HELP = "compile HOL Light natively (core, server, answer front end) into the cache"
@@ -41,3 +45,24 @@ def run(args) -> int:
 def say(line: str) -> None:
     # As written: a compiler's output has [brackets] that markup would eat.
     print(line, file=sys.stderr, flush=True)
+
+
+def precompile_libraries(build: NativeBuild, install: HolLightInstall, names: Iterable[Path],
+                         context_root: Path) -> list[tuple[str, Path]]:
+    """Compile library files into the build's cache, as a context's
+    ``needs`` would; returns (name, plugin) pairs."""
+    out = []
+    with tempfile.TemporaryDirectory(prefix="proofbatch-libs-") as tmp:
+        compiler = NativeCompiler(build, install, Path(context_root).resolve(), Path(tmp))
+        for name in names:
+            if resolve(str(name), [Path(context_root), install.hol_dir]) is None:
+                raise InputError(name, "no such library file here or under "
+                                 f"{install.hol_dir}", "give a path such as Library/words.ml")
+            try:
+                scope = compiler.compile_context(f'needs "{name}";;\n', f"Pb_pre_{len(out)}",
+                                                 Scope(build.core_opens))
+            except NotNative as exc:
+                raise InputError(name, f"cannot be compiled natively: {exc}",
+                                 "load it in bytecode mode instead (--mode bytecode)") from None
+            out += [(str(name), plugin) for plugin in scope.plugins if plugin.parent == build.dir / "libs"]
+    return out

@@ -21,8 +21,7 @@ from pathlib import Path
 from typing import Sequence
 
 from ...corpus import Problem
-from .load_graph import LoadGraph
-from .native_build import resolve
+from .load_graph import LoadGraph, resolve
 
 _LOAD = re.compile(rb'\b(needs|loadt|loads)\s*\(?\s*"([^"\\\n]+)"')
 

@@ -30,15 +30,14 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Callable
 
-from .contexts import split_phrases
+from .ocaml_lexer import classify, split_phrases
 from ...corpus import PROBLEM_ID
 from ...errors import InputError
 from .extract_cut import cut_file, file_prefix, norm_goal, problem_ids
 from .extract_ids import follow_map
 from .extract_prefix import describe, loader_prefix, prefix_text
 from .extract_scan import Theorem
-from .load_graph import LoadGraph
-from .native_build import classify, resolve
+from .load_graph import LoadGraph, resolve
 from .extract_model import (MANIFEST, Extract, ExtractConfig, Problem, Refused,  # noqa: F401
                             Skipped, Source)
 from .extract_out import check_out, publish

@@ -10,10 +10,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .contexts import split_phrases
+from .ocaml_lexer import split_phrases, strip_phrase
 from .extract_model import ExtractConfig, Skipped
 from .extract_scan import Skip, Theorem, scan_bindings
-from .native_build import strip_phrase
 
 
 def norm_goal(goal: str) -> str:

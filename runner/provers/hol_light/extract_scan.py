@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from . import contexts
+from .ocaml_lexer import CHAR, QUOTED, skip_comment, skip_quoted, skip_string
 
 # The functions that prove a goal with a tactic (prove) or a list of tactics
 # applied one at a time to the first open goal (prove_by_refinement, defined
@@ -21,8 +21,8 @@ from . import contexts
 PROVERS = ("prove", "prove_by_refinement")
 
 _TOKEN = re.compile(
-    rf"(?P<comment>\(\*)|(?P<string>\")|{contexts._QUOTED}|(?P<quote>`)"
-    r"|(?P<ident>[A-Za-z_][A-Za-z0-9_']*)|(?P<char>" + contexts._CHAR + r")"
+    rf"(?P<comment>\(\*)|(?P<string>\")|{QUOTED}|(?P<quote>`)"
+    r"|(?P<ident>[A-Za-z_][A-Za-z0-9_']*)|(?P<char>" + CHAR + r")"
     r"|(?P<semi2>;;)|(?P<open>[(\[{])|(?P<close>[)\]}])|(?P<punct>[,=:;])|(?P<space>\s+)|(?P<other>.)",
     re.S,
 )
@@ -65,12 +65,12 @@ def tokens(text: str) -> list[Token]:
     while m := _TOKEN.match(text, i):
         kind, start, i = m.lastgroup, m.start(), m.end()
         if kind == "comment":
-            i = _closed(text, contexts._skip_comment(text, i), "*)", "comment")
+            i = _closed(text, skip_comment(text, i), "*)", "comment")
             continue
         if kind == "string":
-            i = _closed(text, contexts._skip_string(text, i), '"', "string")
+            i = _closed(text, skip_string(text, i), '"', "string")
         elif kind == "quoted":
-            i = contexts._skip_quoted(text, i, m)
+            i = skip_quoted(text, i, m)
             kind = "string"
         elif kind == "quote":
             j = text.find("`", i)

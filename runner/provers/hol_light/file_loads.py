@@ -12,7 +12,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Mapping
 
-from .contexts import _skip_comment, normal_form, split_phrases
+from .load_graph import DROPPED_LOADS, LoadGraph, resolve
+from .ocaml_lexer import normal_form, skip_comment, split_phrases
 from .load_model import LoadModel
 
 _PROOF = re.compile(r"let\s+([A-Za-z_][A-Za-z0-9_']*)\s*=\s*(?:time\s+)?(?:prove|prove_by_refinement)\b")
@@ -27,7 +28,7 @@ def _code_start(phrase: str) -> int:
         while i < len(phrase) and phrase[i].isspace():
             i += 1
         if phrase.startswith("(*", i):
-            i = _skip_comment(phrase, i + 2)
+            i = skip_comment(phrase, i + 2)
         else:
             return i
 
@@ -137,8 +138,6 @@ class FileLoads:
 
     def __init__(self, root: Path | None = None, hol_dir: Path | None = None,
                  keep_text: bool = False, compiled: frozenset[str] | None = None):
-        from .load_graph import DROPPED_LOADS, LoadGraph
-
         self.root = Path(root).resolve() if root is not None else None
         self.hol_dir = Path(hol_dir).resolve() if hol_dir is not None else None
         self.graph = LoadGraph(self.root, self.hol_dir)
@@ -164,8 +163,6 @@ class FileLoads:
         return self._compiled
 
     def resolve(self, kind: str, name: str) -> Path | None:
-        from .native_build import resolve
-
         return resolve(name, self.graph.search(kind))
 
     def phrases(self, path: Path) -> list[Phrase]:

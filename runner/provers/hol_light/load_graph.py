@@ -24,10 +24,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterable, Iterator, Sequence
 
-from .contexts import split_phrases
-from .native_build import classify, resolve, strip_phrase
+from .ocaml_lexer import classify, split_phrases, strip_phrase
 
-from .native_compile import DROPPED_LOADS   # one list: native, the toplevel and extract
+# HOL Light's own inline_load.ml (the bench's pipeline) drops these loads:
+# update_database.ml walks the toplevel's symbol tables, which native code
+# does not have, and its OCaml 4.13 variant segfaults (s2n-bignum's
+# arm/proofs/base.ml loads it). One list: they are skipped natively in any
+# context or library (native_compile.py), in bytecode by the driver's
+# `loads` (backend.py), and extract records them.
+DROPPED_LOADS = ("update_database.ml",)
 
 # Why a dropped load is not followed (extract.json's dropped_loads_note).
 DROPPED_NOTE = ("dropped by the bench's pipeline (HOL Light's inline_load.ml) and by proofbatch, "
@@ -36,6 +41,17 @@ DROPPED_NOTE = ("dropped by the bench's pipeline (HOL Light's inline_load.ml) an
 
 _LOAD_WORDS = re.compile(r"\b(needs|loadt|loads)\b")
 _QUOTED_ML = re.compile(r'"([^"\\\n]+\.ml)"')
+
+
+def resolve(name: str, search: Sequence[Path]) -> Path | None:
+    """Where HOL Light's file_on_path would find ``name``: an absolute name
+    as it is, else the first folder of ``search`` that holds it."""
+    if Path(name).is_absolute():
+        return Path(name) if Path(name).is_file() else None
+    for d in search:
+        if (d / name).is_file():
+            return (d / name).resolve()
+    return None
 
 
 @dataclass(frozen=True)

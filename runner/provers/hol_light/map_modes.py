@@ -33,6 +33,11 @@ RATIO_MIN, RATIO_MAX = 2.5, 7.4
 # an expected time should be right on average): the geometric mean of the
 # measured range, sqrt(2.5 x 7.4) = 4.30.
 RATIO_CENTRAL = round(math.sqrt(RATIO_MIN * RATIO_MAX), 2)
+# Under --mode auto a check runs natively when its expected bytecode time is
+# above this, and in the bytecode fork server otherwise, where it is cheaper
+# than compiled on its own (../shared/notes/hol-light.md: "native wins once a
+# proof takes more than about 0.35 s in bytecode").
+THRESHOLD_S = 0.35
 
 
 def expected_in(secs: float, measured_in: str | None, run_mode: str) -> float:

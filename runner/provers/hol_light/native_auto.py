@@ -2,7 +2,7 @@
 
 ``--mode native`` runs every check natively (contexts that cannot be
 compiled fall back to bytecode, see hol_native). ``--mode auto`` runs a
-check natively when its expected bytecode time is above ``THRESHOLD_S`` and
+check natively when its expected bytecode time is above ``THRESHOLD_S`` (map_modes.py) and
 in the bytecode fork server otherwise; a check with no expected time runs
 natively, batched, where compiling it costs milliseconds.
 
@@ -17,11 +17,10 @@ instead, under its native limit.
 
 from __future__ import annotations
 
-import tempfile
 import threading
 from dataclasses import replace
 from pathlib import Path
-from typing import Iterable, Sequence
+from typing import Sequence
 
 from ...corpus import Problem
 from ...errors import InputError
@@ -30,42 +29,16 @@ from ... import events
 from ...checks.sandbox import for_sweep
 from .backend import HolLightBackend
 from .install import HolLightInstall
-from .map_modes import BYTECODE_MODE, NATIVE_MODE, MapModes, converted_warning
+from .map_modes import BYTECODE_MODE, NATIVE_MODE, THRESHOLD_S, MapModes, converted_warning
 from .fork_session import not_run
 from .native import NativeHolLightBackend, NativeSession, refused_natively
-from .native_compile import NativeCompiler, NotNative, Scope
-from .native_build import NativeBuild, build_native, resolve
+from .native_build import build_native
 from .plans import ALLOWANCES
 from ...prover import (BackendInfo, Mode, Prover, CheckLimits, CheckResult, ImageBuild, ImagePlan, ProverBackend,
                        ProverSession)
 from ...verdicts import Verdict
 
 MODES = (Mode.BYTECODE, Mode.NATIVE, Mode.AUTO)    # what --mode asks for
-# Below this expected bytecode time a check is cheaper in the bytecode fork
-# server than compiled on its own (../shared/notes/hol-light.md: "native wins
-# once a proof takes more than about 0.35 s in bytecode").
-THRESHOLD_S = 0.35
-def precompile_libraries(build: NativeBuild, install: HolLightInstall, names: Iterable[Path],
-                         context_root: Path) -> list[tuple[str, Path]]:
-    """Compile library files into the build's cache, as a context's
-    ``needs`` would; returns (name, plugin) pairs."""
-    out = []
-    with tempfile.TemporaryDirectory(prefix="proofbatch-libs-") as tmp:
-        compiler = NativeCompiler(build, install, Path(context_root).resolve(), Path(tmp))
-        for name in names:
-            if resolve(str(name), [Path(context_root), install.hol_dir]) is None:
-                raise InputError(name, "no such library file here or under "
-                                 f"{install.hol_dir}", "give a path such as Library/words.ml")
-            try:
-                scope = compiler.compile_context(f'needs "{name}";;\n', f"Pb_pre_{len(out)}",
-                                                 Scope(build.core_opens))
-            except NotNative as exc:
-                raise InputError(name, f"cannot be compiled natively: {exc}",
-                                 "load it in bytecode mode instead (--mode bytecode)") from None
-            out += [(str(name), plugin) for plugin in scope.plugins if plugin.parent == build.dir / "libs"]
-    return out
-
-
 class ModeBackend(ProverBackend):
     """``--mode native`` or ``--mode auto``: native and bytecode sessions
     behind one, each started only when a check needs it."""

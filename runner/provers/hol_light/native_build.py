@@ -31,12 +31,13 @@ import shutil
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Sequence
+from typing import Callable
 
-from . import contexts
 from ... import subproc
 from ...errors import CommandError, InputError, ProverError
 from .install import HolLightInstall
+from .load_graph import resolve
+from .ocaml_lexer import classify, split_phrases, strip_phrase
 
 # The OCaml driver files live in ml/ beside this module.
 HERE = Path(__file__).parent / "ml"
@@ -59,8 +60,6 @@ COMPILE_TIMEOUT_S = 1800.0
 # Two phrases of Debian's HOL Light fail OCaml's value restriction once they
 # are compiled rather than typed into the toplevel; eta-expansion fixes both.
 _ETA = re.compile(r"^let (print_fpf|pp_print_matrix_ni) = ([^\n;]+?)\s*(;;)?\s*$", re.M)
-_LOAD = re.compile(r'^(loads|loadt|needs)\s+"([^"\\]+)"\s*;;\s*$')
-_DIRECTIVE = re.compile(r"^#\s*([a-z_]+)")
 
 
 def default_cache_root() -> Path:
@@ -107,37 +106,6 @@ class NativeBuild:
 
 # -- sources -----------------------------------------------------------------
 
-def strip_phrase(phrase: str) -> str:
-    """A phrase without its leading blanks and comments, trimmed."""
-    text = phrase.strip()
-    while text.startswith("(*"):
-        text = text[contexts._skip_comment(text, 2):].strip()
-    return text
-
-
-def classify(phrase: str) -> tuple[str, str]:
-    """("load", path) for a literal loads/loadt/needs, ("directive", name),
-    ("blank", "") or ("code", "")."""
-    body = strip_phrase(phrase)
-    if not body:
-        return "blank", ""
-    if m := _LOAD.match(body):
-        return m.group(1), m.group(2)
-    if m := _DIRECTIVE.match(body):
-        return "directive", m.group(1)
-    return "code", ""
-
-
-def resolve(name: str, search: Sequence[Path]) -> Path | None:
-    """Where HOL Light's file_on_path would find ``name``."""
-    if Path(name).is_absolute():
-        return Path(name) if Path(name).is_file() else None
-    for d in search:
-        if (d / name).is_file():
-            return (d / name).resolve()
-    return None
-
-
 def inline_core(hol_dir: Path) -> tuple[str, list[Path]]:
     """hol.ml as one compilable file: every loads/needs replaced by the file.
 
@@ -155,7 +123,7 @@ def inline_core(hol_dir: Path) -> tuple[str, list[Path]]:
         out.append(f"\n(* ---- {path} ---- *)\n")
         text = path.read_text(encoding="utf-8", errors="replace")
         text = _ETA.sub(lambda m: f"let {m.group(1)} x = ({m.group(2)}) x;;", text)
-        for phrase in contexts.split_phrases(text):
+        for phrase in split_phrases(text):
             kind, arg = classify(phrase)
             body = strip_phrase(phrase)
             if kind in ("loads", "loadt", "needs"):

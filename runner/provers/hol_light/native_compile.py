@@ -39,13 +39,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Sequence
 
-from . import contexts
 from .native_cache import mark_compiled
 from ... import subproc
 from ...checks.context_proofs import ContextProofs
 from ...errors import CommandError
-from .native_build import (UNLIMITED_STACK, NativeBuild, classify, inline_core, resolve,
-                           strip_phrase)
+from .load_graph import DROPPED_LOADS, resolve
+from .native_build import UNLIMITED_STACK, NativeBuild, inline_core
+from .ocaml_lexer import classify, code_only, split_phrases, strip_phrase
 from .install import HolLightInstall
 from .native_units import COMPILE_TIMEOUT_S, Escapes, NotNative, UnitCompiler, phrase_at
 from .native_weak import WeakValue, compiler_words, reweaken
@@ -54,14 +54,6 @@ from .native_weak import WeakValue, compiler_words, reweaken
 # with this opened after the core, so its phrases and functions name the
 # switchable prove (hol_trust.ml) rather than the core's.
 TRUST_OPEN = "Hol_trust.Switch"
-
-# HOL Light's own inline_load.ml (the bench's pipeline) drops these loads:
-# update_database.ml walks the toplevel's symbol tables, which native code
-# does not have, and its OCaml 4.13 variant segfaults (s2n-bignum's
-# arm/proofs/base.ml loads it). They are skipped natively in any context or
-# library, in bytecode by the driver's `loads` (backend.py), and extract
-# records them (load_graph.py).
-DROPPED_LOADS = ("update_database.ml",)
 
 # Code that loads files at run time has no native equivalent: compiled
 # code has no toplevel to load into.
@@ -105,31 +97,6 @@ class Scope:
 # Names a chunk of code compiled from a unit, and where it goes, given its
 # source and the modules it opens: (module, folder).
 Placer = Callable[[str, tuple[str, ...]], tuple[str, Path]]
-
-
-def code_only(phrase: str) -> str:
-    """``phrase`` with each comment, string, quoted string, char literal and
-    term quotation a blank, so words in them are not read as code."""
-    out, start, i = [], 0, 0
-    while m := contexts._NORMAL.search(phrase, i):
-        if m.group("comment"):
-            end = contexts._skip_comment(phrase, m.end())
-        elif m.group("string"):
-            end = contexts._skip_string(phrase, m.end())
-        elif m.group("quoted"):
-            end = contexts._skip_quoted(phrase, m.end(), m)
-        elif m.group("quote"):
-            j = phrase.find("`", m.end())
-            end = len(phrase) if j < 0 else j + 1
-        elif m.group("char"):
-            end = m.end()
-        else:                               # a primed identifier: code
-            i = m.end()
-            continue
-        out += [phrase[start:m.start()], " "]
-        start = i = end
-    out.append(phrase[start:])
-    return "".join(out)
 
 
 @dataclass
@@ -293,7 +260,7 @@ class NativeCompiler(UnitCompiler):
         """The phrases of ``text`` as ("code", phrase), ("open", module) and
         (load kind, path) steps; raises NotNative before anything compiles."""
         steps: list[tuple[str, object]] = []
-        for phrase in contexts.split_phrases(text):
+        for phrase in split_phrases(text):
             kind, arg = classify(phrase)
             if kind == "blank" or (kind == "loads" and arg in DROPPED_LOADS):
                 continue

@@ -10,7 +10,7 @@ image loads its segment in bytecode (context_costs.MODELS["bytecode"]).
 compiles its segment, the files it loads first and its problems' answers,
 then loads them natively (MODELS["native"]). ``auto``: the native server, plus, on a node that runs
 any check routed to bytecode (expected bytecode time at most
-native_auto.THRESHOLD_S), the bytecode toplevel and every image such a
+map_modes.THRESHOLD_S), the bytecode toplevel and every image such a
 check needs built there too.
 
 ``simulate --corpus`` has no installation at hand and the registry's

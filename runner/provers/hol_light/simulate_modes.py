@@ -17,8 +17,7 @@ from pathlib import Path
 
 from ...errors import InputError
 from ..registry import Offline, OfflineRequest
-from .map_modes import RATIO_CENTRAL, RATIO_MAX, expected_in
-from .native_auto import THRESHOLD_S
+from .map_modes import RATIO_CENTRAL, RATIO_MAX, THRESHOLD_S, expected_in
 from .plans import OfflineSettings, offline_settings
 
 

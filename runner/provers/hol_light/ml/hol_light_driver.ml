@@ -129,7 +129,7 @@ module Proofbatch_driver = struct
   (* What stays bound whatever a context opens.                              *)
   (* ----------------------------------------------------------------------- *)
 
-  (* Files [loads] skips (native_compile.py's DROPPED_LOADS), as HOL Light's own
+  (* Files [loads] skips (load_graph.py's DROPPED_LOADS), as HOL Light's own
      inline_load.ml, the bench's pipeline, omits them: s2n-bignum's
      arm/proofs/base.ml does [loads "update_database.ml"], which crashes the
      toplevel with a segmentation fault in an OCaml 4.13 build. *)
