@@ -76,7 +76,7 @@ from cluster.local import LocalExecutor
 from runner.reporting import report as sweep_report
 from runner.errors import InputError
 from runner.provers.hol_light import contexts
-from runner.provers.hol_light.extract_scan import Theorem, scan_phrase
+from runner.provers.hol_light.extract.extract_scan import Theorem, scan_phrase
 from runner.planning.sweep_config import SweepConfig
 from runner.sweep import prepare, run_sweep
 

@@ -32,7 +32,7 @@ if str(ROOT) not in sys.path:          # `python benchmarks/x.py` puts benchmark
 if TYPE_CHECKING:
     from runner.corpus import Problem
     from runner.prover import CheckLimits, CheckResult
-    from runner.provers.hol_light.backend import HolLightSession
+    from runner.provers.hol_light.session.backend import HolLightSession
 
 _TEMP_DIRS: list[Path] = []
 
@@ -88,7 +88,7 @@ def start_session(context_root: Path, **backend_kw) -> tuple[HolLightSession, fl
     """Boot HOL Light once (the base image) and return the session with its
     boot time: Popen of the toplevel to its READY line, as the session
     records it in ``image_build_secs[base_key]``."""
-    from runner.provers.hol_light.backend import HolLightBackend
+    from runner.provers.hol_light.session.backend import HolLightBackend
     from runner.provers.hol_light.install import find_hol_light
 
     backend = HolLightBackend(find_hol_light(), context_root, **backend_kw)

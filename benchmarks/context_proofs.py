@@ -50,8 +50,8 @@ import psutil
 from common import arg_parser, emit, limits, loadavg, log, require_ok, temp_dir
 from runner.checks.context_proofs import ContextProofs
 from runner.corpus import load_corpus
-from runner.provers.hol_light.backend import HolLightBackend
-from runner.provers.hol_light.extract import ExtractConfig, extract
+from runner.provers.hol_light.session.backend import HolLightBackend
+from runner.provers.hol_light.extract.extract import ExtractConfig, extract
 from runner.provers.hol_light.install import find_hol_light
 
 TRUST_TARGET, SHARING_TARGET = 10.0, 5.0
@@ -67,7 +67,7 @@ def _cpu(pid: int) -> float:
 def count_build_cpu(session) -> list[float]:
     """Record the CPU seconds of each image the session builds from now on.
 
-    The session forks every image (runner/provers/hol_light/image_tree.py:
+    The session forks every image (runner/provers/hol_light/session/image_tree.py:
     _fork_image) and the child loads its segment before it serves, so the
     child's CPU time when it serves is its load; the parent's CPU time over
     the same span is the fork. The session exposes only wall seconds per

@@ -3,7 +3,7 @@ compile, fitted over the image builds real sweeps recorded.
 
 A proof file's head (runner.reporting.report.image_classes: the first image below the
 library prefix) defines its routine's machine code and decodes it
-(``ARM_MK_EXEC_RULE``; runner/provers/hol_light/machine_code.py): a phrase
+(``ARM_MK_EXEC_RULE``; runner/provers/hol_light/costs/machine_code.py): a phrase
 whose cost follows the code, not its own size. This reads each given sweep
 (``proofbatch run --out``; its ``sweep.json`` says the mode, corpus and
 context root), rebuilds the sweep's context tree from its corpus and aligns
@@ -47,7 +47,8 @@ import common  # noqa: F401  (puts the project root on sys.path)
 from common import arg_parser, emit  # noqa: E402
 from runner.checks.context_proofs import ContextProofs  # noqa: E402
 from runner.corpus import load_corpus  # noqa: E402
-from runner.provers.hol_light import context_costs, contexts  # noqa: E402
+from runner.provers.hol_light import contexts  # noqa: E402
+from runner.provers.hol_light.costs import context_costs  # noqa: E402
 from runner.reporting.report import image_classes  # noqa: E402
 
 TRUST = ContextProofs.TRUST

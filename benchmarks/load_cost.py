@@ -1,5 +1,5 @@
 """What loading a development's files costs, phrase by phrase, in the real
-toplevels: the figures of runner/provers/hol_light/context_costs.py's
+toplevels: the figures of runner/provers/hol_light/costs/context_costs.py's
 LoadModel, fitted here.
 
 Bytecode. One HOL Light toplevel boots (the checkout's ``hol.sh``, as a
@@ -22,7 +22,7 @@ under replay a proof phrase costs ``c + d * KB`` more. Printed: the fit, and
 per file the measured and fitted totals and their error.
 
 Native. Compiles the same file's libraries with the native build
-(runner/provers/hol_light/native_compile.py, into a temporary library
+(runner/provers/hol_light/native/native_compile.py, into a temporary library
 folder, not the cache), timing every compiled module (camlp5 + ocamlopt,
 CPU of the children), up to ``--compile-budget`` seconds of wall time; fits
 ``chunk + per KB``. Then starts the native server with the compiled modules
@@ -52,7 +52,7 @@ from collections import defaultdict
 from pathlib import Path
 
 import common  # first: it puts the project root on sys.path
-from runner.provers.hol_light.context_costs import FileLoads  # noqa: E402
+from runner.provers.hol_light.costs.context_costs import FileLoads  # noqa: E402
 from runner.provers.hol_light.install import find_hol_light  # noqa: E402
 
 
@@ -190,9 +190,9 @@ def bytecode(args, order, tmp: Path) -> dict:
 
 
 def native(args, tmp: Path) -> dict:
-    from runner.provers.hol_light import native_compile
-    from runner.provers.hol_light.native_build import build_native
-    from runner.provers.hol_light.native_compile import NativeCompiler, Scope
+    from runner.provers.hol_light.native import native_compile
+    from runner.provers.hol_light.native.native_build import build_native
+    from runner.provers.hol_light.native.native_compile import NativeCompiler, Scope
 
     install = find_hol_light(args.hol_light)
     build = build_native(install, None)

@@ -25,8 +25,8 @@ from common import (ROOT, Spec, arg_parser, emit, limits, loadavg, log, median, 
 
 from runner.corpus import load_corpus
 from runner.provers.hol_light.install import find_hol_light
-from runner.provers.hol_light.native import NativeHolLightBackend
-from runner.provers.hol_light.native_build import build_native
+from runner.provers.hol_light.session.native import NativeHolLightBackend
+from runner.provers.hol_light.native.native_build import build_native
 
 DEMO = ROOT / "examples" / "hol_light_demo"
 TARGET_HEAVY, TARGET_OVERHEAD_MS, TARGET_START = 3.0, 15.0, 4.0

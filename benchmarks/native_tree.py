@@ -45,8 +45,8 @@ from runner import events  # noqa: E402
 from runner.checks.context_proofs import ContextProofs  # noqa: E402
 from runner.corpus import load_corpus  # noqa: E402
 from runner.provers.hol_light.install import find_hol_light  # noqa: E402
-from runner.provers.hol_light.native import NativeHolLightBackend  # noqa: E402
-from runner.provers.hol_light.native_build import build_native  # noqa: E402
+from runner.provers.hol_light.session.native import NativeHolLightBackend  # noqa: E402
+from runner.provers.hol_light.native.native_build import build_native  # noqa: E402
 
 TREES = ("arm", "x86")
 

@@ -1,6 +1,6 @@
 """What one top-level phrase of a context costs to load in Debian's bytecode
 HOL Light toplevel, proofs aside: the flat per-phrase figure
-runner/provers/hol_light/context_costs.py charged before its model priced
+runner/provers/hol_light/costs/context_costs.py charged before its model priced
 phrases by size, kept as a cross-check on Debian's own files. The model's
 figures (bytecode and native, s2n-bignum's library and HOL Light's, loads
 followed) come from benchmarks/load_cost.py.
@@ -39,7 +39,7 @@ from pathlib import Path
 import common  # noqa: F401  (puts the project root on sys.path)
 
 from runner.provers.hol_light.ocaml_lexer import split_phrases  # noqa: E402
-from runner.provers.hol_light.file_loads import theorem_of  # noqa: E402
+from runner.provers.hol_light.costs.file_loads import theorem_of  # noqa: E402
 
 HOL = Path("/usr/share/hol-light")
 PROOF = re.compile(r"\bprove\b|\bprove_by_refinement\b")

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Callable
 
 import common  # noqa: F401  (puts the project root on sys.path)
-from runner.provers.hol_light.file_loads import _code_start, theorem_of  # noqa: E402
+from runner.provers.hol_light.costs.file_loads import _code_start, theorem_of  # noqa: E402
 from runner.provers.hol_light.ocaml_lexer import split_phrases  # noqa: E402
 
 LOAD = re.compile(r"(needs|loadt|loads)\s*\"([^\"]+)\"\s*;;")

@@ -45,7 +45,7 @@ from pathlib import Path
 
 import common  # noqa: F401  (puts the project root on sys.path)
 from common import ROOT, arg_parser, emit, log  # noqa: E402
-from runner.provers.hol_light.map_modes import RATIO_MAX  # noqa: E402
+from runner.provers.hol_light.costs.map_modes import RATIO_MAX  # noqa: E402
 
 HOL_LIGHT_PIN = "5e62421"        # the bench's setup.sh
 S2N_BIGNUM_PIN = "51147aa"       # the tree the bench's map was checked against here

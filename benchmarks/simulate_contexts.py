@@ -12,7 +12,7 @@ inlined once (the shared library prefix), then the file's own phrases up to
 the phrase that proves THM (its N-th such phrase for ``.N``). Earlier
 theorems stay ``let THM = prove(...)`` phrases as written, so under replay a
 context is charged the map's prove_secs of every earlier theorem that is a
-problem of the map (runner/provers/hol_light/context_costs.py). The bench's map was measured
+problem of the map (runner/provers/hol_light/costs/context_costs.py). The bench's map was measured
 natively; the per-phrase figure is Debian bytecode's (see context_costs).
 
 Baseline, same run: the same map without --corpus, as `simulate
@@ -41,9 +41,9 @@ from runner.checks.context_proofs import ContextProofs  # noqa: E402
 from runner.maps.provenance import load  # noqa: E402
 from runner.planning.planner import PlanConfig, Workers  # noqa: E402
 from runner.planning.inputs import plan_from_files, plans_from_files  # noqa: E402
-from runner.provers.hol_light.context_costs import PHRASE_S, estimate  # noqa: E402
+from runner.provers.hol_light.costs.context_costs import PHRASE_S, estimate  # noqa: E402
 from runner.provers.hol_light.contexts import build_context_tree  # noqa: E402
-from runner.provers.hol_light.plans import SIMULATE_SALT  # noqa: E402
+from runner.provers.hol_light.costs.plans import SIMULATE_SALT  # noqa: E402
 from runner.planning.simulate import simulate  # noqa: E402
 
 MIRRORS = Path("/work/.mirror")

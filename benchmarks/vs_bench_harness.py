@@ -62,7 +62,7 @@ from common import ROOT, arg_parser, emit, log
 from s2n_cut import Inliner, dir_source, read_proof_file
 from s2n_readme_path import PROOFBATCH, LoadSampler, read_rows, step
 from runner.provers.hol_light.ocaml_lexer import split_phrases
-from runner.provers.hol_light.extract_scan import Theorem, scan_phrase
+from runner.provers.hol_light.extract.extract_scan import Theorem, scan_phrase
 
 # The bench's scripts and data, read from its repository as its users clone it.
 BENCH_FILES = ("combine-answer-and-setup.py", "run-answers.sh", "synchk.sh",

@@ -11,7 +11,7 @@ packages=(hol-light libnum-ocaml-dev bubblewrap)
 packages+=(slurm-wlm munge slurmdbd mariadb-server)   # the dev Slurm cluster (slurm/)
 packages+=(chromium)   # tests/reporting/test_report.py renders the HTML report headless
 # proofbatch build-native: ocamlopt and Dynlink (ocaml), ocamlfind, camlp5 with camlp-streams
-# to read HOL Light's syntax (runner/provers/hol_light/native_build.py)
+# to read HOL Light's syntax (runner/provers/hol_light/native/native_build.py)
 packages+=(ocaml ocaml-findlib camlp5 libcamlp-streams-ocaml-dev util-linux)
 # A HOL Light checkout built as s2n-bignum-bench builds it (scripts/build-hol-light-checkout.sh:
 # its hol_lib rules ask ocamlfind for zarith) and s2n-bignum's arm objects, which its proofs read

@@ -12,7 +12,7 @@ import threading
 import psutil
 import pytest
 
-from runner.provers.hol_light.backend import HolLightBackend
+from runner.provers.hol_light.session.backend import HolLightBackend
 from runner.provers.hol_light.install import find_hol_light
 
 from .helpers import DEMO, EXTRACTED_FILES, HOL_LIBRARY, ROOT, demo_config, extracted_config, sweep_with
@@ -165,12 +165,12 @@ def demo_rows(demo_sweep) -> dict[str, dict]:
 
 @pytest.fixture(scope="session")
 def native_build(tmp_path_factory):
-    """HOL Light compiled natively (runner/provers/hol_light/native_build.py), from scratch,
+    """HOL Light compiled natively (runner/provers/hol_light/native/native_build.py), from scratch,
     once per test session, into a cache under the session's tmp directory.
     PROOFBATCH_CACHE points there, so sweeps run with mode native find it."""
     import os
 
-    from runner.provers.hol_light.native_build import build_native
+    from runner.provers.hol_light.native.native_build import build_native
 
     cache = tmp_path_factory.mktemp("proofbatch-cache")
     os.environ["PROOFBATCH_CACHE"] = str(cache)
@@ -183,10 +183,10 @@ def native_build(tmp_path_factory):
 @pytest.fixture(scope="session")
 def extracted_library(tmp_path_factory):
     """Debian's Library/binomial.ml and Library/agm.ml cut into one corpus by
-    runner/provers/hol_light/extract.py; the Extract result (corpus at ``.out``, ground truths
+    runner/provers/hol_light/extract/extract.py; the Extract result (corpus at ``.out``, ground truths
     in answer.txt). Their needs resolve in HOL Light's own directory, so
     ``extracted_config`` can run them on the shared ``hol_session``."""
-    from runner.provers.hol_light.extract import ExtractConfig, extract
+    from runner.provers.hol_light.extract.extract import ExtractConfig, extract
 
     return extract(ExtractConfig(files=tuple(HOL_LIBRARY / f for f in EXTRACTED_FILES),
                                  out=tmp_path_factory.mktemp("extracted") / "corpus",

@@ -35,7 +35,7 @@ from runner.prover import CheckLimits
 from runner.results import shards
 from runner.errors import ProverError
 from runner.checks.image_server import ImageServer
-from runner.provers.hol_light.fork_server import ImageProcess
+from runner.provers.hol_light.session.fork_server import ImageProcess
 from runner.verdicts import Verdict
 
 from .helpers import DEMO, ROOT

@@ -14,6 +14,11 @@ a driver, the screen or another prover; the executors (cluster/) may import
 the same, never a prover's modules; the benchmark scripts (benchmarks/) may
 import anything, and nothing imports them.
 
+Inside a prover's package grouped in subpackages ("rooms", PROVER_ROOMS),
+the modules at the package's top are what every room shares and import no
+room; each room imports the top, itself and the rooms it lists; only the
+package's ``__init__`` (the descriptor) reaches every room.
+
 This test reads every import of every module of runner/, cluster/ and
 benchmarks/, the ones inside functions and under TYPE_CHECKING too, and
 names each that runs the wrong way or names a module that does not exist,
@@ -39,6 +44,19 @@ STAGES = ["results", "checks", "maps", "planning", "reporting"]
 DRIVERS = {"sweep", "sweep_dir", "profile", "cli", "commands"}
 # What a prover's package and an executor may import: below the screen.
 BELOW_REPORTING = {"base", *STAGES[:STAGES.index("reporting")]}
+
+# A prover's rooms: each subpackage of its package -> the rooms it may import
+# besides itself and the package's top (its __init__ says the same in words).
+# The HOL Light backends price their images (costs) and run native plugins
+# (native); pricing a native compile asks native's cache what it holds.
+PROVER_ROOMS: dict[str, dict[str, set[str]]] = {
+    "runner.provers.hol_light": {
+        "native": set(),
+        "costs": {"native"},
+        "session": {"native", "costs"},
+        "extract": set(),
+    },
+}
 
 # Provers' imports that run up, known and waiting on a fix: none since issue
 # 35, point 2 (provers emit events instead of drawing the screen). Keyed by
@@ -142,10 +160,45 @@ def _prover(module: str) -> str | None:
     return ".".join(parts[:3])
 
 
-def wrong_way(root: Path, known: set[tuple[str, str]] = frozenset()) -> list[str]:
+def _room(module: str, rooms: dict[str, dict[str, set[str]]]) -> tuple[str, str] | None:
+    """(prover package, room) of a module of a prover whose package has rooms:
+    the room is "top" for the modules the rooms share, "" for the package's
+    own __init__ (the descriptor); None outside such a package."""
+    prover = _prover(module)
+    if prover not in rooms:
+        return None
+    rest = module[len(prover) + 1:].split(".") if module != prover else []
+    if not rest:
+        return prover, ""
+    return prover, rest[0] if len(rest) > 1 or rest[0] in rooms[prover] else "top"
+
+
+def _room_wrong(root: Path, module: str, target: str, rooms) -> str | None:
+    """Why ``module`` may not import ``target``, a module of its own
+    prover's package with rooms; None if it may."""
+    source, dest = _room(module, rooms), _room(target, rooms)
+    if source is None or dest is None or source[0] != dest[0]:
+        return None
+    allowed = rooms[source[0]]
+    for room in {source[1], dest[1]} - {"", "top"}:
+        if room not in allowed:
+            return f"room {room}/ is not in PROVER_ROOMS: add it, with what it may import"
+    if source[1] == "" or dest[1] in (source[1], "top"):
+        return None
+    if dest[1] == "":
+        return "the descriptor (the package's __init__): no room imports it"
+    if source[1] == "top":
+        return f"a shared module imports room {dest[1]}/"
+    if dest[1] not in allowed[source[1]]:
+        return f"room {source[1]}/ may not import room {dest[1]}/"
+    return None
+
+
+def wrong_way(root: Path, known: set[tuple[str, str]] = frozenset(),
+              rooms: dict[str, dict[str, set[str]]] = PROVER_ROOMS) -> list[str]:
     """Every import under ``root`` that runs against the layout, as
     "path:line ... imports target ...", less the ``known`` (module's own
-    name, target) pairs."""
+    name, target) pairs; inside a prover's package, against its ``rooms``."""
     wrong = []
     for path, module in _modules(root):
         source = _place(module)
@@ -165,6 +218,8 @@ def wrong_way(root: Path, known: set[tuple[str, str]] = frozenset()) -> list[str
                 continue
             if not _allowed(source, _place(target)):
                 wrong.append(f"{where}:{line} ({source}) imports {target} ({_place(target)})")
+            elif why := _room_wrong(root, module, target, rooms):
+                wrong.append(f"{where}:{line} imports {target}: {why}")
     return wrong
 
 
@@ -230,6 +285,20 @@ def test_each_stage_is_a_subpackage_that_says_what_it_owns_and_may_import(stage)
     assert "May import" in doc, f"{init}: its docstring does not say what it may import"
     prefixed = [p.name for p in (RUNNER / stage).glob("*.py") if p.stem.startswith(stage.rstrip("s"))]
     assert not prefixed, f"runner/{stage}/ repeats its folder's name in {prefixed}"
+
+
+@pytest.mark.parametrize("prover,room", [(p, r) for p, rs in PROVER_ROOMS.items() for r in rs])
+def test_each_room_of_a_prover_says_what_it_owns_and_may_import(prover, room):
+    init = ROOT.joinpath(*prover.split("."), room, "__init__.py")
+    doc = ast.get_docstring(ast.parse(init.read_text())) or ""
+    assert "May import" in doc, f"{init}: its docstring does not say what it may import"
+
+
+def test_every_subpackage_of_a_prover_with_rooms_is_a_room():
+    for prover, rooms in PROVER_ROOMS.items():
+        folder = ROOT.joinpath(*prover.split("."))
+        found = {p.parent.name for p in folder.glob("*/__init__.py")}
+        assert found == set(rooms), f"{folder}: subpackages {sorted(found)}, PROVER_ROOMS {sorted(rooms)}"
 
 
 def test_the_checker_reads_runner_cluster_and_benchmarks():
@@ -335,3 +404,50 @@ def test_the_checker_finds_a_planted_circle(tmp_path):
     (root / "runner/results/three.py").write_text("from runner.results.one import y\n")
     assert circles(root) == [["runner.checks.ring_a", "runner.checks.ring_b"],
                              ["runner.results.one", "runner.results.three", "runner.results.two"]]
+
+
+# A prover's package with rooms, as HOL Light's: every room reaching only
+# what PROVER_ROOMS lets it, then one of each wrong way.
+ROOMS_PLANTED = {
+    "runner/__init__.py": "",
+    "runner/errors.py": "",
+    "runner/provers/__init__.py": "",
+    "runner/provers/registry.py": "",
+    "runner/provers/hol/__init__.py": "def build():\n    from .session.backend import Backend\n",
+    "runner/provers/hol/lexer.py": "from ...errors import InputError\n",
+    "runner/provers/hol/native/__init__.py": "",
+    "runner/provers/hol/native/build.py": "from ..lexer import split\n",
+    "runner/provers/hol/costs/__init__.py": "",
+    "runner/provers/hol/costs/plans.py": "from ..native import build\nfrom . import model\n",
+    "runner/provers/hol/costs/model.py": "",
+    "runner/provers/hol/session/__init__.py": "",
+    "runner/provers/hol/session/backend.py": "from ..costs.plans import plan\nfrom ..native.build import b\n",
+    "runner/provers/hol/extract/__init__.py": "",
+    # Each of these runs the wrong way.
+    "runner/provers/hol/native/compile.py": "def f():\n    from ..session.backend import Backend\n",
+    "runner/provers/hol/extract/cut.py": "from runner.provers.hol.costs import plans\n",
+    "runner/provers/hol/loads.py": "from .native import build\n",
+    "runner/provers/hol/session/serve.py": "from .. import build\n",
+    "runner/provers/hol/misc/__init__.py": "",
+    "runner/provers/hol/misc/odd.py": "from ..lexer import split\n",
+}
+ROOMS = {"runner.provers.hol": {"native": set(), "costs": {"native"}, "session": {"native", "costs"},
+                                "extract": set()}}
+
+
+def test_the_checker_names_each_planted_import_between_rooms(tmp_path):
+    for name, text in ROOMS_PLANTED.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(text)
+    wrong = "\n".join(wrong_way(tmp_path, rooms=ROOMS))
+    assert ("runner/provers/hol/native/compile.py:2 imports runner.provers.hol.session.backend: "
+            "room native/ may not import room session/") in wrong
+    assert ("runner/provers/hol/extract/cut.py:1 imports runner.provers.hol.costs.plans: "
+            "room extract/ may not import room costs/") in wrong
+    assert ("runner/provers/hol/loads.py:1 imports runner.provers.hol.native.build: "
+            "a shared module imports room native/") in wrong
+    assert ("runner/provers/hol/session/serve.py:1 imports runner.provers.hol: the descriptor "
+            "(the package's __init__): no room imports it") in wrong
+    assert ("runner/provers/hol/misc/odd.py:1 imports runner.provers.hol.lexer: room misc/ is not in "
+            "PROVER_ROOMS") in wrong
+    assert len(wrong.splitlines()) == 5, wrong      # and nothing that keeps to the rooms

@@ -93,8 +93,9 @@ def test_the_built_in_descriptors(monkeypatch):
     for name, module_name, help_text in provers.commands():
         module = importlib.import_module(module_name)
         assert (module.NAME, module.HELP) == (name, help_text)
-    assert provers.command_modules() == [f"runner.provers.hol_light.command_{m}"
-                                         for m in ("serve", "build_native", "extract")]
+    assert provers.command_modules() == [f"runner.provers.hol_light.{room}.command_{m}" for room, m in
+                                         (("session", "serve"), ("native", "build_native"),
+                                          ("extract", "extract"))]
 
 
 def test_a_descriptor_is_frozen_and_every_field_says_what_it_is():

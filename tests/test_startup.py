@@ -20,7 +20,7 @@ import pytest
 from .helpers import ROOT
 
 HEAVY = ("matplotlib", "pyarrow", "dask", "distributed", "submitit", "numpy",
-         "runner.provers.hol_light.backend", "runner.provers.isabelle.backend")
+         "runner.provers.hol_light.session.backend", "runner.provers.isabelle.backend")
 
 PROBE = textwrap.dedent("""
     import json, sys

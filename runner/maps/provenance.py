@@ -12,7 +12,7 @@ which in its sidecar. A map without one, such as s2n-bignum-bench's own
 ``timeout-map.json`` (measured natively), says nothing: a HOL Light sweep
 refuses it until the user declares its mode (``--map-mode native|bytecode``,
 and optionally ``--map-build``). A map measured in another mode than a check
-runs in gets its limits converted by runner.provers.hol_light.map_modes.MapModes, loudly.
+runs in gets its limits converted by runner.provers.hol_light.costs.map_modes.MapModes, loudly.
 """
 
 from __future__ import annotations

@@ -273,7 +273,7 @@ def use_map(loaded, prover: str, build: str, mode: str) -> MapUse:
     measured with another prover or build, or in a mode whose limits cannot
     be converted to the sweep's (native code proves 2.5-5 times faster than
     the bytecode toplevel; maps of either are converted by
-    runner.provers.hol_light.map_modes.MapModes, which says so itself)."""
+    runner.provers.hol_light.costs.map_modes.MapModes, which says so itself)."""
     if loaded is None:
         return MapUse({}, ())
     mem = {pid: (p.mem_guard_bytes, p.expected_mem_bytes) for pid, p in loaded.problems.items()

@@ -71,7 +71,7 @@ class Dispatcher:
             for ancestor in self.chains[key][:-1]:
                 self.by_image.setdefault(ancestor, deque())
         # Problems not yet taken whose chain has each image, as a session
-        # counts its pending checks (runner/provers/hol_light/image_tree.py).
+        # counts its pending checks (runner/provers/hol_light/session/image_tree.py).
         self.pending: dict[str, int] = defaultdict(int)
         for key in self.image:
             for ancestor in self.chains[key]:

@@ -7,7 +7,7 @@ measured time); the median of the known durations of the problem's
 category; the default. Image builds: the median of measured builds of the
 same image key (``images/*.json`` of a sweep, or of a profile's runs), else
 an estimate from the context's phrases and the proofs among them, by the
-choice of ``--context-proofs`` (runner/provers/hol_light/context_costs.py), else the defaults
+choice of ``--context-proofs`` (runner/provers/hol_light/costs/context_costs.py), else the defaults
 below (the base image, and contexts when no corpus gives their text).
 """
 
@@ -241,7 +241,7 @@ def plans_from_files(*, timeout_map=None, profile: Path | None, workers, config,
     runner.maps.provenance.LoadedMap). With a ``corpus``, its problems are
     planned on their real context tree, each image measured or estimated
     under each of ``choices`` (runner.checks.context_proofs.ContextProofs; one plan
-    each, read from one pass over the corpus; runner/provers/hol_light/context_costs.py);
+    each, read from one pass over the corpus; runner/provers/hol_light/costs/context_costs.py);
     without one, a profile (given, or named by the map's sidecar) gives image
     keys and measured builds, and a map alone puts every check on the base
     image (its contexts are unknown, and every choice gets the same plan).

@@ -1,6 +1,6 @@
 """The planner's model of the images one node holds: which a node keeps, and
 which it evicts to load another, by the rule a HOL Light session applies
-(runner/provers/hol_light/image_tree.py). The dispatcher
+(runner/provers/hol_light/session/image_tree.py). The dispatcher
 (runner/planning/dispatch.py) keeps one per node."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from typing import Callable
 class NodeImages:
     """The images one node's session holds and how many running problems use
     each. Beyond ``cap`` (None: no limit) it evicts idle ones before it loads
-    another, in the order of runner/provers/hol_light/image_tree.py: first
+    another, in the order of runner/provers/hol_light/session/image_tree.py: first
     those no pending problem needs (``needed(key)``: problems not yet taken
     whose chain has it), least recently used first; then those cheapest to
     build again (``rebuild_s(key)``), least recently used first among equals.

@@ -101,7 +101,7 @@ class Image:
     parent: str | None = _help("the image it is forked from; None for the base")
     build_s: float = _help("seconds to build it on top of its parent")
     source: str = _help("measured (a sweep's or profile's images/*.json), estimated (from the "
-                        "context's phrases and proofs, runner/provers/hol_light/context_costs.py) or default")
+                        "context's phrases and proofs, runner/provers/hol_light/costs/context_costs.py) or default")
 
 
 @dataclass(frozen=True)

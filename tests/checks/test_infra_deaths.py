@@ -225,7 +225,7 @@ def test_a_killed_image_server_is_named_with_the_fix(tmp_path):
 
 
 def test_a_killed_image_is_named_with_the_fix(tmp_path):
-    from runner.provers.hol_light.fork_server import ImageProcess, PipePair
+    from runner.provers.hol_light.session.fork_server import ImageProcess, PipePair
 
     read, write = os.pipe()
     os.close(read)                   # the image is gone: nothing reads its commands

@@ -21,7 +21,7 @@ from runner.checks.guard import OUTSIDE_RETRIES, Observation
 from runner.checks.worker import CheckTask, work
 from runner.errors import ProverError
 from runner.prover import CheckLimits, CheckResult
-from runner.provers.hol_light.fork_session import interpret, machine_fault
+from runner.provers.hol_light.session.fork_session import interpret, machine_fault
 from runner.reporting.progress import NowDoing
 from runner.results.shards import ShardWriter
 from runner.verdicts import Outcome, Verdict

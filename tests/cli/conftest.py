@@ -34,7 +34,7 @@ def hol(tmp_path, tripwire) -> Path:
     checkout.mkdir()
     hol_sh = checkout / "hol.sh"
     # It reads the phrases it is sent before giving up, as a toplevel would
-    # (one that exits unread makes runner/provers/hol_light/backend.py _boot's stdin write race
+    # (one that exits unread makes runner/provers/hol_light/session/backend.py _boot's stdin write race
     # into an unhandled BrokenPipeError).
     hol_sh.write_text(f"#!/bin/sh\necho \"$0 $*\" >> '{tripwire}'\ncat > /dev/null\nexit 1\n")
     hol_sh.chmod(0o755)

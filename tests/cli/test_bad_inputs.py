@@ -356,7 +356,7 @@ def test_a_resume_in_another_mode_is_refused_before_anything_is_built(capsys, co
     def no_build(*args, **kwargs):
         raise AssertionError("the native build ran before the refusal")
 
-    monkeypatch.setattr("runner.provers.hol_light.native_auto.build_native", no_build)
+    monkeypatch.setattr("runner.provers.hol_light.session.native_auto.build_native", no_build)
     before = snapshot(out_dir)
     result = cli_result(capsys, "run", corpus, "--out", out_dir, "--hol-light", hol, *NO_BOX,
                         "--mode", "native")

@@ -29,8 +29,8 @@ import pytest
 from runner.corpus import load_corpus
 from runner.errors import InputError
 from runner.provers.hol_light.install import find_hol_light
-from runner.provers.hol_light.native import MODE, NativeHolLightBackend, NativeSession
-from runner.provers.hol_light.native_build import build_key, build_native, toolchain_versions
+from runner.provers.hol_light.session.native import MODE, NativeHolLightBackend, NativeSession
+from runner.provers.hol_light.native.native_build import build_key, build_native, toolchain_versions
 from runner.prover import CheckLimits
 
 from ..helpers import DEMO, ROOT, TEST_MEM_LIMIT, demo_config, expected_verdicts, make_corpus, sweep_with
@@ -132,7 +132,7 @@ def test_native_cache_key_notices_a_rebuilt_pa_j(tmp_path):
 def test_quotation_expander_defers_to_a_pa_j_that_has_one(native_build, tmp_path):
     """Debian's pa_j has no `tot` expander, a 2024 one has its own: with
     either, backquotes preprocess to parse_term, and nothing is added twice."""
-    from runner.provers.hol_light.native_build import camlp5_argv
+    from runner.provers.hol_light.native.native_build import camlp5_argv
 
     source = tmp_path / "q.ml"
     source.write_text("let t = `x + 1`;;\n")

@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from runner.cli import build_parser
-from runner.provers.hol_light.command_serve import served_backend
+from runner.provers.hol_light.session.command_serve import served_backend
 
 
 def _args(argv: list[str]):

@@ -24,9 +24,9 @@ from pathlib import Path
 import pytest
 
 from runner.checks.context_proofs import ContextProofs
-from runner.provers.hol_light.backend import HolLightBackend
+from runner.provers.hol_light.session.backend import HolLightBackend
 from runner.provers.hol_light.load_graph import DROPPED_LOADS
-from runner.provers.hol_light.image_logs import failure_reason, last_output
+from runner.provers.hol_light.session.image_logs import failure_reason, last_output
 from runner.provers.hol_light.install import find_hol_light
 
 from ..helpers import demo_config, make_corpus, sweep_with

@@ -12,12 +12,12 @@ import pytest
 
 from runner import cli
 from runner.checks.context_proofs import ContextProofs
-from runner.provers.hol_light.context_costs import MODELS, FileLoads, estimate, read_phrases
+from runner.provers.hol_light.costs.context_costs import MODELS, FileLoads, estimate, read_phrases
 from runner.provers.hol_light.contexts import build_context_tree
-from runner.provers.hol_light.machine_code import elf_text_bytes, exec_bytes
+from runner.provers.hol_light.costs.machine_code import elf_text_bytes, exec_bytes
 from runner.provers.hol_light.install import find_hol_light
-from runner.provers.hol_light.native_build import build_key, toolchain_versions
-from runner.provers.hol_light.native_cache import compiled_libraries, content_digest, library_marker
+from runner.provers.hol_light.native.native_build import build_key, toolchain_versions
+from runner.provers.hol_light.native.native_cache import compiled_libraries, content_digest, library_marker
 
 TRUST = ContextProofs.TRUST
 # An arm file head as s2n-bignum writes it: 3 words of code, then their decoding.

@@ -31,7 +31,7 @@ from runner.provers.hol_light import contexts
 from runner.results import shards
 from runner.checks.context_proofs import ContextProofs
 from runner.errors import InputError
-from runner.provers.hol_light.backend import HolLightBackend
+from runner.provers.hol_light.session.backend import HolLightBackend
 from runner.provers.hol_light.install import find_hol_light
 from runner.results.rows import COLUMNS
 from runner.sweep import prepare
@@ -316,7 +316,8 @@ def test_image_keys_include_the_choice():
 
 
 def test_the_trust_module_is_hashed_into_driver_and_native_keys():
-    from runner.provers.hol_light import backend as hol_light, native_build
+    from runner.provers.hol_light.native import native_build
+    from runner.provers.hol_light.session import backend as hol_light
 
     trust_ml = ROOT / "runner" / "provers" / "hol_light" / "ml" / "hol_trust.ml"
     assert trust_ml in hol_light.DRIVER_MODULES and trust_ml in native_build.SOURCES

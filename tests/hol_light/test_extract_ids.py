@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 from itertools import permutations
 
-from runner.provers.hol_light.extract import MANIFEST, ExtractConfig, extract
+from runner.provers.hol_light.extract.extract import MANIFEST, ExtractConfig, extract
 
 EDWARDS = """\
 let lemma0 = prove(`1 + 1 = 2`, ARITH_TAC);;

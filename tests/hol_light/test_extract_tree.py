@@ -20,8 +20,8 @@ from pathlib import Path
 import pytest
 
 from runner.cli import main
-from runner.provers.hol_light.extract import MANIFEST, ExtractConfig, extract
-from runner.provers.hol_light.extract_prefix import CHOSEN
+from runner.provers.hol_light.extract.extract import MANIFEST, ExtractConfig, extract
+from runner.provers.hol_light.extract.extract_prefix import CHOSEN
 
 
 def _tree(root: Path, files: dict[str, str]) -> dict[str, Path]:

@@ -24,7 +24,7 @@ from cluster.local import LocalExecutor
 from runner import events
 from runner.reporting import progress, report
 from runner.errors import InputError
-from runner.provers.hol_light.map_modes import RATIO_MAX
+from runner.provers.hol_light.costs.map_modes import RATIO_MAX
 from runner.planning.sweep_config import SweepConfig
 from runner.sweep import SweepSummary, prepare, run_sweep
 from runner.sweep_dir import check_manifest

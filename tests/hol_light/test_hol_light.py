@@ -218,7 +218,7 @@ def test_a_checkout_with_hol_sh_is_started_through_its_hol_sh(tmp_path):
     """Users of s2n-bignum-bench build HOL Light from source; its Makefile
     leaves a hol.sh that starts a toplevel with hol.ml loaded. This checkout's
     hol.sh starts Debian's toplevel the same way."""
-    from runner.provers.hol_light.backend import HolLightBackend
+    from runner.provers.hol_light.session.backend import HolLightBackend
     from runner.provers.hol_light.install import find_hol_light
 
     checkout = tmp_path / "hol-light"
@@ -260,7 +260,7 @@ def test_answers_on_the_bench_module_built_checkout(tmp_path):
 
     import pytest
 
-    from runner.provers.hol_light.backend import HolLightBackend
+    from runner.provers.hol_light.session.backend import HolLightBackend
     from runner.provers.hol_light.install import find_hol_light
 
     from ..helpers import demo_config, sweep_with

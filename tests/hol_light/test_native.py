@@ -22,10 +22,10 @@ from runner.checks import attempts
 from runner.corpus import load_corpus
 from runner.maps.provenance import load
 from runner.provers.hol_light.install import find_hol_light
-from runner.provers.hol_light.native import MODE, NativeHolLightBackend, NativeSession
-from runner.provers.hol_light.map_modes import RATIO_MIN, MapModes
-from runner.provers.hol_light.native_auto import ModeBackend
-from runner.provers.hol_light.native_build import build_native, load_build
+from runner.provers.hol_light.session.native import MODE, NativeHolLightBackend, NativeSession
+from runner.provers.hol_light.costs.map_modes import RATIO_MIN, MapModes
+from runner.provers.hol_light.session.native_auto import ModeBackend
+from runner.provers.hol_light.native.native_build import build_native, load_build
 from runner.prover import CheckLimits
 from runner.sweep import prepare, run_sweep
 from runner.maps.timeout_map import SIDECAR_FORMAT

@@ -12,7 +12,7 @@ import pytest
 
 from runner import cli
 from runner.errors import InputError
-from runner.provers.hol_light.map_modes import RATIO_CENTRAL, RATIO_MAX
+from runner.provers.hol_light.costs.map_modes import RATIO_CENTRAL, RATIO_MAX
 from runner.maps.provenance import load
 from runner.sweep import prepare
 from runner.maps.timeout_map import SIDECAR_FORMAT
@@ -93,7 +93,7 @@ def test_a_declaration_that_contradicts_the_sidecar_is_refused(tmp_path):
 
 def test_a_native_sweep_converts_a_declared_bytecode_map(native_build, tmp_path):
     """--mode native: the backend routes and converts by the map the sweep read."""
-    from runner.provers.hol_light.map_modes import RATIO_MIN
+    from runner.provers.hol_light.costs.map_modes import RATIO_MIN
 
     tmap = bench_map(tmp_path / "timeout-map.json")
     with pytest.raises(InputError, match="--map-mode"):

@@ -189,7 +189,7 @@ def test_timeouts_are_whole_seconds_rounded_up():
 # --- a sweep under a derived map ---------------------------------------------
 
 def test_a_sweep_takes_memory_needs_from_the_map_and_warns_of_another_mode(tmp_path):
-    from runner.provers.hol_light.map_modes import RATIO_MAX
+    from runner.provers.hol_light.costs.map_modes import RATIO_MAX
     from runner.sweep import prepare
     from runner.maps.timeout_map import MIN_GUARD_BYTES
 

@@ -215,7 +215,7 @@ def test_simulate_converts_the_maps_proof_times_to_the_sweeps_mode(tmp_path, cap
     # they are multiplied by the central ratio; auto routes each check by its
     # bytecode time (map_modes' conservative ratio, as the sweep routes) and
     # leaves the quick one in bytecode. Counts say what is measured.
-    from runner.provers.hol_light.map_modes import RATIO_CENTRAL
+    from runner.provers.hol_light.costs.map_modes import RATIO_CENTRAL
 
     path = tmp_path / "timeout-map.json"
     path.write_text(json.dumps([{"problem_id": "a", "prove_secs": 50, "timeout_sec": 150},

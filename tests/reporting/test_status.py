@@ -196,7 +196,7 @@ def test_a_stopped_sweep_resumes_with_the_command_status_prints(tmp_path, monkey
 
 
 def _image_fails(name: str) -> None:
-    # As runner/provers/hol_light/fork_session.py says it when an image's attach ends.
+    # As runner/provers/hol_light/session/fork_session.py says it when an image's attach ends.
     events.say("image", key=name, name=f"the context of {name}")
     events.say("imaged", key=name, name=f"the context of {name}", ok=False)
 

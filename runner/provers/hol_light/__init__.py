@@ -1,7 +1,17 @@
 """HOL Light: s2n-bignum-bench's corpus layout, checks forked from loaded
-images (backend.py, fork_server.py; native.py compiled), and the serve,
-build-native and extract commands. ``PROVER`` is what the registry
-(runner/provers/__init__.py) knows of it.
+images, bytecode or compiled, and the serve, build-native and extract
+commands. ``PROVER`` is what the registry (runner/provers/__init__.py)
+knows of it.
+
+One subpackage a job, each saying in its ``__init__`` what it owns and may
+import: native/ compiles HOL Light natively; costs/ prices images for the
+planner; session/ runs checks in images (bytecode and native) and serves
+them; extract/ cuts proof files into a corpus. What they all share stays
+here: the installation (install.py), the OCaml lexer (ocaml_lexer.py), the
+context tree (contexts.py), the loads a file makes (load_graph.py) and the
+OCaml driver (ml/, found by path). These import none of the subpackages;
+native/ imports none of them either, costs/ only native/, session/ native/
+and costs/, extract/ none (tests/test_layout.py checks it).
 
 Kept light: every module of this package, and the registry, imports it;
 what the descriptor calls imports the backend when it is called.
@@ -23,9 +33,9 @@ def _load(corpus: Path, answers: Path | None = None):
 def _backend(config):
     from ...errors import InputError
     from ...checks.sandbox import for_sweep
-    from .backend import HolLightBackend
+    from .session.backend import HolLightBackend
     from .install import find_hol_light
-    from .native_auto import native_backend
+    from .session.native_auto import native_backend
 
     install = find_hol_light(config.hol_light)
     root = Path(config.context_root or Path.cwd())
@@ -49,13 +59,13 @@ def _refuses(text: str) -> str | None:
 
 
 def _offline_mode(request):
-    from .simulate_modes import offline_mode
+    from .costs.simulate_modes import offline_mode
 
     return offline_mode(request)
 
 
 def _offline_plans(problems, prove_secs, choices, profiled, builds):
-    from .plans import offline_plans
+    from .costs.plans import offline_plans
 
     return offline_plans(problems, prove_secs, choices, profiled, builds)
 
@@ -72,12 +82,12 @@ PROVER = ProverDescriptor(
     refuses=_refuses,
     options=("hol_light", "context_root"),
     commands=(
-        ("serve", "runner.provers.hol_light.command_serve",
+        ("serve", "runner.provers.hol_light.session.command_serve",
          "keep HOL Light images loaded and serve checks to `proofbatch run --server DIR`, "
          "so a killed runner resumes without reloading HOL Light"),
-        ("build-native", "runner.provers.hol_light.command_build_native",
+        ("build-native", "runner.provers.hol_light.native.command_build_native",
          "compile HOL Light natively (core, server, answer front end) into the cache"),
-        ("extract", "runner.provers.hol_light.command_extract",
+        ("extract", "runner.provers.hol_light.extract.command_extract",
          "cut HOL Light proof files into a corpus: one problem per top-level theorem"),
     ),
     modal_maps=True,

@@ -2,7 +2,7 @@
 (* proofbatch: one check and the fork server, for both HOL Light drivers    *)
 (* (module Hol_check).                                                       *)
 (*                                                                           *)
-(* The protocol, on two named pipes (runner/provers/hol_light/fork_server.py):                 *)
+(* The protocol, on two named pipes (runner/provers/hol_light/session/fork_server.py):                 *)
 (*                                                                           *)
 (*   FORK <cmd> <rep> <log> <what to load>...  fork a child image that loads *)
 (*                                        its context and serves on cmd/rep  *)

@@ -16,7 +16,7 @@
 (* Nothing a check does reaches its image: it runs in a forked child.        *)
 (*                                                                           *)
 (* The driver is this file and the modules it uses, which the native server *)
-(* shares: hol_text.ml, hol_screen.ml and hol_check.ml. runner/provers/hol_light/backend.py *)
+(* shares: hol_text.ml, hol_screen.ml and hol_check.ml. runner/provers/hol_light/session/backend.py *)
 (* loads them in that order with #mod_use, after #load "unix.cma" and        *)
 (* unset_jrh_lexer (HOL Light's lexer reads all-caps identifiers as values   *)
 (* and backquotes as term quotations, which breaks plain OCaml such as       *)
@@ -155,7 +155,7 @@ module Proofbatch_driver = struct
      not); one that does not load raises, naming it and its first error, so
      the context fails to load (the check's ERROR "setup: ..."). Each message
      starts with [load_failed], which the runner reads in the image's log
-     (runner/provers/hol_light/image_logs.py). *)
+     (runner/provers/hol_light/session/image_logs.py). *)
   let load_failed = "proofbatch: load failed: "
 
   (* The context root and HOL Light's directory, real paths; [] until the

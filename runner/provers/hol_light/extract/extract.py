@@ -1,0 +1,276 @@
+"""proofbatch extract: HOL Light proof files cut into a corpus of problems.
+
+Each top-level theorem (``let NAME = prove (`GOAL`, TACTIC);;`` and its
+variants, see runner/provers/hol_light/extract/extract_scan.py) becomes a problem folder in
+s2n-bignum-bench's retrieve layout (runner/corpus.py)::
+
+    CORPUS/<id>/setup.ml      the file's phrases before the theorem, as written
+    CORPUS/<id>/query.txt     the goal: its term quotation, backquotes included
+    CORPUS/<id>/answer.txt    the proof: a tactic expression (the ground truth)
+    CORPUS/<id>/category.txt  from --category
+    CORPUS/extract.json       sources with sha256, counts, problems, skipped items
+
+Ids follow the bench's collect-problems.py: ``<prefix>.<file stem>.<NAME>``;
+a name proved several times in one file gets ``.0``, ``.1``, ... on every
+occurrence, in file order. A statement proved again later in the same file
+(the same text up to whitespace) is kept once, under its first id, and the
+repeats are listed as skipped. Duplicates are looked for within a file only,
+so a problem's id, and whether it is kept, depend on its own file alone, not
+on which files are extracted together (the bench dedups across its whole,
+fixed tree; here the set of files varies from run to run). A statement that
+another file of the run also proves is kept in both, and extract.json names
+the earlier one (``same_statement_as``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from dataclasses import replace
+from pathlib import Path
+from typing import Callable
+
+from ..ocaml_lexer import classify, split_phrases
+from ....corpus import PROBLEM_ID
+from ....errors import InputError
+from .extract_cut import cut_file, file_prefix, norm_goal, problem_ids
+from .extract_ids import follow_map
+from .extract_prefix import describe, loader_prefix, prefix_text
+from .extract_scan import Theorem
+from ..load_graph import LoadGraph, resolve
+from .extract_model import (MANIFEST, Extract, ExtractConfig, Problem, Refused,  # noqa: F401
+                            Skipped, Source)
+from .extract_out import check_out, publish
+
+# How far extract is: (stage, done, total), total None when not counted.
+Tell = Callable[[str, int, "int | None"], None]
+
+
+def extract(cfg: ExtractConfig, tell: Tell = lambda stage, done, total: None) -> Extract:
+    """Cut ``cfg.files`` into problems and publish the corpus at ``cfg.out``.
+
+    A file that gives no problem (proves no top-level theorem, or none that
+    can be extracted, or is not UTF-8) is refused, listed with its reason,
+    and the others are extracted; with ``cfg.strict`` a refused file or a
+    load found nowhere writes nothing (``published`` is False). Raises
+    InputError, with nothing written, on a missing path, no file giving any
+    problem, an invalid prefix or category, ids of two files colliding, or
+    an ``out`` that holds anything but an earlier extract of the same files.
+    ``tell`` hears how far it is (`proofbatch extract` shows it).
+    """
+    if not cfg.files:
+        raise InputError("extract", "no proof files given", "pass one or more HOL Light .ml files")
+    _check_word(cfg.category, "--category", "a category name such as generic")
+    if cfg.prefix is not None:
+        _check_word(cfg.prefix, "--prefix", "letters, digits and _ . + - only")
+    if cfg.context_root is not None and not cfg.context_root.is_dir():
+        raise InputError(cfg.context_root, "--context-root is not a directory", "check the path")
+    files = _expand(cfg.files)
+    texts, digests, refused = {}, {}, {}
+    for k, path in enumerate(files):
+        tell("reading files", k, len(files))
+        data = _read(path)
+        digests[path] = hashlib.sha256(data).hexdigest()
+        try:
+            texts[path] = data.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            refused[path] = f"is not UTF-8 ({exc.reason} at byte {exc.start})"
+    check_out(cfg, files)
+    stems: dict[str, Path] = {}
+    for path in files:
+        key = f"{file_prefix(cfg, path)}.{path.stem}"
+        if not PROBLEM_ID.fullmatch(key):
+            raise InputError(path, f"ids would start {key!r}, which has characters outside "
+                             "[A-Za-z0-9_.+-]", "pass --prefix, or copy the file under such a name")
+        if key in stems:
+            raise InputError(path, f"its ids would start {key}., as those of {stems[key]} do",
+                             "extract the two files into separate corpora, or rename one")
+        stems[key] = path
+
+    phrases: dict[Path, list[str]] = {}
+    cut: dict[Path, tuple[list, list]] = {}
+    for k, path in enumerate(files):
+        tell("cutting theorems", k, len(files))
+        if path in refused:
+            continue
+        phrases[path] = split_phrases(texts[path])
+        found, skips = cut_file(path, texts[path], phrases[path])
+        cut[path] = (found, skips)
+        if not found and not skips:
+            refused[path] = "proves no top-level theorem (no `let NAME = prove ...`)"
+        elif not found:
+            refused[path] = (f"none of its {len(skips)} proofs can be extracted "
+                             f"(first: line {skips[0].line}: {skips[0].reason})")
+    usable = [p for p in files if p not in refused]
+    if not usable:
+        if len(files) == 1:
+            raise InputError(files[0], refused[files[0]],
+                             "pass a HOL Light proof file with top-level "
+                             "`let NAME = prove (`GOAL`, TACTIC);;`")
+        first = files[0]
+        raise InputError(first, f"none of the {len(files)} files gives a problem (this one "
+                         f"{refused[first]})", "pass HOL Light proof files")
+
+    # Loads, recursively, before any id: the map's owners of a statement
+    # may be in a file that only gets loaded (common/*.ml).
+    tell("following loads", 0, None)
+    by_resolved = {p.resolve(): p for p in phrases}
+    root, note = _context_root(cfg, texts)
+    graph = LoadGraph(root, cfg.hol_dir, lambda p: phrases.get(by_resolved.get(p)))
+    # A library file's problems start with what its loader loads first
+    # (extract_prefix.py); that loader's loads are checked as the file's own.
+    loaders = graph.loaders(p.resolve() for p in texts)
+    prefix_of = {path: loader_prefix(graph, path, loaders) for path in usable}
+    loader_files = sorted({s.loader for steps in prefix_of.values() for s in steps})
+    misses = graph.missing([*(files[k] for k in range(len(files)) if files[k] in texts),
+                            *loader_files])
+    given_of = {p.resolve(): str(p) for p in files}
+    unresolved = [graph.describe(m, given_of.get(m.chain[0].source)) for m in misses]
+    missing_loads = tuple(
+        {"kind": m.kind, "name": m.name, "loaded_by": graph.show(m.loader),
+         "chain": graph.describe_lines(m), "given_files_reaching_it": m.reached_from,
+         "searched": [str(d) for d in graph.search(m.kind)]} for m in misses)
+    dropped = sorted({ld.name for f in [*(p.resolve() for p in texts), *graph.loaded_files(
+        p.resolve() for p in texts)] for ld in graph.loads(f) if ld.dropped})
+
+    # Duplicates within a file, then ids.
+    kept: dict[Path, list[tuple[int, Theorem, str]]] = {}
+    skipped_of: dict[Path, list[Skipped]] = {}
+    dup_of: dict[Path, list[tuple[int, Theorem, str]]] = {}
+    for path in usable:
+        found, skips = cut[path]
+        mine: set[str] = set()
+        kept[path], dup_of[path] = [], []
+        for line, thm, setup in found:
+            goal = norm_goal(thm.query)
+            if goal in mine:
+                dup_of[path].append((line, thm, goal))
+            else:
+                mine.add(goal)
+                kept[path].append((line, thm, setup))
+        skipped_of[path] = list(skips)
+    ids = {path: problem_ids(file_prefix(cfg, path), path, [t.name for _, t, _ in kept[path]])
+           for path in usable}
+    report = None
+    owner_of: dict[str, str] = {}   # goal -> the map id it is skipped for (--ids-from)
+    if cfg.ids_from is not None:
+        report = follow_map(cfg, files, usable, refused, cut, kept, ids, skipped_of, graph, root,
+                            owner_of)
+
+    problems: list[Problem] = []
+    skipped: list[Skipped] = []
+    sources: list[Source] = []
+    first: dict[str, str] = {}   # goal -> first id of the run (extract.json's same_statement_as)
+    same: dict[str, str] = {}
+    library: list[tuple[str, str]] = []
+    for k, path in enumerate(files):
+        tell("listing problems", k, len(files))
+        if path in refused:
+            n = len(cut[path][1]) if path in cut else 0
+            sources.append(Source(str(path), digests[path], n, 0, n, refused=refused[path]))
+            skipped += cut[path][1] if path in cut else []
+            continue
+        mine = {}
+        steps = prefix_of[path]
+        before = prefix_text(graph, steps)
+        for pid, (line, thm, setup) in zip(ids[path], kept[path]):
+            goal = norm_goal(thm.query)
+            mine[goal] = pid
+            if goal in first:
+                same[pid] = first[goal]
+            problems.append(Problem(pid, str(path), line, thm.name, thm.form, before + setup,
+                                    thm.query, thm.answer))
+        first.update((g, pid) for g, pid in mine.items() if g not in first)
+        skips = skipped_of[path] + [Skipped(str(path), line, thm.name,
+                                            f"duplicate statement of {mine.get(goal) or owner_of[goal]}")
+                                    for line, thm, goal in dup_of[path]]
+        skipped += sorted(skips, key=lambda s: s.line)
+        why = ""
+        if steps:
+            loader = steps[-1].loader
+            base = next(ld.target for ld in graph.loads(loader) if ld.target is not None)
+            why = (f"loaded by {graph.show(loader)} after {graph.show(base)}, which it does not "
+                   f"load itself: its problems' contexts start with {describe(graph, steps)}, "
+                   "where it is loaded")
+            library.append((str(path), why))
+        n_found = len(cut[path][0]) + len(cut[path][1])
+        sources.append(Source(str(path), digests[path], n_found, len(kept[path]),
+                              len(skips), library=why,
+                              context_prefix=tuple(s.provenance(graph) for s in steps)))
+    result = Extract(cfg.out, tuple(sources), tuple(problems), tuple(skipped), root, note,
+                     tuple(unresolved), same, tuple(Refused(str(p), refused[p]) for p in files
+                                                    if p in refused),
+                     missing_loads, tuple(library), tuple(dropped), report)
+    if cfg.strict and result.failed_strict:
+        return replace(result, published=False)
+    publish(cfg, result, lambda done: tell("writing problems", done, len(problems)))
+    return result
+
+
+def _expand(given: tuple[Path, ...]) -> list[Path]:
+    """The files: each folder's *.ml (recursively, sorted), each file once."""
+    out: list[Path] = []
+    seen: set[Path] = set()
+    for path in given:
+        if path.is_dir():
+            found = sorted(p for p in path.rglob("*.ml") if p.is_file())
+            if not found:
+                raise InputError(path, "folder holds no .ml file", "pass HOL Light proof files")
+        else:
+            found = [path]
+        for p in found:
+            if p.resolve() not in seen:
+                seen.add(p.resolve())
+                out.append(p)
+    return out
+
+
+def _check_word(value: str, flag: str, fix: str) -> None:
+    if not PROBLEM_ID.fullmatch(value):
+        raise InputError(flag, f"{value!r} has characters outside [A-Za-z0-9_.+-]", f"use {fix}")
+
+
+def _read(path: Path) -> bytes:
+    if not path.is_file():
+        raise InputError(path, "proof file does not exist" if not path.exists() else
+                         "is not a file", "check the path")
+    return path.read_bytes()
+
+
+_LOAD_WORDS = re.compile(r"\b(needs|loadt|loads)\b")
+
+
+def _context_root(cfg: ExtractConfig, texts: dict[Path, str]) -> tuple[Path | None, str]:
+    """The --context-root a sweep of this corpus needs, and why.
+
+    HOL Light's needs/loadt look in the load path: proofbatch puts the
+    context root first, then HOL Light's own directory. A name that HOL Light
+    finds needs no root; any other must resolve under one folder above its
+    source file, the development's root. ``cfg.context_root``, when given,
+    is the root.
+    """
+    if cfg.context_root is not None:
+        root = cfg.context_root.resolve()
+        return root, f"given: sweep with --context-root {root}"
+    hol = [cfg.hol_dir] if cfg.hol_dir else []
+    roots: set[Path] = set()
+    for path, text in texts.items():
+        for phrase in split_phrases(text):
+            if not _LOAD_WORDS.search(phrase):
+                continue
+            kind, name = classify(phrase)
+            if kind not in ("needs", "loadt") or resolve(name, hol) is not None:
+                continue
+            folder = path.resolve().parent
+            root = next((d for d in (folder, *folder.parents) if resolve(name, [d])), None)
+            if root is not None:
+                roots.add(root)
+    if len(roots) > 1:
+        raise InputError(cfg.files[0], "the files' needs resolve under different roots ("
+                         + ", ".join(sorted(map(str, roots))) + ")",
+                         "extract files of one development at a time, or pass --context-root")
+    where = f"HOL Light's directory {cfg.hol_dir}" if cfg.hol_dir else "HOL Light's directory"
+    if roots:
+        root = roots.pop()
+        return root, f"its needs/loadt resolve under {root}: sweep with --context-root {root}"
+    return None, f"every needs/loadt resolves in {where} (or there is none): no --context-root needed"

@@ -1,0 +1,149 @@
+"""proofbatch serve: keep HOL Light images loaded for runners on this host."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+from ....checks.sandbox import KINDS, SandboxConfig
+from ....settings import option
+from ....planning.sweep_config import SweepConfig
+
+NAME = "serve"
+HELP = ("keep HOL Light images loaded and serve checks to `proofbatch run --server DIR`, "
+        "so a killed runner resumes without reloading HOL Light")
+# While HOL Light boots (minutes on a loaded host), how often serve says it still does.
+STILL_EVERY_S = 30.0
+
+
+def add_arguments(p) -> None:
+    p.add_argument("dir", type=Path, help="directory for the server's socket and key (made 0700)")
+    # Help and defaults as for `proofbatch run` (SweepConfig, SandboxConfig).
+    p.add_argument("--hol-light", type=Path, **option(SweepConfig, "hol_light"))
+    p.add_argument("--context-root", type=Path, **option(SweepConfig, "context_root"))
+    p.add_argument("--max-images", type=int, **option(SweepConfig, "max_images"))
+    p.add_argument("--grace", type=float, **option(SweepConfig, "grace"))
+    p.add_argument("--sandbox", choices=KINDS, **option(SandboxConfig, "kind"))
+    p.add_argument("--context-proofs", choices=("replay", "trust"),
+                   **option(SweepConfig, "context_proofs"))
+    # Not auto: auto routes each check by the runner's map, which the server
+    # does not have, so the server and the runner could disagree on a mode.
+    p.add_argument("--mode", choices=("bytecode", "native"), default="bytecode",
+                   help="the images served: bytecode (HOL Light's toplevel) or native (compiled; "
+                   "runners pass the same --mode; docs/native.md)")
+    p.add_argument("--no-fallback", action="store_true", **option(SweepConfig, "no_fallback"))
+    p.add_argument("--limit-clock", choices=("cpu", "wall"), default=None,
+                   help="the one clock this server's checks may be limited on (runners on another "
+                   "are refused); default: each runner's own (docs/limits.md)")
+
+
+def say(line: str) -> None:
+    print(f"proofbatch serve: {line}", file=sys.stderr, flush=True)
+
+
+class BootNews:
+    """Says what the session is doing while it starts and loads images: a
+    boot of HOL Light takes minutes, and silence looked like a hang."""
+
+    def __init__(self):
+        self._started: dict[str, float] = {}
+        self._booting: str | None = None
+        self._boot_at = 0.0
+        self._done = threading.Event()
+        self._thread = threading.Thread(target=self._still, daemon=True, name="serve-news")
+
+    def event(self, e) -> None:
+        if e.kind == "prepare":             # e.g. the native build, before the boot
+            say(e.name)
+        elif e.kind in ("boot", "image"):
+            self._started[e.key] = e.at
+            if e.kind == "boot":
+                self._booting, self._boot_at = e.name, e.at
+                say(f"booting {e.name} (this takes minutes: 70-90 s of CPU, more on a busy host)")
+            else:
+                say(f"loading {e.name} (image {e.key[:12]})")
+        elif e.kind in ("booted", "imaged"):
+            secs = e.at - self._started.pop(e.key, e.at)
+            if e.kind == "booted":
+                self._booting = None
+            what = "booted" if e.kind == "booted" else ("loaded" if e.ok else "failed to load")
+            say(f"{e.name} {what} in {secs:.0f} s")
+
+    def _still(self) -> None:
+        # A native server boots when the first runner prepares, not when
+        # serve starts: the time is counted from the boot's own start.
+        while not self._done.wait(STILL_EVERY_S):
+            if self._booting:
+                say(f"still booting {self._booting} ({time.monotonic() - self._boot_at:.0f} s so far)")
+
+    def __enter__(self) -> "BootNews":
+        from .... import events
+
+        self._unlisten = events.listen(self.event)
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._done.set()
+        self._unlisten()
+
+
+def served_backend(args):
+    """The backend the server runs: as a sweep's, with the logs a sweep keeps
+    in OUT/logs (each check's output, a failed image's log) kept in
+    ``DIR/logs``, beside the socket, since runners see only their rows."""
+    from .backend import HolLightBackend
+    from ..install import find_hol_light
+    from .native_auto import mode_backend
+
+    install, root = find_hol_light(args.hol_light), args.context_root or Path.cwd()
+    common = dict(max_images=args.max_images, grace_s=args.grace, context_proofs=args.context_proofs,
+                  sandbox_config=SandboxConfig(kind=args.sandbox), log_dir=Path(args.dir) / "logs")
+    if args.mode == "native":
+        return mode_backend("native", install, root, no_fallback=args.no_fallback, **common)
+    return HolLightBackend(install, root, **common)
+
+
+def run(args) -> int:
+    from ....checks.image_server import hold
+
+    # Before HOL Light boots (minutes): a folder another server holds is
+    # refused at once, naming its pid (InputError, exit 2).
+    held = hold(args.dir)
+    try:
+        return _serve(args)
+    finally:
+        os.close(held)
+
+
+def _serve(args) -> int:
+    from ....checks.image_server import ImageServer
+
+    with BootNews():            # a native server's build is said as it goes
+        backend = served_backend(args)
+    workdir = Path(tempfile.mkdtemp(prefix="proofbatch-serve-"))
+    say(f"starting an image server for {args.dir}: HOL Light boots first; runners can use it "
+        "once this says it serves")
+    try:
+        with BootNews():
+            session = backend.start(workdir)
+        with session:
+            server = ImageServer(session, args.dir, clock=args.limit_clock, held=True)
+            flags = "".join(f" --{k} {v}" for k, v in (("mode", args.mode),
+                                                          ("context-proofs", args.context_proofs))
+                            if v not in ("bytecode", "replay"))
+            say(f"serving HOL Light images on {args.dir}: run `proofbatch run CORPUS --out OUT{flags} "
+                f"--server {args.dir}`; logs in {Path(args.dir) / 'logs'}; Ctrl-C or SIGTERM stops it")
+            try:
+                with BootNews():         # images loaded for runners, as they load
+                    server.serve_forever()
+            finally:
+                server.close()
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
+    return 0
