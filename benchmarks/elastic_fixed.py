@@ -30,7 +30,7 @@ from cluster.base import Executor, SweepJob
 from cluster.local import LocalExecutor
 from cluster.shares import planned_shares
 from cluster.slurm_jobs import UNFINISHED
-from runner.results import shards
+from runner.results.done import SHARDS_DIR
 from runner.results.rows import ResultRow
 from runner.checks.worker import CheckTask
 
@@ -149,7 +149,7 @@ def new_rows(out: Path, seen_files: set[Path], recorded: set, wanted) -> list[di
     """Rows of ``wanted`` checks in shards not read before; each check once
     (compaction folds published shards into new files)."""
     rows = []
-    shards_dir = out / shards.SHARDS_DIR
+    shards_dir = out / SHARDS_DIR
     for path in sorted(shards_dir.glob("*.parquet")) if shards_dir.is_dir() else ():
         if path in seen_files:
             continue

@@ -114,9 +114,10 @@ def generate(out: Path, rows: int, per: int, *, compact: bool, options: dict | N
     import pyarrow.parquet as pq
 
     from runner.results import compaction, heartbeat, shards
+    from runner.results.done import SHARDS_DIR
     from runner.results.rows import SCHEMA, rows_to_table
 
-    d = out / shards.SHARDS_DIR
+    d = out / SHARDS_DIR
     d.mkdir(parents=True, exist_ok=True)
     seq, compact_s, t = 0, 0.0, time.perf_counter()
     template = rows_to_table(_rows(0, min(rows, BLOCK)))
@@ -201,6 +202,7 @@ def op(name: str, impl: str, out: Path) -> dict:
     from runner import cli
     from runner.reporting import report
     from runner.results import shards
+    from runner.results.done import LIGHT, SHARDS_DIR
     if impl in READERS:            # today's code but for how shards are read
         shards.read_shards = baseline_reader(impl)
         impl = "new"
@@ -214,15 +216,15 @@ def op(name: str, impl: str, out: Path) -> dict:
         # As the resume, status and Slurm paths call it (the legacy scan
         # has no columns argument: it read whole rows).
         n = len(shards.scan(out, repair=False, **({} if impl == "legacy" else
-                                                  {"columns": shards.LIGHT})).done)
+                                                  {"columns": LIGHT})).done)
     elif name == "scan-dataset":
         # The alternative runner/results/shard_reads.py was measured against:
         # pyarrow.dataset over the same files, the columns a scan reads.
         import pyarrow.dataset as ds
-        files = sorted(str(p) for p in (out / shards.SHARDS_DIR).glob("*.parquet"))
+        files = sorted(str(p) for p in (out / SHARDS_DIR).glob("*.parquet"))
         present = set(ds.dataset(files[:1], format="parquet").schema.names)
         n = ds.dataset(files, format="parquet").to_table(
-            columns=[c for c in shards.LIGHT if c in present]).num_rows
+            columns=[c for c in LIGHT if c in present]).num_rows
     elif name == "merge":
         n = shards.merge(out).num_rows
     elif name == "status":

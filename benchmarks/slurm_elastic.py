@@ -66,6 +66,7 @@ from elastic_fixed import LEDGER as FIXED_LEDGER
 from elastic_fixed import FixedShares
 from cluster.slurm import Ledger, SlurmExecutor, SlurmOptions
 from runner.results import shards
+from runner.results.done import LIGHT, SHARDS_DIR
 from runner.planning.planner import make_plan
 from runner.planning.simulate import simulate
 from runner.planning.sweep_config import SweepConfig
@@ -159,9 +160,9 @@ class Canceller(threading.Thread):
         half = sum(self.nominal.values()) / 2
         while not self.stop.wait(1.0):
             jobs = array_tasks(self.out, self.mode)
-            if not jobs or not (self.out / shards.SHARDS_DIR).is_dir():
+            if not jobs or not (self.out / SHARDS_DIR).is_dir():
                 continue
-            done = shards.scan(self.out, repair=False, columns=shards.LIGHT).done
+            done = shards.scan(self.out, repair=False, columns=LIGHT).done
             if sum(self.nominal[pid] for pid, _ in done) >= half:
                 self.victim, self.at = jobs[0][0], time.time()
                 subprocess.run(["scancel", self.victim], check=True)

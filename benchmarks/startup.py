@@ -30,13 +30,14 @@ TARGETS = {"--version": 0.3, "--help": 0.3, "status": 0.5}
 
 def a_sweep(where: Path) -> Path:
     """A sweep directory as a stopped sweep leaves it."""
-    from runner.results import heartbeat, shards
+    from runner.results import heartbeat
+    from runner.results.done import Done
 
     out = where / "out"
     out.mkdir()
     (out / "sweep.json").write_text(json.dumps({"checks": 3, "corpus": str(where / "c"),
                                                 "config": {}, "prover": "hol-light"}))
-    heartbeat.Heartbeat(out, total=3, done=shards.Done(None), skipped=0, workers=1,
+    heartbeat.Heartbeat(out, total=3, done=Done(None), skipped=0, workers=1,
                         resume="proofbatch run c --out out").publish("stopped")
     return out
 

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, ClassVar, Sequence
 
-from runner.results import shards
+from runner.results.publish import publish
 from runner.prover import ImageBuild, ProverBackend
 from runner.results.rows import ResultRow
 from runner.checks.worker import CheckTask
@@ -59,4 +59,4 @@ def record_image_builds(job: SweepJob, builds: Sequence[ImageBuild]) -> None:
                         "finished_at": b.finished_at} for b in builds]}
     path = job.out / "images" / f"{job.run_id}.json"
     path.parent.mkdir(parents=True, exist_ok=True)
-    shards.publish(path, lambda tmp: tmp.write_text(json.dumps(data, indent=1) + "\n"))
+    publish(path, lambda tmp: tmp.write_text(json.dumps(data, indent=1) + "\n"))

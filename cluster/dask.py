@@ -47,7 +47,7 @@ from distributed.scheduler import KilledWorker
 
 from runner.checks import attempts
 from runner.results import shards
-from runner.results.done import row_version
+from runner.results.done import LIGHT, row_version
 from runner.errors import InputError, ProverError
 from runner.prover import JobAllowances
 from runner.results.rows import ResultRow
@@ -281,7 +281,7 @@ class DaskExecutor(Executor):
         interval), and ERROR rows for the attempts of problems whose workers
         kept dying, less those already recorded (for the answer as it is now,
         as on every executor) or skipped by early stop."""
-        done = shards.scan(job.out, repair=False, columns=shards.LIGHT).done
+        done = shards.scan(job.out, repair=False, columns=LIGHT).done
         # A row on disk settles a check only for the answer it checked
         # (runner/results/done.py): one of an answer changed since is no reason to
         # drop the row this run's worker returned for the answer as it is.

@@ -43,7 +43,7 @@ from submitit.slurm.slurm import SlurmJob
 
 from runner.checks import attempts
 from runner.results import shards
-from runner.results.done import row_version, settles
+from runner.results.done import LIGHT, SHARDS_DIR, row_version, settles
 from runner.results.shard_reads import read_shards
 from runner.errors import InputError, ProverError
 from runner.planning.planner import PLAN_FILE, write_plan
@@ -110,7 +110,7 @@ class PullWorker(Checkpointable):
         self.writer_prefix, self.threads = writer_prefix, threads
 
     def __call__(self) -> int:
-        done = shards.scan(self.out, repair=False, columns=shards.LIGHT).done
+        done = shards.scan(self.out, repair=False, columns=LIGHT).done
         # Less what is recorded and what early stop skips; a repeated answer
         # whose original is recorded reuses its verdict (runner/checks/attempts.py).
         todo, _skipped = attempts.pending(self.tasks, done)
@@ -134,7 +134,7 @@ class PullWorker(Checkpointable):
                 runs.setdefault(t.problem.problem_id, []).append(t)
 
             def recorded(problem_id: str) -> bool:
-                done = shards.scan(self.out, repair=False, columns=shards.LIGHT).done
+                done = shards.scan(self.out, repair=False, columns=LIGHT).done
                 left, _skipped = attempts.pending(runs[problem_id], done)
                 return not left
 
@@ -156,7 +156,7 @@ class PullWorker(Checkpointable):
         Publish every finished row not yet in a shard first."""
         finished, self._finished = list(getattr(self, "_finished", [])), []
         if finished:
-            on_disk = shards.scan(self.out, repair=False, columns=shards.LIGHT).done
+            on_disk = shards.scan(self.out, repair=False, columns=LIGHT).done
             # A row on disk settles a check only for the answer it checked.
             rows = [r for r in finished
                     if not on_disk.current([(r.problem_id, r.attempt)], [row_version(r)])[0]]
@@ -252,7 +252,7 @@ class SlurmExecutor(Executor):
 
     def _new_rows(self, out: Path, wanted: dict[tuple[str, int], str]) -> list[dict]:
         rows = []
-        shards_dir = out / shards.SHARDS_DIR
+        shards_dir = out / SHARDS_DIR
         new = [path for path in sorted(shards_dir.glob("*.parquet")) if path not in self._seen_shards] \
             if shards_dir.is_dir() else []
         # All at once, in today's columns (runner/results/shard_reads.py): a

@@ -349,7 +349,7 @@ def _main(argv: list[str], signals: _Signals) -> int:
                  "run the same command again")
             return 1
         # A full disk: every file proofbatch publishes appears whole or not
-        # at all (shards.publish), so nothing written before is lost.
+        # at all (runner/results/publish.py), so nothing written before is lost.
         if exc.errno in _PATH_ERRNOS and exc.filename:
             _say(f"proofbatch: error: {exc.filename}: {exc.strerror}; pass a path that "
                  "proofbatch can create and write")

@@ -40,6 +40,7 @@ from .planning.sweep_config import PreparedSweep, SweepConfig, default_mem_limit
 from .planning.work_left import WorkLeft
 from .prover import CheckLimits, LimitClock, Mode, ProverBackend, backstop_s
 from .results import heartbeat, shards, lock as sweep_lock
+from .results.done import LIGHT, Done
 from .results.rows import ResultRow
 from .settings import beyond_ram, format_size
 from .sweep_dir import check_manifest, check_out_dir, check_resume_settings
@@ -274,8 +275,8 @@ def order(tasks: list[CheckTask], backend: ProverBackend, config: SweepConfig, l
     return [by_key[(c.problem_id, c.attempt)] for c in plan.checks], plan
 
 
-def _of(table: pa.Table, wanted: pa.Array) -> shards.Done:
-    return shards.Done(table.filter(pc.is_in(table["problem_id"], value_set=wanted)))
+def _of(table: pa.Table, wanted: pa.Array) -> Done:
+    return Done(table.filter(pc.is_in(table["problem_id"], value_set=wanted)))
 
 
 def _say(text: str) -> None:
@@ -298,7 +299,7 @@ def run_sweep(prepared: PreparedSweep, executor, on_row: Callable[[ResultRow], N
     the lock, reading only: it touches nothing. An executor that joins a
     sweep another driver runs (Slurm ``--add-tasks``) takes no lock."""
     cfg = prepared.config
-    check_manifest(prepared, shards.scan(cfg.out, repair=False, columns=shards.LIGHT).done, write=False)
+    check_manifest(prepared, shards.scan(cfg.out, repair=False, columns=LIGHT).done, write=False)
     if executor.joins_running_sweep:
         return _run_sweep(prepared, executor, on_row, on_start, on_skip, on_note)
     with sweep_lock.SweepLock(cfg.out, executor=executor.name):
@@ -307,7 +308,7 @@ def run_sweep(prepared: PreparedSweep, executor, on_row: Callable[[ResultRow], N
 
 def _run_sweep(prepared: PreparedSweep, executor, on_row, on_start, on_skip, on_note) -> SweepSummary:
     cfg = prepared.config
-    scan = shards.scan(cfg.out, columns=shards.LIGHT)
+    scan = shards.scan(cfg.out, columns=LIGHT)
     manifest = check_manifest(prepared, scan.done)
     # Not yet recorded, less the attempts early stop skips (runner/checks/attempts.py).
     # A row settles its check only for the answer it checked: changed ones run again.

@@ -25,7 +25,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from .checks import attempts
-from .results import shards, lock as sweep_lock
+from .results import lock as sweep_lock
+from .results.done import SHARDS_DIR, Done
+from .results.publish import publish
 from .results.sweep_manifest import NAME as MANIFEST, read_sweep_manifest
 from .checks.context_proofs import ContextProofs
 from .corpus import corpus_fingerprint, problem_patterns
@@ -139,7 +141,7 @@ def check_profile_out(out: Path, corpus: Path) -> None:
                          "problem", "pass an --out outside the corpus folder")
     if out.exists() and not out.is_dir():
         raise InputError(out, "is not a directory", "pass a directory path for --out")
-    if (out / MANIFEST).exists() or (out / shards.SHARDS_DIR).is_dir():
+    if (out / MANIFEST).exists() or (out / SHARDS_DIR).is_dir():
         raise InputError(out, "is a proofbatch sweep directory (run --out), not a profile",
                          "pass a new or empty --out, or a profile's folder to resume it")
     if out.is_dir() and not (out / "profile.json").exists() and (
@@ -179,7 +181,7 @@ def run_counts(prepared: PreparedSweep) -> dict:
             "stop_on_first_ok": prepared.config.stop_on_first_ok}
 
 
-def changed_limits(prepared: PreparedSweep, done: shards.Done | None) -> str | None:
+def changed_limits(prepared: PreparedSweep, done: Done | None) -> str | None:
     """How the time limits of this run differ from those its recorded rows
     were checked under, or None: a verdict depends on its limit, so a sweep
     never mixes rows of two limits for one problem. Joined in Arrow: a
@@ -201,7 +203,7 @@ def changed_limits(prepared: PreparedSweep, done: shards.Done | None) -> str | N
             f"from {first['limit_source']})")
 
 
-def check_manifest(prepared: PreparedSweep, done: shards.Done | None = None, *,
+def check_manifest(prepared: PreparedSweep, done: Done | None = None, *,
                    write: bool = True) -> dict:
     """Write OUT/sweep.json, or check that a resumed sweep matches it: the
     prover build, mode, sandbox, memory limit and the time limits of every
@@ -284,12 +286,12 @@ def check_manifest(prepared: PreparedSweep, done: shards.Done | None = None, *,
             # early: the manifest, and the resume command `proofbatch status`
             # prints from it, describe the sweep as last started.
             old.update(counts)
-            shards.publish(path, lambda tmp: tmp.write_text(json.dumps(old, indent=2) + "\n"))
+            publish(path, lambda tmp: tmp.write_text(json.dumps(old, indent=2) + "\n"))
         return old
     if not write:
         return manifest
     cfg.out.mkdir(parents=True, exist_ok=True)
-    shards.publish(path, lambda tmp: tmp.write_text(json.dumps(manifest, indent=2) + "\n"))
+    publish(path, lambda tmp: tmp.write_text(json.dumps(manifest, indent=2) + "\n"))
     return manifest
 
 
@@ -297,7 +299,7 @@ def _answers_flag(answers) -> str:
     return f"--answers {answers}" if answers else "the answer files in the problem folders"
 
 
-def missing_answers(prepared: PreparedSweep, old: dict, done: shards.Done | None) -> None:
+def missing_answers(prepared: PreparedSweep, old: dict, done: Done | None) -> None:
     """Refuse a resume whose answers lost some the recorded rows checked
     (--answers dropped, an answer.txt deleted, fewer attempts): resumed, the
     sweep would keep verdicts of answers nobody gives any more."""

@@ -20,7 +20,7 @@ import pytest
 from runner import cli
 from runner.checks import attempts
 from runner.errors import InputError
-from runner.results import shards
+from runner.results.done import Done
 from runner.planning.sweep_config import SweepConfig
 from runner.sweep import prepare
 
@@ -154,13 +154,13 @@ def test_a_problem_whose_loaded_file_changed_is_pending_again(tmp_path):
     recorded = {(t.problem.problem_id, 0): dataclasses.replace(
         row(t.problem.problem_id), answer_sha256=attempts.answer_sha256(t.problem),
         problem_sha256=t.problem_sha256).as_dict() for t in prepared.tasks}
-    todo, _ = attempts.pending(prepared.tasks, shards.Done.from_rows(recorded.values()))
+    todo, _ = attempts.pending(prepared.tasks, Done.from_rows(recorded.values()))
     assert todo == []
     (ctx / "lib" / "outer.ml").write_text('needs "lib/inner.ml";;\nlet outer = 2;;\n')
     prepared = prepare(config)
-    todo, _ = attempts.pending(prepared.tasks, shards.Done.from_rows(recorded.values()))
+    todo, _ = attempts.pending(prepared.tasks, Done.from_rows(recorded.values()))
     assert [t.problem.problem_id for t in todo] == ["p.nested"]
-    changes = attempts.compare(prepared.tasks, shards.Done.from_rows(recorded.values()),
+    changes = attempts.compare(prepared.tasks, Done.from_rows(recorded.values()),
                                {"p.direct", "p.nested", "p.none"})
     assert (changes.problems, changes.changed, changes.unhashed) == (["p.nested"], [], 0)
 

@@ -44,13 +44,14 @@ def probe(*argv: str) -> dict:
 
 def a_sweep(tmp_path):
     """A sweep directory as a running sweep leaves it: sweep.json and status.json."""
-    from runner.results import heartbeat, shards
+    from runner.results import heartbeat
+    from runner.results.done import Done
 
     out = tmp_path / "out"
     out.mkdir()
     (out / "sweep.json").write_text(json.dumps({"checks": 3, "corpus": str(tmp_path / "c"),
                                                 "config": {}, "prover": "hol-light"}))
-    beat = heartbeat.Heartbeat(out, total=3, done=shards.Done(None), skipped=0, workers=1,
+    beat = heartbeat.Heartbeat(out, total=3, done=Done(None), skipped=0, workers=1,
                                resume="proofbatch run c --out out")
     beat.publish("stopped")
     return out

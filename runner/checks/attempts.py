@@ -32,8 +32,8 @@ from typing import Sequence
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..results import shards
-from ..results.done import PROBLEM_HASH, row_version, settles, version
+from ..results.done import PROBLEM_HASH, Done, row_version, settles, version
+from ..results.publish import publish
 from ..answers import Answer
 from ..corpus import Problem
 from ..prover import CheckLimits, CheckResult
@@ -187,14 +187,14 @@ def _result_of(row: dict) -> CheckResult:
 
 def pending(tasks: Sequence[CheckTask], done) -> tuple[list[CheckTask], list[tuple[str, int]]]:
     """(tasks still to run, keys skipped) given the rows already recorded
-    (``shards.Done``, or a mapping of key -> row dict).
+    (``Done``, or a mapping of key -> row dict).
 
     A task whose problem already has an OK row is skipped if it asks to be
     (``--stop-on-first-ok``). A duplicate whose original was recorded by an
     earlier run carries that row's result, so it is not checked again.
     """
-    if not isinstance(done, shards.Done):
-        done = shards.Done.from_rows(done.values())
+    if not isinstance(done, Done):
+        done = Done.from_rows(done.values())
     # Membership and solved problems in Arrow compute: a million recorded
     # rows cost no Python pass; only the tasks themselves are walked. Only
     # rows of the answers as they are now count: a changed answer runs again.
@@ -299,7 +299,7 @@ def record_skipped(out: Path, tasks: Sequence[CheckTask], table: pa.Table) -> in
     first_ok = ok.group_by("problem_id").aggregate([("attempt", "min")]) if keys else ok
     solved_by = dict(zip(first_ok["problem_id"].to_pylist(),
                          first_ok["attempt_min"].to_pylist())) if keys else {}
-    recorded = shards.Done(table).has(keys)
+    recorded = Done(table).has(keys)
     skipped = sorted(k for k, seen in zip(keys, recorded) if not seen and k[0] in solved_by)
     path = Path(out) / SKIPPED_FILE
     if not skipped:
@@ -311,7 +311,7 @@ def record_skipped(out: Path, tasks: Sequence[CheckTask], table: pa.Table) -> in
             w = csv.writer(fh, lineterminator="\n")
             w.writerow(["problem_id", "attempt", "solved_by"])
             w.writerows([pid, k, solved_by[pid]] for pid, k in skipped)
-    shards.publish(path, write)
+    publish(path, write)
     return len(skipped)
 
 

@@ -9,6 +9,7 @@ import statistics
 from pathlib import Path
 
 from ..results import shards
+from ..results.publish import publish
 from . import nodes as node_speed
 from .profile_data import SUMMARY, SUMMARY_CSV, SUMMARY_FORMAT, _now, _write_json
 
@@ -96,5 +97,5 @@ def write_summary(out: Path, provenance: dict, in_corpus: set[str]) -> None:
               f"{max(p['peak_rss_mb']):.1f}" if p["peak_rss_mb"] else "",
               f"{statistics.median(p['prove_cpu_secs']):.6f}" if p["prove_cpu_secs"] else ""]
              for p in problems]
-    shards.publish(out / SUMMARY_CSV, lambda tmp: tmp.write_text(
+    publish(out / SUMMARY_CSV, lambda tmp: tmp.write_text(
         "\n".join(",".join(str(c) for c in row) for row in [header, *lines]) + "\n"))

@@ -42,7 +42,7 @@ from typing import TYPE_CHECKING, Sequence
 
 import numpy as np
 
-from ..results import shards
+from ..results.publish import publish
 from ..errors import InputError, utf8_text
 from ..prover import Mode
 from .profile_data import ProblemRuns
@@ -219,10 +219,10 @@ def write_map(map_path: Path, derived: DerivedMap, provenance: dict) -> None:
     map_path.parent.mkdir(parents=True, exist_ok=True)
     # One entry per line, so a map diffs well. (json's indent= would run its
     # pure-Python encoder, 5x slower on 100,000 entries.)
-    shards.publish(map_path, lambda tmp: tmp.write_text(
+    publish(map_path, lambda tmp: tmp.write_text(
         "[\n" + ",\n".join(json.dumps(e) for e in bench) + "\n]\n"))
     problems = meta.pop("problems")
-    shards.publish(sidecar_path(map_path), lambda tmp: tmp.write_text(
+    publish(sidecar_path(map_path), lambda tmp: tmp.write_text(
         json.dumps(meta, indent=1)[:-2] + ',\n "problems": {\n'
         + ",\n".join(f"  {json.dumps(pid)}: {json.dumps(p)}" for pid, p in problems.items())
         + "\n }\n}\n"))

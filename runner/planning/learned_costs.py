@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Iterable, Mapping, Sequence
 
 from ..errors import InputError
+from ..results.publish import publish
 
 
 def measured_builds(dirs: Iterable[Path]) -> dict[str, tuple[str | None, float]]:
@@ -167,8 +168,6 @@ def cached_builds(out: Path | None = None, path: Path | None = None
     remembers has recorded since; {} when no cache is set."""
     import os
 
-    from ..results import shards
-
     if path is None:
         env = os.environ.get(COST_CACHE_ENV)
         if not env:
@@ -194,7 +193,7 @@ def cached_builds(out: Path | None = None, path: Path | None = None
                 continue
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        shards.publish(path, lambda tmp: tmp.write_text(json.dumps(
+        publish(path, lambda tmp: tmp.write_text(json.dumps(
             {"format": "proofbatch-image-costs/1", "sweeps": sweeps, "builds": builds}) + "\n"))
     except OSError:
         pass                          # a read-only cache still prices

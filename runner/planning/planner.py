@@ -38,7 +38,7 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Iterable, Mapping, Sequence
 
-from ..results import shards
+from ..results.publish import publish
 from ..errors import InputError
 from ..settings import setting as _help
 
@@ -345,7 +345,7 @@ def _count(values: Iterable[str]) -> dict[str, int]:
 
 def write_plan(path: Path, plan: Plan, prediction=None, run_id: str | None = None) -> None:
     data = plan_to_json(plan, prediction, run_id)
-    shards.publish(Path(path), lambda tmp: tmp.write_text(json.dumps(data, indent=1) + "\n"))
+    publish(Path(path), lambda tmp: tmp.write_text(json.dumps(data, indent=1) + "\n"))
 
 
 def read_plan(path: Path) -> tuple[Plan, dict]:

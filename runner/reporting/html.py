@@ -20,7 +20,7 @@ matplotlib.use("Agg")      # no display on cluster nodes and in CI
 import matplotlib.pyplot as plt  # noqa: E402
 import pyarrow.compute as pc  # noqa: E402
 
-from ..results import shards  # noqa: E402
+from ..results.publish import publish  # noqa: E402
 from ..errors import InputError  # noqa: E402
 from . import limits  # noqa: E402
 from .report import PARTS, Comparison, SweepReport  # noqa: E402
@@ -260,7 +260,7 @@ def write(path: Path, text: str) -> None:
     check_target(path)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        shards.publish(path, lambda tmp: tmp.write_text(text, encoding="utf-8"))
+        publish(path, lambda tmp: tmp.write_text(text, encoding="utf-8"))
     except OSError as exc:
         raise InputError(path, f"cannot be written ({exc.strerror or exc})",
                          "pass an --html path that proofbatch can create and write") from None

@@ -42,6 +42,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..results import shards
+from ..results.done import Done
 from ..results.sweep_manifest import read_sweep_manifest
 from ..errors import InputError
 from ..planning.planner import PLAN_FILE
@@ -96,7 +97,7 @@ class SweepReport:
         return sum(self.seconds.values()) / 3600.0
 
     def verdicts(self) -> Counter:
-        return shards.Done(self.table).verdict_counts()
+        return Done(self.table).verdict_counts()
 
     def by_category(self) -> dict[str, Counter]:
         counts = self.table.group_by(["category", "verdict"]).aggregate([([], "count_all")])

@@ -27,7 +27,7 @@ from ..results.running import RUNNING_DIR
 from ..results.sweep_manifest import read_sweep_manifest
 
 if TYPE_CHECKING:      # imported where used: pyarrow stays out of `status`'s start
-    from ..results import shards
+    from ..results.done import Done
 
 
 @dataclass(frozen=True)
@@ -203,8 +203,9 @@ def resume_here(command: str | None, out: Path) -> str | None:
 def _from_shards(out: Path, manifest: dict) -> Status:
     """A sweep without status.json (run before heartbeats): read the shards."""
     from ..results import shards  # pyarrow: only for a sweep older than status.json
+    from ..results.done import LIGHT
 
-    done = shards.scan(out, repair=False, columns=shards.LIGHT).done
+    done = shards.scan(out, repair=False, columns=LIGHT).done
     board = _board(out)
     recorded = done.has([(r.problem_id, r.attempt) for _, r in board])
     running = [r for (_, r), seen in zip(board, recorded) if not seen]
@@ -236,7 +237,7 @@ def _read_plan(path: Path) -> dict:
     return plan
 
 
-def _skipped(manifest: dict, done: "shards.Done", solved: set[str]) -> int:
+def _skipped(manifest: dict, done: "Done", solved: set[str]) -> int:
     """How many attempts early stop skipped: of each solved problem with
     several attempts (the manifest's ``attempts``), those not recorded."""
     per_problem = manifest.get("attempts") or {}
@@ -246,7 +247,7 @@ def _skipped(manifest: dict, done: "shards.Done", solved: set[str]) -> int:
     return sum(max(0, per_problem[pid] - recorded[pid]) for pid in solved if pid in per_problem)
 
 
-def _eta(out: Path, manifest: dict, done: "shards.Done", running: list[RunningCheck],
+def _eta(out: Path, manifest: dict, done: "Done", running: list[RunningCheck],
          solved: set[str]) -> tuple[float | None, str]:
     plan_path = out / "plan.json"
     if not plan_path.is_file():

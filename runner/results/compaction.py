@@ -10,10 +10,10 @@ Each row is rewritten once per level (log base ``FAN_IN`` of the row count),
 and a directory holds at most about ``FAN_IN`` shards per level.
 
 Crash safety rests on one order: the compacted shard is published whole
-(``shards.publish``: temp file, fsync, rename, fsync of the directory)
+(``publish``: temp file, fsync, rename, fsync of the directory)
 before any of its inputs is deleted. A ``kill -9`` at any instant leaves
 either the inputs alone, or the compacted shard beside some of its inputs,
-whose rows it repeats: every reader de-duplicates by key (``shards.dedupe``),
+whose rows it repeats: every reader de-duplicates by key (``done.dedupe``),
 so no row is lost and none counts twice, and the next compaction folds the
 leftovers. A reader that lists an input and finds it gone lists again and
 finds the compacted shard (``shards.scan``). One compaction at a time runs

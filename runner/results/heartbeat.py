@@ -1,7 +1,7 @@
 """The runner's account of its sweep, for ``proofbatch status`` without a scan.
 
 While a sweep runs, its driver (``sweep.run_sweep``, whatever the executor)
-publishes ``OUT/status.json`` through ``shards.publish`` when rows arrive
+publishes ``OUT/status.json`` through ``publish`` when rows arrive
 (at most every ``GAP`` seconds) and every ``INTERVAL`` seconds: counts per
 verdict, checks done and skipped, the expected seconds of work left from the plan, and a heartbeat (time, host,
 pid). Reading it costs the same at ten rows or a million, where reading the
@@ -28,7 +28,7 @@ from . import running
 from .publish import publish
 
 if TYPE_CHECKING:      # imported where used: pyarrow stays out of a heartbeat's start
-    from . import shards
+    from .done import Done
 
 
 STATUS_FILE = "status.json"
@@ -42,11 +42,11 @@ class Heartbeat:
     """Counts rows as the driver receives them and publishes them with a
     heartbeat from a thread; ``with`` starts and stops it."""
 
-    def __init__(self, out: Path, *, total: int, done: "shards.Done", skipped: int,
+    def __init__(self, out: Path, *, total: int, done: "Done", skipped: int,
                  workers: int, resume: str):
         self.path = Path(out) / STATUS_FILE
         self._lock = threading.Lock()
-        # shards.publish names its temp file by pid: one publisher at a time.
+        # publish names its temp file by pid: one publisher at a time.
         self._publishing = threading.Lock()
         self._counts: Counter = done.verdict_counts()
         self._done, self._skipped, self._total = len(done), skipped, total

@@ -22,6 +22,7 @@ from cluster.slurm import PullWorker
 from runner import answers, cli
 from runner.checks import attempts
 from runner.results import shards
+from runner.results.done import read_shard
 from runner.corpus import load_corpus
 from runner.errors import InputError
 from runner.reporting.status import read_status
@@ -276,7 +277,7 @@ def test_interrupted_mid_attempts_resumes_exactly_once_reusing_recorded_original
     assert rows["arith.false_claim", 2]["exit_status"].startswith("deduplicated")
     # Exactly once: no key in two shards.
     keys = [(r["problem_id"], r["attempt"]) for path in shards.scan(out).shards
-            for r in shards._read_shard(path).to_pylist()]
+            for r in read_shard(path).to_pylist()]
     assert len(keys) == len(set(keys)) == len(expected())
 
 

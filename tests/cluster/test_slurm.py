@@ -28,6 +28,7 @@ from cluster.base import SweepJob
 from cluster.claims import Pool
 from cluster.slurm import Ledger, SlurmExecutor, SlurmOptions
 from runner.results import shards
+from runner.results.done import SHARDS_DIR
 from runner.prover import CheckResult
 from runner.results.rows import utcnow
 from runner.reporting.status import read_status
@@ -336,8 +337,8 @@ def test_attempts_skipped_by_early_stop_are_neither_lost_nor_rerun(tmp_path):
     assert [(r.round, r.settled) for r in records] == [(0, "COMPLETED")], "a skipped attempt was retried"
     assert sorted((r.problem_id, r.attempt) for r in rows) == sorted(kept)
     assert {r.reason for r in rows} == {"recorded earlier"}
-    assert sorted(p.name for p in (out / shards.SHARDS_DIR).glob("*.parquet")) == \
-        sorted(p.name for p in (out / shards.SHARDS_DIR).glob("earlier-run*.parquet")), \
+    assert sorted(p.name for p in (out / SHARDS_DIR).glob("*.parquet")) == \
+        sorted(p.name for p in (out / SHARDS_DIR).glob("earlier-run*.parquet")), \
         "the array task ran checks"
 
 

@@ -80,7 +80,6 @@ def test_scan_reads_its_shards_together_never_one_by_one(tmp_path, monkeypatch):
         raise AssertionError("scan read a shard by itself")
 
     monkeypatch.setattr(done_module, "read_shard", one_by_one)
-    monkeypatch.setattr("runner.results.shards.read_shard", one_by_one)
     s = scan(tmp_path, repair=False, columns=LIGHT)
     assert s.shards == sorted(expected)
     assert len(s.done) == THREADS_FROM + 6 + 2

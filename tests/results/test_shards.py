@@ -13,7 +13,8 @@ import pytest
 
 from runner.results.compaction import compact
 from runner.results.rows import COLUMNS, SCHEMA, rows_to_table
-from runner.results.shards import ShardWriter, merge, publish, read_results, scan
+from runner.results.publish import publish
+from runner.results.shards import ShardWriter, merge, read_results, scan
 
 from ..helpers import T0, row
 
