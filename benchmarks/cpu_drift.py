@@ -26,6 +26,8 @@ copies at once, and their CPU time (``wait4``'s rusage) is compared:
 - ``busy-fifo``: the same, each copy under ``SCHED_FIFO`` (root only): the
   spinners run only in the kernel's real-time throttle (5% of each second),
   the nearest a shared host comes to a core of one's own;
+- ``quiet-nice-10``: the host as it is, each copy at niceness -10 (as root):
+  the baseline ``loaded_host.py`` compares ``busy-nice-10``'s kind of run with;
 - ``quiet-again``: the host as it is, last in each round: how far the same
   work drifts with no load of ours at all (on a shared VM, the neighbours'
   use of the memory system moves it).
@@ -119,11 +121,18 @@ def copies(argv: list[str], n: int, pin: bool = False, batch: bool = False, slic
                 os.sched_setscheduler(0, os.SCHED_BATCH, os.sched_param(0))
             if slice_ns:
                 long_slice(slice_ns)
-            if nice:
+            if nice:        # as the guard's give_priority does for a check
                 os.nice(nice)
+                if os.path.exists("/proc/self/autogroup"):
+                    with open("/proc/self/autogroup", "w") as group:
+                        group.write(str(nice))
             if fifo:
                 os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(1))
-        return subprocess.Popen(argv, stdout=subprocess.DEVNULL, preexec_fn=setup)
+        # Each copy leads a session of its own, as a check does (hol_check.ml
+        # calls setsid), and so is a scheduling group of its own where the
+        # kernel groups sessions (sched_autogroup).
+        return subprocess.Popen(argv, stdout=subprocess.DEVNULL, preexec_fn=setup,
+                                start_new_session=True)
 
     procs = [start(i) for i in range(n)]
     cpu = []
@@ -142,6 +151,7 @@ CONDITIONS = {            # name: (busy, how each copy is started)
     "busy-batch": (True, {"batch": True}),
     "busy-long-slice": (True, {"slice_ns": 100_000_000}),
     "busy-fifo": (True, {"fifo": True}),
+    "quiet-nice-10": (False, {"nice": -10}),
     "quiet-again": (False, {}),
 }
 
@@ -170,7 +180,7 @@ def main() -> int:
         conditions |= {f"busy-nice-{n}": (True, {"nice": -int(n)}) for n in args.nice_levels.split(",") if n}
         conditions["quiet-again"] = last
     else:
-        del conditions["busy-fifo"]
+        del conditions["busy-fifo"], conditions["quiet-nice-10"]
         log("not root: no busy-nice-N or busy-fifo (raising priority needs root or CAP_SYS_NICE)")
     cpu: dict[str, list[float]] = {name: [] for name in conditions}
     for r in range(args.rounds):
@@ -191,6 +201,9 @@ def main() -> int:
              f"(range {min(v):.2f}-{max(v):.2f})" for name, v in cpu.items()]
     drift = statistics.median(cpu["quiet-again"]) / statistics.median(cpu["quiet"])
     lines.append(f"quiet-again / quiet: x{drift:.2f} (the host's own drift within this run)")
+    if "busy-nice-10" in cpu and "quiet-nice-10" in cpu:
+        lines.append(f"busy-nice-10 / quiet-nice-10: x{statistics.median(cpu['busy-nice-10']) / "
+                     f"statistics.median(cpu['quiet-nice-10']):.2f} (loaded_host.py's comparison)")
     # What proofbatch runs: its checks at --nice -10 where it may, else at 0.
     shown = "busy-nice-10" if "busy-nice-10" in ratios else "busy"
     return emit(args, "cpu_drift", {"workers": args.workers, "spinners": spinners, "cpu_secs": cpu,

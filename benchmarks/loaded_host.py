@@ -91,7 +91,10 @@ class Busy:
         self.n, self.procs = n, []
 
     def __enter__(self):
-        self.procs = [subprocess.Popen([sys.executable, "-c", SPIN]) for _ in range(self.n)]
+        # Each a session of its own, as other users' jobs are: where the
+        # kernel groups sessions (sched_autogroup), each gets a group's share.
+        self.procs = [subprocess.Popen([sys.executable, "-c", SPIN], start_new_session=True)
+                      for _ in range(self.n)]
         return self
 
     def __exit__(self, *exc):

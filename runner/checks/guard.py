@@ -36,6 +36,9 @@ from ..verdicts import Termination, Verdict
 # A lone check may not start until the host has the memory it is expected to
 # need; if nothing else is running to free some, waiting longer is pointless.
 MEMORY_WAIT_ALONE_S = 30.0
+# How long the guard waits for a check to lead its own session before it
+# gives up setting its session group's niceness (give_priority).
+PRIORITY_WAIT_S = 1.0
 
 
 @dataclass(frozen=True)
@@ -261,21 +264,36 @@ def priority_refused(nice: int) -> str | None:
     return f"niceness {nice} raises priority, which needs root or CAP_SYS_NICE"
 
 
-def give_priority(proc: psutil.Process, nice: int) -> None:
+def give_priority(proc: psutil.Process, nice: int) -> bool:
     """Run the check at niceness ``nice``, set from outside as the guard
     starts (what the check starts later inherits it). A check that shares its
     core with busy processes needs about 1.2x its quiet CPU time on this
     project's VMs, whatever the clock it is limited on: every switch away
-    refills its caches. At -10 it keeps its core nearly to itself and its
-    CPU time within a few percent of quiet (benchmarks/cpu_drift.py,
-    docs/limits.md). Lowering niceness needs root or CAP_SYS_NICE, checked
-    before the sweep starts (runner.sweep), so a refusal here is this
-    process's privileges (an image server started by another user), not the
-    answer's."""
+    refills its caches. With priority it keeps its core nearly to itself and
+    its CPU time near quiet (benchmarks/cpu_drift.py, docs/limits.md).
+
+    A process's niceness weighs only against processes of its own session
+    when the kernel groups sessions (sched_autogroup, on by default in
+    Debian's kernels: each session's group gets an equal share), and a check
+    is a session of its own (hol_check.ml calls setsid, Isabelle's is started
+    as one). So a check that leads its session gets the niceness on its group
+    too (/proc/PID/autogroup, sched(7)). Returns False while the check is not
+    yet a session leader (a forked child calls setsid as it starts): ask again.
+    Lowering niceness needs root or CAP_SYS_NICE, checked before the sweep
+    starts (runner.sweep), so a refusal here is this process's privileges (an
+    image server started by another user), not the answer's."""
     try:
-        proc.nice(nice)
-    except psutil.NoSuchProcess:
-        pass            # already over; its verdict is read as usual
+        if proc.nice() != nice:
+            proc.nice(nice)
+        if not os.path.exists(f"/proc/{proc.pid}/autogroup"):
+            return True         # a kernel that does not group sessions
+        if os.getsid(proc.pid) != proc.pid:
+            return False
+        with open(f"/proc/{proc.pid}/autogroup", "w") as group:
+            group.write(str(nice))
+        return True
+    except (psutil.NoSuchProcess, ProcessLookupError, FileNotFoundError):
+        return True     # already over; its verdict is read as usual
     except (psutil.AccessDenied, PermissionError):
         raise ProverError(f"cannot set niceness {nice} on a check (process {proc.pid}): this "
                           "process lacks root or CAP_SYS_NICE; run it as root, or pass --nice 0"
@@ -298,12 +316,20 @@ def enforce(root: psutil.Process | None, limits: GuardLimits, started: float, te
     ``settled()`` (the check's own verdict is in) it only waits: the first
     cause wins (verdicts.Termination). ``tree`` names the processes
     measured, for the reason."""
-    if root is not None and limits.nice:
+    # Until the check leads its session (give_priority), for a second at most.
+    prioritise_until = started + PRIORITY_WAIT_S if root is not None and limits.nice else 0.0
+
+    def prioritise() -> None:
+        nonlocal prioritise_until
         try:
-            give_priority(root, limits.nice)
+            if give_priority(root, limits.nice) or time.monotonic() > prioritise_until:
+                prioritise_until = 0.0
         except ProverError:
             kill()
             raise
+
+    if prioritise_until:
+        prioritise()
     sampler = TreeSampler(root) if root is not None else None
     seen = Watched()
     budget = limits.time_s + limits.grace_s + allowance_s
@@ -323,6 +349,8 @@ def enforce(root: psutil.Process | None, limits: GuardLimits, started: float, te
         last = now
         if settled():
             continue
+        if prioritise_until:
+            prioritise()
         if sampler is not None:
             seen.peak_rss_bytes = max(seen.peak_rss_bytes, sampler.sample())
             seen.cpu_secs = sampler.cpu_secs
