@@ -202,8 +202,8 @@ def main() -> int:
     drift = statistics.median(cpu["quiet-again"]) / statistics.median(cpu["quiet"])
     lines.append(f"quiet-again / quiet: x{drift:.2f} (the host's own drift within this run)")
     if "busy-nice-10" in cpu and "quiet-nice-10" in cpu:
-        lines.append(f"busy-nice-10 / quiet-nice-10: x{statistics.median(cpu['busy-nice-10']) / "
-                     f"statistics.median(cpu['quiet-nice-10']):.2f} (loaded_host.py's comparison)")
+        paired = statistics.median(cpu["busy-nice-10"]) / statistics.median(cpu["quiet-nice-10"])
+        lines.append(f"busy-nice-10 / quiet-nice-10: x{paired:.2f} (loaded_host.py's comparison)")
     # What proofbatch runs: its checks at --nice -10 where it may, else at 0.
     shown = "busy-nice-10" if "busy-nice-10" in ratios else "busy"
     return emit(args, "cpu_drift", {"workers": args.workers, "spinners": spinners, "cpu_secs": cpu,
