@@ -32,7 +32,7 @@ from cluster.shares import planned_shares
 from cluster.slurm_jobs import UNFINISHED
 from runner.results.done import SHARDS_DIR
 from runner.results.rows import ResultRow
-from runner.checks.worker import CheckTask
+from runner.checks.tasks import CheckTask
 
 BENCH_DIR = Path(__file__).resolve().parent
 LEDGER = Path("fixed") / "jobs.json"

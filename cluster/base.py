@@ -19,7 +19,7 @@ from typing import Callable, ClassVar, Sequence
 from runner.results.publish import publish
 from runner.prover import ImageBuild, ProverBackend
 from runner.results.rows import ResultRow
-from runner.checks.worker import CheckTask
+from runner.checks.tasks import CheckTask
 
 
 @dataclass(frozen=True)

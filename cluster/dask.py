@@ -52,7 +52,8 @@ from runner.errors import InputError, ProverError
 from runner.prover import JobAllowances
 from runner.results.rows import ResultRow
 from runner.results.running import RunningBoard
-from runner.checks.worker import CheckTask, lost_row, work
+from runner.checks.tasks import CheckTask
+from runner.checks.worker import lost_row, work
 
 from . import cpu_slots
 from .base import Executor, SweepJob

@@ -22,7 +22,8 @@ from runner.prover import ProverSession
 from runner.results.rows import ResultRow
 from runner.results.shards import ShardWriter
 from runner.results.running import RunningBoard
-from runner.checks.worker import CheckTask, work
+from runner.checks.tasks import CheckTask
+from runner.checks.worker import work
 
 from .base import Executor, SweepJob, record_image_builds
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Sequence
 
-from runner.checks.worker import CheckTask
+from runner.checks.tasks import CheckTask
 from runner.planning.simulate import simulate
 
 

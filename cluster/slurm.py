@@ -50,7 +50,8 @@ from runner.planning.planner import PLAN_FILE, write_plan
 from runner.results.rows import ResultRow
 from runner.settings import setting as _help
 from runner.verdicts import Verdict
-from runner.checks.worker import CheckTask, lost_row
+from runner.checks.tasks import CheckTask
+from runner.checks.worker import lost_row
 
 from .base import Executor, SweepJob
 from .claims import Claimer, Pool, holder_name

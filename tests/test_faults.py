@@ -291,7 +291,8 @@ def kill_image_while_checking(session, p) -> None:
 def check_retrying(session, p: Problem):
     """A check as a worker runs it: a fault of the machine (its image killed
     under it) runs again (runner/checks/worker.py); (result, retries)."""
-    from runner.checks.worker import CheckTask, check_retrying as retrying
+    from runner.checks.tasks import CheckTask
+    from runner.checks.worker import check_retrying as retrying
 
     session.prepare([p])
     limits = CheckLimits(time_s=10.0, time_source="default", mem_bytes=2 * 2**30, expected_mem_bytes=2**20)

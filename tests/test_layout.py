@@ -304,7 +304,7 @@ def test_every_subpackage_of_a_prover_with_rooms_is_a_room():
 def test_the_checker_reads_runner_cluster_and_benchmarks():
     scanned = {module.split(".")[0] for _, module in _modules(ROOT)}
     assert scanned == {"runner", "cluster", "benchmarks"}
-    assert ("cluster/base.py", "runner.checks.worker") in {
+    assert ("cluster/base.py", "runner.checks.tasks") in {
         (str(p.relative_to(ROOT)), t) for p, m in _modules(ROOT) for _, t in _imports(ROOT, p, m)}
     assert any(t == "benchmarks.common" for p, m in _modules(ROOT) if m == "benchmarks.overhead"
                for _, t in _imports(ROOT, p, m))

@@ -19,7 +19,7 @@ from typing import Callable, Iterator
 from .. import events, provers
 from .attempts import Drain
 from .guard import BACKSTOP, OUTSIDE_RETRIES, outside_death
-from .tasks import CheckTask  # noqa: F401  (runner.checks.worker.CheckTask: where executors take it)
+from .tasks import CheckTask
 from ..errors import ProverError, not_utf8
 from ..prover import BackendInfo, CheckResult, ProverSession
 from ..results.rows import ResultRow, utcnow

@@ -183,7 +183,7 @@ def prices(known: Known) -> dict[str, float]:
 
 def plan_sweep(tasks: Sequence, backend, *, workers, config, timeout_map=None, out: Path,
                costs_from: Sequence = ()):
-    """The plan of a sweep's tasks (runner.checks.worker.CheckTask, in corpus order)
+    """The plan of a sweep's tasks (runner.checks.tasks.CheckTask, in corpus order)
     on ``backend`` (a runner.prover.ProverBackend), whose image plan says
     which image each problem needs and what building it is expected to cost.
 

@@ -24,7 +24,8 @@ from pathlib import Path
 import pytest
 
 from runner.checks.guard import GuardLimits, priority_refused
-from runner.checks.worker import CheckTask, work
+from runner.checks.tasks import CheckTask
+from runner.checks.worker import work
 from runner.prover import CheckLimits
 from runner.results.shards import ShardWriter
 

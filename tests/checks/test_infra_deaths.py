@@ -29,7 +29,8 @@ from runner.prover import BackendInfo, CheckLimits, CheckResult
 from runner.results.rows import rows_to_table
 from runner.results.shards import ShardWriter
 from runner.verdicts import Outcome, Verdict
-from runner.checks.worker import CheckTask, outside_deaths, work
+from runner.checks.tasks import CheckTask
+from runner.checks.worker import outside_deaths, work
 
 from ..helpers import ROOT, on_its_checks, problem
 

@@ -18,7 +18,8 @@ import pytest
 from runner import events
 from runner.checks import janitor
 from runner.checks.guard import OUTSIDE_RETRIES, Observation
-from runner.checks.worker import CheckTask, work
+from runner.checks.tasks import CheckTask
+from runner.checks.worker import work
 from runner.errors import ProverError
 from runner.prover import CheckLimits, CheckResult
 from runner.provers.hol_light.session.fork_session import interpret, machine_fault

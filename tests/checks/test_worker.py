@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from runner.results.shards import ShardWriter
-from runner.checks.worker import CheckTask, work
+from runner.checks.tasks import CheckTask
+from runner.checks.worker import work
 from runner.prover import CheckLimits
 
 from ..helpers import problem
