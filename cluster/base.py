@@ -10,13 +10,12 @@ to the driver as they are published, for the progress display.
 from __future__ import annotations
 
 import abc
-import json
 import socket
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, ClassVar, Sequence
 
-from runner.results.publish import publish
+from runner.results.publish import publish_json
 from runner.prover import ImageBuild, ProverBackend
 from runner.results.rows import ResultRow
 from runner.checks.tasks import CheckTask
@@ -59,4 +58,4 @@ def record_image_builds(job: SweepJob, builds: Sequence[ImageBuild]) -> None:
                         "finished_at": b.finished_at} for b in builds]}
     path = job.out / "images" / f"{job.run_id}.json"
     path.parent.mkdir(parents=True, exist_ok=True)
-    publish(path, lambda tmp: tmp.write_text(json.dumps(data, indent=1) + "\n"))
+    publish_json(path, data, indent=1)

@@ -10,7 +10,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from runner.results.publish import publish
+from runner.results.publish import publish_json
 from runner import subproc
 from runner.errors import CommandError, InputError
 
@@ -65,7 +65,7 @@ class Ledger:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         data = {"format": "proofbatch-slurm-jobs/1", "jobs": [r.as_json() for r in self.records],
                 "tries": [[list(k), n] for k, n in sorted(self.tries.items())]}
-        publish(self.path, lambda tmp: tmp.write_text(json.dumps(data, indent=1) + "\n"))
+        publish_json(self.path, data, indent=1)
 
     def _pool_path(self, name: str) -> Path:
         return self.path.parent / "pools" / f"{name}.json"
@@ -73,8 +73,7 @@ class Ledger:
     def write_pool(self, name: str, keys: list[tuple[str, int]]) -> None:
         path = self._pool_path(name)
         path.parent.mkdir(parents=True, exist_ok=True)
-        text = json.dumps([list(k) for k in keys])
-        publish(path, lambda tmp: tmp.write_text(text))
+        publish_json(path, [list(k) for k in keys], newline=False)
         self._pools[name] = list(keys)
 
     def keys_of(self, record: JobRecord) -> list[tuple[str, int]]:

@@ -27,7 +27,7 @@ import pyarrow.compute as pc
 from .checks import attempts
 from .results import lock as sweep_lock
 from .results.done import SHARDS_DIR, Done
-from .results.publish import publish
+from .results.publish import publish_json
 from .results.sweep_manifest import NAME as MANIFEST, read_sweep_manifest
 from .checks.context_proofs import ContextProofs
 from .corpus import corpus_fingerprint, problem_patterns
@@ -286,12 +286,12 @@ def check_manifest(prepared: PreparedSweep, done: Done | None = None, *,
             # early: the manifest, and the resume command `proofbatch status`
             # prints from it, describe the sweep as last started.
             old.update(counts)
-            publish(path, lambda tmp: tmp.write_text(json.dumps(old, indent=2) + "\n"))
+            publish_json(path, old, indent=2)
         return old
     if not write:
         return manifest
     cfg.out.mkdir(parents=True, exist_ok=True)
-    publish(path, lambda tmp: tmp.write_text(json.dumps(manifest, indent=2) + "\n"))
+    publish_json(path, manifest, indent=2)
     return manifest
 
 

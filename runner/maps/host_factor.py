@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Mapping, Sequence
 
 from ..errors import InputError
-from ..results.publish import publish
+from ..results.publish import publish_json
 
 # A map used on a host measured this much slower than its own says so.
 SLOW_HOST = 1.3
@@ -120,7 +120,7 @@ def median_quartiles(values) -> tuple[float, float, float]:
 def save(cal: Calibration) -> Path:
     path = record_path(cal.map_sha256, cal.mode, cal.clock, cal.host)
     path.parent.mkdir(parents=True, exist_ok=True)
-    publish(path, lambda tmp: tmp.write_text(json.dumps(asdict(cal), indent=1) + "\n"))
+    publish_json(path, asdict(cal), indent=1)
     return path
 
 

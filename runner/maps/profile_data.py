@@ -14,7 +14,7 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..results.publish import publish
+from ..results.publish import publish_json
 from ..errors import InputError
 
 
@@ -74,7 +74,7 @@ def _now() -> str:
 
 
 def _write_json(path: Path, data) -> None:
-    publish(path, lambda tmp: tmp.write_text(json.dumps(data, indent=2) + "\n"))
+    publish_json(path, data, indent=2)
 
 
 def _read_json(path: Path, what: str):

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Iterable, Mapping, Sequence
 
 from ..errors import InputError
-from ..results.publish import publish
+from ..results.publish import publish_json
 
 
 def measured_builds(dirs: Iterable[Path]) -> dict[str, tuple[str | None, float]]:
@@ -193,8 +193,7 @@ def cached_builds(out: Path | None = None, path: Path | None = None
                 continue
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        publish(path, lambda tmp: tmp.write_text(json.dumps(
-            {"format": "proofbatch-image-costs/1", "sweeps": sweeps, "builds": builds}) + "\n"))
+        publish_json(path, {"format": "proofbatch-image-costs/1", "sweeps": sweeps, "builds": builds})
     except OSError:
         pass                          # a read-only cache still prices
     return {k: (e.get("parent"), statistics.median(e["runs"].values()))

@@ -38,7 +38,7 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Iterable, Mapping, Sequence
 
-from ..results.publish import publish
+from ..results.publish import publish_json
 from ..errors import InputError
 from ..settings import setting as _help
 
@@ -345,7 +345,7 @@ def _count(values: Iterable[str]) -> dict[str, int]:
 
 def write_plan(path: Path, plan: Plan, prediction=None, run_id: str | None = None) -> None:
     data = plan_to_json(plan, prediction, run_id)
-    publish(Path(path), lambda tmp: tmp.write_text(json.dumps(data, indent=1) + "\n"))
+    publish_json(Path(path), data, indent=1)
 
 
 def read_plan(path: Path) -> tuple[Plan, dict]:

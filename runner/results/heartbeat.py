@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING
 
 from .. import events
 from . import running
-from .publish import publish
+from .publish import publish_json
 
 if TYPE_CHECKING:      # imported where used: pyarrow stays out of a heartbeat's start
     from .done import Done
@@ -121,7 +121,7 @@ class Heartbeat:
                 if "problem_id" in e and (cost := work.cost_of(e["problem_id"], e.get("attempt", 0)))
                 is not None]
         with self._publishing:
-            publish(self.path, lambda tmp: tmp.write_text(json.dumps(data)))
+            publish_json(self.path, data, newline=False)
 
     def finish(self, counts: Counter, done: int, skipped: int) -> None:
         """The merged table's account: exact, whatever the live counts said."""

@@ -39,7 +39,7 @@ import psutil
 
 from . import heartbeat
 from ..errors import InputError
-from .publish import publish
+from .publish import publish_json
 
 LOCK_FILE = ".sweep.lock"
 HOLDER_FILE = "lock.json"
@@ -176,7 +176,7 @@ class SweepLock:
     def _publish(self) -> None:
         with self._publishing:
             record = dict(self._record, beat=time.time())
-            publish(self.out / HOLDER_FILE, lambda tmp: tmp.write_text(json.dumps(record, indent=1) + "\n"))
+            publish_json(self.out / HOLDER_FILE, record, indent=1)
 
     def _beat(self) -> None:
         while not self._stop.wait(self.interval):

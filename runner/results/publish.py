@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
-from typing import Callable
+from typing import Any, Callable
 
 
 def _fsync_dir(directory: Path) -> None:
@@ -37,3 +38,11 @@ def publish(path: Path, write: Callable[[Path], None]) -> None:
         tmp.unlink(missing_ok=True)
         raise
     _fsync_dir(path.parent)
+
+
+def publish_json(path: Path, data: Any, *, indent: int | None = None, newline: bool = True) -> None:
+    """Publish ``data`` as ``json.dumps(data, indent=indent)`` at ``path``, as
+    ``publish`` does, ending in a newline unless ``newline`` is False (for
+    the files written without one before: their bytes stay as they were)."""
+    text = json.dumps(data, indent=indent) + ("\n" if newline else "")
+    publish(path, lambda tmp: tmp.write_text(text, encoding="utf-8"))

@@ -14,7 +14,7 @@ import socket
 import time
 from pathlib import Path
 
-from .publish import publish
+from .publish import publish_json
 
 RUNNING_DIR = "running"
 
@@ -40,8 +40,7 @@ class RunningBoard:
         self._publish()
 
     def _publish(self) -> None:
-        entry = self._entry
-        publish(self.path, lambda tmp: tmp.write_text(json.dumps(entry)))
+        publish_json(self.path, self._entry, newline=False)
 
     def clear(self) -> None:
         self.path.unlink(missing_ok=True)

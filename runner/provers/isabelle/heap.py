@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Sequence
 
-from ...results.publish import publish
+from ...results.publish import publish_json
 from ... import subproc
 from ...errors import CommandError, InputError, ProverError
 
@@ -192,7 +192,7 @@ class HeapStore:
                 shutil.copy2(built_in / rel, tmp / rel)
             meta = {"key": key, "session": session, "secs": secs, "host": socket.gethostname(),
                     "built": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
-            publish(tmp / MANIFEST, lambda p: p.write_text(json.dumps(meta, indent=1) + "\n"))
+            publish_json(tmp / MANIFEST, meta, indent=1)
             old = self.entry(key)
             if old.exists():                        # a stale or partial entry: replace it
                 shutil.rmtree(old)
