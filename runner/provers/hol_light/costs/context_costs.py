@@ -11,7 +11,7 @@ parent. Its build time is, in this order:
 
    - every phrase that runs (comments and blanks aside) costs the mode's
      ``phrase_s`` plus ``per_kb_s`` per KB of its normal form
-     (contexts.normal_form: comments out, blanks collapsed);
+     (ocaml_lexer.normal_form: comments out, blanks collapsed);
    - ``trust``: a proof phrase costs just that, like a definition of its
      size: a trusted proof returns its statement without running its tactic;
    - ``replay``: a proof phrase costs besides its proof: the map's
