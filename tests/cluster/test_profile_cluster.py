@@ -15,7 +15,6 @@ its proof, so that the cancel lands between checks.
 from __future__ import annotations
 
 import json
-import os
 import signal
 import socket
 import subprocess
@@ -28,39 +27,18 @@ from cluster.slurm import Ledger
 from runner.checks.worker import cpu_model
 from runner.results import shards
 
-from ..helpers import DEMO, LIGHT, ROOT, TEST_MEM_LIMIT
+from ..helpers import LIGHT, ROOT
 from ..test_stopping import SIGNALS_AT_DEFAULT
-from .profile_checks import assert_seeded_runs_on_this_host, assert_three_times_each
+from .profile_checks import RUN_2, assert_seeded_runs_on_this_host, assert_three_times_each
+from .profile_checks import busy_corpus, profile_args, start_driver, stopped_then_resumed
 from .test_slurm import claimed_by, done_keys, running_jobs, wait_for
 
 pytestmark = [pytest.mark.hol, pytest.mark.slurm, pytest.mark.usefixtures("slurm_cluster")]
 
 # A second or two of native code before the proof (3e9 turns of this loop
 # took 2.2 s of CPU compiled by ocamlopt here): long enough for a cancel to
-# land between checks, short enough for three runs of three problems. (An
-# answer may not read a clock: Sys is forbidden in answers.)
+# land between checks, short enough for three runs of three problems.
 BUSY = "(fun g -> let r = ref 0 in for i = 1 to 3000000000 do r := !r + i done; ALL_TAC g) THEN "
-
-
-def busy_corpus(root: Path) -> Path:
-    corpus = root / "corpus"
-    for pid in LIGHT:
-        folder = corpus / pid
-        folder.mkdir(parents=True)
-        for name in ("setup.ml", "query.txt"):
-            (folder / name).write_bytes((DEMO / pid / name).read_bytes())
-        (folder / "answer.txt").write_text(BUSY + (DEMO / pid / "answer.txt").read_text())
-    return corpus
-
-
-def driver(corpus: Path, out: Path) -> subprocess.Popen:
-    # Stopped with Ctrl-C below: SIGINT at its default whatever the launcher's.
-    return subprocess.Popen(
-        [*SIGNALS_AT_DEFAULT, sys.executable, "-m", "runner.cli", "profile", str(corpus), "--out", str(out),
-         "--runs", "3", "--seed", "5", "--ceiling", "300", "--mem-limit", f"{TEST_MEM_LIMIT // 2**20}M",
-         "--context-root", str(DEMO), "--cluster", "slurm", "--nodes", "1", "--mode", "native"],
-        cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-        start_new_session=True, env={**os.environ, "COLUMNS": "120"})
 
 
 def ledgers(out: Path) -> list[Path]:
@@ -69,41 +47,34 @@ def ledgers(out: Path) -> list[Path]:
 
 @pytest.fixture(scope="module")
 def cancelled_profile(native_build, tmp_path_factory):
+    """Run 2's array task scancelled while it has checks left, the driver
+    stopped with Ctrl-C, then the same command again."""
     root = tmp_path_factory.mktemp("slurm-profile")
-    corpus, out = busy_corpus(root), root / "profile"
-    run2 = out / "runs" / "g1-r2"
-    story: dict = {"out": out, "run2": run2}
-    drivers = []
-    try:
-        first = driver(corpus, out)
-        drivers.append(first)
+    corpus, out = busy_corpus(root, BUSY), root / "profile"
+    run2 = out / RUN_2
+    # Stopped with Ctrl-C: SIGINT at its default whatever the launcher's.
+    argv = [*SIGNALS_AT_DEFAULT, sys.executable, "-m", "runner.cli", *profile_args(corpus, out),
+            "--cluster", "slurm", "--nodes", "1", "--mode", "native"]
 
-        def run2_mid_way():
-            path = run2 / "slurm" / "jobs.json"
-            if not path.exists():
-                return None
-            records = Ledger(path).records
-            states = running_jobs()
-            live = [r for r in records if states.get(r.job_id) == "RUNNING" and claimed_by(run2, r.job_id)]
-            return live and len(done_keys(run2)) < len(LIGHT) and live[0]
-        victim = wait_for(run2_mid_way, 1500, "run 2's array task checking, with checks left")
+    def task_checking():
+        path = run2 / "slurm" / "jobs.json"
+        if not path.exists():
+            return None
+        records = Ledger(path).records
+        states = running_jobs()
+        live = [r for r in records if states.get(r.job_id) == "RUNNING" and claimed_by(run2, r.job_id)]
+        return live and len(done_keys(run2)) < len(LIGHT) and live[0]
+
+    def mid_run_2(first) -> dict:
+        victim = wait_for(task_checking, 1500, "run 2's array task checking, with checks left")
         subprocess.run(["scancel", victim.job_id], check=True)
         wait_for(lambda: victim.job_id not in running_jobs(), 60, f"Slurm to end task {victim.job_id}")
-        story["victim"] = victim.job_id
-        story["done_at_cancel"] = done_keys(run2)
-        os.killpg(first.pid, signal.SIGINT)
-        story["first_output"] = first.communicate(timeout=120)[0]
-        story["first_exit"] = first.returncode
-        second = driver(corpus, out)
-        drivers.append(second)
-        story["second_output"] = second.communicate(timeout=2400)[0]
-        story["second_exit"] = second.returncode
-        yield story
+        return {"victim": victim.job_id, "done_at_cancel": done_keys(run2)}
+    try:
+        with stopped_then_resumed(lambda: start_driver(argv, ROOT), mid_run_2, signal.SIGINT,
+                                  resume_s=2400) as story:
+            yield {**story, "out": out, "run2": run2}
     finally:
-        for proc in drivers:
-            if proc.poll() is None:
-                os.killpg(proc.pid, signal.SIGKILL)
-                proc.wait()
         ids = [r.job_id for path in ledgers(out) for r in Ledger(path).records]
         if ids:
             subprocess.run(["scancel", *ids], capture_output=True)

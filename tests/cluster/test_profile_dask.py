@@ -18,10 +18,8 @@ import json
 import os
 import signal
 import socket
-import subprocess
 import threading
 import time
-from pathlib import Path
 
 import pytest
 
@@ -29,9 +27,10 @@ from cluster import cpu_slots
 from runner.checks.worker import cpu_model
 from runner.results import shards
 
-from ..helpers import DEMO, LIGHT, PROOFBATCH, TEST_MEM_LIMIT
+from ..helpers import LIGHT, PROOFBATCH
 from .dask_cluster import scheduler_and_worker
-from .profile_checks import assert_seeded_runs_on_this_host, assert_three_times_each
+from .profile_checks import RUN_2, assert_seeded_runs_on_this_host, assert_three_times_each
+from .profile_checks import busy_corpus, profile_args, start_driver, stopped_then_resumed
 from .test_slurm import done_keys, wait_for
 
 # Seconds of bytecode before the proof (5e7 turns of this loop took 1-2 s
@@ -39,21 +38,10 @@ from .test_slurm import done_keys, wait_for
 # check must outlast a writer's heavy_secs (1 s), so that its row is
 # published at once and run 2 is seen with a check done and checks left: on
 # a quiet CI host, 5e7 turns let run 2's rows land together and the first
-# driver finish before it could be stopped. An answer may not read a clock.
+# driver finish before it could be stopped.
 BUSY = "(fun g -> let r = ref 0 in for i = 1 to 200000000 do r := !r + i done; ALL_TAC g) THEN "
 # Copied too, but left out by --problems.
 UNSELECTED = "sets.union_comm"
-
-
-def busy_corpus(root: Path) -> Path:
-    corpus = root / "corpus"
-    for pid in (*LIGHT, UNSELECTED):
-        folder = corpus / pid
-        folder.mkdir(parents=True)
-        for name in ("setup.ml", "query.txt"):
-            (folder / name).write_bytes((DEMO / pid / name).read_bytes())
-        (folder / "answer.txt").write_text(BUSY + (DEMO / pid / "answer.txt").read_text())
-    return corpus
 
 
 def one_cpu() -> None:
@@ -69,49 +57,25 @@ def scheduler(tmp_path_factory):
         yield address
 
 
-def driver(root: Path, address: str) -> subprocess.Popen:
-    # Paths relative to the driver's folder, which is not the worker's.
-    return subprocess.Popen(
-        ["env", "--default-signal=TERM", str(PROOFBATCH), "profile", "corpus", "--out", "profile",
-         "--problems", ",".join(LIGHT), "--runs", "3", "--seed", "5", "--ceiling", "300",
-         "--mem-limit", f"{TEST_MEM_LIMIT // 2**20}M", "--context-root", str(DEMO),
-         "--map", "map.json", "--cluster", "dask", "--scheduler-address", address],
-        cwd=root, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-        start_new_session=True, env={**os.environ, "COLUMNS": "120"})
-
-
 @pytest.fixture(scope="module")
 def stopped_profile(scheduler, tmp_path_factory):
+    """The driver stopped with SIGTERM once run 2 has a check done and
+    checks left, then the same command again."""
     root = tmp_path_factory.mktemp("profile")
-    busy_corpus(root)
-    out = root / "profile"
-    run2 = out / "runs" / "g1-r2"
-    story: dict = {"out": out, "root": root}
-    drivers = []
-    started = time.monotonic()
-    try:
-        first = driver(root, scheduler)
-        drivers.append(first)
+    busy_corpus(root, BUSY, (*LIGHT, UNSELECTED))
+    run2 = root / "profile" / RUN_2
+    # Paths relative to the driver's folder, which is not the worker's.
+    argv = ["env", "--default-signal=TERM", str(PROOFBATCH), *profile_args("corpus", "profile"),
+            "--problems", ",".join(LIGHT), "--map", "map.json",
+            "--cluster", "dask", "--scheduler-address", scheduler]
+
+    def mid_run_2(first) -> dict:
         wait_for(lambda: (run2 / "shards").is_dir() and 0 < len(done_keys(run2)) < len(LIGHT)
                  or first.poll() is not None, 1500, "run 2 with a check done and checks left")
-        story["done_at_stop"] = done_keys(run2)
-        assert first.poll() is None, \
-            f"the first driver ended (exit {first.returncode}) before run 2 could be stopped " \
-            f"with a check done:\n{first.communicate()[0]}"
-        os.killpg(first.pid, signal.SIGTERM)
-        story["first_output"] = first.communicate(timeout=120)[0]
-        story["first_exit"] = first.returncode
-        second = driver(root, scheduler)
-        drivers.append(second)
-        story["second_output"] = second.communicate(timeout=1200)[0]
-        story["second_exit"] = second.returncode
-        story["seconds"] = time.monotonic() - started
-        yield story
-    finally:
-        for proc in drivers:
-            if proc.poll() is None:
-                os.killpg(proc.pid, signal.SIGKILL)
-                proc.wait()
+        return {"done_at_stop": done_keys(run2)}
+    with stopped_then_resumed(lambda: start_driver(argv, root), mid_run_2, signal.SIGTERM,
+                              resume_s=1200) as story:
+        yield {**story, "out": root / "profile", "root": root}
 
 
 @pytest.mark.hol
