@@ -27,9 +27,6 @@ import pyarrow.parquet as pq
 
 from . import compaction, csv_table as results_csv
 from .done import LIGHT, SHARDS_DIR, Done, dedupe, dedupe_history
-# tests/hol_light still reads a shard as shards._read_shard: switch after its move.
-from .done import read_shard as _read_shard  # noqa: F401
-# runner/provers/hol_light still imports it here: switch after its move
 from .publish import _fsync_dir, publish
 from .rows import COLUMNS, ResultRow, rows_to_table
 from .shard_reads import read_shards

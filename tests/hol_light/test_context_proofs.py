@@ -28,7 +28,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from runner.provers.hol_light import contexts
-from runner.results import shards
+from runner.results import done, shards
 from runner.checks.context_proofs import ContextProofs
 from runner.errors import InputError
 from runner.provers.hol_light.session.backend import HolLightBackend
@@ -334,10 +334,10 @@ def test_shards_written_before_the_column_still_read(tmp_path):
                     timeout_source="default", worker="w", host="h", started_at=utcnow(),
                     finished_at=utcnow(), image_key="k", prover_build="b", mode="bytecode",
                     exit_status="exit 0", answer_sha256="", run_id="r")
-    (tmp_path / shards.SHARDS_DIR).mkdir()
-    path = tmp_path / shards.SHARDS_DIR / "w-000001.parquet"
+    (tmp_path / done.SHARDS_DIR).mkdir()
+    path = tmp_path / done.SHARDS_DIR / "w-000001.parquet"
     pq.write_table(rows_to_table([row]).drop(["context_proofs"]), path)
-    table = shards._read_shard(path)
+    table = done.read_shard(path)
     assert table is not None and table.column_names == list(COLUMNS)
     assert table.column("context_proofs").to_pylist() == [None]
     assert ("p", 0) in shards.scan(tmp_path).done

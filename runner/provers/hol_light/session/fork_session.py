@@ -35,7 +35,7 @@ from .image_logs import failure_reason, keep_log, last_output, log_reason, tail_
 from .image_tree import ImageTree
 from ....checks.janitor import Janitor
 from ....prover import CheckLimits, CheckResult, ImageBuild, LimitClock, ProverSession
-from ....results.shards import publish
+from ....results.publish import publish
 from ....verdicts import Outcome, Verdict
 
 RECORD = re.compile(r"PBV2\t(?P<nonce>[0-9a-f]+)\t(?P<verdict>[A-Z]+)\t(?P<secs>[0-9.]+)\t"

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from ....checks.guard import signal_name
 from ....corpus import Problem
-from ....results.shards import publish
+from ....results.publish import publish
 
 
 def failure_reason(error: str | None, status: str, last: str | None) -> str:
