@@ -23,9 +23,10 @@ sweep checking in the images of one ``proofbatch serve --mode native``
 
 A check that shares its core with busy processes needs about 1.2x its quiet
 CPU time on this project's VMs, whatever runs it (cpu_drift.py). The quiet,
-default-clock and quiet-again runs therefore give their checks ``--nice
---check-nice`` (default -10 as root, else 0: what a user who may raise
-priority runs); the wall run is the bench's harness and keeps niceness 0.
+default-clock and quiet-again runs (and calibrate) therefore run their
+checks at ``run --nice`` of ``--check-nice`` (default -10 as root, else 0:
+what a user who may raise priority runs); the wall run is the bench's
+harness and keeps niceness 0.
 
 It prints per problem the map's time and limit, and wall and CPU proof time
 and verdict in each run, and exits 1 if the loaded default run gives any
