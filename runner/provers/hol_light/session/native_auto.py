@@ -2,9 +2,10 @@
 
 ``--mode native`` runs every check natively (contexts that cannot be
 compiled fall back to bytecode, see hol_native). ``--mode auto`` runs a
-check natively when its expected bytecode time is above ``THRESHOLD_S`` (map_modes.py) and
-in the bytecode fork server otherwise; a check with no expected time runs
-natively, batched, where compiling it costs milliseconds.
+check natively when its expected bytecode time is above ``THRESHOLD_S``
+(costs/map_modes.py) and in the bytecode fork server otherwise; a check
+with no expected time runs natively, batched, where compiling it costs
+milliseconds.
 
 A check that runs in another mode than the timeout map was measured in
 gets its limit converted (map_modes.py), and says so. That includes a check
@@ -39,6 +40,8 @@ from ....prover import (BackendInfo, Mode, Prover, CheckLimits, CheckResult, Ima
 from ....verdicts import Verdict
 
 MODES = (Mode.BYTECODE, Mode.NATIVE, Mode.AUTO)    # what --mode asks for
+
+
 class ModeBackend(ProverBackend):
     """``--mode native`` or ``--mode auto``: native and bytecode sessions
     behind one, each started only when a check needs it."""
