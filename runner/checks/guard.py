@@ -264,6 +264,20 @@ def priority_refused(nice: int) -> str | None:
     return f"niceness {nice} raises priority, which needs root or CAP_SYS_NICE"
 
 
+def autogroup_nice(pid: int | str) -> str | None:
+    """The niceness of the session group ``pid`` is scheduled in, or None
+    where there is none: a kernel without sched_autogroup has no
+    /proc/PID/autogroup, and a process in a cgroup other than the root's
+    (a container, a systemd slice with the cpu controller) is not
+    autogrouped, so the kernel prints nothing there (sched(7))."""
+    try:
+        with open(f"/proc/{pid}/autogroup") as group:
+            words = group.read().split()
+    except FileNotFoundError:
+        return None
+    return words[-1] if words else None
+
+
 def give_priority(proc: psutil.Process, nice: int) -> bool:
     """Run the check at niceness ``nice``, set from outside as the guard
     starts (what the check starts later inherits it). A check that shares its
@@ -285,15 +299,19 @@ def give_priority(proc: psutil.Process, nice: int) -> bool:
     try:
         if proc.nice() != nice:
             proc.nice(nice)
-        if not os.path.exists(f"/proc/{proc.pid}/autogroup"):
-            return True         # a kernel that does not group sessions
         if os.getsid(proc.pid) != proc.pid:
             return False
+        if not autogroup_nice(proc.pid):
+            return True     # not in a session group: nothing more weighs against it
         with open(f"/proc/{proc.pid}/autogroup", "w") as group:
             group.write(str(nice))
         return True
     except (psutil.NoSuchProcess, ProcessLookupError, FileNotFoundError):
         return True     # already over; its verdict is read as usual
+    except BlockingIOError:
+        # The kernel takes one group niceness per 100 ms from a process
+        # without CAP_SYS_ADMIN (EAGAIN, kernel/sched/autogroup.c): ask again.
+        return False
     except (psutil.AccessDenied, PermissionError):
         raise ProverError(f"cannot set niceness {nice} on a check (process {proc.pid}): this "
                           "process lacks root or CAP_SYS_NICE; run it as root, or pass --nice 0"
