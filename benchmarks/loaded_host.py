@@ -24,9 +24,9 @@ sweep checking in the images of one ``proofbatch serve --mode native``
 A check that shares its core with busy processes needs about 1.2x its quiet
 CPU time on this project's VMs, whatever runs it (cpu_drift.py). The quiet,
 default-clock and quiet-again runs (and calibrate) therefore run their
-checks at ``run --nice`` of ``--check-nice`` (default -10 as root, else 0:
-what a user who may raise priority runs); the wall run is the bench's
-harness and keeps niceness 0.
+checks at run's default niceness, ``--nice auto`` (-10 as root under the
+cpu clock, else 0), or at ``--check-nice`` if given; the wall run is the
+bench's harness and keeps niceness 0.
 
 It prints per problem the map's time and limit, and wall and CPU proof time
 and verdict in each run, and exits 1 if the loaded default run gives any
@@ -164,8 +164,9 @@ def main() -> int:
     parser.add_argument("--busy", type=int, default=3, help="spinning processes per core while loaded")
     parser.add_argument("--max-images", type=int, default=32,
                         help="images the server keeps loaded (every context of the draw, so none loads twice)")
-    parser.add_argument("--check-nice", type=int, default=-10 if os.geteuid() == 0 else 0,
-                        help="`run --nice` for every run but the wall one (default: -10 as root, else 0)")
+    parser.add_argument("--check-nice", type=int, default=None,
+                        help="`run --nice` for every run but the wall one (default: none given, so "
+                             "run's own default, auto: -10 on the cpu clock as root, else 0)")
     parser.add_argument("--host-factor", default="auto",
                         help="for the loaded default run: auto (calibrate first), none, or a number")
     args = parser.parse_args()
@@ -189,10 +190,14 @@ def main() -> int:
     runs, lines = {}, [f"seed {args.seed}: {len(picked)} problems of {len(files)} arm files "
                        f"({', '.join(files)}), {args.workers} workers on {os.cpu_count()} CPUs"]
     busy = args.busy * (os.cpu_count() or 1)
-    nice = ["--nice", str(args.check_nice)] if args.check_nice else []
-    lines.append(f"checks at niceness {args.check_nice} in every run but the wall one (0 there)")
+    nice = [] if args.check_nice is None else ["--nice", str(args.check_nice)]
     with Server(args, serve_dir(args)):
         runs["quiet"] = sweep(args, "quiet", corpus, chosen, *nice)
+        # What run resolved --nice to, as sweep.json records it.
+        check_nice = json.loads((args.work / f"loaded-{args.seed}-quiet" / "sweep.json").read_text()
+                                ).get("nice")
+        lines.append(f"checks at niceness {check_nice} ({' '.join(nice) or 'run default: --nice auto'})"
+                     " in every run but the wall one (0 there)")
         factor = []
         if args.host_factor == "auto":
             step(PROOFBATCH + ["calibrate", corpus, "--timeout-map", args.bench_map, "--map-mode",
@@ -249,7 +254,7 @@ def main() -> int:
     lines.append(f"quiet again / quiet, no load of ours: median {quiet_drift:.3f} "
                  f"over {len(quiet_drifts)} problems (the host's own drift)")
     lines += ["not met: " + f for f in failures]
-    figures = {"seed": args.seed, "problems": len(picked), "files": files, "check_nice": args.check_nice,
+    figures = {"seed": args.seed, "problems": len(picked), "files": files, "check_nice": check_nice,
                "wall_false_timeouts": len(wall_false), "cpu_drift_median": round(drift, 3),
                "quiet_drift_median": round(quiet_drift, 3),
                **{f"{k}_wall_s": round(v[1], 1) for k, v in runs.items()},

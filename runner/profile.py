@@ -84,9 +84,10 @@ class ProfileConfig:
                              "records both a proof's wall and CPU time, and `timeout-map` derives "
                              "limits from either", default="cpu",
                              flag=flag_of(SweepConfig, "limit_clock"))
-    nice: int = _help("niceness of every profiled check, as for `run`: a check sharing its core "
-                      "with other busy work needs more CPU time, and a profile keeps those times",
-                      default=0, flag=flag_of(SweepConfig, "nice"))
+    nice: int | None = _help("niceness of every profiled check, or auto (the default), as for "
+                             "`run`: a check sharing its core with other busy work needs more CPU "
+                             "time, and a profile keeps those times", default=None,
+                             flag=flag_of(SweepConfig, "nice"))
     verify_trust: bool = _help("after the runs, check every ground truth once more under the other "
                                "choice of context_proofs; a verdict that differs is a defect",
                                default=False, flag="--verify-trust", action="store_true")

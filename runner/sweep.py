@@ -27,7 +27,7 @@ from . import events, sweep_dir
 from . import provers as backends
 from .checks import attempts, problem_hash
 from .checks.context_proofs import ContextProofs
-from .checks.guard import priority_refused
+from .checks.guard import priority_refused, resolve_nice
 from .checks.tasks import CheckTask
 from .corpus import Problem, corpus_fingerprint, corpus_notes, select_problems
 from .errors import InputError
@@ -155,8 +155,9 @@ def prepare(config: SweepConfig) -> PreparedSweep:
     if str(config.limit_clock) not in {str(c) for c in LimitClock}:
         raise InputError("--limit-clock", f"{config.limit_clock!r} is not a clock",
                          f"pass one of {', '.join(str(c) for c in LimitClock)}")
-    if (why := priority_refused(config.nice)) is not None:
-        raise InputError("--nice", why, "pass a niceness from 0 to 19, or run as root")
+    if config.nice is not None and (why := priority_refused(config.nice)) is not None:
+        raise InputError("--nice", why, "pass a niceness from 0 to 19 or auto, or run as root")
+    nice = resolve_nice(config.nice, config.limit_clock)
     if not 1 <= config.backstop_factor <= 1000:
         raise InputError("--backstop-factor", f"{config.backstop_factor} is not a factor of the limit",
                          "pass a number from 1 to 1000 (default 3)")
@@ -241,7 +242,7 @@ def prepare(config: SweepConfig) -> PreparedSweep:
         guard, expected = map_use.memory(p.problem_id, mem, min(config.expected_mem, mem))
         limit = backend.limits_for(p, CheckLimits(
             time_s=limits[p.problem_id].seconds, time_source=limits[p.problem_id].source,
-            mem_bytes=guard, expected_mem_bytes=expected, clock=config.limit_clock, nice=config.nice))
+            mem_bytes=guard, expected_mem_bytes=expected, clock=config.limit_clock, nice=nice))
         # After the mode's conversion: the bench's slack is wall seconds, not work.
         time_s = limit.time_s + config.limit_slack
         return dataclasses.replace(limit, time_s=time_s, backstop_s=backstop_s(
@@ -258,7 +259,7 @@ def prepare(config: SweepConfig) -> PreparedSweep:
     return PreparedSweep(config, problems, attempts.contiguous(ordered), backend,
                          warnings=notes + covered + map_use.warnings + backend.warnings(), plan=plan,
                          corpus_fingerprint=fingerprint, corpus_size=corpus_size, not_native=not_native,
-                         host_factor=None if loaded is None else loaded.host_factor)
+                         host_factor=None if loaded is None else loaded.host_factor, nice=nice)
 
 
 def order(tasks: list[CheckTask], backend: ProverBackend, config: SweepConfig, loaded=None):

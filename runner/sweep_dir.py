@@ -224,6 +224,7 @@ def check_manifest(prepared: PreparedSweep, done: Done | None = None, *,
         # factor the map's limits were scaled by for this host.
         "limit_clock": str(cfg.limit_clock),
         "host_factor": prepared.host_factor,
+        "nice": prepared.nice,      # --nice resolved: auto is -10 or 0 by privilege and clock
         "corpus": str(cfg.corpus.resolve()),
         "corpus_fingerprint": prepared.corpus_fingerprint or corpus_fingerprint(prepared.problems),
         "context_root": str(prepared.backend.context_root),

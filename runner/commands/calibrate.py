@@ -25,6 +25,7 @@ from rich.table import Table
 from cluster.local import LocalExecutor
 
 from .. import provers as backends
+from ..checks.guard import niceness
 from ..errors import InputError
 from ..maps import host_factor, provenance
 from ..maps.host_factor import SLOW_HOST, Calibration
@@ -67,8 +68,8 @@ class CalibrateConfig:
     limit_clock: str = _help("the clock measured against the map's times: cpu (a proof's CPU "
                              "time: what this host's processor costs) or wall (elapsed: its load "
                              "too)", default=str(LimitClock.CPU))
-    nice: int = _help("niceness of the sampled checks, as for `run`: calibrate at the one your "
-                      "sweeps will use", default=0)
+    nice: int | None = _help("niceness of the sampled checks, or auto (the default), as for "
+                             "`run`: calibrate at the one your sweeps will use", default=None)
     hol_light: Path | None = _help("a HOL Light checkout built with make (has hol.sh); default: "
                                    "Debian's", default=None)
     context_root: Path | None = _help("where needs/loadt in setup.ml resolve; default: cwd",
@@ -156,7 +157,7 @@ def add_arguments(p) -> None:
     p.add_argument("--map-build", metavar="B", **opt("map_build"))
     p.add_argument("--mode", choices=("bytecode", "native"), **opt("mode"))
     p.add_argument("--limit-clock", choices=[str(c) for c in LimitClock], **opt("limit_clock"))
-    p.add_argument("--nice", type=int, metavar="N", **opt("nice"))
+    p.add_argument("--nice", type=niceness, metavar="auto|N", **opt("nice"))
     p.add_argument("--hol-light", type=Path, **opt("hol_light"))
     p.add_argument("--context-root", type=Path, **opt("context_root"))
     p.add_argument("--context-proofs", choices=("replay", "trust"), **opt("context_proofs"))

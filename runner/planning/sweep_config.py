@@ -19,6 +19,7 @@ from typing import Mapping
 import psutil
 
 from ..checks.context_proofs import ContextProofs
+from ..checks.guard import niceness
 from ..checks.tasks import CheckTask
 from ..corpus import Problem, problem_patterns
 from ..prover import BACKSTOP_EXTRA_S, BACKSTOP_FACTOR, LimitClock, ProverBackend
@@ -96,11 +97,14 @@ class SweepConfig:
     backstop_extra: float = _help("seconds of the wall-clock backstop beyond the limit, at least",
                                   default=BACKSTOP_EXTRA_S,
                                   flag="--backstop-extra", type=float, metavar="SECS")
-    nice: int = _help("niceness of every check's processes, -20 to 19: on a host shared with "
-                      "other busy work, a check sharing its core needs about 1.2x its quiet CPU "
-                      "time; at -10 (root or CAP_SYS_NICE) it keeps its core nearly to itself "
-                      "and its CPU time near quiet (docs/limits.md)", default=0,
-                      flag="--nice", type=int, metavar="N")
+    nice: int | None = _help("niceness of every check's processes, -20 to 19, or auto (the "
+                             "default): on a host shared with other busy work, a check sharing "
+                             "its core needs about 1.2x its quiet CPU time; at -10 it keeps its "
+                             "core nearly to itself and its CPU time near quiet. auto is -10 "
+                             "under --limit-clock cpu where this process may raise priority "
+                             "(root or CAP_SYS_NICE), else 0; recorded in sweep.json "
+                             "(docs/limits.md)", default=None,
+                             flag="--nice", type=niceness, metavar="auto|N")
     host_factor: str | None = _help("how much slower this host proves than the one the timeout "
                                     "map was measured on: a number, or auto (the factor `proofbatch "
                                     "calibrate` measured for this map, mode and host); the map's "
@@ -179,3 +183,4 @@ class PreparedSweep:
     # Problem id -> why its checks cannot run in the mode asked for (ProverBackend.classify).
     not_native: Mapping[str, str] = field(default_factory=dict)
     host_factor: float | None = None    # the map's scaling for this host; None: no map
+    nice: int = 0                       # the checks' niceness, --nice resolved (guard.resolve_nice)

@@ -23,7 +23,8 @@ from pathlib import Path
 
 import pytest
 
-from runner.checks.guard import GuardLimits, autogroup_nice, priority_refused
+from runner.checks.guard import (AUTO_NICE, GuardLimits, autogroup_nice, priority_refused,
+                                 resolve_nice)
 from runner.checks.tasks import CheckTask
 from runner.checks.worker import work
 from runner.prover import CheckLimits
@@ -154,12 +155,25 @@ def test_a_niceness_the_runner_may_not_give_is_refused_before_the_sweep():
     assert "not a niceness" in priority_refused(-21)
     # An unprivileged user may lower priority only (setpriority(2)).
     # (Imported first: the interpreter's own files need not be readable by nobody.)
-    probe = ("import os, resource; from runner.checks.guard import priority_refused as r; "
-             "resource.setrlimit(resource.RLIMIT_NICE, (0, 0)); "
-             "os.setgroups([]); os.setgid(65534); os.setuid(65534); print(r(5)); print(r(-5))")
+    probe = ("import os, resource; from runner.checks.guard import priority_refused as r, "
+             "resolve_nice as auto; resource.setrlimit(resource.RLIMIT_NICE, (0, 0)); "
+             "os.setgroups([]); os.setgid(65534); os.setuid(65534); print(r(5)); print(r(-5)); "
+             "print(auto(None, 'cpu'))")
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
                          cwd=Path(__file__).parents[2], check=True).stdout.splitlines()
-    assert out == ["None", "niceness -5 raises priority, which needs root or CAP_SYS_NICE"], out
+    assert out == ["None", "niceness -5 raises priority, which needs root or CAP_SYS_NICE", "0"], out
+
+
+def test_auto_gives_checks_priority_on_the_cpu_clock_where_it_may():
+    """--nice auto, the default: a verdict on CPU time should not depend on
+    the host's other work, so checks get -10 where the runner may give it;
+    under the wall clock they run as the bench's harness runs them."""
+    may = priority_refused(AUTO_NICE) is None
+    assert resolve_nice(None, "cpu") == (AUTO_NICE if may else 0)
+    assert resolve_nice(None, "wall") == 0
+    assert resolve_nice(5, "cpu") == 5 and resolve_nice(-3, "wall") == -3
+    if os.geteuid() == 0:
+        assert may and AUTO_NICE < 0
 
 
 # -- a check that gets no CPU is not a TIMEOUT ----------------------------------------------

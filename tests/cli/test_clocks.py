@@ -12,10 +12,12 @@ from __future__ import annotations
 
 import json
 import math
+import os
 
 import pytest
 
 from runner import cli
+from runner.checks.guard import resolve_nice
 from runner.provers.registry import ENV
 from runner.maps import host_factor
 
@@ -96,6 +98,9 @@ def test_calibrate_measures_a_slower_host_and_auto_scales_the_map(capsys, toy, t
     assert run(capsys, "run", corpus, "--out", tmp_path / "fast")[0] == 0
     rows = {r["problem_id"]: r for r in _rows(tmp_path / "fast")}
     assert all(r["verdict"] == "OK" and r["limit_clock"] == "cpu" for r in rows.values())
+    # --nice auto, resolved once and recorded: priority on the cpu clock where allowed.
+    assert json.loads((tmp_path / "fast" / "sweep.json").read_text())["nice"] == \
+        resolve_nice(None, "cpu") and (resolve_nice(None, "cpu") < 0 or os.geteuid() != 0)
     fast = {pid: r["prove_cpu_secs"] for pid, r in rows.items()}
     assert all(1.0 <= t <= 60.0 for t in fast.values()), f"toy proofs outside the band: {fast}"
     bench_map = tmp_path / "map.json"
