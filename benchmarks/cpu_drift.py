@@ -121,7 +121,7 @@ def copies(argv: list[str], n: int, pin: bool = False, batch: bool = False, slic
                 os.sched_setscheduler(0, os.SCHED_BATCH, os.sched_param(0))
             if slice_ns:
                 long_slice(slice_ns)
-            if nice:        # as the guard's give_priority does for a check
+            if nice:        # as runner.checks.priority.give_priority does for a check
                 os.nice(nice)
                 if os.path.exists("/proc/self/autogroup"):
                     with open("/proc/self/autogroup", "w") as group:

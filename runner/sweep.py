@@ -27,7 +27,7 @@ from . import events, sweep_dir
 from . import provers as backends
 from .checks import attempts, problem_hash
 from .checks.context_proofs import ContextProofs
-from .checks.guard import priority_refused, resolve_nice
+from .checks.priority import priority_refused, resolve_nice
 from .checks.tasks import CheckTask
 from .corpus import Problem, corpus_fingerprint, corpus_notes, select_problems
 from .errors import InputError

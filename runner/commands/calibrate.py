@@ -25,7 +25,7 @@ from rich.table import Table
 from cluster.local import LocalExecutor
 
 from .. import provers as backends
-from ..checks.guard import niceness
+from ..checks.priority import niceness
 from ..errors import InputError
 from ..maps import host_factor, provenance
 from ..maps.host_factor import SLOW_HOST, Calibration

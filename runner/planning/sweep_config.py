@@ -19,7 +19,7 @@ from typing import Mapping
 import psutil
 
 from ..checks.context_proofs import ContextProofs
-from ..checks.guard import niceness
+from ..checks.priority import niceness
 from ..checks.tasks import CheckTask
 from ..corpus import Problem, problem_patterns
 from ..prover import BACKSTOP_EXTRA_S, BACKSTOP_FACTOR, LimitClock, ProverBackend
@@ -183,4 +183,4 @@ class PreparedSweep:
     # Problem id -> why its checks cannot run in the mode asked for (ProverBackend.classify).
     not_native: Mapping[str, str] = field(default_factory=dict)
     host_factor: float | None = None    # the map's scaling for this host; None: no map
-    nice: int = 0                       # the checks' niceness, --nice resolved (guard.resolve_nice)
+    nice: int = 0                       # the checks' niceness, --nice resolved (checks.priority.resolve_nice)

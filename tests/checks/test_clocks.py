@@ -23,8 +23,8 @@ from pathlib import Path
 
 import pytest
 
-from runner.checks.guard import (AUTO_NICE, GuardLimits, autogroup_nice, priority_refused,
-                                 resolve_nice)
+from runner.checks.guard import GuardLimits
+from runner.checks.priority import AUTO_NICE, autogroup_nice, priority_refused, resolve_nice
 from runner.checks.tasks import CheckTask
 from runner.checks.worker import work
 from runner.prover import CheckLimits
@@ -155,7 +155,7 @@ def test_a_niceness_the_runner_may_not_give_is_refused_before_the_sweep():
     assert "not a niceness" in priority_refused(-21)
     # An unprivileged user may lower priority only (setpriority(2)).
     # (Imported first: the interpreter's own files need not be readable by nobody.)
-    probe = ("import os, resource; from runner.checks.guard import priority_refused as r, "
+    probe = ("import os, resource; from runner.checks.priority import priority_refused as r, "
              "resolve_nice as auto; resource.setrlimit(resource.RLIMIT_NICE, (0, 0)); "
              "os.setgroups([]); os.setgid(65534); os.setuid(65534); print(r(5)); print(r(-5)); "
              "print(auto(None, 'cpu'))")

@@ -17,7 +17,7 @@ import os
 import pytest
 
 from runner import cli
-from runner.checks.guard import resolve_nice
+from runner.checks.priority import resolve_nice
 from runner.provers.registry import ENV
 from runner.maps import host_factor
 
