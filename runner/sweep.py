@@ -142,8 +142,9 @@ def require_answers(config: SweepConfig, problems: list[Problem]) -> None:
                      f"(e.g. {example}/answer.txt) or a .csv, or drop --answers")
 
 
-def prepare(config: SweepConfig) -> PreparedSweep:
-    """Resolve and validate all input; raises InputError, writes nothing."""
+def _check_flags(config: SweepConfig) -> None:
+    """Each flag of ``config`` that is out of its range, one InputError
+    naming it; nothing is read or built yet."""
     if config.workers < 1:
         raise InputError("--workers", f"{config.workers} is not a worker count", "pass 1 or more")
     if str(config.context_proofs) not in {str(c) for c in ContextProofs}:
@@ -157,7 +158,6 @@ def prepare(config: SweepConfig) -> PreparedSweep:
                          f"pass one of {', '.join(str(c) for c in LimitClock)}")
     if config.nice is not None and (why := priority_refused(config.nice)) is not None:
         raise InputError("--nice", why, "pass a niceness from 0 to 19 or auto, or run as root")
-    nice = resolve_nice(config.nice, config.limit_clock)
     if not 1 <= config.backstop_factor <= 1000:
         raise InputError("--backstop-factor", f"{config.backstop_factor} is not a factor of the limit",
                          "pass a number from 1 to 1000 (default 3)")
@@ -174,6 +174,31 @@ def prepare(config: SweepConfig) -> PreparedSweep:
     if not 0 <= config.grace < 3600:
         raise InputError("--grace", f"{config.grace} is not a grace period in seconds",
                          "pass a number from 0 to 3600")
+
+
+def _load_map(config: SweepConfig, prover, problems: list[Problem]
+              ) -> tuple[map_provenance.LoadedMap | None, tuple[str, ...]]:
+    """The timeout map scaled by this host's
+    factor, or None without --timeout-map; and what to say of it (problems
+    it does not cover, the factor). The map is read once, here; a map that
+    cannot say what measured it must be declared before anything is built
+    (runner/maps/provenance.py)."""
+    if not config.timeout_map:
+        return None, ()
+    loaded = map_provenance.load(config.timeout_map, config.map_mode, config.map_build)
+    map_provenance.require_mode(loaded, prover)
+    covered = map_provenance.coverage(loaded, [p.problem_id for p in problems])
+    # A map measured on a faster host: its limits scaled by this host's factor.
+    factor, said = host_factor.resolve(
+        config.host_factor, loaded.digest, config.timeout_map, str(config.mode),
+        str(config.limit_clock), config.corpus, recorded=sweep_dir.recorded_host_factor(config.out))
+    return loaded.scaled(factor), tuple(said) + tuple(covered)
+
+
+def prepare(config: SweepConfig) -> PreparedSweep:
+    """Resolve and validate all input; raises InputError, writes nothing."""
+    _check_flags(config)
+    nice = resolve_nice(config.nice, config.limit_clock)
     check_out_dir(config)
     # What the resumed sweep ran with, before anything is built (a native build takes minutes).
     check_resume_settings(config)
@@ -192,19 +217,8 @@ def prepare(config: SweepConfig) -> PreparedSweep:
     notes += sweep_dir.check_corpus(config, fingerprint)
     if config.problems:
         problems = select_problems(problems, config.problems)
-    # The map is read once, here; a map that cannot say what measured it
-    # must be declared before anything is built (runner/maps/provenance.py).
-    loaded = map_provenance.load(config.timeout_map, config.map_mode, config.map_build) \
-        if config.timeout_map else None
-    covered: tuple[str, ...] = ()
-    if loaded is not None:
-        map_provenance.require_mode(loaded, selected.prover)
-        covered = map_provenance.coverage(loaded, [p.problem_id for p in problems])
-        # A map measured on a faster host: its limits scaled by this host's factor.
-        factor, said = host_factor.resolve(
-            config.host_factor, loaded.digest, config.timeout_map, str(config.mode),
-            str(config.limit_clock), config.corpus, recorded=sweep_dir.recorded_host_factor(config.out))
-        loaded, notes = loaded.scaled(factor), notes + said
+    loaded, said = _load_map(config, selected.prover, problems)
+    notes += said
     policy = TimeoutPolicy(
         by_problem=loaded.limits() if loaded else {},
         by_category=load_category_timeouts(config.category_timeouts) if config.category_timeouts else None,
@@ -257,7 +271,7 @@ def prepare(config: SweepConfig) -> PreparedSweep:
     # loaded context, stopping early and reusing duplicates as it goes.
     ordered, plan = order(tasks, backend, config, loaded)
     return PreparedSweep(config, problems, attempts.contiguous(ordered), backend,
-                         warnings=notes + covered + map_use.warnings + backend.warnings(), plan=plan,
+                         warnings=notes + map_use.warnings + backend.warnings(), plan=plan,
                          corpus_fingerprint=fingerprint, corpus_size=corpus_size, not_native=not_native,
                          host_factor=None if loaded is None else loaded.host_factor, nice=nice)
 

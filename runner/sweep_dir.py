@@ -242,46 +242,14 @@ def check_manifest(prepared: PreparedSweep, done: Done | None = None, *,
         # bytecode-fork or native-fork (runner.prover.Mode reads them).
         old = {**old, "prover_build": old.get("prover_build", old.get("hol_build")),
                "mode": Mode.of(old.get("mode"))}
-        if old.get("mode") != manifest["mode"]:
-            raise _mode_refusal(path, old.get("mode"), manifest["mode"])
-        if old.get("prover_build") != manifest["prover_build"]:
-            raise InputError(path, f"this sweep was run with prover_build '{old.get('prover_build')}', "
-                             f"not '{manifest['prover_build']}'; mixing them would make results "
-                             "incomparable", "use a new --out, or the same HOL Light")
-        # Manifests written before these were recorded say nothing of them.
-        if "sandbox" in old and old["sandbox"] != manifest["sandbox"]:
-            raise InputError(path, f"this sweep was run with --sandbox {old['sandbox']}, not "
-                             f"{manifest['sandbox']}; its verdicts would mix both",
-                             f"use a new --out, or pass --sandbox {old['sandbox']}")
-        if "mem_limit" in old and _recorded_mem_limit(old) != manifest["mem_limit"]:
-            raise _mem_refusal(path, _recorded_mem_limit(old), manifest["mem_limit"])
-        if changed := changed_limits(prepared, done):
-            raise InputError(path, f"{changed}; its verdicts would mix both",
-                             "use a new --out, or the limits it was run with "
-                             "(--timeout-map, --category-timeouts, --default-timeout)")
-        # A manifest from before the choice existed was a replay sweep.
-        was = old.get("context_proofs", str(ContextProofs.REPLAY) if old.get("prover") == Prover.HOL_LIGHT
-                      else "")
-        if was != manifest["context_proofs"]:
-            raise InputError(path, f"this sweep was run with --context-proofs {was or 'none'}, not "
-                             f"{manifest['context_proofs']}; its contexts loaded otherwise, so results "
-                             "would mix", f"use a new --out, or pass --context-proofs {was}")
-        # Before the flag existed, checks fell back. It changes verdicts only
-        # of checks whose context cannot run natively.
-        if bool(old.get("no_fallback", False)) != cfg.no_fallback \
-                and prepared.not_native:
-            flag = "pass --no-fallback" if old.get("no_fallback") else "drop --no-fallback"
-            raise InputError(path, f"this sweep was run {'with' if old.get('no_fallback') else 'without'} "
-                             f"--no-fallback, and {len(prepared.not_native)} problems' contexts "
-                             "cannot run natively: their verdicts would mix both",
-                             f"use a new --out, or {flag}")
+        _refuse_changes(path, old, manifest, prepared, done)
         if not cfg.allow_missing_answers:
             missing_answers(prepared, old, done)
         if not write:
             return old
         # The corpus may have moved (check_corpus found it the same).
         counts = {**run_counts(prepared), "config": json.loads(json.dumps(manifest["config"])),
-                  "cwd": manifest["cwd"], "corpus": manifest["corpus"]}
+                  "cwd": manifest["cwd"], "corpus": manifest["corpus"], "nice": manifest["nice"]}
         if any(old.get(k) != v for k, v in counts.items()):
             # A resumed run may select other problems (--problems) or stop
             # early: the manifest, and the resume command `proofbatch status`
@@ -294,6 +262,47 @@ def check_manifest(prepared: PreparedSweep, done: Done | None = None, *,
     cfg.out.mkdir(parents=True, exist_ok=True)
     publish_json(path, manifest, indent=2)
     return manifest
+
+
+def _refuse_changes(path: Path, old: dict, manifest: dict, prepared: PreparedSweep,
+                    done: Done | None) -> None:
+    """Refuse a resume whose settings would change the verdicts of checks
+    already recorded (``old``: the sweep.json on disk; ``manifest``: this
+    run's), one InputError naming the flag to pass."""
+    cfg = prepared.config
+    if old.get("mode") != manifest["mode"]:
+        raise _mode_refusal(path, old.get("mode"), manifest["mode"])
+    if old.get("prover_build") != manifest["prover_build"]:
+        raise InputError(path, f"this sweep was run with prover_build '{old.get('prover_build')}', "
+                         f"not '{manifest['prover_build']}'; mixing them would make results "
+                         "incomparable", "use a new --out, or the same HOL Light")
+    # Manifests written before these were recorded say nothing of them.
+    if "sandbox" in old and old["sandbox"] != manifest["sandbox"]:
+        raise InputError(path, f"this sweep was run with --sandbox {old['sandbox']}, not "
+                         f"{manifest['sandbox']}; its verdicts would mix both",
+                         f"use a new --out, or pass --sandbox {old['sandbox']}")
+    if "mem_limit" in old and _recorded_mem_limit(old) != manifest["mem_limit"]:
+        raise _mem_refusal(path, _recorded_mem_limit(old), manifest["mem_limit"])
+    if changed := changed_limits(prepared, done):
+        raise InputError(path, f"{changed}; its verdicts would mix both",
+                         "use a new --out, or the limits it was run with "
+                         "(--timeout-map, --category-timeouts, --default-timeout)")
+    # A manifest from before the choice existed was a replay sweep.
+    was = old.get("context_proofs", str(ContextProofs.REPLAY) if old.get("prover") == Prover.HOL_LIGHT
+                  else "")
+    if was != manifest["context_proofs"]:
+        raise InputError(path, f"this sweep was run with --context-proofs {was or 'none'}, not "
+                         f"{manifest['context_proofs']}; its contexts loaded otherwise, so results "
+                         "would mix", f"use a new --out, or pass --context-proofs {was}")
+    # Before the flag existed, checks fell back. It changes verdicts only
+    # of checks whose context cannot run natively.
+    if bool(old.get("no_fallback", False)) != cfg.no_fallback \
+            and prepared.not_native:
+        flag = "pass --no-fallback" if old.get("no_fallback") else "drop --no-fallback"
+        raise InputError(path, f"this sweep was run {'with' if old.get('no_fallback') else 'without'} "
+                         f"--no-fallback, and {len(prepared.not_native)} problems' contexts "
+                         "cannot run natively: their verdicts would mix both",
+                         f"use a new --out, or {flag}")
 
 
 def _answers_flag(answers) -> str:
