@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from rich.console import Console
@@ -133,14 +134,22 @@ def workers_from(args, default: Workers | None = None) -> Workers:
     return Workers(nodes, cores, args.mem_per_node or cores * DEFAULT_MEM_PER_CORE, images)
 
 
-def run(args) -> int:
-    mode = args.mode or SweepConfig.__dataclass_fields__["mode"].default
-    conversion, account, modes = None, None, None
-    sets = measured_sweeps(args.costs_from) if args.costs_from else ()
-    learned: dict = {}
-    if args.problems and args.corpus is None:
-        raise InputError("--problems", "selects problems of a corpus, and no --corpus was given",
-                         "pass --corpus CORPUS, or drop --problems")
+@dataclass
+class _Planned:
+    """What `simulate` planned, from a recorded plan or from a map and corpus."""
+    plan: object                    # runner.planning.planner.Plan
+    workers: Workers
+    by_choice: dict = field(default_factory=dict)   # ContextProofs -> its plan (with --corpus)
+    loaded: object = None           # the timeout map, scaled by --host-factor
+    conversion: dict | None = None  # how the map's mode converts to --mode
+    account: dict | None = None     # image builds by choice
+    modes: object = None            # the other modes' plans, for a prover that has several
+    chosen: ContextProofs | None = None     # None: from a recorded plan
+
+
+def _planned(args, mode: str, sets, learned: dict) -> _Planned:
+    """The plan to simulate: ``args.plan`` re-read for other workers, or one
+    planned from ``args.timeout_map`` (and ``args.corpus``'s contexts)."""
     if args.plan is not None:
         recorded, _ = read_plan(args.plan)
         workers = workers_from(args, recorded.workers)
@@ -152,25 +161,36 @@ def run(args) -> int:
         if args.corpus is not None:
             raise InputError("--corpus", "a recorded plan already has its contexts",
                              "drop --corpus, or simulate from --timeout-map or --profile")
-        by_choice, loaded = {}, None
-    else:
-        workers = workers_from(args)
-        loaded = map_provenance.load(args.timeout_map, args.map_mode, args.map_build) \
-            if args.timeout_map else None
-        if args.host_factor is not None:
-            if loaded is None:
-                raise InputError("--host-factor", "scales a timeout map's times, and no "
-                                 "--timeout-map is given", "pass --timeout-map MAP, or drop it")
-            loaded = loaded.scaled(float(host_factor.parse(str(args.host_factor))))
-        config = PlanConfig(policy=args.policy or "planned", seed=args.seed or 0)
-        chosen = ContextProofs(args.context_proofs or ContextProofs.REPLAY)
-        by_choice, offline = _plans(args, mode, loaded, workers, config,
-                                    (chosen,) if args.corpus is None else tuple(ContextProofs),
-                                    sets, learned)
-        conversion, account = offline.conversion, offline.account
-        plan = by_choice[chosen]
-        if args.corpus is not None and provers.modes_of(_prover(args.corpus)):
-            modes = _other_modes(args, mode, loaded, workers, config, chosen, by_choice[chosen], sets)
+        return _Planned(plan, workers)
+    workers = workers_from(args)
+    loaded = map_provenance.load(args.timeout_map, args.map_mode, args.map_build) \
+        if args.timeout_map else None
+    if args.host_factor is not None:
+        if loaded is None:
+            raise InputError("--host-factor", "scales a timeout map's times, and no "
+                             "--timeout-map is given", "pass --timeout-map MAP, or drop it")
+        loaded = loaded.scaled(float(host_factor.parse(str(args.host_factor))))
+    config = PlanConfig(policy=args.policy or "planned", seed=args.seed or 0)
+    chosen = ContextProofs(args.context_proofs or ContextProofs.REPLAY)
+    by_choice, offline = _plans(args, mode, loaded, workers, config,
+                                (chosen,) if args.corpus is None else tuple(ContextProofs),
+                                sets, learned)
+    modes = None
+    if args.corpus is not None and provers.modes_of(_prover(args.corpus)):
+        modes = _other_modes(args, mode, loaded, workers, config, chosen, by_choice[chosen], sets)
+    return _Planned(by_choice[chosen], workers, by_choice, loaded, offline.conversion,
+                    offline.account, modes, chosen)
+
+
+def run(args) -> int:
+    mode = args.mode or SweepConfig.__dataclass_fields__["mode"].default
+    sets = measured_sweeps(args.costs_from) if args.costs_from else ()
+    learned: dict = {}
+    if args.problems and args.corpus is None:
+        raise InputError("--problems", "selects problems of a corpus, and no --corpus was given",
+                         "pass --corpus CORPUS, or drop --problems")
+    p = _planned(args, mode, sets, learned)
+    plan, workers, account = p.plan, p.workers, p.account
     ours = simulate(plan, keep_schedule=False)
     naive = simulate(plan.with_policy("naive"), keep_schedule=False)
     # Image builds by choice; without a corpus they are unknown, not zero.
@@ -178,8 +198,8 @@ def run(args) -> int:
         for choice, said in learned.items():
             if choice in account:
                 account[choice]["learned_images"] = said["measured"]
-    contexts = {c.value: {**context_figures(p), "account": account.get(c.value)}
-                for c, p in by_choice.items()} if args.corpus is not None else None
+    contexts = {c.value: {**context_figures(q), "account": account.get(c.value)}
+                for c, q in p.by_choice.items()} if args.corpus is not None else None
     price = args.core_hour_price
     sources = {}
     for c in plan.checks:
@@ -194,31 +214,37 @@ def run(args) -> int:
                "image_rebuild_core_hours": ours.rebuild_s / 3600,
                "naive_image_rebuild_core_hours": naive.rebuild_s / 3600,
                "submission_order": plan.config.submission_order,
-               "image_costs_learned": _learned_of(learned, chosen if args.plan is None else None),
+               "image_costs_learned": _learned_of(learned, p.chosen),
                "cost": None if price is None else ours.core_hours * price,
                "naive_makespan_s": naive.makespan_s, "naive_ratio": naive.ratio,
                "naive_utilization": naive.utilization, "naive_core_hours": naive.core_hours,
                "naive_cost": None if price is None else naive.core_hours * price,
-               "context_proofs": None if args.plan else str(chosen),
+               "context_proofs": None if args.plan else str(p.chosen),
                "contexts": contexts if contexts is not None else
                ("from the plan" if args.plan else "unknown (no --corpus)"),
-               "map": None if loaded is None else loaded.describe(),
-               "mode": None if args.plan else mode, "proof_times": conversion,
-               "check_durations": duration_counts(sources), "modes": modes,
+               "map": None if p.loaded is None else p.loaded.describe(),
+               "mode": None if args.plan else mode, "proof_times": p.conversion,
+               "check_durations": duration_counts(sources), "modes": p.modes,
                "image_classes": image_class_figures(plan)}
         print(json.dumps(out))
         return 0
-    console = Console()
-    print_prediction(console, workers, sources, ours, naive, price)
-    if plan.config.submission_order:
+    _say(Console(), args, p, mode, sources, ours, naive, contexts, learned)
+    return 0
+
+
+def _say(console: Console, args, p: _Planned, mode: str, sources: dict, ours, naive,
+         contexts: dict | None, learned: dict) -> None:
+    """`simulate`'s report on the screen (``--json`` prints the same figures)."""
+    print_prediction(console, p.workers, sources, ours, naive, args.core_hour_price)
+    if p.plan.config.submission_order:
         console.print("the planned policy dispatches in submission order here: simulating both "
                       "predicted it faster on this corpus and these workers")
     if args.costs_from:
-        console.print(learned_line(_learned_of(learned, chosen if args.plan is None else None)))
-    if loaded is not None:
-        console.print(f"timeout map {loaded.path}: {loaded.describe()}")
-    if conversion is not None:
-        console.print(f"mode {mode}: {conversion['note']}")
+        console.print(learned_line(_learned_of(learned, p.chosen)))
+    if p.loaded is not None:
+        console.print(f"timeout map {p.loaded.path}: {p.loaded.describe()}")
+    if p.conversion is not None:
+        console.print(f"mode {mode}: {p.conversion['note']}")
     counts = duration_counts(sources)
     console.print(f"check durations: measured {counts['measured']}, estimated {counts['estimated']}, "
                   f"unknown {counts['unknown']} (the default)")
@@ -226,13 +252,12 @@ def run(args) -> int:
         print_contexts(console, contexts)
         for choice, f in contexts.items():
             console.print(f"{choice}: " + account_line(f["account"]))
-    if modes is not None:
-        print_modes(console, modes, chosen.value)
+    if p.modes is not None:
+        print_modes(console, p.modes, p.chosen.value)
     elif args.plan is None:
         console.print("contexts: unknown (no --corpus): every check is planned on the base image, "
                       "so image builds above count only the boots; pass --corpus to plan each "
                       "context's load")
-    return 0
 
 
 def _context_root(args) -> Path | None:
