@@ -2,23 +2,23 @@
 configs, rows and answers. Fixtures live in conftest.py."""
 
 from __future__ import annotations
-import json
-import shutil
-import os
-import subprocess
-import sys
-from pathlib import Path
-from runner.planning.sweep_config import SweepConfig
-from runner.sweep import prepare
+
 import csv
 import datetime as dt
+import json
+import os
+import shutil
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
 from cluster.local import LocalExecutor
 from runner.corpus import Problem
-from runner.prover import CheckLimits
-from runner.prover import ProverSession
+from runner.planning.sweep_config import SweepConfig
+from runner.prover import CheckLimits, ProverSession
 from runner.results.rows import ResultRow
-from runner.sweep import run_sweep
-
+from runner.sweep import prepare, run_sweep
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -395,11 +395,10 @@ def tiny_corpus(root: Path, *, spin_limit: int) -> tuple[Path, Path]:
     return corpus, timeouts
 
 
-def on_its_checks(session, p: Problem, times: int, act) -> "threading.Thread":
+def on_its_checks(session, p: Problem, times: int, act) -> threading.Thread:
     """Call ``act(check)`` (a psutil.Process) on each of the first ``times``
     checks that ``p``'s image forks, from a thread, as each appears; the
     thread gives up after two minutes."""
-    import threading
     import time
 
     import psutil

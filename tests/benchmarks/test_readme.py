@@ -20,8 +20,6 @@ import sys
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-import pytest
-
 from ..helpers import ROOT
 
 BENCHMARKS = ROOT / "benchmarks"

@@ -52,7 +52,6 @@ import time
 from pathlib import Path
 
 import psutil
-import pyarrow.parquet as pq
 import pytest
 
 from runner.checks.guard import DIED

@@ -228,11 +228,11 @@ def test_a_needs_inside_a_context_loads_under_trust_too(library_sweeps, hol_sess
 
 def test_a_resume_with_the_other_choice_is_refused(library_sweeps, library_corpus):
     _, outs = library_sweeps
-    for done, other in (("trust", "replay"), ("replay", "trust")):
-        config = extracted_config(library_corpus, outs[done], context_proofs=other)
+    for was, other in (("trust", "replay"), ("replay", "trust")):
+        config = extracted_config(library_corpus, outs[was], context_proofs=other)
         with pytest.raises(InputError) as err:
             check_manifest(prepare(config))
-        assert f"--context-proofs {done}" in str(err.value) and "\n" not in str(err.value)
+        assert f"--context-proofs {was}" in str(err.value) and "\n" not in str(err.value)
 
 
 # -- trust never changes a verdict ----------------------------------------------------
