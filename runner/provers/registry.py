@@ -33,7 +33,7 @@ from ..settings import setting
 
 if TYPE_CHECKING:       # for the annotations only
     from ..corpus import Problem
-    from ..prover import ImagePlan, ProverBackend
+    from ..prover import ProverBackend
 
 ENV = "PROOFBATCH_PROVERS"      # more descriptors, "module:attr" separated by commas
 
