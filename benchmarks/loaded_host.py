@@ -155,7 +155,7 @@ def num(row: dict | None, key: str) -> float | None:
     return float(value) if value not in (None, "") else None
 
 
-def main() -> int:
+def parse_args():
     parser = arg_parser(__doc__.splitlines()[0])
     built_work_arguments(parser)
     parser.add_argument("--problems", type=int, default=12)
@@ -169,9 +169,12 @@ def main() -> int:
                              "run's own default, auto: -10 on the cpu clock as root, else 0)")
     parser.add_argument("--host-factor", default="auto",
                         help="for the loaded default run: auto (calibrate first), none, or a number")
-    args = parser.parse_args()
-    s2n = use_built_work(args)
+    return parser.parse_args()
 
+
+def corpus_of(args, s2n: Path) -> tuple[list[dict], list[str], Path, Path]:
+    """The drawn map entries, their files, the corpus extracted from those
+    files as a user extracts it, and the file naming the drawn problems."""
     bench_map = json.loads(args.bench_map.read_text())
     picked = draw(eligible(bench_map, s2n), args.seed, args.problems, args.min_files)
     files = sorted({e["problem_id"].split(".")[1] for e in picked})
@@ -182,22 +185,23 @@ def main() -> int:
                        "--prefix", "arm"], cwd=ROOT)
     chosen = args.work / f"loaded-problems-{args.seed}.txt"
     chosen.write_text("".join(e["problem_id"] + "\n" for e in picked))
-
     # Fresh folders: a sweep or calibration resumed from an earlier run of
     # this script would report that run's rows as this one's.
     for name in ("quiet", "wall", "cpu", "quiet-again", "calibrate", "serve"):
         shutil.rmtree(args.work / f"loaded-{args.seed}-{name}", ignore_errors=True)
-    runs, lines = {}, [f"seed {args.seed}: {len(picked)} problems of {len(files)} arm files "
-                       f"({', '.join(files)}), {args.workers} workers on {os.cpu_count()} CPUs"]
-    busy = args.busy * (os.cpu_count() or 1)
+    return picked, files, corpus, chosen
+
+
+def run_all(args, s2n: Path, corpus: Path, chosen: Path, busy: int) -> tuple[dict, object, str]:
+    """The four sweeps (and calibrate) of the docstring, in one server's
+    images: {run name: (rows, wall s, load)}, the niceness run resolved
+    for the checks (sweep.json's), and how it was asked."""
+    runs = {}
     nice = [] if args.check_nice is None else ["--nice", str(args.check_nice)]
     with Server(args, serve_dir(args)):
         runs["quiet"] = sweep(args, "quiet", corpus, chosen, *nice)
-        # What run resolved --nice to, as sweep.json records it.
         check_nice = json.loads((args.work / f"loaded-{args.seed}-quiet" / "sweep.json").read_text()
                                 ).get("nice")
-        lines.append(f"checks at niceness {check_nice} ({' '.join(nice) or 'run default: --nice auto'})"
-                     " in every run but the wall one (0 there)")
         factor = []
         if args.host_factor == "auto":
             step(PROOFBATCH + ["calibrate", corpus, "--timeout-map", args.bench_map, "--map-mode",
@@ -215,12 +219,15 @@ def main() -> int:
                                  "--limit-slack", "30")
             runs["cpu"] = sweep(args, "cpu", corpus, chosen, *factor, *nice)
         runs["quiet-again"] = sweep(args, "quiet-again", corpus, chosen, *nice)
-    for name, (_, wall, load) in runs.items():
-        lines.append(f"{name}: wall {wall:.0f} s, {load}"
-                     + (f", {busy} spinning processes beside the workers" if name in ("wall", "cpu") else ""))
-    lines.append(f"{'problem':52} {'map s':>6} {'limit':>6} | {'quiet cpu':>9} {'again':>6} | "
-                 f"{'wall: wall s':>12} {'cpu s':>6} {'verdict':>8} | {'cpu: wall s':>11} {'cpu s':>6} "
-                 f"{'limit':>6} {'verdict':>8}")
+    return runs, check_nice, " ".join(nice) or "run's default, --nice auto"
+
+
+def judge(picked: list[dict], runs: dict) -> tuple[list[str], list[str], dict]:
+    """Per problem the map's time and limit and each run's times and
+    verdicts; what was not met; and the figures."""
+    lines = [f"{'problem':52} {'map s':>6} {'limit':>6} | {'quiet cpu':>9} {'again':>6} | "
+             f"{'wall: wall s':>12} {'cpu s':>6} {'verdict':>8} | {'cpu: wall s':>11} {'cpu s':>6} "
+             f"{'limit':>6} {'verdict':>8}"]
     failures, ratios, quiet_drifts, wall_false, closest = [], [], [], [], []
     for e in picked:
         pid = e["problem_id"]
@@ -253,11 +260,27 @@ def main() -> int:
                  f"over {len(ratios)} problems")
     lines.append(f"quiet again / quiet, no load of ours: median {quiet_drift:.3f} "
                  f"over {len(quiet_drifts)} problems (the host's own drift)")
-    lines += ["not met: " + f for f in failures]
+    figures = {"wall_false_timeouts": len(wall_false), "cpu_drift_median": round(drift, 3),
+               "quiet_drift_median": round(quiet_drift, 3)}
+    return lines, failures, figures
+
+
+def main() -> int:
+    args = parse_args()
+    s2n = use_built_work(args)
+    picked, files, corpus, chosen = corpus_of(args, s2n)
+    busy = args.busy * (os.cpu_count() or 1)
+    runs, check_nice, asked = run_all(args, s2n, corpus, chosen, busy)
+    lines = [f"seed {args.seed}: {len(picked)} problems of {len(files)} arm files "
+             f"({', '.join(files)}), {args.workers} workers on {os.cpu_count()} CPUs",
+             f"checks at niceness {check_nice} ({asked}) in every run but the wall one (0 there)"]
+    for name, (_, wall, load) in runs.items():
+        lines.append(f"{name}: wall {wall:.0f} s, {load}"
+                     + (f", {busy} spinning processes beside the workers" if name in ("wall", "cpu") else ""))
+    table, failures, judged = judge(picked, runs)
+    lines += table + ["not met: " + f for f in failures]
     figures = {"seed": args.seed, "problems": len(picked), "files": files, "check_nice": check_nice,
-               "wall_false_timeouts": len(wall_false), "cpu_drift_median": round(drift, 3),
-               "quiet_drift_median": round(quiet_drift, 3),
-               **{f"{k}_wall_s": round(v[1], 1) for k, v in runs.items()},
+               **judged, **{f"{k}_wall_s": round(v[1], 1) for k, v in runs.items()},
                **{f"{k}_load": v[2] for k, v in runs.items()}}
     return emit(args, "loaded_host", figures, lines,
                 "every ground truth OK under the default clock on a loaded host, its CPU proof "
