@@ -1,6 +1,7 @@
 """The Slurm executor: a sweep as submitit job arrays.
 
-Each array task is one worker on one node. It starts ONE prover session
+Each array task is one worker on one node (``PullWorker``,
+cluster/slurm_worker.py). It starts ONE prover session
 (HOL Light costs 70-90 s of CPU to load) and pulls problems from the
 sweep's plan as it goes, claiming each on the shared filesystem
 (cluster/claims.py), in the plan's order and preferring the images it holds,
@@ -10,7 +11,8 @@ share fixed at submission: when a prediction is off, or a task is
 preempted, the other tasks take what is left.
 
 The driver only submits, watches and merges:
-- job ids go to ``OUT/slurm/jobs.json``, so a driver stopped and started
+- job ids go to ``OUT/slurm/jobs.json`` (cluster/slurm_jobs.py, with what
+  the driver asks Slurm), so a driver stopped and started
   again on the same OUT reattaches to the jobs still queued or running
   instead of submitting twice;
 - a preempted or timed-out task is requeued by submitit (``Checkpointable``)
@@ -29,21 +31,17 @@ The driver only submits, watches and merges:
 from __future__ import annotations
 
 import math
-import os
-import re
 import time
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
 import submitit
-from submitit.helpers import Checkpointable
-from submitit.slurm.slurm import SlurmJob
 
 from runner.checks import attempts
 from runner.results import shards
-from runner.results.done import LIGHT, SHARDS_DIR, row_version, settles
+from runner.results.done import SHARDS_DIR, row_version, settles
 from runner.results.shard_reads import read_shards
 from runner.errors import InputError, ProverError
 from runner.planning.planner import PLAN_FILE, write_plan
@@ -54,12 +52,11 @@ from runner.checks.tasks import CheckTask
 from runner.checks.worker import lost_row
 
 from .base import Executor, SweepJob
-from .claims import Claimer, Pool, holder_name
-from .local import LocalExecutor
+from .claims import Pool
 from .shares import planned_shares
-from .slurm_jobs import LEDGER, JobRecord, Ledger, final_state, max_array_size, queued_names
-
-MEMORY_KILL = re.compile(r"exceeded memory limit|oom-kill|out of memory|OUT_OF_MEMORY", re.I)
+from .slurm_jobs import (LEDGER, JobRecord, Ledger, end_reason, final_state, max_array_size,
+                         queued_names, reattach, task_key)
+from .slurm_worker import PullWorker
 
 
 @dataclass(frozen=True)
@@ -93,79 +90,19 @@ class SlurmOptions:
             raise InputError("--slurm-retries", f"{self.retries} is negative", "pass 0 or more")
 
 
-def task_key(task: CheckTask) -> tuple[str, int]:
-    return task.problem.problem_id, task.attempt
-
-
-class PullWorker(Checkpointable):
-    """One array task: a prover session pulling problems from the pool.
-
-    submitit's ``Checkpointable``: on preemption or timeout the same task is
-    requeued under the same job id, so it finds its lease and claims again,
-    and rerunning skips every check already in a shard.
-    """
-
-    def __init__(self, backend, tasks: list[CheckTask], plan, out: Path, writer_prefix: str,
-                 threads: int):
-        self.backend, self.tasks, self.plan, self.out = backend, tasks, plan, Path(out)
-        self.writer_prefix, self.threads = writer_prefix, threads
-
-    def __call__(self) -> int:
-        done = shards.scan(self.out, repair=False, columns=LIGHT).done
-        # Less what is recorded and what early stop skips; a repeated answer
-        # whose original is recorded reuses its verdict (runner/checks/attempts.py).
-        todo, _skipped = attempts.pending(self.tasks, done)
-        pool = Pool(self.out / "slurm", holder_name())
-        pool.start_lease()
-        try:
-            # Booting the prover is the dearest thing a task does: not for
-            # a pool others have already taken.
-            if not any(pool.claimable(t.problem.problem_id) for t in todo):
-                return 0
-            # For the log, and for benchmarks/slurm_overhead.py (start cost of a task).
-            print(f"proofbatch: pulling from {len(todo)} checks, started at {time.time():.3f}",
-                  flush=True)
-            # Slurm sets SLURM_RESTART_COUNT on a requeued job: a fresh writer id
-            # per incarnation keeps its image record apart from the earlier one's.
-            prefix = f"{self.writer_prefix}-r{os.environ.get('SLURM_RESTART_COUNT', '0')}"
-            self._prefix, self._finished = prefix, []
-            plan = self.plan.only({task_key(t) for t in todo}) if self.plan is not None else None
-            runs = {}
-            for t in todo:
-                runs.setdefault(t.problem.problem_id, []).append(t)
-
-            def recorded(problem_id: str) -> bool:
-                done = shards.scan(self.out, repair=False, columns=LIGHT).done
-                left, _skipped = attempts.pending(runs[problem_id], done)
-                return not left
-
-            # The local executor starts the session (its scratch under the node's
-            # TMPDIR, not the shared OUT) and publishes shards and boards to OUT.
-            try:
-                LocalExecutor(workers=self.threads, claim=Claimer(pool, recorded)).execute(
-                    SweepJob(self.backend, todo, self.out, prefix, plan), self._finished.append)
-            finally:
-                self._finished = []
-            return len(todo)
-        finally:
-            pool.stop_lease()
-
-    def checkpoint(self, *args, **kwargs):
-        """submitit calls this on preemption or timeout, right before it
-        requeues the job, and the requeue kills the task at once: rows still
-        buffered in the shard writers would be lost and their checks redone.
-        Publish every finished row not yet in a shard first."""
-        finished, self._finished = list(getattr(self, "_finished", [])), []
-        if finished:
-            on_disk = shards.scan(self.out, repair=False, columns=LIGHT).done
-            # A row on disk settles a check only for the answer it checked.
-            rows = [r for r in finished
-                    if not on_disk.current([(r.problem_id, r.attempt)], [row_version(r)])[0]]
-            if rows:
-                with shards.ShardWriter(self.out, f"{self._prefix}-checkpoint") as writer:
-                    for row in rows:
-                        writer.add(row)
-        return super().checkpoint(*args, **kwargs)
+@dataclass
+class _Sweep:
+    """What the driver tracks of the sweep it runs, from ``execute``'s
+    start to its end."""
+    job: SweepJob
+    on_row: Callable[[ResultRow], None]
+    ledger: Ledger
+    pool: Pool
+    by_key: dict[tuple[str, int], CheckTask]
+    wanted: dict[tuple[str, int], str]            # each check's answer hash
+    by_problem: dict[str, list[tuple[str, int]]]
+    watched: set[str] = field(default_factory=set)   # ids of the jobs this driver watches
+    failed_writer: shards.ShardWriter | None = None  # the ERROR rows of checks out of tries
 
 
 class SlurmExecutor(Executor):
@@ -282,31 +219,23 @@ class SlurmExecutor(Executor):
         return [k for k in keys if k in by_key and k not in self._reported
                 and not (by_key[k].skip_if_solved and k[0] in self._solved)]
 
-    def _end_reason(self, record: JobRecord, state: str) -> str:
-        log = ""
-        try:
-            log = SlurmJob(record.folder, record.job_id).paths.stdout.read_text(errors="replace")
-        except OSError:
-            pass
-        if MEMORY_KILL.search(log) or "OUT_OF_MEMORY" in state:
-            return f"Slurm job {record.job_id} exceeded its memory request (--mem={record.mem}) and was killed"
-        return f"Slurm job {record.job_id} ended {state} before checking it"
-
-    def _reattach(self, ledger: Ledger) -> set[str]:
-        """Ids of jobs of an earlier driver that Slurm still has, under the
-        name we gave them (ids restart at 1 when Slurm's state is wiped)."""
-        open_records = [r for r in ledger.records if r.settled is None]
-        queued = queued_names([r.job_id for r in open_records])
-        live: set[str] = set()
-        for r in open_records:
-            if queued.get(r.job_id) == r.name:
-                live.add(r.job_id)
-            else:
-                # It ended while no driver watched: its claims go back below.
-                r.settled = final_state(r)
-        return live
+    # -- a sweep, step by step -----------------------------------------------
 
     def execute(self, job: SweepJob, on_row: Callable[[ResultRow], None]) -> None:
+        """Take up where an earlier driver left (its jobs and their ends),
+        submit what no live job pulls, then watch until every check has a row."""
+        sweep = self._open(job, on_row)
+        self._resume(sweep)
+        try:
+            while not self._look(sweep):
+                time.sleep(self.options.poll_s)
+        finally:
+            if sweep.failed_writer is not None:
+                sweep.failed_writer.close()
+
+    def _open(self, job: SweepJob, on_row: Callable[[ResultRow], None]) -> _Sweep:
+        """The sweep's ledger, pool and checks; the rows already in its shards
+        reported, and the jobs of an earlier driver still queued reattached."""
         o = self.options
         self._allowances = job.backend.allowances
         # Tasks added to a running sweep keep their own ledger: the driver
@@ -319,113 +248,131 @@ class SlurmExecutor(Executor):
         by_problem: dict[str, list[tuple[str, int]]] = {}
         for k in by_key:
             by_problem.setdefault(k[0], []).append(k)
-        for row in self._new_rows(job.out, wanted):
-            on_row(ResultRow(**row))
-        watched = self._reattach(ledger)
+        sweep = _Sweep(job, on_row, ledger, pool, by_key, wanted, by_problem)
+        self._report_new_rows(sweep)
+        sweep.watched = reattach(ledger)
+        return sweep
 
-        def finished(problem_id: str) -> bool:
-            return not self._unsettled(by_problem.get(problem_id, ()), by_key)
-
-        failed_writer = None
-
-        def give_up(keys, reason: str, state: str) -> list[CheckTask]:
-            """Count a try for each of ``keys``; those with tries left come
-            back to be run again, the others are recorded as ERROR."""
-            nonlocal failed_writer
-            retry = []
-            for k in keys:
-                ledger.tries[k] = ledger.tries.get(k, 0) + 1
-                if ledger.tries[k] <= o.retries:
-                    retry.append(by_key[k])
-                    continue
-                failed_writer = failed_writer or shards.ShardWriter(job.out, f"{job.run_id}-slurm-driver")
-                row = lost_row(by_key[k], f"{reason}; {ledger.tries[k]} Slurm jobs ran this check "
-                               "and none finished it", f"slurm {state}", info=job.backend.info,
-                               worker="slurm-driver", run_id=job.run_id)
-                failed_writer.add(row)
-                self._reported.add(k)
-                on_row(row)
-            return retry
-
-        def replacing(retry: list[CheckTask]) -> list[CheckTask]:
-            """What a task replacing ended jobs pulls from: every check still
-            unsettled, in the plan's order, not only the ended jobs' claims. The
-            survivors take those claims while the new task boots (65-80 s for
-            HOL Light), so a task held to them would boot for nothing; measured
-            in benchmarks/slurm_elastic.py. Claims keep any check from running
-            twice; ``retry`` alone counted a try."""
-            left = set(self._unsettled(wanted, by_key)) | {task_key(t) for t in retry}
-            return [t for t in job.tasks if task_key(t) in left]
-
+    def _resume(self, sweep: _Sweep) -> None:
+        """Release the claims of jobs that ended while no driver watched, then
+        submit tasks for what no live job pulls: their checks with tries left,
+        the checks no job had (``add_tasks``: tasks for the whole sweep)."""
+        o, job, ledger = self.options, sweep.job, sweep.ledger
         retry: list[CheckTask] = []
         for r in ledger.records:
-            if r.settled is not None and r.job_id not in watched:
-                for pid in pool.release_holder(r.job_id, keep=finished):
-                    retry += give_up(self._unsettled(by_problem.get(pid, ()), by_key),
-                                     self._end_reason(r, r.settled), r.settled)
-        covered = {k for r in ledger.records if r.job_id in watched for k in ledger.keys_of(r)}
+            if r.settled is not None and r.job_id not in sweep.watched:
+                retry += self._release(sweep, r, r.settled)
+        covered = {k for r in ledger.records if r.job_id in sweep.watched for k in ledger.keys_of(r)}
         fresh = [t for t in job.tasks if task_key(t) not in covered]
         if o.add_tasks:
             self._submit(job, ledger, list(job.tasks), o.add_tasks, 0)
         elif retry:
             # Claims of jobs that ended while no driver watched. Jobs still
             # alive keep their nodes; new ones make up the rest.
-            self._submit(job, ledger, replacing(retry), max(1, o.nodes - len(watched)),
+            self._submit(job, ledger, self._replacing(sweep, retry),
+                         max(1, o.nodes - len(sweep.watched)),
                          max(ledger.tries.get(task_key(t), 0) for t in retry))
         elif fresh:
             # Jobs still alive keep their nodes: the rest goes to the new ones.
-            self._submit(job, ledger, fresh, max(1, o.nodes - len(watched)),
+            self._submit(job, ledger, fresh, max(1, o.nodes - len(sweep.watched)),
                          max((ledger.tries.get(task_key(t), 0) for t in fresh), default=0))
-        watched |= {r.job_id for r in ledger.records if r.settled is None}
+        sweep.watched |= {r.job_id for r in ledger.records if r.settled is None}
         ledger.save()
 
-        try:
-            while True:
-                for row in self._new_rows(job.out, wanted):
-                    on_row(ResultRow(**row))
-                retry = []
-                watching = [r for r in ledger.records if r.settled is None and r.job_id in watched]
-                # Slurm's queue, not submitit's done(), says whether a job ended:
-                # done() is True once the job's result file exists, and a task
-                # requeued (preemption, scontrol requeue) after an incarnation
-                # that wrote one runs again under the same id with that file
-                # still there. Taking it for ended released the live task's
-                # claims and submitted a job for them (tests/cluster/test_slurm.py).
-                queued = queued_names([r.job_id for r in watching])
-                for r in watching:
-                    if queued.get(r.job_id) == r.name:
-                        continue
-                    # Rows the task published just before it ended.
-                    for row in self._new_rows(job.out, wanted):
-                        on_row(ResultRow(**row))
-                    # From accounting, which waits out sacct's lag behind the queue.
-                    state = r.settled = final_state(r, just_left=True)
-                    # Its unfinished claims go back to the pool now, not when
-                    # its lease runs out, and a new task comes for them.
-                    for pid in pool.release_holder(r.job_id, keep=finished):
-                        retry += give_up(self._unsettled(by_problem.get(pid, ()), by_key),
-                                         self._end_reason(r, state), state)
-                    ledger.save()
-                if all(r.settled is not None for r in ledger.records if r.job_id in watched):
-                    for row in self._new_rows(job.out, wanted):
-                        on_row(ResultRow(**row))
-                    missing = self._unsettled(wanted, by_key)
-                    if not missing:
-                        return
-                    # Tasks of another driver (``add_tasks``) may hold them.
-                    if not any(pool.held_alive(k[0]) for k in missing) and not retry:
-                        last = max((r for r in ledger.records if r.settled is not None),
-                                   key=lambda r: r.submitted)
-                        retry = give_up(missing, self._end_reason(last, last.settled), last.settled)
-                if retry:
-                    self._submit(job, ledger, replacing(retry), 1,
-                                 max(ledger.tries.get(task_key(t), 0) for t in retry))
-                    watched |= {nr.job_id for nr in ledger.records if nr.settled is None}
-                    ledger.save()
-                time.sleep(o.poll_s)
-        finally:
-            if failed_writer is not None:
-                failed_writer.close()
+    def _look(self, sweep: _Sweep) -> bool:
+        """One look at the shards and the jobs: report new rows, settle the
+        jobs that ended, and submit a task for checks left without one; True
+        when every check of the sweep has a row."""
+        self._report_new_rows(sweep)
+        retry = self._settle_ended(sweep)
+        ledger = sweep.ledger
+        if all(r.settled is not None for r in ledger.records if r.job_id in sweep.watched):
+            self._report_new_rows(sweep)
+            missing = self._unsettled(sweep.wanted, sweep.by_key)
+            if not missing:
+                return True
+            # Tasks of another driver (``add_tasks``) may hold them.
+            if not any(sweep.pool.held_alive(k[0]) for k in missing) and not retry:
+                last = max((r for r in ledger.records if r.settled is not None),
+                           key=lambda r: r.submitted)
+                retry = self._give_up(sweep, missing, end_reason(last, last.settled), last.settled)
+        if retry:
+            self._submit(sweep.job, ledger, self._replacing(sweep, retry), 1,
+                         max(ledger.tries.get(task_key(t), 0) for t in retry))
+            sweep.watched |= {nr.job_id for nr in ledger.records if nr.settled is None}
+            ledger.save()
+        return False
+
+    def _settle_ended(self, sweep: _Sweep) -> list[CheckTask]:
+        """Record how each watched job that left the queue ended and release
+        its claims; the checks to run again."""
+        retry: list[CheckTask] = []
+        watching = [r for r in sweep.ledger.records if r.settled is None and r.job_id in sweep.watched]
+        # Slurm's queue, not submitit's done(), says whether a job ended:
+        # done() is True once the job's result file exists, and a task
+        # requeued (preemption, scontrol requeue) after an incarnation
+        # that wrote one runs again under the same id with that file
+        # still there. Taking it for ended released the live task's
+        # claims and submitted a job for them (tests/cluster/test_slurm.py).
+        queued = queued_names([r.job_id for r in watching])
+        for r in watching:
+            if queued.get(r.job_id) == r.name:
+                continue
+            # Rows the task published just before it ended.
+            self._report_new_rows(sweep)
+            # From accounting, which waits out sacct's lag behind the queue.
+            state = r.settled = final_state(r, just_left=True)
+            # Its unfinished claims go back to the pool now, not when
+            # its lease runs out, and a new task comes for them.
+            retry += self._release(sweep, r, state)
+            sweep.ledger.save()
+        return retry
+
+    def _report_new_rows(self, sweep: _Sweep) -> None:
+        for row in self._new_rows(sweep.job.out, sweep.wanted):
+            sweep.on_row(ResultRow(**row))
+
+    def _release(self, sweep: _Sweep, record: JobRecord, state: str) -> list[CheckTask]:
+        """Return the claims of ``record``'s job, ended ``state``, to the
+        pool, and count a try for their unfinished checks (``_give_up``)."""
+        retry: list[CheckTask] = []
+        for pid in sweep.pool.release_holder(record.job_id, keep=lambda p: self._finished(sweep, p)):
+            retry += self._give_up(sweep, self._unsettled(sweep.by_problem.get(pid, ()), sweep.by_key),
+                                   end_reason(record, state), state)
+        return retry
+
+    def _finished(self, sweep: _Sweep, problem_id: str) -> bool:
+        return not self._unsettled(sweep.by_problem.get(problem_id, ()), sweep.by_key)
+
+    def _give_up(self, sweep: _Sweep, keys, reason: str, state: str) -> list[CheckTask]:
+        """Count a try for each of ``keys``; those with tries left come
+        back to be run again, the others are recorded as ERROR."""
+        job, ledger = sweep.job, sweep.ledger
+        retry = []
+        for k in keys:
+            ledger.tries[k] = ledger.tries.get(k, 0) + 1
+            if ledger.tries[k] <= self.options.retries:
+                retry.append(sweep.by_key[k])
+                continue
+            sweep.failed_writer = sweep.failed_writer or shards.ShardWriter(
+                job.out, f"{job.run_id}-slurm-driver")
+            row = lost_row(sweep.by_key[k], f"{reason}; {ledger.tries[k]} Slurm jobs ran this check "
+                           "and none finished it", f"slurm {state}", info=job.backend.info,
+                           worker="slurm-driver", run_id=job.run_id)
+            sweep.failed_writer.add(row)
+            self._reported.add(k)
+            sweep.on_row(row)
+        return retry
+
+    def _replacing(self, sweep: _Sweep, retry: list[CheckTask]) -> list[CheckTask]:
+        """What a task replacing ended jobs pulls from: every check still
+        unsettled, in the plan's order, not only the ended jobs' claims. The
+        survivors take those claims while the new task boots (65-80 s for
+        HOL Light), so a task held to them would boot for nothing; measured
+        in benchmarks/slurm_elastic.py. Claims keep any check from running
+        twice; ``retry`` alone counted a try."""
+        left = set(self._unsettled(sweep.wanted, sweep.by_key)) | {task_key(t) for t in retry}
+        return [t for t in sweep.job.tasks if task_key(t) in left]
 
 
 def from_args(args, workers: int) -> SlurmExecutor:

@@ -1,6 +1,8 @@
 """What the Slurm driver knows about its jobs: the ledger in
-``OUT/slurm/jobs.json`` and the questions it asks Slurm (squeue for what is
-queued, sacct for how a job ended, scontrol for the site's limits)."""
+``OUT/slurm/jobs.json`` with the key of each check it lists, the questions it
+asks Slurm (squeue for what is queued, sacct for how a job ended, scontrol
+for the site's limits), what a restarted driver finds of an earlier one's
+jobs, and why a job ended, read from its log."""
 
 from __future__ import annotations
 
@@ -10,13 +12,21 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from submitit.slurm.slurm import SlurmJob
+
 from runner.results.publish import publish_json
 from runner import subproc
+from runner.checks.tasks import CheckTask
 from runner.errors import CommandError, InputError
 
 LEDGER = "jobs.json"
 UNFINISHED = {"PENDING", "RUNNING", "REQUEUED", "COMPLETING", "CONFIGURING", "RESIZING",
               "SUSPENDED", "PREEMPTED", "UNKNOWN"}
+MEMORY_KILL = re.compile(r"exceeded memory limit|oom-kill|out of memory|OUT_OF_MEMORY", re.I)
+
+
+def task_key(task: CheckTask) -> tuple[str, int]:
+    return task.problem.problem_id, task.attempt
 
 
 @dataclass
@@ -165,3 +175,32 @@ def final_state(record: "JobRecord", *, patience_s: float | None = None,
             return states[-1]
         time.sleep(1)
     return "GONE"
+
+
+def reattach(ledger: Ledger) -> set[str]:
+    """Ids of jobs of an earlier driver that Slurm still has, under the
+    name we gave them (ids restart at 1 when Slurm's state is wiped)."""
+    open_records = [r for r in ledger.records if r.settled is None]
+    queued = queued_names([r.job_id for r in open_records])
+    live: set[str] = set()
+    for r in open_records:
+        if queued.get(r.job_id) == r.name:
+            live.add(r.job_id)
+        else:
+            # It ended while no driver watched: its claims go back to the
+            # pool as the driver resumes (cluster/slurm.py, _resume).
+            r.settled = final_state(r)
+    return live
+
+
+def end_reason(record: JobRecord, state: str) -> str:
+    """Why ``record``'s job ended before checking a check: killed for its
+    memory (its log or its state says so), else its final ``state``."""
+    log = ""
+    try:
+        log = SlurmJob(record.folder, record.job_id).paths.stdout.read_text(errors="replace")
+    except OSError:
+        pass
+    if MEMORY_KILL.search(log) or "OUT_OF_MEMORY" in state:
+        return f"Slurm job {record.job_id} exceeded its memory request (--mem={record.mem}) and was killed"
+    return f"Slurm job {record.job_id} ended {state} before checking it"

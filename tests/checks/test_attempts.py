@@ -17,7 +17,7 @@ from collections import defaultdict
 
 import pytest
 
-from cluster.slurm import PullWorker
+from cluster.slurm_worker import PullWorker
 from runner import cli
 from runner.checks import attempts
 from runner.results import shards
