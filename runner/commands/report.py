@@ -10,7 +10,8 @@ from rich.table import Table
 from ..reporting import limits, passk, html as report_html
 from ..errors import InputError
 from ..reporting.progress import STYLE
-from ..reporting.report import PARTS, Comparison, SweepReport, compare, load
+from ..reporting.compare import Comparison, compare
+from ..reporting.report import PARTS, SweepReport, load
 from ..verdicts import Verdict
 from . import price_flag
 

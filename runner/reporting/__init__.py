@@ -1,8 +1,8 @@
 """Reporting: what a person reads about a sweep.
 
 Owns the live screen (``progress``), ``proofbatch status`` (``status``), the
-cost and throughput report (``report``) and its HTML page (``html``), and
-pass@k (``passk``).
+cost and throughput report (``report``), two sweeps side by side
+(``compare``), their HTML page (``html``), and pass@k (``passk``).
 
 May import: every stage below it (``runner.results``, ``runner.checks``,
 ``runner.maps``, ``runner.planning``) and the core's base modules. Nothing

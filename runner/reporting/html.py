@@ -23,7 +23,8 @@ import pyarrow.compute as pc  # noqa: E402
 from ..results.publish import publish  # noqa: E402
 from ..errors import InputError  # noqa: E402
 from . import limits  # noqa: E402
-from .report import PARTS, Comparison, SweepReport  # noqa: E402
+from .compare import Comparison  # noqa: E402
+from .report import PARTS, SweepReport  # noqa: E402
 from ..verdicts import Verdict  # noqa: E402
 
 COLORS = {"OK": "#2e7d32", "FAIL": "#f9a825", "CHEATING": "#8e24aa", "TIMEOUT": "#c62828",

@@ -27,14 +27,14 @@ or category, per-worker sums, the slowest checks, the throughput curve at
 the resolution of its plot) become Python objects.
 
 ``runner.reporting.html`` and ``proofbatch report`` render a ``SweepReport``;
-``compare`` sets two sweeps of one corpus side by side.
+``runner.reporting.compare`` sets two sweeps of one corpus side by side.
 """
 
 from __future__ import annotations
 
 import json
 from collections import Counter, defaultdict
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -47,7 +47,6 @@ from ..results.sweep_manifest import read_sweep_manifest
 from ..errors import InputError
 from ..planning.planner import PLAN_FILE
 from ..prover import COMPILE_KEY
-from ..verdicts import Verdict
 
 WASTED = ("TIMEOUT", "MEMOUT")
 PARTS = ("proof", "image builds", "waiting", "dispatch overhead", "TIMEOUT", "MEMOUT", "idle")
@@ -391,44 +390,3 @@ def _split(table: pa.Table, builds: list[dict], runs: list[Run]) -> dict[str, fl
     paid = sum(r.workers * r.makespan_s for r in runs)
     seconds["idle"] = max(0.0, paid - sum(seconds.values()))
     return seconds
-
-
-# -- two sweeps ------------------------------------------------------------------
-
-@dataclass(frozen=True)
-class Comparison:
-    a: SweepReport
-    b: SweepReport
-    solved_only_a: list[str]
-    solved_only_b: list[str]
-    changes: list[tuple[str, int, str, str]]          # problem, attempt, verdict in a, in b
-    only_in_a: int = 0                                # checks one sweep has and the other lacks
-    only_in_b: int = 0
-    transitions: Counter = field(default_factory=Counter)
-
-
-def _solved(table: pa.Table) -> pa.Array:
-    return pc.unique(table.filter(pc.equal(table["verdict"], Verdict.OK.value))["problem_id"])
-
-
-def _only(these: pa.Array, those: pa.Array) -> list[str]:
-    return these.filter(pc.invert(pc.is_in(these, value_set=those))).sort().to_pylist()
-
-
-def compare(a: SweepReport, b: SweepReport) -> Comparison:
-    """Two sweeps of one corpus: who solved what, which verdicts changed, what each cost."""
-    fa, fb = a.manifest.get("corpus_fingerprint"), b.manifest.get("corpus_fingerprint")
-    if fa != fb:
-        raise InputError(b.out / "sweep.json", f"a sweep of another corpus than {a.out} "
-                         "(corpus fingerprints differ)", "compare two sweeps of the same corpus")
-    keys = ["problem_id", "attempt"]
-    both = a.table.select([*keys, "verdict"]).join(
-        b.table.select([*keys, "verdict"]).rename_columns([*keys, "verdict_b"]), keys=keys,
-        join_type="inner")
-    changed = both.filter(pc.not_equal(both["verdict"], both["verdict_b"])).sort_by(
-        [(k, "ascending") for k in keys])
-    changes = list(zip(*(changed[c].to_pylist() for c in (*keys, "verdict", "verdict_b"))))
-    solved_a, solved_b = _solved(a.table), _solved(b.table)
-    return Comparison(a, b, _only(solved_a, solved_b), _only(solved_b, solved_a), changes,
-                      a.checks - both.num_rows, b.checks - both.num_rows,
-                      Counter((x, y) for _, _, x, y in changes))

@@ -18,7 +18,8 @@ from pathlib import Path
 import pytest
 
 from runner import cli, subproc
-from runner.reporting.report import PARTS, compare, load
+from runner.reporting.compare import compare
+from runner.reporting.report import PARTS, load
 from runner.reporting.html import render
 from runner.sweep import prepare, run_sweep
 
