@@ -2,8 +2,8 @@
 
 Owns the plan (``planner``), its inputs priced from profiles and maps
 (``inputs``) and from what past sweeps measured (``learned_costs``), the
-dispatcher that follows it (``dispatch``, with ``chains`` and
-``mem_classes``; ``live_queue`` for executors that run real checks), the
+dispatcher that follows it (``dispatch``, with ``affinity``, ``chains``
+and ``mem_classes``; ``live_queue`` for executors that run real checks), the
 model of a node's images (``node_images``), the simulator (``simulate``),
 the work left for an ETA (``work_left``), the bounds on the machines a
 user describes (``sizes``), and a sweep's settings with what preparing it
