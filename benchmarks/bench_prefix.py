@@ -308,7 +308,8 @@ def summary_of(result: dict, library_lines: int) -> dict:
 
 # -- the report -------------------------------------------------------------------------------
 
-def main() -> int:
+def parse_args():
+    """The command line's flags."""
     p = arg_parser(__doc__.split("\n\n")[0])
     p.add_argument("--hol-light", help="module-built HOL Light checkout (PROOFBATCH_BENCH_HOL_LIGHT)")
     p.add_argument("--s2n-bignum", help="s2n-bignum checkout, the context root "
@@ -319,7 +320,12 @@ def main() -> int:
     p.add_argument("--timeout", type=float, default=600.0, help="limit per check, seconds")
     p.add_argument("--out", help="keep the corpora and sweep directories here (default: a temp "
                                  "directory, removed at exit)")
-    args = p.parse_args()
+    return p.parse_args()
+
+
+def prepare_inputs(args) -> tuple[Path, Path, list[str], list[str], Path]:
+    """The two checkouts, the files and modes asked for, and the (empty)
+    folder that will hold the corpora and the sweeps."""
     hol_dir, s2n_dir = checkouts(args)
     files = [f for f in args.files.split(",") if f]
     modes = [m for m in args.modes.split(",") if m]
@@ -328,12 +334,13 @@ def main() -> int:
     root = Path(args.out) if args.out else temp_dir("prefix")
     if args.out and root.exists() and any(root.iterdir()):
         raise SystemExit(f"bench_prefix.py: --out {root} is not empty")
-    corpora, setups, head_lines, library_lines = write_corpora(hol_dir, s2n_dir, files, args.problems, root)
-    log(f"{args.problems} problems from {len(files)} files; longest head {head_lines:,} lines, "
-        f"library {library_lines:,}")
-    t = time.monotonic()
-    shape = baseline_shape(setups)
-    log(f"baseline shape checked in {time.monotonic() - t:.0f} s: {shape}")
+    return hol_dir, s2n_dir, files, modes, root
+
+
+def run_sweeps(args, modes: list[str], corpora: dict[str, Path], root: Path, hol_dir: Path,
+               s2n_dir: Path, library_lines: int) -> dict[str, dict[str, dict]]:
+    """Every sweep, ABBA over the modes: {mode: {variant: sweep's result}};
+    each one's summary is also written to ROOT/<mode>-<variant>.json."""
     results: dict[str, dict[str, dict]] = {}
     order = [(m, v) for i, m in enumerate(modes) for v in (VARIANTS if i % 2 == 0 else VARIANTS[::-1])]
     for mode, variant in order:
@@ -348,55 +355,88 @@ def main() -> int:
         (root / f"{mode}-{variant}.json").write_text(json.dumps(s, indent=1, default=str) + "\n")
         log(f"  {mode} {variant}: wall {s['wall_s']} s, builds {s['image_builds']} "
             f"({s['image_build_s']} s), verdicts {s['verdicts']}")
-    figures = {"problems": args.problems, "files": files, "head_lines": head_lines,
-               "library_lines": library_lines,
-               "baseline_shape": shape, "sweeps": {}, "verdicts": {}}
-    lines = [f"{args.problems} problems, first theorems of {', '.join(files)}; longest inlined "
-             f"head {head_lines:,} lines, the library (base.ml) {library_lines:,}; 2 workers; "
-             f"limit {args.timeout:.0f} s",
-             f"baseline shape: raw-text keys (ac9f4b5) on the after setups "
-             f"{shape['raw_text_keys_on_after']}, today's keys on the before setups "
-             f"{shape['todays_keys_on_before']}, today's on the after setups "
-             f"{shape['todays_keys_on_after']}: {'same' if shape['same'] else 'DIFFERENT'}"]
+    return results
+
+
+def header(args, files: list[str], head_lines: int, library_lines: int, shape: dict) -> list[str]:
+    """The report's first lines: the problems, and the baseline's shape."""
+    return [f"{args.problems} problems, first theorems of {', '.join(files)}; longest inlined "
+            f"head {head_lines:,} lines, the library (base.ml) {library_lines:,}; 2 workers; "
+            f"limit {args.timeout:.0f} s",
+            f"baseline shape: raw-text keys (ac9f4b5) on the after setups "
+            f"{shape['raw_text_keys_on_after']}, today's keys on the before setups "
+            f"{shape['todays_keys_on_before']}, today's on the after setups "
+            f"{shape['todays_keys_on_after']}: {'same' if shape['same'] else 'DIFFERENT'}"]
+
+
+def sweep_line(mode: str, variant: str, s: dict) -> str:
+    """One sweep's line of the report, from its summary."""
+    compile_s = "" if s["compile_s"] is None else f", compiling {s['compile_s']} s"
+    prefix = "= base" if s["prefix_is_base"] else f"of {s['prefix_lines'] or 0:,} lines"
+    return (f"{mode:8} {variant:6}: wall {s['wall_s']} s (boot {s['boot_s']}, sweep "
+            f"{s['sweep_s']}); image builds {s['image_builds']} of {s['distinct_images']} "
+            f"images, {s['image_build_s']} s, rebuilds {s['rebuilds']} ({s['rebuild_s']} s)"
+            f"{compile_s}; library loaded {s['library_builds']}x "
+            f"({s['library_build_s']:.1f} s); prefix image {prefix} built "
+            f"{s['prefix_builds_per_session']}x; our CPU {s['cpu_s']} s, others' "
+            f"{s['others_cpu_s']} s; load {s['load'][0]}-{s['load'][1]}; verdicts "
+            f"{s['verdicts']} modes {s['modes']}; prove {s['prove_s']} s")
+
+
+def judge(args, results: dict[str, dict[str, dict]], library_lines: int) -> tuple[list[str], dict]:
+    """Each sweep's line, each mode's before/after ratios, the problems not
+    OK and the targets' line; and the figures: each sweep's summary, each
+    problem's verdicts and the three targets (ok_all, prefix_once, no_rebuild)."""
+    lines: list[str] = []
+    sweeps: dict[str, dict] = {}
+    verdicts: dict[str, dict[str, str]] = {}
     ok_all, prefix_once, no_rebuild = True, True, True
     for mode, pair in results.items():
         for variant, r in pair.items():
             s = summary_of(r, library_lines)
-            figures["sweeps"][f"{mode}-{variant}"] = s
+            sweeps[f"{mode}-{variant}"] = s
             for row in r["rows"]:
-                figures["verdicts"].setdefault(row["problem_id"], {})[f"{mode}-{variant}"] = \
+                verdicts.setdefault(row["problem_id"], {})[f"{mode}-{variant}"] = \
                     row["verdict"] if row["verdict"] == "OK" else f"{row['verdict']}: {row['reason']}"
             ok_all &= s["verdicts"] == {"OK": args.problems}
             if variant == "after":
                 prefix_once &= ((s["prefix_lines"] or 0) >= library_lines
                                 and s["prefix_builds_per_session"] == [1])
                 no_rebuild &= s["rebuilds"] == 0 and not s["rebuilt_images"]
-            compile_s = "" if s["compile_s"] is None else f", compiling {s['compile_s']} s"
-            prefix = "= base" if s["prefix_is_base"] else f"of {s['prefix_lines'] or 0:,} lines"
-            lines.append(
-                f"{mode:8} {variant:6}: wall {s['wall_s']} s (boot {s['boot_s']}, sweep "
-                f"{s['sweep_s']}); image builds {s['image_builds']} of {s['distinct_images']} "
-                f"images, {s['image_build_s']} s, rebuilds {s['rebuilds']} ({s['rebuild_s']} s)"
-                f"{compile_s}; library loaded {s['library_builds']}x "
-                f"({s['library_build_s']:.1f} s); prefix image {prefix} built "
-                f"{s['prefix_builds_per_session']}x; our CPU {s['cpu_s']} s, others' "
-                f"{s['others_cpu_s']} s; load {s['load'][0]}-{s['load'][1]}; verdicts "
-                f"{s['verdicts']} modes {s['modes']}; prove {s['prove_s']} s")
+            lines.append(sweep_line(mode, variant, s))
         if len(pair) == 2:
             a, b = summary_of(pair["after"], library_lines), summary_of(pair["before"], library_lines)
             lines.append(f"{mode:8} before/after: wall {b['wall_s'] / a['wall_s']:.2f}x, image "
                          f"build s {b['image_build_s'] / max(a['image_build_s'], 1e-9):.2f}x, "
                          f"CPU {b['cpu_s'] / max(a['cpu_s'], 1e-9):.2f}x")
-    bad = {pid: v for pid, v in figures["verdicts"].items()
+    bad = {pid: v for pid, v in verdicts.items()
            if any(x != "OK" for x in v.values())}
     for pid, v in sorted(bad.items()):
         lines.append(f"NOT OK {pid}: {v}")
     lines.append(f"every ground truth OK: {ok_all}; library prefix built once per session "
                  f"(after): {prefix_once}; no image rebuilt (after): {no_rebuild}")
-    figures.update(ok_all=ok_all, prefix_once=prefix_once, no_rebuild=no_rebuild)
+    return lines, {"sweeps": sweeps, "verdicts": verdicts,
+                   "ok_all": ok_all, "prefix_once": prefix_once, "no_rebuild": no_rebuild}
+
+
+def main() -> int:
+    args = parse_args()
+    hol_dir, s2n_dir, files, modes, root = prepare_inputs(args)
+    corpora, setups, head_lines, library_lines = write_corpora(hol_dir, s2n_dir, files, args.problems, root)
+    log(f"{args.problems} problems from {len(files)} files; longest head {head_lines:,} lines, "
+        f"library {library_lines:,}")
+    t = time.monotonic()
+    shape = baseline_shape(setups)
+    log(f"baseline shape checked in {time.monotonic() - t:.0f} s: {shape}")
+    results = run_sweeps(args, modes, corpora, root, hol_dir, s2n_dir, library_lines)
+    judged_lines, judged = judge(args, results, library_lines)
+    lines = header(args, files, head_lines, library_lines, shape) + judged_lines
+    figures = {"problems": args.problems, "files": files, "head_lines": head_lines,
+               "library_lines": library_lines, "baseline_shape": shape, **judged}
     target = "library prefix built once per session, no image rebuilt while checks need it"
     return emit(args, "bench_prefix", figures, lines, target,
-                ok_all and prefix_once and no_rebuild and "after" in next(iter(results.values())))
+                judged["ok_all"] and judged["prefix_once"] and judged["no_rebuild"]
+                and "after" in next(iter(results.values())))
 
 
 if __name__ == "__main__":
