@@ -184,7 +184,8 @@ def sample_arguments(parser) -> None:
     parser.add_argument("--modes", default="native,bytecode")
 
 
-def main() -> int:
+def parse_args():
+    """The command line's flags, --work and --bench-map resolved and --work made."""
     parser = arg_parser(__doc__.splitlines()[0])
     parser.add_argument("--work", type=Path, required=True, help="folder for the builds and sweeps")
     parser.add_argument("--hol-light-src", required=True, help="what `git clone` takes for HOL Light")
@@ -195,13 +196,14 @@ def main() -> int:
     args = parser.parse_args()
     args.work, args.bench_map = args.work.resolve(), args.bench_map.resolve()
     args.work.mkdir(parents=True, exist_ok=True)
+    return args
 
-    hol, s2n, build_secs = build_inputs(args)
-    bench_map = json.loads(args.bench_map.read_text())
-    listed = {e["problem_id"]: e for e in bench_map}
-    files = choose_files(bench_map, s2n, args.seed, args.files, args.max_file_secs, args.arch)
-    log(f"{args.arch} seed {args.seed}: {', '.join(files)}")
 
+def extract_corpus(args, s2n: Path, files: list[str],
+                   listed: dict[str, dict]) -> tuple[Path, Path, list[str], list[str], float]:
+    """``proofbatch extract`` of the files: the corpus, the file naming the
+    problems to sweep, the extracted ids, those the map lists, and the
+    extract's wall seconds."""
     corpus = args.work / f"corpus-{tag(args)}"
     extract_s = step(PROOFBATCH + ["extract", *[s2n / args.arch / "proofs" / f"{f}.ml" for f in files],
                                    "--out", corpus, "--prefix", args.arch], cwd=ROOT)
@@ -211,52 +213,92 @@ def main() -> int:
     ids = [i for i in extracted if i in listed]
     chosen = args.work / f"problems-{tag(args)}.txt"
     chosen.write_text("".join(f"{i}\n" for i in ids))
+    return corpus, chosen, extracted, ids, extract_s
+
+
+def judge_mode(mode: str, rows: dict[str, dict], ids: list[str],
+               listed: dict[str, dict]) -> tuple[str, list[str]]:
+    """One mode's verdict counts and how many ran in another mode, as its
+    line's tail; and what the mode did not meet."""
+    verdicts = defaultdict(int)
+    for row in rows.values():
+        verdicts[row["verdict"]] += 1
+    not_ok = [f"{pid} {r['verdict']} {r['reason']}" for pid, r in rows.items() if r["verdict"] != "OK"]
+    wrong_mode = [pid for pid, r in rows.items() if r["mode"] != mode]
+    missing = [pid for pid in ids if pid not in rows]
+    tail = (" ".join(f"{v} {n}" for v, n in sorted(verdicts.items()))
+            + f"; {len(wrong_mode)} ran in another mode")
+    fails = [f"{mode}: {x}" for x in not_ok]
+    fails += [f"{mode}: {pid} ran in {rows[pid]['mode']}" for pid in wrong_mode]
+    fails += [f"{mode}: {pid} has no row" for pid in missing]
+    if mode == "bytecode":
+        for pid, r in rows.items():
+            if pid in listed and float(r["timeout_s"]) != converted(listed[pid]["timeout_sec"]):
+                fails.append(f"bytecode: {pid} ran under {r['timeout_s']} s "
+                             f"({r['timeout_source']}), not the converted "
+                             f"{converted(listed[pid]['timeout_sec'])} s")
+    return tail, fails
+
+
+def sweep_modes(args, corpus: Path, chosen: Path, hol: Path, s2n: Path, ids: list[str],
+                listed: dict[str, dict]) -> tuple[dict[str, dict[str, dict]], list[str], list[str], dict]:
+    """A sweep in each mode: {mode: rows}, a line per mode, what was not
+    met, and each mode's wall seconds and load."""
+    runs: dict[str, dict[str, dict]] = {}
+    lines: list[str] = []
+    fails: list[str] = []
+    figures: dict = {}
+    for mode in args.modes.split(","):
+        rows, wall, load = sweep(args, mode, corpus, chosen, hol, s2n)
+        runs[mode] = rows
+        tail, mode_fails = judge_mode(mode, rows, ids, listed)
+        lines.append(f"{mode}: wall {wall:.0f} s, {load}; " + tail)
+        fails += mode_fails
+        figures[f"{mode}_wall_s"] = round(wall, 1)
+        figures[f"{mode}_load"] = load
+    return runs, lines, fails, figures
+
+
+def against_map(runs: dict[str, dict[str, dict]], ids: list[str],
+                listed: dict[str, dict]) -> tuple[list[str], list[float]]:
+    """Each problem's native prove_secs (and bytecode's) against the map's:
+    the table, and the ratios of the problems the map lists at 0.5 s or more."""
+    ratios = []
+    lines = [f"{'problem':60} {'map s':>8} {'native s':>9} {'ratio':>6}"
+             + (f" {'bytecode s':>10}" if "bytecode" in runs else "")]
+    for pid in ids:
+        row = runs["native"].get(pid)
+        if pid not in listed or row is None or not row["prove_secs"]:
+            continue
+        want, got = float(listed[pid]["prove_secs"]), float(row["prove_secs"])
+        ratio = got / want if want > 0 else float("nan")
+        if want >= 0.5:          # below that the ratio shows the clock, not the proof
+            ratios.append(ratio)
+        byte = runs.get("bytecode", {}).get(pid, {}).get("prove_secs", "")
+        lines.append(f"{pid:60} {want:8.2f} {got:9.2f} {ratio:6.2f}"
+                     + (f" {float(byte):10.2f}" if byte else ""))
+    return lines, ratios
+
+
+def main() -> int:
+    args = parse_args()
+    hol, s2n, build_secs = build_inputs(args)
+    bench_map = json.loads(args.bench_map.read_text())
+    listed = {e["problem_id"]: e for e in bench_map}
+    files = choose_files(bench_map, s2n, args.seed, args.files, args.max_file_secs, args.arch)
+    log(f"{args.arch} seed {args.seed}: {', '.join(files)}")
+    corpus, chosen, extracted, ids, extract_s = extract_corpus(args, s2n, files, listed)
 
     lines = [f"{args.arch} seed {args.seed}: files {', '.join(files)}; {len(extracted)} problems extracted "
              f"in {extract_s:.1f} s, {len(ids)} of them in the bench's map (swept)",
              "builds: " + ", ".join(f"{k} {v:.0f}" for k, v in build_secs.items())]
-    problems_fail: list[str] = []
     figures: dict = {"arch": args.arch, "seed": args.seed, "files": files, "problems": len(ids), **build_secs}
-    runs: dict[str, dict[str, dict]] = {}
-    for mode in args.modes.split(","):
-        rows, wall, load = sweep(args, mode, corpus, chosen, hol, s2n)
-        runs[mode] = rows
-        verdicts = defaultdict(int)
-        for row in rows.values():
-            verdicts[row["verdict"]] += 1
-        not_ok = [f"{pid} {r['verdict']} {r['reason']}" for pid, r in rows.items() if r["verdict"] != "OK"]
-        wrong_mode = [pid for pid, r in rows.items() if r["mode"] != mode]
-        missing = [pid for pid in ids if pid not in rows]
-        lines.append(f"{mode}: wall {wall:.0f} s, {load}; "
-                     + " ".join(f"{v} {n}" for v, n in sorted(verdicts.items()))
-                     + f"; {len(wrong_mode)} ran in another mode")
-        problems_fail += [f"{mode}: {x}" for x in not_ok]
-        problems_fail += [f"{mode}: {pid} ran in {rows[pid]['mode']}" for pid in wrong_mode]
-        problems_fail += [f"{mode}: {pid} has no row" for pid in missing]
-        if mode == "bytecode":
-            for pid, r in rows.items():
-                if pid in listed and float(r["timeout_s"]) != converted(listed[pid]["timeout_sec"]):
-                    problems_fail.append(f"bytecode: {pid} ran under {r['timeout_s']} s "
-                                         f"({r['timeout_source']}), not the converted "
-                                         f"{converted(listed[pid]['timeout_sec'])} s")
-        figures[f"{mode}_wall_s"] = round(wall, 1)
-        figures[f"{mode}_load"] = load
-
+    runs, mode_lines, problems_fail, mode_figures = sweep_modes(args, corpus, chosen, hol, s2n, ids, listed)
+    lines += mode_lines
+    figures.update(mode_figures)
     if "native" in runs:
-        ratios = []
-        lines.append(f"{'problem':60} {'map s':>8} {'native s':>9} {'ratio':>6}"
-                     + (f" {'bytecode s':>10}" if "bytecode" in runs else ""))
-        for pid in ids:
-            row = runs["native"].get(pid)
-            if pid not in listed or row is None or not row["prove_secs"]:
-                continue
-            want, got = float(listed[pid]["prove_secs"]), float(row["prove_secs"])
-            ratio = got / want if want > 0 else float("nan")
-            if want >= 0.5:          # below that the ratio shows the clock, not the proof
-                ratios.append(ratio)
-            byte = runs.get("bytecode", {}).get(pid, {}).get("prove_secs", "")
-            lines.append(f"{pid:60} {want:8.2f} {got:9.2f} {ratio:6.2f}"
-                         + (f" {float(byte):10.2f}" if byte else ""))
+        table, ratios = against_map(runs, ids, listed)
+        lines += table
         if ratios:
             figures["native_ratio_median"] = round(statistics.median(ratios), 2)
             lines.append(f"native prove_secs / map: median {statistics.median(ratios):.2f} over "
