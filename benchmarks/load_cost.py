@@ -71,10 +71,14 @@ def fit(xs: list[float], ys: list[float]) -> tuple[float, float]:
     return my - b * mx, b
 
 
-def bytecode(args, order, tmp: Path) -> dict:
-    install = find_hol_light(args.hol_light)
-    marks = 1000
-    (tmp / "marks.ml").write_text("".join(f"pb_mark {i};;\n" for i in range(marks)))
+# The markers timed alone first, to know one marker's own CPU cost.
+MARKS = 1000
+
+
+def write_driver(args, order, tmp: Path) -> Path:
+    """The toplevel's script, driver.ml, beside the files its children load
+    (markers alone, the phrases as written, the phrases under trust); its path."""
+    (tmp / "marks.ml").write_text("".join(f"pb_mark {i};;\n" for i in range(MARKS)))
     body = "".join(f"{ph.text.rstrip()}\npb_mark {i};;\n" for i, (_, ph) in enumerate(order))
     (tmp / "replay.ml").write_text(body)
     (tmp / "trust.ml").write_text("let prove (tm, (_ : tactic)) = mk_thm ([], tm);;\npb_mark (-1);;\n"
@@ -97,34 +101,52 @@ def bytecode(args, order, tmp: Path) -> dict:
               "ignore (Unix.waitpid [] pb_a);; ignore (Unix.waitpid [] pb_b);;",
               'print_endline "PB_DONE";;']
     (tmp / "driver.ml").write_text("\n".join(script) + "\n")
+    return tmp / "driver.ml"
+
+
+def run_toplevel(args, install, driver: Path) -> float | None:
+    """Boot the toplevel on the driver and wait for its children; the boot's
+    CPU seconds (None if it never got that far)."""
     print(f"bytecode: booting {install.build} ({' '.join(install.argv)}), load {load_avg()}", flush=True)
     start = time.monotonic()
-    with open(tmp / "driver.ml") as stdin:
+    with open(driver) as stdin:
         proc = subprocess.run(list(install.argv), stdin=stdin, capture_output=True, text=True,
                               cwd=args.root, check=False)
     boot = next((float(l.split()[1]) for l in proc.stdout.splitlines() if l.startswith("PB_BOOT")), None)
     print(f"bytecode: toplevel ran in {time.monotonic() - start:.0f} s wall, boot {boot} s CPU, "
           f"load {load_avg()}", flush=True)
+    return boot
 
-    def read(name: str) -> tuple[dict[int, float], float, bool | None]:
-        marks_at, t0, ended = {}, 0.0, None
-        for line in (tmp / f"{name}.out").read_text().splitlines():
-            a, b = line.split()
-            if a == "start":
-                t0 = float(b)
-            elif a == "end":
-                ended = b == "true"
-            else:
-                marks_at[int(a)] = float(b)
-        return marks_at, t0, ended
 
-    m, t0, _ = read("marks")
+def read_marks(tmp: Path, name: str) -> tuple[dict[int, float], float, bool | None]:
+    """A child's marks: {marker: CPU s at it}, its start's CPU s, and whether
+    its file loaded to the end (None if it stopped at the budget)."""
+    marks_at, t0, ended = {}, 0.0, None
+    for line in (tmp / f"{name}.out").read_text().splitlines():
+        a, b = line.split()
+        if a == "start":
+            t0 = float(b)
+        elif a == "end":
+            ended = b == "true"
+        else:
+            marks_at[int(a)] = float(b)
+    return marks_at, t0, ended
+
+
+def mark_cost(tmp: Path) -> float:
+    """One marker's CPU seconds, from the child that ran markers alone."""
+    m, t0, _ = read_marks(tmp, "marks")
     ts = [t0] + [m[i] for i in range(len(m))]
-    mark_s = statistics.mean(b - a for a, b in zip(ts, ts[1:]))
-    out = {"boot_cpu_s": boot, "mark_ms": 1000 * mark_s, "load": load_avg()}
-    per = {}
+    return statistics.mean(b - a for a, b in zip(ts, ts[1:]))
+
+
+def phrase_times(order, tmp: Path, mark_s: float) -> tuple[dict[str, dict[int, float]], dict]:
+    """Each child's CPU seconds per phrase measured, less a marker's
+    ({"trust": {i: s}, "replay": ...}), and per child the figures: phrases
+    measured and whether it loaded all."""
+    per, out = {}, {}
     for name in ("trust", "replay"):
-        m, t0, ended = read(name)
+        m, t0, ended = read_marks(tmp, name)
         prev = m.get(-1, t0)
         d = {}
         for i in range(len(order)):
@@ -137,7 +159,12 @@ def bytecode(args, order, tmp: Path) -> dict:
         out[f"{name}_loaded_all"] = ended
         print(f"bytecode {name}: {len(d)} of {len(order)} phrases measured, {sum(d.values()):.1f} s CPU"
               f"{' (budget reached)' if len(d) < len(order) else ''}; ended {ended}", flush=True)
-    # The fit: trust, every phrase; replay, a proof's extra cost.
+    return per, out
+
+
+def fit_phrases(order, per: dict[str, dict[int, float]]) -> tuple[tuple[float, float, float, float], dict]:
+    """The fit: under trust every phrase costs a + b * KB, under replay a
+    proof c + d * KB more; (a, b, c, d) and the figures."""
     n = min(len(per["trust"]), len(per["replay"]))
     xs = [order[i][1].kb for i in range(len(per["trust"]))]
     a, b = fit(xs, [per["trust"][i] for i in range(len(xs))])
@@ -146,12 +173,20 @@ def bytecode(args, order, tmp: Path) -> dict:
     c, d = fit([order[i][1].kb for i in proofs], extra)
     plain = [i for i in range(n) if order[i][1].theorem is None]
     drift = (sum(per["replay"][i] for i in plain) / max(1e-9, sum(per["trust"][i] for i in plain)))
-    out.update({"trust_fit": {"phrase_s": a, "per_kb_s": b, "phrases": len(xs)},
-                "replay_fit": {"proof_s": c, "proof_per_kb_s": d, "proofs": len(proofs)},
-                "replay_over_trust_non_proof": drift})
     print(f"fit, trust (every phrase): {1000 * a:.2f} ms + {1000 * b:.2f} ms/KB over {len(xs)} phrases; "
           f"replay, a proof's extra: {1000 * c:.1f} ms + {1000 * d:.1f} ms/KB over {len(proofs)} proofs; "
           f"non-proof phrases cost x{drift:.2f} in the replay child (noise of a shared host)")
+    return (a, b, c, d), {"trust_fit": {"phrase_s": a, "per_kb_s": b, "phrases": len(xs)},
+                          "replay_fit": {"proof_s": c, "proof_per_kb_s": d, "proofs": len(proofs)},
+                          "replay_over_trust_non_proof": drift}
+
+
+def per_file(order, per: dict[str, dict[int, float]], coefficients: tuple[float, float, float, float],
+             show) -> dict[Path, dict]:
+    """Per file of the phrases both children reached: phrases, proofs, KB,
+    and measured and fitted seconds under trust and replay; printed as a table."""
+    a, b, c, d = coefficients
+    n = min(len(per["trust"]), len(per["replay"]))
     files = defaultdict(lambda: {"phrases": 0, "proofs": 0, "kb": 0.0, "trust": 0.0, "trust_fit": 0.0,
                                  "replay": 0.0, "replay_fit": 0.0})
     for i in range(n):
@@ -165,7 +200,6 @@ def bytecode(args, order, tmp: Path) -> dict:
         r["trust_fit"] += base
         r["replay_fit"] += base + ((c + d * ph.kb) if ph.theorem is not None else 0.0)
         r["proofs"] += ph.theorem is not None
-    show = FileLoads(args.root, install.hol_dir).graph.show
     print(f"{'file':34} {'phrases':>7} {'proofs':>6} {'KB':>7} {'trust s':>8} {'fit':>7} {'err':>6} "
           f"{'replay s':>9} {'fit':>7} {'err':>6}")
     for f, r in files.items():
@@ -174,8 +208,12 @@ def bytecode(args, order, tmp: Path) -> dict:
         print(f"{show(f):34} {r['phrases']:7d} {r['proofs']:6d} {r['kb']:7.1f} {r['trust']:8.2f} "
               f"{r['trust_fit']:7.2f} {err(r['trust'], r['trust_fit']):>6} {r['replay']:9.2f} "
               f"{r['replay_fit']:7.2f} {err(r['replay'], r['replay_fit']):>6}")
-    out["files"] = {show(f): r for f, r in files.items()}
-    # Files whose every phrase was measured: load_model.MEASURED_BYTECODE.
+    return files
+
+
+def print_measured(order, per: dict[str, dict[int, float]], show) -> None:
+    """Print the files whose every phrase was measured, as entries of
+    load_model.MEASURED_BYTECODE."""
     print("measured files (load_model.MEASURED_BYTECODE: (file, sha256[:12]) -> (trust s, replay s or None)):")
     for f in dict.fromkeys(f for f, _ in order):
         ids = [i for i, (g, _) in enumerate(order) if g == f]
@@ -186,11 +224,27 @@ def bytecode(args, order, tmp: Path) -> dict:
         digest = hashlib.sha256(f.read_bytes()).hexdigest()[:12]
         print(f'    ("{show(f)}", "{digest}"): ({trust_s:.2f}, '
               f'{"None" if replay_s is None else f"{replay_s:.2f}"}),')
+
+
+def bytecode(args, order, tmp: Path) -> dict:
+    """The bytecode figures: the boot, a marker's cost, the phrases each
+    child measured, the fit, and per file the measured and fitted seconds."""
+    install = find_hol_light(args.hol_light)
+    boot = run_toplevel(args, install, write_driver(args, order, tmp))
+    mark_s = mark_cost(tmp)
+    out = {"boot_cpu_s": boot, "mark_ms": 1000 * mark_s, "load": load_avg()}
+    per, measured = phrase_times(order, tmp, mark_s)
+    out.update(measured)
+    coefficients, fitted = fit_phrases(order, per)
+    out.update(fitted)
+    show = FileLoads(args.root, install.hol_dir).graph.show
+    files = per_file(order, per, coefficients, show)
+    out["files"] = {show(f): r for f, r in files.items()}
+    print_measured(order, per, show)
     return out
 
 
 def native(args, tmp: Path) -> dict:
-    from runner.provers.hol_light.native import native_compile
     from runner.provers.hol_light.native.native_build import build_native
     from runner.provers.hol_light.native.native_compile import NativeCompiler, Scope
 
