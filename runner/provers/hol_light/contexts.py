@@ -127,6 +127,14 @@ class ImageNode:
     problems: tuple[str, ...]  # problems whose full context is exactly this image
 
 
+def context_name(node: ImageNode) -> str:
+    """What a person calls an image: the problems whose context it is."""
+    if not node.problems:
+        return "a shared context prefix" if node.segment else "an empty context"
+    more = f" and {len(node.problems) - 1} more" if len(node.problems) > 1 else ""
+    return f"the context of {node.problems[0]}{more}"
+
+
 @dataclass(frozen=True)
 class ContextTree:
     """The images needed for a corpus, as a radix tree over phrase sequences."""

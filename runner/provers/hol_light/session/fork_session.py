@@ -190,7 +190,7 @@ class ForkSession(ImageTree, ProverSession):
         # context would be recorded as failed for the rest of the session.
         pipes = PipePair.create(self.workdir / "fifo", f"{node.key}.{next(self._pipe_names)}")
         started = time.monotonic()
-        name = _context_name(node)
+        name = contexts.context_name(node)
         events.say("image", key=node.key, name=name)
         loaded = False
         reply = parent.request("FORK", str(pipes.cmd_path), str(pipes.rep_path), str(log), *load)
@@ -368,14 +368,6 @@ def _dies_within(image: ImageProcess, seconds: float) -> bool:
             return False
         time.sleep(0.02)
     return True
-
-
-def _context_name(node: contexts.ImageNode) -> str:
-    """What a person calls an image: the problems whose context it is."""
-    if not node.problems:
-        return "a shared context prefix" if node.segment else "an empty context"
-    more = f" and {len(node.problems) - 1} more" if len(node.problems) > 1 else ""
-    return f"the context of {node.problems[0]}{more}"
 
 
 def _kill_orphan(pid: int) -> None:

@@ -44,7 +44,7 @@ from ..costs.load_model import ANSWER_BATCH
 from ..native.native_compile import Compiled, NativeCompiler, NotNative, Scope
 from .native_contexts import (SessionCompiler, announced, compile_node, compile_tree, preloaded,
                               refused_natively)
-from .fork_session import ForkSession, _context_name, machine_fault, not_run
+from .fork_session import ForkSession, machine_fault, not_run
 from ..costs.map_modes import BYTECODE_MODE, NATIVE_MODE
 from ..native.native_build import NativeBuild
 from ..costs.plans import ALLOWANCES, image_plan
@@ -263,7 +263,8 @@ class NativeSession(ForkSession):
             node = self._nodes[key]
             try:
                 parent = self._scope(node.parent)
-                scope, secs = compile_node(self.compiler, node, parent, f"context: {_context_name(node)}")
+                scope, secs = compile_node(self.compiler, node, parent,
+                                           f"context: {contexts.context_name(node)}")
                 self.compile_secs += secs
                 # In prepare(), before any check: paid as the boot is (no parent).
                 self._built(COMPILE_KEY + node.key, None, secs)
@@ -306,7 +307,7 @@ class NativeSession(ForkSession):
                     pending.add(other.answer)
             texts = {f"k{i}": text for i, text in enumerate(sorted(pending))}
             done, secs = announced(f"{COMPILE_KEY}answers:{key}",
-                                   f"{len(texts)} answers in {_context_name(self._nodes[key])}",
+                                   f"{len(texts)} answers in {contexts.context_name(self._nodes[key])}",
                                    lambda: self.compiler.compile_answers(texts, scope.opens))
             self.compile_secs += secs
             # Inside the wait of the check that needed it, as an image load.

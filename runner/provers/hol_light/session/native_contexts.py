@@ -17,7 +17,6 @@ from .. import contexts
 from .... import events
 from ....errors import ProverError
 from ....prover import COMPILE_KEY, ImageBuild
-from .fork_session import _context_name
 from ..native.native_compile import NativeCompiler, NotNative, Scope
 
 T = TypeVar("T")
@@ -91,8 +90,8 @@ def compile_tree(compiler: NativeCompiler, tree: contexts.ContextTree, base: Sco
             refused[node.key] = refused[node.parent]
             continue
         try:
-            scopes[node.key], secs = compile_node(compiler, node, scopes[node.parent],
-                                                  f"context {i} of {len(nodes)}: {_context_name(node)}")
+            name = f"context {i} of {len(nodes)}: {contexts.context_name(node)}"
+            scopes[node.key], secs = compile_node(compiler, node, scopes[node.parent], name)
         except NotNative as exc:
             refused[node.key] = str(exc)
             continue
