@@ -61,15 +61,12 @@ from __future__ import annotations
 import json
 import os
 import sys
-import threading
 import time
 from collections import Counter
 from pathlib import Path
 
-import psutil
-
 # common first: it puts the checkout on sys.path for the imports below.
-from common import arg_parser, cpu_busy, emit, log, loadavg, temp_dir
+from common import TreeCpu, arg_parser, cpu_busy, emit, log, loadavg, temp_dir
 from context_keys import baseline_module
 from s2n_cut import Inliner, ProofFile, dir_source, read_proof_file
 from cluster.local import LocalExecutor
@@ -182,44 +179,6 @@ def baseline_shape(setups: dict[str, dict[str, str]]) -> dict:
 
 
 # -- one sweep ------------------------------------------------------------------------------
-
-class TreeCpu:
-    """CPU seconds of this process and its descendants from now on, sampled
-    every second: images and checks are forked by the prover's server, which
-    never reaps them into our children's times, and the session kills them
-    unreaped at close. A process shorter than a sample is missed (a check
-    takes milliseconds; images and compiles live for seconds to minutes)."""
-
-    def __init__(self, interval: float = 1.0):
-        me = psutil.Process()
-        self.me, self.interval, self.seen = me, interval, {}
-        self.before = self._sample(record=False)
-        self.done = threading.Event()
-        self.thread = threading.Thread(target=self._run, daemon=True)
-        self.thread.start()
-
-    def _sample(self, record: bool = True) -> dict:
-        now = {}
-        for proc in [self.me] + self.me.children(recursive=True):
-            try:
-                t = proc.cpu_times()
-                now[(proc.pid, proc.create_time())] = t.user + t.system
-            except psutil.Error:
-                pass
-        if record:
-            self.seen.update(now)
-        return now
-
-    def _run(self) -> None:
-        while not self.done.wait(self.interval):
-            self._sample()
-
-    def stop(self) -> float:
-        self.done.set()
-        self.thread.join()
-        self._sample()
-        return sum(v - self.before.get(k, 0.0) for k, v in self.seen.items())
-
 
 def sweep(corpus: Path, out: Path, hol_dir: Path, s2n_dir: Path, mode: str, timeout: float) -> dict:
     config = SweepConfig(corpus=corpus, out=out, workers=2, hol_light=hol_dir, context_root=s2n_dir,

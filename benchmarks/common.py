@@ -20,10 +20,13 @@ import os
 import shutil
 import sys
 import tempfile
+import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Iterable, Sequence
+
+import psutil
 
 ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:          # `python benchmarks/x.py` puts benchmarks/ first, not the root
@@ -192,3 +195,41 @@ def emit(args: argparse.Namespace, benchmark: str, figures: dict, lines: list[st
             print(f"  {line}")
         print(f"{verdict}: {target}")
     return 0 if passed else 1
+
+
+class TreeCpu:
+    """CPU seconds of this process and its descendants from now on, sampled
+    every second: images and checks are forked by the prover's server, which
+    never reaps them into our children's times, and the session kills them
+    unreaped at close. A process shorter than a sample is missed (a check
+    takes milliseconds; images and compiles live for seconds to minutes)."""
+
+    def __init__(self, interval: float = 1.0):
+        me = psutil.Process()
+        self.me, self.interval, self.seen = me, interval, {}
+        self.before = self._sample(record=False)
+        self.done = threading.Event()
+        self.thread = threading.Thread(target=self._run, daemon=True)
+        self.thread.start()
+
+    def _sample(self, record: bool = True) -> dict:
+        now = {}
+        for proc in [self.me] + self.me.children(recursive=True):
+            try:
+                t = proc.cpu_times()
+                now[(proc.pid, proc.create_time())] = t.user + t.system
+            except psutil.Error:
+                pass
+        if record:
+            self.seen.update(now)
+        return now
+
+    def _run(self) -> None:
+        while not self.done.wait(self.interval):
+            self._sample()
+
+    def stop(self) -> float:
+        self.done.set()
+        self.thread.join()
+        self._sample()
+        return sum(v - self.before.get(k, 0.0) for k, v in self.seen.items())
