@@ -22,7 +22,7 @@ from runner.checks.tasks import CheckTask
 from runner.checks.worker import work
 from runner.errors import ProverError
 from runner.prover import CheckLimits, CheckResult
-from runner.provers.hol_light.session.fork_session import interpret, machine_fault
+from runner.provers.hol_light.session.verdict_record import interpret, machine_fault
 from runner.reporting.progress import NowDoing
 from runner.results.shards import ShardWriter
 from runner.verdicts import Outcome, Verdict

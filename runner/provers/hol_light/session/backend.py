@@ -26,7 +26,8 @@ from .fork_server import ImageFailed, ImageProcess, PipePair
 from ..install import HolLightInstall
 from ..costs.map_modes import BYTECODE_MODE, MapModes, converted_warning
 from ..costs.plans import ALLOWANCES, image_plan
-from .fork_session import ContextFailed, ForkSession, not_run
+from .fork_session import ContextFailed, ForkSession
+from .verdict_record import not_run
 from ..load_graph import DROPPED_LOADS, LoadGraph
 from ....prover import BackendInfo, CheckLimits, CheckResult, ImagePlan, Prover, ProverBackend
 from ....checks.sandbox import SandboxConfig

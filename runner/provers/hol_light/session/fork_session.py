@@ -5,7 +5,8 @@ prover (runner/provers/hol_light/ml/hol_check.ml); what differs is what an image
 text or compiled plugins) and what a CHECK names for its answer. So the
 sessions (backend.py, native.py) share this: starting the base image,
 forking a context image, one check in its scratch directory under the
-outside guards, reading its verdict record, and stopping.
+outside guards (its files and run in jailed_check.py), reading its verdict
+record (verdict_record.py), and stopping.
 """
 
 from __future__ import annotations
@@ -13,38 +14,28 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import os
-import re
 import secrets
-import shutil
 import subprocess
 import threading
 import time
 from pathlib import Path
 from typing import Callable, Sequence
 
-import psutil
-
 from .. import contexts
 from .... import events
 from ....checks import sandbox
 from ....corpus import Problem
 from ....errors import ProverError
+from . import jailed_check
 from .fork_server import ImageFailed, ImageProcess, PipePair
-from ....checks.guard import GuardLimits, Observation, death_reason, kill_tree, signal_name, watch
+from ....checks.guard import GuardLimits
 from .image_logs import failure_reason, keep_log, last_output, log_reason, tail_bytes
 from .image_tree import ImageTree
 from ....checks.janitor import Janitor
-from ....prover import CheckLimits, CheckResult, ImageBuild, LimitClock, ProverSession
+from ....prover import CheckLimits, CheckResult, ImageBuild, ProverSession
 from ....results.publish import publish
 from ....verdicts import Outcome, Verdict
-
-RECORD = re.compile(r"PBV2\t(?P<nonce>[0-9a-f]+)\t(?P<verdict>[A-Z]+)\t(?P<secs>[0-9.]+)\t"
-                    r"(?P<cpu>[0-9.]+)\t(?P<peak_kb>\d+)\t(?P<reason>[^\n]*)\n\Z")
-
-
-# RLIMIT_CPU (SIGXCPU) backs up the guard's own kill at the limit plus grace;
-# it sits further out, so that the guard's TIMEOUT, which says why, comes first.
-RLIMIT_CPU_MARGIN_S = 5.0
+from .verdict_record import INFRA, interpret
 
 
 class ContextFailed(ImageFailed):
@@ -245,85 +236,30 @@ class ForkSession(ImageTree, ProverSession):
     def _jailed_check(self, image: ImageProcess, problem: Problem, limits: CheckLimits,
                       answer_fields: Callable[[Path], Sequence[str]],
                       log_dir: Path | None = None) -> CheckResult:
-        """One check in ``image``. Its scratch directory is its jail; the
-        query and the log live beside it, out of the jail's sight, and so
-        does the file ``answer_fields`` is given, where it may write the
-        answer; it returns the CHECK fields that name the answer. The
-        check's log is kept in ``log_dir`` when given (see keep_log)."""
-        n = next(self._counter)
+        """One check in ``image`` (jailed_check.py). Its scratch directory is
+        its jail; the query and the log live beside it, out of the jail's
+        sight, and so does the file ``answer_fields`` is given, where it may
+        write the answer; it returns the CHECK fields that name the answer.
+        The check's log is kept in ``log_dir`` when given (see keep_log)."""
         kind, cfg = self.backend.sandbox_kind, self.backend.sandbox_config
-        checks = self.workdir / "checks"
-        scratch = checks / str(n)
-        answer, query, log = (checks / f"{n}.{ext}" for ext in ("answer", "query", "log"))
-        verdict_fifo = scratch / "verdict"
-        uid = "-"
-        try:
-            # 0711: the image process keeps no capability to read other uids' files,
-            # but must enter the directory it jails the check in.
-            scratch.mkdir(mode=0o711)
-            fields = list(answer_fields(answer))
-            shutil.copyfile(problem.query_path, query)
-            os.mkfifo(verdict_fifo, 0o600)
-            if sandbox.jails(kind):
-                jail = sandbox.jail_uid()
-                for path in (scratch, verdict_fifo):
-                    os.chown(path, jail, jail)
-                # Writable by the jailed check (its owner) and by the image's
-                # child before it enters the jail (root without CAP_DAC_OVERRIDE),
-                # which reports an answer refused before it ran.
-                os.chmod(verdict_fifo, 0o622)
-                uid = str(jail)
-            verdict_fd = os.open(verdict_fifo, os.O_RDONLY | os.O_NONBLOCK)
-        except OSError as exc:
-            # The session's own files: a full disk, a folder removed under
-            # the runner. The machine's fault; no verdict of the answer.
-            for path in (answer, query):
-                path.unlink(missing_ok=True)
-            shutil.rmtree(scratch, ignore_errors=True)
-            raise ProverError(f"cannot prepare a check's files in {checks} ({exc.strerror or exc}"
-                              f"{': ' + str(exc.filename) if exc.filename else ''}): a fault of this "
-                              "machine, not of the answer; fix it and run the same command again "
-                              "to resume") from None
+        files = jailed_check.CheckFiles(self.workdir / "checks", next(self._counter))
+        fields, uid, verdict_fd = jailed_check.prepare(files, problem, answer_fields, kind)
         nonce = secrets.token_hex(8)
         guard = GuardLimits(time_s=limits.time_s, mem_bytes=limits.mem_bytes,
                             grace_s=self.backend.grace_s, clock=limits.clock,
                             backstop_s=limits.backstop_s, nice=limits.nice)
-        pid, obs = None, None
         with self._lock:
             self._running += 1
         try:
-            started, forked_at = time.monotonic(), time.time()
-            # Its image is loaded: from here on the check's own time runs.
-            events.say("forked", name=problem.problem_id, limit_s=limits.time_s)
-            reply = image.request("CHECK", str(verdict_fifo), str(query), *fields,
-                                  f"{limits.clock}:{float(limits.time_s)!r}", str(log), str(scratch),
-                                  nonce, uid)
-            pid = int(reply.split()[1])
-            if kind != "none":
-                try:
-                    sandbox.limit_check(psutil.Process(pid), cfg, limits.time_s + guard.grace_s
-                                        + RLIMIT_CPU_MARGIN_S)
-                except psutil.NoSuchProcess:
-                    pass      # already done; watch() reads its verdict
-            obs = watch(pid, verdict_fd, guard, started)
-            status = image.request("REAP", str(pid)).split(maxsplit=2)[2]
-        except (ProverError, psutil.NoSuchProcess) as exc:
-            if pid is not None and obs is None:
-                _kill_orphan(pid)
-            error = exc if isinstance(exc, ProverError) else ProverError(str(exc))
-            # Whether the check had started: an image found dead before is
-            # rebuilt and the check run with no retry counted.
-            error.check_started = pid is not None
-            raise error
+            obs, status, forked_at = jailed_check.run(image, problem, limits, files, fields, uid,
+                                                      verdict_fd, nonce, guard, kind, cfg)
         finally:
             with self._lock:
                 self._running -= 1
             os.close(verdict_fd)
             if log_dir is not None:
-                keep_log(log_dir, cfg.log_keep_bytes, problem, log)
-            for path in (answer, query, log):
-                path.unlink(missing_ok=True)
-            shutil.rmtree(scratch, ignore_errors=True)
+                keep_log(log_dir, cfg.log_keep_bytes, problem, files.log)
+            files.remove()
         result = interpret(obs, status, nonce, image.key, limits.clock)
         return dataclasses.replace(result, sandbox=kind, forked_at=forked_at)
 
@@ -336,7 +272,7 @@ class ForkSession(ImageTree, ProverSession):
             booted = self.base_key in self._images
             self._images.clear()
         for image in loading:
-            _kill_orphan(image.pid)
+            jailed_check.kill_orphan(image.pid)
         for image in images:
             image.close()
         if self._base_proc is not None:
@@ -368,73 +304,3 @@ def _dies_within(image: ImageProcess, seconds: float) -> bool:
             return False
         time.sleep(0.02)
     return True
-
-
-def _kill_orphan(pid: int) -> None:
-    try:
-        kill_tree(pid, psutil.Process(pid))
-    except psutil.Error:
-        pass
-
-
-def interpret(obs: Observation, status: str, nonce: str, key: str,
-              clock: str = LimitClock.CPU) -> CheckResult:
-    """The verdict of a check, from what the runner saw and what it reported.
-
-    The report is trusted only when it is exactly one well-formed record with
-    this check's nonce, and the check then exited normally.
-    """
-    match = RECORD.match(obs.record.decode("utf-8", "replace"))
-    peak = obs.peak_rss_bytes or None
-    secs = cpu = None
-    interrupted = obs.interrupted
-    if obs.termination.outcome is not None:
-        outcome = obs.termination.outcome
-    elif not obs.record and signal_name(status) == "SIGXCPU":
-        outcome = Outcome(Verdict.TIMEOUT, "CPU time limit passed (RLIMIT_CPU, SIGXCPU) without a "
-                          f"verdict ({status})")
-    elif not obs.record:
-        outcome = Outcome(Verdict.ERROR, death_reason(status))
-    elif not match or match["nonce"] != nonce or match["verdict"] not in Verdict.__members__:
-        outcome = Outcome(Verdict.ERROR, "garbled or forged verdict record")
-    elif status != "exit 0":
-        outcome = Outcome(Verdict.ERROR, f"the check ended with {status} after its verdict")
-    elif float(match["secs"]) > obs.wall_secs + 0.5:
-        # Cross-check against the runner's own clock: a proof cannot take
-        # longer than the check that ran it.
-        outcome = Outcome(Verdict.ERROR, "verdict record claims a proof longer than its check")
-    else:
-        secs, cpu = float(match["secs"]), float(match["cpu"])
-        outcome = Outcome(Verdict(match["verdict"]), match["reason"])
-        peak = max(peak or 0, int(match["peak_kb"]) * 1024) or None
-    if outcome.verdict is Verdict.ERROR and not interrupted:
-        # The prover says the machine failed it (a temporary file, its own
-        # input files): no verdict on the answer; the worker runs it again.
-        interrupted = machine_fault(outcome.reason)
-    if outcome.verdict is Verdict.TIMEOUT and str(clock) == LimitClock.WALL \
-            and obs.paused_secs > 0 and not interrupted:
-        # The runner was stopped while the check ran: a wall-clock alarm in
-        # the prover counted that time too, and the TIMEOUT may be the stop's.
-        # (CPU time does not pass while a process is stopped.)
-        interrupted = "paused"
-    return CheckResult(outcome, secs, obs.wall_secs, peak, key, status, cpu_secs=obs.cpu_secs,
-                       prove_cpu_secs=cpu, interrupted=interrupted)
-
-
-INFRA = "infra: "      # how a fault of the machine begins (runner.checks.worker.INFRA)
-
-
-def machine_fault(reason: str) -> str:
-    """The cause when an ERROR's ``reason`` is a fault of the machine, not of
-    the answer: the prover's own "infra:" (hol_light_driver.ml, hol_check.ml:
-    no temporary file, its input files unreadable), an exception of the
-    driver itself, or of the native front end reading its files; else ""."""
-    if reason.startswith(INFRA):
-        return reason
-    if reason.startswith(("driver: ", "front end: Sys_error")):
-        return INFRA + reason
-    return ""
-
-
-def not_run(verdict: Verdict, reason: str, key: str, mode: str = "") -> CheckResult:
-    return CheckResult(Outcome(verdict, reason), None, 0.0, None, key, "not run", mode=mode)

@@ -44,7 +44,8 @@ from ..costs.load_model import ANSWER_BATCH
 from ..native.native_compile import Compiled, NativeCompiler, NotNative, Scope
 from .native_contexts import (SessionCompiler, announced, compile_node, compile_tree, preloaded,
                               refused_natively)
-from .fork_session import ForkSession, machine_fault, not_run
+from .fork_session import ForkSession
+from .verdict_record import machine_fault, not_run
 from ..costs.map_modes import BYTECODE_MODE, NATIVE_MODE
 from ..native.native_build import NativeBuild
 from ..costs.plans import ALLOWANCES, image_plan

@@ -31,7 +31,7 @@ from ....checks.sandbox import for_sweep
 from .backend import HolLightBackend
 from ..install import HolLightInstall
 from ..costs.map_modes import BYTECODE_MODE, NATIVE_MODE, THRESHOLD_S, MapModes, converted_warning
-from .fork_session import not_run
+from .verdict_record import not_run
 from .native import NativeHolLightBackend, NativeSession, refused_natively
 from ..native.native_build import build_native
 from ..costs.plans import ALLOWANCES
