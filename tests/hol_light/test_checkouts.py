@@ -29,7 +29,8 @@ import pytest
 from runner.corpus import load_corpus
 from runner.errors import InputError
 from runner.provers.hol_light.install import find_hol_light
-from runner.provers.hol_light.session.native import MODE, NativeHolLightBackend, NativeSession
+from runner.provers.hol_light.session.native import NativeHolLightBackend
+from runner.provers.hol_light.session.native_session import MODE, NativeSession
 from runner.provers.hol_light.native.native_build import build_key, build_native, toolchain_versions
 from runner.prover import CheckLimits
 

@@ -22,7 +22,8 @@ from runner.checks import attempts
 from runner.corpus import load_corpus
 from runner.maps.provenance import load
 from runner.provers.hol_light.install import find_hol_light
-from runner.provers.hol_light.session.native import MODE, NativeHolLightBackend, NativeSession
+from runner.provers.hol_light.session.native import NativeHolLightBackend
+from runner.provers.hol_light.session.native_session import MODE, NativeSession
 from runner.provers.hol_light.costs.map_modes import RATIO_MIN, MapModes
 from runner.provers.hol_light.session.native_auto import ModeBackend
 from runner.provers.hol_light.native.native_build import build_native, load_build

@@ -21,7 +21,8 @@ from runner.checks.context_proofs import ContextProofs
 from runner.corpus import load_corpus
 from runner.prover import CheckLimits
 from runner.provers.hol_light.install import find_hol_light
-from runner.provers.hol_light.session.native import MODE, NativeHolLightBackend, NativeSession
+from runner.provers.hol_light.session.native import NativeHolLightBackend
+from runner.provers.hol_light.session.native_session import MODE, NativeSession
 from runner.provers.hol_light.native.native_cache import compiled_libraries, content_digest, library_marker
 from runner.provers.hol_light.load_graph import DROPPED_LOADS
 from runner.provers.hol_light.native.native_compile import NativeCompiler, NotNative, Scope

@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Mapping
 
-# native.py compiles at most this many answers of one image into one plugin.
+# session/native_session.py compiles at most this many answers of one image into one plugin.
 ANSWER_BATCH = 64
 
 

@@ -6,7 +6,7 @@ native_units.py, native_weak.py), and the markers of what the cache holds
 (native_cache.py).
 
 It runs no check: the native sessions that load these plugins are the image
-sessions' (session/native.py).
+sessions' (session/native_session.py).
 
 May import: the package's shared modules (install, contexts, ocaml_lexer,
 load_graph, ml/) and the core below reporting; not costs/, session/ or

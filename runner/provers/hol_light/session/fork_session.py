@@ -3,7 +3,7 @@
 Both modes run the same server loop, jail and verdict record inside the
 prover (runner/provers/hol_light/ml/hol_check.ml); what differs is what an image loads (source
 text or compiled plugins) and what a CHECK names for its answer. So the
-sessions (backend.py, native.py) share this: starting the base image,
+sessions (backend.py, native_session.py) share this: starting the base image,
 forking a context image, one check in its scratch directory under the
 outside guards (its files and run in jailed_check.py), reading its verdict
 record (verdict_record.py), and stopping.

@@ -32,7 +32,9 @@ from .backend import HolLightBackend
 from ..install import HolLightInstall
 from ..costs.map_modes import BYTECODE_MODE, NATIVE_MODE, THRESHOLD_S, MapModes, converted_warning
 from .verdict_record import not_run
-from .native import NativeHolLightBackend, NativeSession, refused_natively
+from .native import NativeHolLightBackend
+from .native_contexts import refused_natively
+from .native_session import NativeSession
 from ..native.native_build import build_native
 from ..costs.plans import ALLOWANCES
 from ....prover import (BackendInfo, Mode, Prover, CheckLimits, CheckResult, ImageBuild, ImagePlan, ProverBackend,

@@ -4,7 +4,7 @@ tree ahead of a sweep's limits (NativeHolLightBackend.classify).
 
 A context that cannot be compiled (native_compile.NotNative) is not an
 error here: its image, and every image below it, is refused with the reason,
-and its checks run in bytecode (native.py).
+and its checks run in bytecode (native_session.py).
 """
 
 from __future__ import annotations
