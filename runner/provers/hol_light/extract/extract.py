@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import hashlib
 import re
-from dataclasses import replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Callable
 
@@ -35,7 +35,7 @@ from ....corpus import PROBLEM_ID
 from ....errors import InputError
 from .extract_cut import cut_file, file_prefix, norm_goal, problem_ids
 from .extract_ids import follow_map
-from .extract_prefix import describe, loader_prefix, prefix_text
+from .extract_prefix import PrefixStep, describe, loader_prefix, prefix_text
 from .extract_scan import Theorem
 from ..load_graph import LoadGraph, resolve
 from .extract_model import (MANIFEST, Extract, ExtractConfig, Problem, Refused,  # noqa: F401
@@ -58,6 +58,52 @@ def extract(cfg: ExtractConfig, tell: Tell = lambda stage, done, total: None) ->
     an ``out`` that holds anything but an earlier extract of the same files.
     ``tell`` hears how far it is (`proofbatch extract` shows it).
     """
+    _check_config(cfg)
+    files = _expand(cfg.files)
+    texts, digests, refused = _read_files(files, tell)
+    check_out(cfg, files)
+    _check_stems(cfg, files)
+    phrases, cut = _cut_files(files, texts, refused, tell)
+    usable = _usable(files, refused)
+
+    # Loads, recursively, before any id: the map's owners of a statement
+    # may be in a file that only gets loaded (common/*.ml).
+    tell("following loads", 0, None)
+    loads = _follow_loads(cfg, files, texts, phrases, usable)
+
+    # Duplicates within a file, then ids.
+    kept, skipped_of, dup_of = _drop_duplicates(usable, cut)
+    ids = {path: problem_ids(file_prefix(cfg, path), path, [t.name for _, t, _ in kept[path]])
+           for path in usable}
+    report = None
+    owner_of: dict[str, str] = {}   # goal -> the map id it is skipped for (--ids-from)
+    if cfg.ids_from is not None:
+        report = follow_map(cfg, files, usable, refused, cut, kept, ids, skipped_of, loads.graph,
+                            loads.root, owner_of)
+
+    listing = _Listing()
+    for k, path in enumerate(files):
+        tell("listing problems", k, len(files))
+        if path in refused:
+            listing.add_refused(path, digests[path], refused[path], cut.get(path))
+        else:
+            listing.add_file(path, digests[path], cut[path], ids[path], kept[path],
+                             skipped_of[path], dup_of[path], owner_of, loads.graph,
+                             loads.prefix_of[path])
+    result = Extract(cfg.out, tuple(listing.sources), tuple(listing.problems),
+                     tuple(listing.skipped), loads.root, loads.note, loads.unresolved, listing.same,
+                     tuple(Refused(str(p), refused[p]) for p in files if p in refused),
+                     loads.missing_loads, tuple(listing.library), loads.dropped, report)
+    if cfg.strict and result.failed_strict:
+        return replace(result, published=False)
+    publish(cfg, result, lambda done: tell("writing problems", done, len(listing.problems)))
+    return result
+
+
+def _check_config(cfg: ExtractConfig) -> None:
+    """Refuse settings no file needs to be read for: no files, a category
+    or prefix that cannot be part of an id, a context root that is no
+    directory."""
     if not cfg.files:
         raise InputError("extract", "no proof files given", "pass one or more HOL Light .ml files")
     _check_word(cfg.category, "--category", "a category name such as generic")
@@ -65,7 +111,12 @@ def extract(cfg: ExtractConfig, tell: Tell = lambda stage, done, total: None) ->
         _check_word(cfg.prefix, "--prefix", "letters, digits and _ . + - only")
     if cfg.context_root is not None and not cfg.context_root.is_dir():
         raise InputError(cfg.context_root, "--context-root is not a directory", "check the path")
-    files = _expand(cfg.files)
+
+
+def _read_files(files: list[Path], tell: Tell
+                ) -> tuple[dict[Path, str], dict[Path, str], dict[Path, str]]:
+    """Each file's text and sha256, and the files refused as not UTF-8 (path
+    -> why)."""
     texts, digests, refused = {}, {}, {}
     for k, path in enumerate(files):
         tell("reading files", k, len(files))
@@ -75,7 +126,12 @@ def extract(cfg: ExtractConfig, tell: Tell = lambda stage, done, total: None) ->
             texts[path] = data.decode("utf-8")
         except UnicodeDecodeError as exc:
             refused[path] = f"is not UTF-8 ({exc.reason} at byte {exc.start})"
-    check_out(cfg, files)
+    return texts, digests, refused
+
+
+def _check_stems(cfg: ExtractConfig, files: list[Path]) -> None:
+    """Refuse files whose ids would start with characters outside an id's,
+    or as another file's do."""
     stems: dict[str, Path] = {}
     for path in files:
         key = f"{file_prefix(cfg, path)}.{path.stem}"
@@ -87,6 +143,11 @@ def extract(cfg: ExtractConfig, tell: Tell = lambda stage, done, total: None) ->
                              "extract the two files into separate corpora, or rename one")
         stems[key] = path
 
+
+def _cut_files(files: list[Path], texts: dict[Path, str], refused: dict[Path, str], tell: Tell
+               ) -> tuple[dict[Path, list[str]], dict[Path, tuple[list, list]]]:
+    """Each readable file's phrases, and its theorems cut (found, skipped);
+    a file that gives none is added to ``refused`` with why."""
     phrases: dict[Path, list[str]] = {}
     cut: dict[Path, tuple[list, list]] = {}
     for k, path in enumerate(files):
@@ -101,6 +162,11 @@ def extract(cfg: ExtractConfig, tell: Tell = lambda stage, done, total: None) ->
         elif not found:
             refused[path] = (f"none of its {len(skips)} proofs can be extracted "
                              f"(first: line {skips[0].line}: {skips[0].reason})")
+    return phrases, cut
+
+
+def _usable(files: list[Path], refused: dict[Path, str]) -> list[Path]:
+    """The files not refused; raises InputError when there is none."""
     usable = [p for p in files if p not in refused]
     if not usable:
         if len(files) == 1:
@@ -110,10 +176,27 @@ def extract(cfg: ExtractConfig, tell: Tell = lambda stage, done, total: None) ->
         first = files[0]
         raise InputError(first, f"none of the {len(files)} files gives a problem (this one "
                          f"{refused[first]})", "pass HOL Light proof files")
+    return usable
 
-    # Loads, recursively, before any id: the map's owners of a statement
-    # may be in a file that only gets loaded (common/*.ml).
-    tell("following loads", 0, None)
+
+@dataclass(frozen=True)
+class _Loads:
+    """What the files load: the graph of loads, the context root (and why),
+    each usable file's loader prefix (extract_prefix.py), and what
+    extract.json reports of them: loads found nowhere and loads dropped."""
+
+    graph: LoadGraph
+    root: Path | None
+    note: str
+    prefix_of: dict[Path, tuple[PrefixStep, ...]]
+    unresolved: tuple[str, ...]
+    missing_loads: tuple[dict, ...]
+    dropped: tuple[str, ...]
+
+
+def _follow_loads(cfg: ExtractConfig, files: list[Path], texts: dict[Path, str],
+                  phrases: dict[Path, list[str]], usable: list[Path]) -> _Loads:
+    """Follow the files' loads, recursively (``_Loads``)."""
     by_resolved = {p.resolve(): p for p in phrases}
     root, note = _context_root(cfg, texts)
     graph = LoadGraph(root, cfg.hol_dir, lambda p: phrases.get(by_resolved.get(p)))
@@ -132,8 +215,15 @@ def extract(cfg: ExtractConfig, tell: Tell = lambda stage, done, total: None) ->
          "searched": [str(d) for d in graph.search(m.kind)]} for m in misses)
     dropped = sorted({ld.name for f in [*(p.resolve() for p in texts), *graph.loaded_files(
         p.resolve() for p in texts)] for ld in graph.loads(f) if ld.dropped})
+    return _Loads(graph, root, note, prefix_of, tuple(unresolved), missing_loads, tuple(dropped))
 
-    # Duplicates within a file, then ids.
+
+def _drop_duplicates(usable: list[Path], cut: dict[Path, tuple[list, list]]
+                     ) -> tuple[dict[Path, list[tuple[int, Theorem, str]]], dict[Path, list[Skipped]],
+                                dict[Path, list[tuple[int, Theorem, str]]]]:
+    """Per file: the theorems kept, (line, theorem, setup) each, the
+    theorems it could not cut, and the repeats of a statement it proved
+    before, (line, theorem, normal goal) each."""
     kept: dict[Path, list[tuple[int, Theorem, str]]] = {}
     skipped_of: dict[Path, list[Skipped]] = {}
     dup_of: dict[Path, list[tuple[int, Theorem, str]]] = {}
@@ -149,62 +239,67 @@ def extract(cfg: ExtractConfig, tell: Tell = lambda stage, done, total: None) ->
                 mine.add(goal)
                 kept[path].append((line, thm, setup))
         skipped_of[path] = list(skips)
-    ids = {path: problem_ids(file_prefix(cfg, path), path, [t.name for _, t, _ in kept[path]])
-           for path in usable}
-    report = None
-    owner_of: dict[str, str] = {}   # goal -> the map id it is skipped for (--ids-from)
-    if cfg.ids_from is not None:
-        report = follow_map(cfg, files, usable, refused, cut, kept, ids, skipped_of, graph, root,
-                            owner_of)
+    return kept, skipped_of, dup_of
 
-    problems: list[Problem] = []
-    skipped: list[Skipped] = []
-    sources: list[Source] = []
-    first: dict[str, str] = {}   # goal -> first id of the run (extract.json's same_statement_as)
-    same: dict[str, str] = {}
-    library: list[tuple[str, str]] = []
-    for k, path in enumerate(files):
-        tell("listing problems", k, len(files))
-        if path in refused:
-            n = len(cut[path][1]) if path in cut else 0
-            sources.append(Source(str(path), digests[path], n, 0, n, refused=refused[path]))
-            skipped += cut[path][1] if path in cut else []
-            continue
+
+@dataclass
+class _Listing:
+    """The corpus as extract.json lists it, file by file in the given order:
+    problems, skipped theorems, sources, ids whose statement an earlier
+    file of the run proves (``same``) and library files with why."""
+
+    problems: list[Problem] = field(default_factory=list)
+    skipped: list[Skipped] = field(default_factory=list)
+    sources: list[Source] = field(default_factory=list)
+    first: dict[str, str] = field(default_factory=dict)  # goal -> first id of the run
+    same: dict[str, str] = field(default_factory=dict)   # (extract.json's same_statement_as)
+    library: list[tuple[str, str]] = field(default_factory=list)
+
+    def add_refused(self, path: Path, digest: str, reason: str,
+                    cut: tuple[list, list] | None) -> None:
+        """A refused file: its source, and what it could not cut."""
+        n = len(cut[1]) if cut is not None else 0
+        self.sources.append(Source(str(path), digest, n, 0, n, refused=reason))
+        self.skipped += cut[1] if cut is not None else []
+
+    def add_file(self, path: Path, digest: str, cut: tuple[list, list], ids: list[str],
+                 kept: list[tuple[int, Theorem, str]], skipped: list[Skipped],
+                 dups: list[tuple[int, Theorem, str]], owner_of: dict[str, str],
+                 graph: LoadGraph, steps: tuple[PrefixStep, ...]) -> None:
+        """A usable file: its problems (their setup after its loader
+        prefix), its skipped theorems and duplicates, and its source."""
         mine = {}
-        steps = prefix_of[path]
         before = prefix_text(graph, steps)
-        for pid, (line, thm, setup) in zip(ids[path], kept[path]):
+        for pid, (line, thm, setup) in zip(ids, kept):
             goal = norm_goal(thm.query)
             mine[goal] = pid
-            if goal in first:
-                same[pid] = first[goal]
-            problems.append(Problem(pid, str(path), line, thm.name, thm.form, before + setup,
-                                    thm.query, thm.answer))
-        first.update((g, pid) for g, pid in mine.items() if g not in first)
-        skips = skipped_of[path] + [Skipped(str(path), line, thm.name,
-                                            f"duplicate statement of {mine.get(goal) or owner_of[goal]}")
-                                    for line, thm, goal in dup_of[path]]
-        skipped += sorted(skips, key=lambda s: s.line)
-        why = ""
-        if steps:
-            loader = steps[-1].loader
-            base = next(ld.target for ld in graph.loads(loader) if ld.target is not None)
-            why = (f"loaded by {graph.show(loader)} after {graph.show(base)}, which it does not "
-                   f"load itself: its problems' contexts start with {describe(graph, steps)}, "
-                   "where it is loaded")
-            library.append((str(path), why))
-        n_found = len(cut[path][0]) + len(cut[path][1])
-        sources.append(Source(str(path), digests[path], n_found, len(kept[path]),
-                              len(skips), library=why,
-                              context_prefix=tuple(s.provenance(graph) for s in steps)))
-    result = Extract(cfg.out, tuple(sources), tuple(problems), tuple(skipped), root, note,
-                     tuple(unresolved), same, tuple(Refused(str(p), refused[p]) for p in files
-                                                    if p in refused),
-                     missing_loads, tuple(library), tuple(dropped), report)
-    if cfg.strict and result.failed_strict:
-        return replace(result, published=False)
-    publish(cfg, result, lambda done: tell("writing problems", done, len(problems)))
-    return result
+            if goal in self.first:
+                self.same[pid] = self.first[goal]
+            self.problems.append(Problem(pid, str(path), line, thm.name, thm.form, before + setup,
+                                         thm.query, thm.answer))
+        self.first.update((g, pid) for g, pid in mine.items() if g not in self.first)
+        skips = skipped + [Skipped(str(path), line, thm.name,
+                                   f"duplicate statement of {mine.get(goal) or owner_of[goal]}")
+                           for line, thm, goal in dups]
+        self.skipped += sorted(skips, key=lambda s: s.line)
+        why = _library_why(graph, steps)
+        if why:
+            self.library.append((str(path), why))
+        n_found = len(cut[0]) + len(cut[1])
+        self.sources.append(Source(str(path), digest, n_found, len(kept), len(skips), library=why,
+                                   context_prefix=tuple(s.provenance(graph) for s in steps)))
+
+
+def _library_why(graph: LoadGraph, steps: tuple[PrefixStep, ...]) -> str:
+    """Why a file's problems start with a loader prefix ``steps`` ("" when
+    they do not)."""
+    if not steps:
+        return ""
+    loader = steps[-1].loader
+    base = next(ld.target for ld in graph.loads(loader) if ld.target is not None)
+    return (f"loaded by {graph.show(loader)} after {graph.show(base)}, which it does not "
+            f"load itself: its problems' contexts start with {describe(graph, steps)}, "
+            "where it is loaded")
 
 
 def _expand(given: tuple[Path, ...]) -> list[Path]:
