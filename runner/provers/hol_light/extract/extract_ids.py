@@ -48,7 +48,7 @@ def _read_map(path: Path) -> list[str]:
 
 
 def follow_map(cfg, files, usable, refused, cut, kept, ids, skipped_of, graph, root,
-                owner_of: dict[str, str]) -> MapReport:
+               owner_of: dict[str, str]) -> MapReport:
     """Make the ids the bench's: skip what the map keeps under another id.
 
     collect-problems.py walks the whole tree, files loaded first, and skips
@@ -63,7 +63,22 @@ def follow_map(cfg, files, usable, refused, cut, kept, ids, skipped_of, graph, r
     """
     map_ids = _read_map(cfg.ids_from)
     safe = {safe_name(m): m for m in map_ids}
-    # Theorems of loaded files under the root that are not extracted.
+    outside = _outside_owners(files, graph, root, safe)
+    dropped = _skip_map_duplicates(cfg, usable, kept, ids, skipped_of, safe, outside, owner_of)
+    prefixes = sorted({file_prefix(cfg, p) for p in files})
+    wanted = [m for m in map_ids if m.split(".")[0] in prefixes]
+    have = {pid: (path, item) for path in usable for pid, item in zip(ids[path], kept[path])}
+    renamed = {pid: safe[pid] for pid in have if pid in safe and safe[pid] != pid}
+    matched = [m for m in wanted if safe_name(m) in have]
+    misses, missed_folders = _misses(cfg, files, refused, ids, skipped_of, root, wanted, have)
+    not_in_map = _not_in_map(cfg, map_ids, safe, have)
+    return MapReport(str(cfg.ids_from), tuple(prefixes), len(wanted), len(matched), renamed,
+                     misses, not_in_map, dropped, missed_folders)
+
+
+def _outside_owners(files, graph, root, safe: dict[str, str]) -> dict[str, str]:
+    """Theorems of loaded files under the root that are not extracted, and
+    whose id is the map's: their normal goal -> that map id."""
     outside: dict[str, str] = {}     # goal -> map id
     given = {p.resolve() for p in files}
     loaded = graph.loaded_files(given)
@@ -82,6 +97,15 @@ def follow_map(cfg, files, usable, refused, cut, kept, ids, skipped_of, graph, r
         for pid, (g, thm) in zip(problem_ids(pre, f, names), mine.items()):
             if pid in safe:
                 outside.setdefault(g, pid)
+    return outside
+
+
+def _skip_map_duplicates(cfg, usable, kept, ids, skipped_of, safe: dict[str, str],
+                         outside: dict[str, str], owner_of: dict[str, str]) -> int:
+    """Skip each problem whose id is not the map's while a map id holds its
+    statement, renumbering its file's ids (``kept``, ``ids``,
+    ``skipped_of`` and ``owner_of`` updated), until nothing changes (at
+    most 20 rounds); returns how many were skipped."""
     dropped = 0
     for _ in range(20):
         owners: dict[str, set[str]] = {}
@@ -111,12 +135,13 @@ def follow_map(cfg, files, usable, refused, cut, kept, ids, skipped_of, graph, r
                                              "map keeps it under") for (line, thm, _), owner in gone]
         if not changed:
             break
-    prefixes = sorted({file_prefix(cfg, p) for p in files})
-    wanted = [m for m in map_ids if m.split(".")[0] in prefixes]
-    have = {pid: (path, item) for path in usable for pid, item in zip(ids[path], kept[path])}
-    renamed = {pid: safe[pid] for pid in have if pid in safe and safe[pid] != pid}
-    matched = [m for m in wanted if safe_name(m) in have]
-    # Why each of the map's ids is not here.
+    return dropped
+
+
+def _misses(cfg, files, refused, ids, skipped_of, root, wanted: list[str],
+            have: dict) -> tuple[dict[str, str], dict[str, list[str]]]:
+    """Why each of the map's ids is not here (id -> why), and the folders
+    of files not given that hold some (folder -> those files)."""
     by_stem: dict[tuple[str, str], Path] = {(file_prefix(cfg, p), p.stem): p for p in files}
     elsewhere = _ml_files(root, files)
     misses: dict[str, str] = {}
@@ -140,16 +165,26 @@ def follow_map(cfg, files, usable, refused, cut, kept, ids, skipped_of, graph, r
         if path in refused:
             misses[m] = f"{path} is refused: {refused[path]}"
             continue
-        base = name.rsplit(".", 1)[0] if name.rsplit(".", 1)[-1].isdigit() else name
-        skips = [s for s in skipped_of[path] if safe_name(s.theorem) in (name, base)]
-        ours = [pid for pid in ids[path] if pid.startswith(f"{pre}.{stem}.{safe_name(base)}")]
-        if skips:
-            s = skips[0]
-            misses[m] = f"{path}:{s.line} {s.theorem}: {s.reason}"
-        elif ours:
-            misses[m] = f"{path} numbers {base} differently: " + ", ".join(ours)
-        else:
-            misses[m] = f"{path} proves no top-level theorem named {base}"
+        misses[m] = _missed_in(path, pre, stem, name, ids[path], skipped_of[path])
+    return misses, missed_folders
+
+
+def _missed_in(path: Path, pre: str, stem: str, name: str, ids: list[str],
+               skipped: list[Skipped]) -> str:
+    """Why a given file has not the map's id ``<pre>.<stem>.<name>``."""
+    base = name.rsplit(".", 1)[0] if name.rsplit(".", 1)[-1].isdigit() else name
+    skips = [s for s in skipped if safe_name(s.theorem) in (name, base)]
+    ours = [pid for pid in ids if pid.startswith(f"{pre}.{stem}.{safe_name(base)}")]
+    if skips:
+        s = skips[0]
+        return f"{path}:{s.line} {s.theorem}: {s.reason}"
+    if ours:
+        return f"{path} numbers {base} differently: " + ", ".join(ours)
+    return f"{path} proves no top-level theorem named {base}"
+
+
+def _not_in_map(cfg, map_ids: list[str], safe: dict[str, str], have: dict) -> dict[str, str]:
+    """Why each problem extracted is not in the map (id -> why)."""
     not_in_map = {}
     stems_in_map = {".".join(m.split(".")[:2]) for m in map_ids}
     for pid, (path, (line, thm, _)) in have.items():
@@ -160,8 +195,7 @@ def follow_map(cfg, files, usable, refused, cut, kept, ids, skipped_of, graph, r
         if why is None and key not in stems_in_map:
             why = f"the map has no id of {path.name} ({key}.*): the bench did not collect that file"
         not_in_map[pid] = why or "not in the map"
-    return MapReport(str(cfg.ids_from), tuple(prefixes), len(wanted), len(matched), renamed,
-                     misses, not_in_map, dropped, missed_folders)
+    return not_in_map
 
 
 def _ml_files(root: Path | None, files: list[Path]) -> dict[str, list[Path]]:
