@@ -51,7 +51,8 @@ from common import arg_parser, emit, limits, loadavg, log, require_ok, temp_dir
 from runner.checks.context_proofs import ContextProofs
 from runner.corpus import load_corpus
 from runner.provers.hol_light.session.backend import HolLightBackend
-from runner.provers.hol_light.extract.extract import ExtractConfig, extract
+from runner.provers.hol_light.extract.extract import extract
+from runner.provers.hol_light.extract.extract_model import ExtractConfig
 from runner.provers.hol_light.install import find_hol_light
 
 TRUST_TARGET, SHARING_TARGET = 10.0, 5.0

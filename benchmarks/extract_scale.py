@@ -75,7 +75,7 @@ def legacy_extract():
 
 
 def measure(extract, paths: list[Path], out: Path) -> dict:
-    from runner.provers.hol_light.extract.extract import ExtractConfig
+    from runner.provers.hol_light.extract.extract_model import ExtractConfig
     from runner.provers.hol_light.install import DEBIAN_DIR
 
     cfg = ExtractConfig(files=tuple(paths), out=out, hol_dir=DEBIAN_DIR if DEBIAN_DIR.is_dir() else None)

@@ -48,7 +48,7 @@ from common import arg_parser, emit  # noqa: E402
 from runner.checks.context_proofs import ContextProofs  # noqa: E402
 from runner.corpus import load_corpus  # noqa: E402
 from runner.provers.hol_light import contexts  # noqa: E402
-from runner.provers.hol_light.costs import context_costs  # noqa: E402
+from runner.provers.hol_light.costs import context_costs, file_loads, load_model  # noqa: E402
 from runner.reporting.report import image_classes  # noqa: E402
 
 TRUST = ContextProofs.TRUST
@@ -78,8 +78,8 @@ def images_of(out: Path) -> list[dict]:
     for c in plan["checks"]:
         answer_kb[c["image_key"]] += len(problems[c["problem_id"]].answer or b"") / 1024
     tree = contexts.build_context_tree(setups, "file_head_cost")
-    files = context_costs.FileLoads(Path(sweep["context_root"]), Path(sweep["config"]["hol_light"]))
-    model = replace(context_costs.MODELS[mode], image_s=0.0, exec_s=0.0, exec_per_kb_s=0.0)
+    files = file_loads.FileLoads(Path(sweep["context_root"]), Path(sweep["config"]["hol_light"]))
+    model = replace(load_model.MODELS[mode], image_s=0.0, exec_s=0.0, exec_per_kb_s=0.0)
     costs = context_costs.estimate(tree, {}, mode=mode, files=files, model=model)
     ours: dict[str, str] = {}
     for c in plan["checks"]:
@@ -169,7 +169,7 @@ def main() -> int:
         fit = {"image_s": round(image_s, 4), "exec_s": round(a, 4), "exec_per_kb_s": round(b, 4),
                "images": len(coded), "plain_images": len(plain)}
         if mode == "native":
-            per_kb = context_costs.MODELS["native"].compile_per_kb_s
+            per_kb = load_model.MODELS["native"].compile_per_kb_s
             fit["compile_chunk_s"] = round(statistics.median(
                 (r["compile_s"] - r["kb"] * per_kb) / max(1, r["chunks"]) for r in mine), 4)
             batches = [(r["answer_kb"], s) for r in mine for s in (r["answers_s"] or [])]

@@ -7,7 +7,7 @@ sweep's bytecode session starts it, cwd the context root) and forks two
 children (Unix.fork, as sessions fork images). Each runs ``FILE`` (default
 s2n-bignum's arm/proofs/base.ml) as the toplevel would: every file it loads
 inlined in load order, each ``needs``'d file once, ``loads
-"update_database.ml"`` dropped (context_costs.FileLoads.order), with a
+"update_database.ml"`` dropped (file_loads.FileLoads.order), with a
 marker phrase after every phrase that appends ``Sys.time ()`` (CPU seconds)
 to a file, so each phrase gets its own CPU time (the markers' own cost,
 measured by a run of markers alone first, is subtracted). One child replays
@@ -52,7 +52,7 @@ from collections import defaultdict
 from pathlib import Path
 
 import common  # first: it puts the project root on sys.path
-from runner.provers.hol_light.costs.context_costs import FileLoads  # noqa: E402
+from runner.provers.hol_light.costs.file_loads import FileLoads  # noqa: E402
 from runner.provers.hol_light.install import find_hol_light  # noqa: E402
 
 

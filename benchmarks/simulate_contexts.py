@@ -41,7 +41,8 @@ from runner.checks.context_proofs import ContextProofs  # noqa: E402
 from runner.maps.provenance import load  # noqa: E402
 from runner.planning.planner import PlanConfig, Workers  # noqa: E402
 from runner.planning.inputs import plan_from_files, plans_from_files  # noqa: E402
-from runner.provers.hol_light.costs.context_costs import PHRASE_S, estimate  # noqa: E402
+from runner.provers.hol_light.costs.context_costs import estimate  # noqa: E402
+from runner.provers.hol_light.costs.load_model import PHRASE_S  # noqa: E402
 from runner.provers.hol_light.contexts import build_context_tree  # noqa: E402
 from runner.provers.hol_light.costs.plans import SIMULATE_SALT  # noqa: E402
 from runner.planning.simulate import simulate  # noqa: E402

@@ -186,7 +186,8 @@ def extracted_library(tmp_path_factory):
     runner/provers/hol_light/extract/extract.py; the Extract result (corpus at ``.out``, ground truths
     in answer.txt). Their needs resolve in HOL Light's own directory, so
     ``extracted_config`` can run them on the shared ``hol_session``."""
-    from runner.provers.hol_light.extract.extract import ExtractConfig, extract
+    from runner.provers.hol_light.extract.extract import extract
+    from runner.provers.hol_light.extract.extract_model import ExtractConfig
 
     return extract(ExtractConfig(files=tuple(HOL_LIBRARY / f for f in EXTRACTED_FILES),
                                  out=tmp_path_factory.mktemp("extracted") / "corpus",

@@ -11,8 +11,9 @@ from pathlib import Path
 import pytest
 
 from runner import cli
-from runner.provers.hol_light.costs.context_costs import MODELS, FileLoads, estimate, translate_measured
-from runner.provers.hol_light.costs.file_loads import origin_of, read_phrases, theorem_of
+from runner.provers.hol_light.costs.context_costs import estimate, translate_measured
+from runner.provers.hol_light.costs.file_loads import FileLoads, origin_of, read_phrases, theorem_of
+from runner.provers.hol_light.costs.load_model import MODELS
 from runner.checks.context_proofs import ContextProofs
 from runner.provers.hol_light.contexts import build_context_tree
 from runner.planning.inputs import Known, images_of_plan
@@ -167,7 +168,7 @@ def test_a_profiles_builds_hold_only_for_the_choice_it_ran_under(tmp_path):
 
 
 def test_a_file_loaded_by_needs_is_charged_once_along_a_chain():
-    from runner.provers.hol_light.costs.context_costs import LOAD_S
+    from runner.provers.hol_light.costs.load_model import LOAD_S
 
     needs = 'needs "Library/words.ml";;\n'
     setups = {"ex.h.A": needs, "ex.h.B": needs + "let x = 1;;\n" + needs,

@@ -12,7 +12,9 @@ import pytest
 
 from runner import cli
 from runner.checks.context_proofs import ContextProofs
-from runner.provers.hol_light.costs.context_costs import MODELS, FileLoads, estimate, read_phrases
+from runner.provers.hol_light.costs.context_costs import estimate
+from runner.provers.hol_light.costs.file_loads import FileLoads, read_phrases
+from runner.provers.hol_light.costs.load_model import MODELS
 from runner.provers.hol_light.contexts import build_context_tree
 from runner.provers.hol_light.costs.machine_code import elf_text_bytes, exec_bytes
 from runner.provers.hol_light.install import find_hol_light

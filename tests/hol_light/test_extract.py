@@ -18,7 +18,8 @@ import pytest
 from runner.cli import main
 from runner.provers.hol_light.ocaml_lexer import split_phrases
 from runner.corpus import load_corpus
-from runner.provers.hol_light.extract.extract import MANIFEST, ExtractConfig, extract
+from runner.provers.hol_light.extract.extract import extract
+from runner.provers.hol_light.extract.extract_model import MANIFEST, ExtractConfig
 from runner.provers.hol_light.extract.extract_scan import Skip, Theorem, scan_phrase
 
 from ..helpers import DEMO, HOL_LIBRARY, extracted_config, sweep_with

@@ -11,7 +11,8 @@ from __future__ import annotations
 import json
 from itertools import permutations
 
-from runner.provers.hol_light.extract.extract import MANIFEST, ExtractConfig, extract
+from runner.provers.hol_light.extract.extract import extract
+from runner.provers.hol_light.extract.extract_model import MANIFEST, ExtractConfig
 
 EDWARDS = """\
 let lemma0 = prove(`1 + 1 = 2`, ARITH_TAC);;

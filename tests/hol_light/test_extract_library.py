@@ -17,7 +17,8 @@ import json
 
 import pytest
 
-from runner.provers.hol_light.extract.extract import MANIFEST, ExtractConfig, extract
+from runner.provers.hol_light.extract.extract import extract
+from runner.provers.hol_light.extract.extract_model import MANIFEST, ExtractConfig
 from runner.provers.hol_light.extract.extract_prefix import CHOSEN
 
 from ..helpers import DEMO, extracted_config, sweep_with

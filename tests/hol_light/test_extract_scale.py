@@ -14,7 +14,8 @@ from pathlib import Path
 
 from runner.cli import main
 from runner.provers.hol_light.extract import command_extract
-from runner.provers.hol_light.extract.extract import ExtractConfig, extract
+from runner.provers.hol_light.extract.extract import extract
+from runner.provers.hol_light.extract.extract_model import ExtractConfig
 from runner.provers.hol_light.install import DEBIAN_DIR
 from runner.provers.hol_light.load_graph import LoadGraph
 

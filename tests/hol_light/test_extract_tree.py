@@ -20,7 +20,8 @@ from pathlib import Path
 import pytest
 
 from runner.cli import main
-from runner.provers.hol_light.extract.extract import MANIFEST, ExtractConfig, extract
+from runner.provers.hol_light.extract.extract import extract
+from runner.provers.hol_light.extract.extract_model import MANIFEST, ExtractConfig
 from runner.provers.hol_light.extract.extract_prefix import CHOSEN
 
 

@@ -66,9 +66,7 @@ from typing import Mapping, Sequence
 from ....checks.context_proofs import ContextProofs
 from ..contexts import ContextTree
 from .file_loads import _DUPLICATE, FileLoads, Tally, origin_of, read_phrases
-# The model and its measured figures, priced with here (callers import them from here too).
-from .load_model import (ANSWER_BATCH, LOAD_S, MEASURED_BYTECODE, MODELS,  # noqa: F401
-                         PHRASE_S, PHRASE_SOURCE, SWEEP_FIT, LoadModel, flat_model)
+from .load_model import ANSWER_BATCH, MODELS, LoadModel, flat_model
 
 DEFAULT_MODE = "bytecode"
 

@@ -5,7 +5,7 @@ the sweep runs in.
 
 Modes. ``bytecode``: the toplevel boots (``BOOT_S`` from HOL Light's
 sources, ``MODULE_BOOT_S`` from a checkout's compiled module) and every
-image loads its segment in bytecode (context_costs.MODELS["bytecode"]).
+image loads its segment in bytecode (load_model.MODELS["bytecode"]).
 ``native``: the native server boots (``NATIVE_BOOT_S``) and every image
 compiles its segment, the files it loads first and its problems' answers,
 then loads them natively (MODELS["native"]). ``auto``: the native server, plus, on a node that runs
@@ -34,6 +34,7 @@ from ....corpus import Problem
 from ....prover import ImagePlan, JobAllowances
 from .. import contexts
 from . import context_costs
+from .file_loads import FileLoads
 from .map_modes import expected_in
 
 # ../shared/notes/hol-light.md: HOL Light starts cold in 75-90 s of CPU
@@ -138,7 +139,7 @@ def _bytecode_needed(tree: contexts.ContextTree, price_modes: Mapping[str, str])
 
 def plans_of_tree(tree: contexts.ContextTree, prove_secs: Mapping[str, float], choices,
                   boot_s: float | None = None, *, mode: str = "bytecode",
-                  files: context_costs.FileLoads | None = None,
+                  files: FileLoads | None = None,
                   price_modes: Mapping[str, str] | None = None,
                   account: dict | None = None,
                   answers: Mapping[str, tuple[int, ...]] | None = None
@@ -195,7 +196,7 @@ def image_plan(problems: Iterable[Problem], prove_secs: Mapping[str, float], sal
         from ..install import DEBIAN_DIR
 
         hol_dir = DEBIAN_DIR if (DEBIAN_DIR / "hol.ml").is_file() else None
-    files = context_costs.FileLoads(context_root or Path.cwd(), hol_dir)
+    files = FileLoads(context_root or Path.cwd(), hol_dir)
     problems = list(problems)
     return plans_of_tree(_tree(problems, salt), prove_secs, (choice,), boot_s, mode=mode,
                          files=files, answers=answer_sizes(problems))[ContextProofs(choice)]
@@ -216,7 +217,7 @@ def offline_plans(problems: Iterable[Problem], prove_secs: Mapping[str, float], 
     measured = context_costs.translate_measured(tree, profiled, builds)
     roots = [s for _parent, s in (b for b in builds.values()) if _parent is None]
     boot_s = statistics.median(roots) if roots else None
-    files = context_costs.FileLoads(settings.context_root or Path.cwd(), settings.hol_dir)
+    files = FileLoads(settings.context_root or Path.cwd(), settings.hol_dir)
     plans = plans_of_tree(tree, prove_secs, choices, boot_s, mode=settings.mode, files=files,
                           price_modes=settings.price_modes, account=settings.account,
                           answers=answer_sizes(problems))

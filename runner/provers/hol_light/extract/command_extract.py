@@ -10,7 +10,8 @@ from pathlib import Path
 from rich.console import Console
 
 from ....settings import help_of, option
-from .extract import MANIFEST, ExtractConfig, extract
+from .extract import extract
+from .extract_model import MANIFEST, ExtractConfig
 from ..install import DEBIAN_DIR, find_hol_light
 from ..load_graph import DROPPED_NOTE
 

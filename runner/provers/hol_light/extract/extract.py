@@ -38,8 +38,7 @@ from .extract_ids import follow_map
 from .extract_prefix import PrefixStep, describe, loader_prefix, prefix_text
 from .extract_scan import Theorem
 from ..load_graph import LoadGraph, resolve
-from .extract_model import (MANIFEST, Extract, ExtractConfig, Problem, Refused,  # noqa: F401
-                            Skipped, Source)
+from .extract_model import Extract, ExtractConfig, Problem, Refused, Skipped, Source
 from .extract_out import check_out, publish
 
 # How far extract is: (stage, done, total), total None when not counted.
