@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from runner import cli, events
+from runner.checks.priority import niceness
 from runner.reporting.progress import SweepProgress
 from runner.reporting.status import read_status
 from runner.sweep_dir import NOT_KEPT, resume_command
@@ -120,6 +121,8 @@ def test_the_resume_command_gives_every_option_of_the_run_back(tmp_path):
             argv += [flag, f"given/{action.dest}"]       # relative: to the run's directory
         elif action.type in (int, float):
             argv += [flag, str((action.default or 0) + 3)]
+        elif action.type is niceness:
+            argv += [flag, "5"]         # the default is auto (None)
         else:
             argv += [flag, f"value-of-{action.dest}"]
     cwd, elsewhere = tmp_path / "started-here", tmp_path / "status-here"
