@@ -225,8 +225,10 @@ class SlurmExecutor(Executor):
         """Take up where an earlier driver left (its jobs and their ends),
         submit what no live job pulls, then watch until every check has a row."""
         sweep = self._open(job, on_row)
-        self._resume(sweep)
         try:
+            # Resuming may already record checks out of tries (ERROR rows):
+            # their writer is closed, so published, whatever happens next.
+            self._resume(sweep)
             while not self._look(sweep):
                 time.sleep(self.options.poll_s)
         finally:
