@@ -163,7 +163,7 @@ class NowDoing:
                 return None if e.ok else f"image failed to load: {e.name}"
             if e.kind == "compile":
                 # Native HOL Light: a context or a batch of answers compiled
-                # (runner/provers/hol_light/session/native.py), minutes for a big context.
+                # (runner/provers/hol_light/session/native_session.py), minutes for a big context.
                 self._set_stage(f"compiling natively: {e.name}")
                 return f"compiling natively: {e.name}"
             if e.kind == "compiled":

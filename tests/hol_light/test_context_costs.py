@@ -282,7 +282,7 @@ def test_native_images_pay_compiles_and_load_faster(tmp_path):
 
 
 def test_native_images_pay_their_answers_compile_by_its_size():
-    """native.py compiles an image's answers in batches before its checks:
+    """native_session.py compiles an image's answers in batches before its checks:
     a batch costs more the more text it compiles (19 batches of real sweeps:
     0.17 s for 0.1 KB, 1.0 s for 22 KB), and no answer compiles nothing."""
     tree = build_context_tree(SETUPS, "salt")
