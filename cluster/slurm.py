@@ -315,7 +315,7 @@ class SlurmExecutor(Executor):
         # requeued (preemption, scontrol requeue) after an incarnation
         # that wrote one runs again under the same id with that file
         # still there. Taking it for ended released the live task's
-        # claims and submitted a job for them (tests/cluster/test_slurm.py).
+        # claims and submitted a job for them (tests/cluster/test_slurm_arrays.py).
         queued = queued_names([r.job_id for r in watching])
         for r in watching:
             if queued.get(r.job_id) == r.name:
