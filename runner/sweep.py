@@ -178,10 +178,10 @@ def _check_flags(config: SweepConfig) -> None:
 
 def _load_map(config: SweepConfig, prover, problems: list[Problem]
               ) -> tuple[map_provenance.LoadedMap | None, tuple[str, ...]]:
-    """The timeout map scaled by this host's
-    factor, or None without --timeout-map; and what to say of it (problems
-    it does not cover, the factor). The map is read once, here; a map that
-    cannot say what measured it must be declared before anything is built
+    """The timeout map scaled by this host's factor, or None without
+    --timeout-map; and what to say of it (the factor, the problems it does
+    not cover). The map is read once, here; a map that cannot say what
+    measured it must be declared before anything is built
     (runner/maps/provenance.py)."""
     if not config.timeout_map:
         return None, ()
