@@ -17,6 +17,7 @@ import resource
 import psutil
 
 from ..errors import ProverError
+from ..prover import LimitClock
 
 # How long the guard waits for a check to lead its own session before it
 # gives up setting its session group's niceness (give_priority).
@@ -55,7 +56,7 @@ def resolve_nice(nice: int | None, clock: str) -> int:
     run as s2n-bignum-bench's harness runs them, at the runner's niceness."""
     if nice is not None:
         return nice
-    if str(clock) != "cpu" or priority_refused(AUTO_NICE) is not None:
+    if str(clock) != LimitClock.CPU or priority_refused(AUTO_NICE) is not None:
         return 0
     return AUTO_NICE
 

@@ -16,7 +16,7 @@ from ..maps import host_factor, provenance as map_provenance
 from ..maps.provenance import DECLARED_MODES
 from ..planning.inputs import plans_from_files
 from ..planning.learned_costs import measured_sweeps
-from ..planning.planner import POLICIES, PlanConfig, Workers, read_plan
+from ..planning.planner import POLICIES, Plan, PlanConfig, Workers, read_plan
 from ..planning.simulate import simulate
 from ..planning.sizes import MAX_NODES, check_count, check_machines, node_memory
 from ..settings import help_of
@@ -137,10 +137,10 @@ def workers_from(args, default: Workers | None = None) -> Workers:
 @dataclass
 class _Planned:
     """What `simulate` planned, from a recorded plan or from a map and corpus."""
-    plan: object                    # runner.planning.planner.Plan
+    plan: Plan
     workers: Workers
-    by_choice: dict = field(default_factory=dict)   # ContextProofs -> its plan (with --corpus)
-    loaded: object = None           # the timeout map, scaled by --host-factor
+    by_choice: dict[ContextProofs, Plan] = field(default_factory=dict)     # with --corpus
+    loaded: map_provenance.LoadedMap | None = None      # the timeout map, scaled by --host-factor
     conversion: dict | None = None  # how the map's mode converts to --mode
     account: dict | None = None     # image builds by choice
     modes: object = None            # the other modes' plans, for a prover that has several
