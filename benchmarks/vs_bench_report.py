@@ -1,0 +1,90 @@
+"""The side-by-side's report: verdicts, proof times and costs of the bench's
+flow against proofbatch's, per round and over all rounds (for
+``vs_bench_harness.py``)."""
+
+from __future__ import annotations
+
+import os
+import statistics
+
+
+def med(xs: list[float]) -> float:
+    return statistics.median(xs) if xs else float("nan")
+
+
+def report(args, files, ids, wrong, listed, rounds) -> tuple[dict, list[str], bool]:
+    """The figures, the report's lines, and whether every verdict agreed.
+    ``rounds`` holds each round's (bench flow, proofbatch flow) figures;
+    ``listed`` is the bench's map by problem id."""
+    lines = [f"seed {args.seed}: {len(files)} files ({', '.join(files)}), {len(ids)} problems, "
+             f"{len(wrong)} given wrong answers ({', '.join(sorted(wrong))}); "
+             f"{args.workers} workers, {os.cpu_count()} cores"]
+    differ: list[str] = []
+    pb_ratio, cpu_ratio, host, per_problem, by_round = [], [], [], [], []
+    for r, (b, p) in enumerate(rounds):
+        first = len(pb_ratio)
+        lines.append(f"round {r + 1}: bench {b['programs']} programs, "
+                     f"{b['bytecode_fallbacks']} fell back to bytecode; evaldir {b['evaldir']}")
+        lines.append(f"  {'problem':58} {'bench':>8} {'pb':>8} {'map s':>7} {'PROFILE':>8} "
+                     f"{'prove_s':>8} {'cpu_s':>7} {'ratio':>6}")
+        for pid in ids:
+            bv, pv = b["verdicts"].get(pid, "-"), p["verdicts"].get(pid, "-")
+            if bv != pv:
+                differ.append(f"round {r + 1} {pid}: bench {bv}, proofbatch {pv}")
+            prof = b["profile"].get(pid, (float("nan"), ""))[0]
+            row = p["rows"].get(pid, {})
+            ps = float(row.get("prove_secs") or "nan")
+            pc = float(row.get("prove_cpu_secs") or "nan")
+            want = float(listed[pid]["prove_secs"])
+            ratio = ps / prof if prof > 0 else float("nan")
+            if bv == pv == "OK" and pid not in wrong and prof >= args.min_secs:
+                pb_ratio.append(ratio)
+                cpu_ratio.append(pc / prof)
+            if bv == "OK" and pid not in wrong and want >= args.min_secs:
+                host.append(prof / want)
+            per_problem.append({"round": r + 1, "problem": pid, "bench": bv, "proofbatch": pv,
+                                "map_s": want, "profile_s": prof, "prove_secs": ps,
+                                "prove_cpu_secs": pc})
+            lines.append(f"  {pid[:58]:58} {bv:>8} {pv:>8} {want:7.2f} {prof:8.2f} {ps:8.2f} "
+                         f"{pc:7.2f} {ratio:6.2f}")
+        by_round.append(f"round {r + 1}: proof wall ratio {med(pb_ratio[first:]):.3f}, CPU "
+                        f"{med(cpu_ratio[first:]):.3f} over {len(pb_ratio) - first} checks; "
+                        f"checks at nice {p.get('nice', 'not recorded')}")
+    loads = "; ".join(f"round {r + 1}: bench {b['load']}, proofbatch {p['load']}"
+                      for r, (b, p) in enumerate(rounds))
+    bw = med([b["wall_s"] for b, _ in rounds])
+    br = med([b["run_s"] for b, _ in rounds])
+    pw = med([p["wall_s"] for _, p in rounds])
+    ratio, cratio, hf = med(pb_ratio), med(cpu_ratio), med(host)
+    lines += [
+        f"proof time, proofbatch prove_secs / bench PROFILE: median {ratio:.3f} over "
+        f"{len(pb_ratio)} checks of >= {args.min_secs} s OK in both "
+        f"[goal <= 1.05: {'met' if ratio <= 1.05 else 'MISSED'}] ({loads})",
+        f"proof CPU, prove_cpu_secs / bench PROFILE (wall): median {cratio:.3f} ({loads})",
+        *by_round,
+        *[f"round {r + 1} end-to-end wall: bench {b['wall_s']:.0f} s (combine {b['combine_s']:.0f} "
+          f"+ run-answers {b['run_s']:.0f}; {b['load']}), proofbatch {p['wall_s']:.0f} s "
+          f"(extract {p['extract_s']:.0f} + run {p['run_s']:.0f}; {p['load']}): "
+          f"{p['wall_s'] / b['wall_s']:.3f} of the bench's, {p['wall_s'] / b['run_s']:.3f} of "
+          f"run-answers alone"
+          for r, (b, p) in enumerate(rounds)],
+        f"end-to-end wall, proofbatch / bench flow: median {pw / bw:.3f} "
+        f"[goal <= 0.333: {'met' if pw / bw <= 1 / 3 else 'MISSED'}]; against run-answers.sh "
+        f"alone {pw / br:.3f} ({loads})",
+        *[f"round {r + 1} CPU: bench {b['cpu_s'] / 3600:.4f} core-h, proofbatch "
+          f"{p['cpu_s'] / 3600:.4f} core-h ({b['cpu_how']}; {loads})"
+          for r, (b, p) in enumerate(rounds)],
+        f"host factor, bench PROFILE / map prove_secs: median {hf:.2f} over {len(host)} checks "
+        f"of >= {args.min_secs} s in the map ({loads})",
+    ]
+    lines += ["DIFFERS: " + d for d in differ]
+    figures = {"seed": args.seed, "files": files, "problems": len(ids), "wrong": sorted(wrong),
+               "workers": args.workers, "proof_ratio_median": round(ratio, 4),
+               "proof_cpu_ratio_median": round(cratio, 4), "ratio_checks": len(pb_ratio),
+               "wall_ratio": round(pw / bw, 4), "wall_ratio_vs_run_answers": round(pw / br, 4),
+               "host_factor": round(hf, 3), "host_factor_checks": len(host),
+               "rounds": [{"bench": {k: v for k, v in b.items() if k not in ("verdicts", "profile")},
+                           "proofbatch": {k: v for k, v in p.items() if k not in ("rows", "verdicts")}}
+                          for b, p in rounds],
+               "per_problem": per_problem, "differ": differ}
+    return figures, lines, not differ
