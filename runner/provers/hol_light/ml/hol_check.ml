@@ -338,6 +338,10 @@ let rec serve request cmd_path rep_path =
                        redirect_output log;
                        let loaded = load () in
                        flush_all ();
+                       (* Every check forked from here inherits this heap and
+                          its unfinished major cycle: finish it once here, so
+                          that no check pays to collect the load's garbage. *)
+                       if loaded then Gc.full_major ();
                        (try
                           if loaded then serve request child_cmd child_rep
                           else begin
