@@ -33,6 +33,16 @@ from ..prover import LimitClock, backstop_s as default_backstop
 from ..verdicts import Termination, Verdict
 from .priority import PRIORITY_WAIT_S, give_priority
 
+# A sample costs the runner about 0.05 ms of CPU time, and listing the
+# tree's descendants 1.2 ms (psutil reads every process's /proc entry; more
+# on a node with more processes). At 50 samples a second per check that took
+# 2.6% of a core from the checks of a full node: a two-worker s2n-bignum
+# sweep's proofs ran 2.5% longer than their own CPU time. So a check is
+# sampled every 2% of its age, between poll_s and max_poll_s, and its
+# descendants listed every REFRESH_S: a kill lands at most 2% of its age
+# (and 0.5 s) past the limit, and RLIMIT_AS (cap_address_space) stops
+# allocations faster than that.
+POLL_AGE_SHARE = 0.02
 # A lone check may not start until the host has the memory it is expected to
 # need; if nothing else is running to free some, waiting longer is pointless.
 MEMORY_WAIT_ALONE_S = 30.0
@@ -44,7 +54,10 @@ class GuardLimits:
     mem_bytes: int = field(metadata={"help": "resident memory of the check's process tree"})
     grace_s: float = field(default=2.0, metadata={
         "help": "how long past the limit the prover gets to stop itself before the kill"})
-    poll_s: float = field(default=0.02, metadata={"help": "how often memory is sampled"})
+    poll_s: float = field(default=0.02, metadata={
+        "help": "how often memory and CPU time are sampled as a check starts"})
+    max_poll_s: float = field(default=0.5, metadata={
+        "help": "the longest wait between samples, reached as a check ages (see interval)"})
     clock: str = field(default=LimitClock.CPU, metadata={
         "help": "what time_s counts: the tree's CPU time (cpu) or elapsed time (wall)"})
     backstop_s: float | None = field(default=None, metadata={
@@ -55,6 +68,10 @@ class GuardLimits:
 
     def backstop(self) -> float:
         return self.backstop_s if self.backstop_s is not None else default_backstop(self.time_s)
+
+    def interval(self, age_s: float) -> float:
+        """The wait between two samples of a check that has run ``age_s``."""
+        return min(self.max_poll_s, max(self.poll_s, age_s * POLL_AGE_SHARE))
 
 
 @dataclass
@@ -95,25 +112,26 @@ class TreeSampler:
     descendants.
 
     Listing descendants reads every process's /proc entry, which costs
-    milliseconds; the list is refreshed every few samples, while the
+    milliseconds; the list is refreshed every ``REFRESH_S``, while the
     resident size and CPU time of the known members are read every time.
     CPU time only grows: a member that vanished between samples (reaped by
     a member, whose own reaped-children time then holds it) cannot lower it.
     """
 
-    REFRESH_EVERY = 8
+    REFRESH_S = 0.5
 
     def __init__(self, proc: psutil.Process):
-        self.proc, self.members, self._count = proc, [proc], 0
+        self.proc, self.members, self._listed_at = proc, [proc], None
         self.cpu_secs = 0.0
 
     def sample(self) -> int:
-        if self._count % self.REFRESH_EVERY == 0:
+        now = time.monotonic()
+        if self._listed_at is None or now - self._listed_at >= self.REFRESH_S:
+            self._listed_at = now
             try:
                 self.members = [self.proc] + self.proc.children(recursive=True)
             except psutil.Error:
                 self.members = [self.proc]
-        self._count += 1
         self.cpu_secs = max(self.cpu_secs, tree_cpu(self.members))
         return tree_rss(self.members)
 
@@ -138,8 +156,8 @@ def tree_cpu(members: list[psutil.Process]) -> float:
     return total
 
 
-# The guard's loop wakes every poll_s; a gap this much longer means the
-# runner itself did not run (stopped by SIGSTOP or a suspended job, or a
+# The guard's loop wakes every interval (at most max_poll_s); a gap this
+# much longer means the runner itself did not run (stopped by SIGSTOP or a suspended job, or a
 # host so loaded it was not scheduled): that time is not the check's.
 PAUSE_GAP_S = 1.0
 BACKSTOP = "wall-clock backstop"
@@ -249,7 +267,7 @@ def enforce(root: psutil.Process | None, limits: GuardLimits, started: float, te
     """The one guard loop every prover's checks run under. Until ``wait(s)``
     (which blocks up to ``s`` seconds) says the check is over, sample the
     resident memory and CPU time of the tree under ``root`` every
-    ``limits.poll_s`` and ``kill()`` it past ``limits.mem_bytes`` (MEMOUT),
+    ``limits.interval(age)`` and ``kill()`` it past ``limits.mem_bytes`` (MEMOUT),
     past its time limit plus grace and ``allowance_s`` on its clock
     (TIMEOUT with ``timeout_reason``), under the cpu clock past the wall
     backstop (ERROR, ``interrupted``: run it again), or when ``stop()``
@@ -284,10 +302,10 @@ def enforce(root: psutil.Process | None, limits: GuardLimits, started: float, te
 
     # Past the deadline it still waits a little between kills: the tree takes
     # a moment to die, and a zero wait would spin.
-    while not wait(max(0.005, min(limits.poll_s, wall_limit - elapsed()))):
+    while not wait(step := max(0.005, min(limits.interval(elapsed()), wall_limit - elapsed()))):
         now = time.monotonic()
-        if now - last > PAUSE_GAP_S + limits.poll_s:
-            seen.paused_secs += now - last - limits.poll_s
+        if now - last > PAUSE_GAP_S + step:
+            seen.paused_secs += now - last - step
         last = now
         if settled():
             continue
