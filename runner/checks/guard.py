@@ -157,8 +157,9 @@ def tree_cpu(members: list[psutil.Process]) -> float:
 
 
 # The guard's loop wakes every interval (at most max_poll_s); a gap this
-# much longer means the runner itself did not run (stopped by SIGSTOP or a suspended job, or a
-# host so loaded it was not scheduled): that time is not the check's.
+# much longer means the runner itself did not run (stopped by SIGSTOP or a
+# suspended job, or a host so loaded it was not scheduled): that time is not
+# the check's.
 PAUSE_GAP_S = 1.0
 BACKSTOP = "wall-clock backstop"
 
