@@ -120,7 +120,19 @@ def run_bad_day(tmp_path_factory, holder: dict) -> dict:
         stray = subprocess.run(cli_driver_argv(out), cwd=ROOT, capture_output=True,
                                text=True, timeout=300, env={**os.environ, "COLUMNS": "120"})
         story["stray"] = (stray.returncode, stray.stdout + stray.stderr)
-        victim, preempted = ledger
+        # The victim: a task whose claim stayed unfinished over one poll, so
+        # that the cancel lands inside a check (the demo's light checks end in
+        # milliseconds; on a loaded host the stray run above takes seconds).
+        seen: dict[str, set] = {}
+
+        def inside_a_lasting_check():
+            done = done_keys(out)
+            held = {r.job_id: claimed_by(out, r.job_id) - done for r in ledger}
+            lasting = [r for r in ledger if held[r.job_id] & seen.get(r.job_id, set())]
+            seen.update(held)
+            return lasting and lasting[0]
+        victim = wait_for(inside_a_lasting_check, 300, "an array task inside a check that lasts")
+        preempted = next(r for r in ledger if r.job_id != victim.job_id)
         subprocess.run(["scancel", victim.job_id], check=True)
         # It may publish rows until Slurm has it killed (KillWait after SIGTERM).
         wait_for(lambda: victim.job_id not in running_jobs(), 60,
@@ -207,9 +219,9 @@ def test_a_scancelled_array_task_is_finished_elsewhere_with_one_verdict_per_chec
     after = bad_day["ledger_after"]
     victim = next(r for r in after if r.job_id == bad_day["victim"].job_id)
     assert victim.settled == "CANCELLED"      # from accounting: it ended while no driver watched
+    assert bad_day["victim_missing"], "the cancel landed when the task held no unfinished claim"
     retries = after[2:]
     assert retries and all(r.round == 1 for r in retries)
-    assert bad_day["victim_missing"], "the cancel landed when the task held no unfinished claim"
     # Its replacement pulls from all that is left, the cancelled task's
     # unfinished claims among it; only those count a try.
     assert set(pooled(bad_day["out"], retries)) >= bad_day["victim_missing"]
