@@ -37,11 +37,9 @@ def own_cpu() -> float:
     return r.ru_utime + r.ru_stime
 
 
-def watch(seconds: float, limits: guard.GuardLimits, refresh_s: float) -> tuple[float, int]:
+def watch(seconds: float, limits: guard.GuardLimits) -> tuple[float, int]:
     """(runner CPU seconds per second watched, samples) for one spinning check."""
     spinner = subprocess.Popen([sys.executable, "-c", "while True: pass"])
-    saved = guard.TreeSampler.REFRESH_S
-    guard.TreeSampler.REFRESH_S = refresh_s
     samples = 0
     try:
         started = time.monotonic()
@@ -57,7 +55,6 @@ def watch(seconds: float, limits: guard.GuardLimits, refresh_s: float) -> tuple[
                       kill=spinner.kill, timeout_reason="limit")
         return (own_cpu() - c0) / (time.monotonic() - started), samples
     finally:
-        guard.TreeSampler.REFRESH_S = saved
         spinner.kill()
         spinner.wait()
 
@@ -67,10 +64,10 @@ def main() -> int:
     parser.add_argument("--seconds", type=float, default=30.0, help="how long each check is watched")
     args = parser.parse_args()
     limits = guard.GuardLimits(time_s=3600.0, mem_bytes=1 << 40, clock="wall")
-    baseline = dataclasses.replace(limits, max_poll_s=limits.poll_s)
+    baseline = dataclasses.replace(limits, max_poll_s=limits.poll_s, list_s=8 * limits.poll_s)
     load0 = loadavg()
-    new_cpu, new_n = watch(args.seconds, limits, guard.TreeSampler.REFRESH_S)
-    old_cpu, old_n = watch(args.seconds, baseline, 8 * limits.poll_s)
+    new_cpu, new_n = watch(args.seconds, limits)
+    old_cpu, old_n = watch(args.seconds, baseline)
     load = f"load {load0:.1f}-{loadavg():.1f}, {len(psutil.pids())} processes on the host"
     ratio = new_cpu / old_cpu
     lines = [f"a {args.seconds:g} s check, {load}",

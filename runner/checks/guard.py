@@ -39,7 +39,7 @@ from .priority import PRIORITY_WAIT_S, give_priority
 # 2.6% of a core from the checks of a full node: a two-worker s2n-bignum
 # sweep's proofs ran 2.5% longer than their own CPU time. So a check is
 # sampled every 2% of its age, between poll_s and max_poll_s, and its
-# descendants listed every REFRESH_S: a kill lands at most 2% of its age
+# descendants listed every list_s: a kill lands at most 2% of its age
 # (and 0.5 s) past the limit, and RLIMIT_AS (cap_address_space) stops
 # allocations faster than that.
 POLL_AGE_SHARE = 0.02
@@ -58,6 +58,8 @@ class GuardLimits:
         "help": "how often memory and CPU time are sampled as a check starts"})
     max_poll_s: float = field(default=0.5, metadata={
         "help": "the longest wait between samples, reached as a check ages (see interval)"})
+    list_s: float = field(default=0.5, metadata={
+        "help": "how often the check's descendants are listed (each listing reads all of /proc)"})
     clock: str = field(default=LimitClock.CPU, metadata={
         "help": "what time_s counts: the tree's CPU time (cpu) or elapsed time (wall)"})
     backstop_s: float | None = field(default=None, metadata={
@@ -112,21 +114,19 @@ class TreeSampler:
     descendants.
 
     Listing descendants reads every process's /proc entry, which costs
-    milliseconds; the list is refreshed every ``REFRESH_S``, while the
+    milliseconds; the list is refreshed every ``list_s`` seconds, while the
     resident size and CPU time of the known members are read every time.
     CPU time only grows: a member that vanished between samples (reaped by
     a member, whose own reaped-children time then holds it) cannot lower it.
     """
 
-    REFRESH_S = 0.5
-
-    def __init__(self, proc: psutil.Process):
-        self.proc, self.members, self._listed_at = proc, [proc], None
+    def __init__(self, proc: psutil.Process, list_s: float = 0.5):
+        self.proc, self.members, self._listed_at, self.list_s = proc, [proc], None, list_s
         self.cpu_secs = 0.0
 
     def sample(self) -> int:
         now = time.monotonic()
-        if self._listed_at is None or now - self._listed_at >= self.REFRESH_S:
+        if self._listed_at is None or now - self._listed_at >= self.list_s:
             self._listed_at = now
             try:
                 self.members = [self.proc] + self.proc.children(recursive=True)
@@ -291,7 +291,7 @@ def enforce(root: psutil.Process | None, limits: GuardLimits, started: float, te
 
     if prioritise_until:
         prioritise()
-    sampler = TreeSampler(root) if root is not None else None
+    sampler = TreeSampler(root, limits.list_s) if root is not None else None
     seen = Watched()
     budget = limits.time_s + limits.grace_s + allowance_s
     on_cpu = str(limits.clock) == LimitClock.CPU
