@@ -12,6 +12,9 @@ apart, and each phase holds the other core's work fixed:
   other worker of the bench's flow runs);
 - ``proofbatch``: ``proofbatch run`` of the same problem, in a loop (what
   the other worker of proofbatch's flow runs);
+- ``proving``: ``proofbatch run`` of the same problem with 20 attempts (the
+  answer behind 1 to 20 ``ALL_TAC THEN``, so none is a repeat), so the other
+  core proves most of the time, as when two checks run at once;
 - ``none``: nothing (one core idle; a reference).
 
 Arm (a) is the program the bench's ``combine-answer-and-setup.py`` writes for
@@ -52,7 +55,8 @@ from common import ROOT, arg_parser, emit, log
 from s2n_readme_path import PROOFBATCH, LoadSampler, step
 from vs_bench_harness import PROFILE, bench_inputs, run_bench, run_proofbatch
 
-PHASES = ("none", "bench", "proofbatch")
+PHASES = ("none", "bench", "proofbatch", "proving")
+ATTEMPTS = 20
 
 
 class Background:
@@ -164,16 +168,24 @@ def main() -> int:
             raise SystemExit(f"proofbatch gave {row['verdict']} for {pid}: {row.get('reason')}")
         return float(row["prove_secs"]), float(row["prove_cpu_secs"])
 
+    attempts_csv = args.work / "attempts.csv"
+    with open(attempts_csv, "w", newline="") as f:
+        csv.writer(f).writerows([["problem_id", "attempt", "answer"]] +
+                                [[pid, k, "ALL_TAC THEN " * (k + 1) + f"({answer})"]
+                                 for k in range(ATTEMPTS)])
     bg_out = args.work / "out-background"
-    backgrounds = {
-        "bench": lambda: Background([exe], objfiles),
-        "proofbatch": lambda: Background(
-            PROOFBATCH + ["run", corpus, "--problems", f"@{chosen}", "--answers", answers_csv,
+
+    def pb_loop(answers: Path) -> Background:
+        return Background(
+            PROOFBATCH + ["run", corpus, "--problems", f"@{chosen}", "--answers", answers,
                           "--out", bg_out, "--workers", "1", "--hol-light", hol,
                           "--context-root", s2n, "--context-proofs", "trust", "--mode", "native",
                           "--no-fallback", "--timeout-map", args.bench_map, "--map-mode", "native"],
-            ROOT, before=lambda: shutil.rmtree(bg_out, ignore_errors=True)),
-    }
+            ROOT, before=lambda: shutil.rmtree(bg_out, ignore_errors=True))
+
+    backgrounds = {"bench": lambda: Background([exe], objfiles),
+                   "proofbatch": lambda: pb_loop(answers_csv),
+                   "proving": lambda: pb_loop(attempts_csv)}
     results = {}
     for phase in phases:
         runs = {"bench": [], "pb": [], "pb_cpu": []}
