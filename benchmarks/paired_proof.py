@@ -53,7 +53,7 @@ from pathlib import Path
 import common  # noqa: F401  (puts the project root on sys.path)
 from common import ROOT, arg_parser, emit, log
 from s2n_readme_path import PROOFBATCH, LoadSampler, step
-from vs_bench_harness import PROFILE, bench_inputs, run_bench, run_proofbatch
+from vs_bench_harness import PROFILE, bench_arguments, bench_inputs, run_bench, run_proofbatch
 
 PHASES = ("none", "bench", "proofbatch", "proving")
 ATTEMPTS = 20
@@ -135,14 +135,7 @@ def report(pid: str, want: float, pairs: int, results: dict) -> tuple[dict, list
 
 def main() -> int:
     parser = arg_parser(__doc__.splitlines()[0])
-    parser.add_argument("--work", type=Path, required=True)
-    parser.add_argument("--hol-light", type=Path, required=True,
-                        help="the bench's checkout 5e62421, built native (has hol_lib.cmxa)")
-    parser.add_argument("--s2n-bignum", type=Path, required=True,
-                        help="s2n-bignum 51147aa with make -C arm done")
-    parser.add_argument("--bench-repo", type=Path, required=True,
-                        help="the bench's git repository (a clone or bare mirror)")
-    parser.add_argument("--bench-map", type=Path, required=True, help="the bench's timeout-map.json")
+    bench_arguments(parser)
     parser.add_argument("--problem", default="arm.bignum_mul_p25519.BIGNUM_MUL_P25519_CORRECT",
                         help="an arm problem of the bench's map, proved by its ground truth "
                         "(long enough that the clock's noise does not matter)")

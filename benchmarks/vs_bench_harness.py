@@ -247,8 +247,9 @@ def run_proofbatch(args, corpus: Path, chosen: Path, answers_csv: Path, hol: Pat
             "cpu_how": how, "load": load.text(), "out": str(out)}
 
 
-def main() -> int:
-    parser = arg_parser(__doc__.splitlines()[0])
+def bench_arguments(parser) -> None:
+    """The trees and the bench's repository and map: the options this script
+    shares with paired_proof.py."""
     parser.add_argument("--work", type=Path, required=True)
     parser.add_argument("--hol-light", type=Path, required=True,
                         help="the bench's checkout 5e62421, built native (has hol_lib.cmxa)")
@@ -257,6 +258,11 @@ def main() -> int:
     parser.add_argument("--bench-repo", type=Path, required=True,
                         help="the bench's git repository (a clone or bare mirror)")
     parser.add_argument("--bench-map", type=Path, required=True, help="the bench's timeout-map.json")
+
+
+def main() -> int:
+    parser = arg_parser(__doc__.splitlines()[0])
+    bench_arguments(parser)
     parser.add_argument("--seed", type=int, default=int(time.time()) % 10000)
     parser.add_argument("--files", type=int, default=4)
     parser.add_argument("--problems", type=int, default=24)
