@@ -39,10 +39,14 @@ from .priority import PRIORITY_WAIT_S, give_priority
 # 2.6% of a core from the checks of a full node: a two-worker s2n-bignum
 # sweep's proofs ran 2.5% longer than their own CPU time. So a check is
 # sampled every 2% of its age, between poll_s and max_poll_s, and its
-# descendants listed every list_s: a kill lands at most 2% of its age
-# (and 0.5 s) past the limit, and RLIMIT_AS (cap_address_space) stops
-# allocations faster than that.
+# descendants listed every LIST_EVERY samples, at most every list_s: a kill
+# lands at most 2% of its age (and 0.5 s) past the limit, and RLIMIT_AS
+# (cap_address_space) stops allocations faster than that. A young check's
+# tree is listed every 160 ms: an answer that forks copies of its image
+# (examples/hostile/jail.fork_bomb, one copy per 10 ms) must meet the memory
+# guard before the process limit of its uid, whatever the host's speed.
 POLL_AGE_SHARE = 0.02
+LIST_EVERY = 8
 # A lone check may not start until the host has the memory it is expected to
 # need; if nothing else is running to free some, waiting longer is pointless.
 MEMORY_WAIT_ALONE_S = 30.0
@@ -74,6 +78,11 @@ class GuardLimits:
     def interval(self, age_s: float) -> float:
         """The wait between two samples of a check that has run ``age_s``."""
         return min(self.max_poll_s, max(self.poll_s, age_s * POLL_AGE_SHARE))
+
+    def list_interval(self, age_s: float) -> float:
+        """The wait between two listings of the descendants of a check that
+        has run ``age_s``: every LIST_EVERY samples, at most list_s."""
+        return min(self.list_s, LIST_EVERY * self.interval(age_s))
 
 
 @dataclass
@@ -124,9 +133,12 @@ class TreeSampler:
         self.proc, self.members, self._listed_at, self.list_s = proc, [proc], None, list_s
         self.cpu_secs = 0.0
 
-    def sample(self) -> int:
+    def sample(self, list_s: float | None = None) -> int:
+        """Sample the tree, listing it again when ``list_s`` (default: the
+        sampler's own) has passed since the last listing."""
         now = time.monotonic()
-        if self._listed_at is None or now - self._listed_at >= self.list_s:
+        every = self.list_s if list_s is None else list_s
+        if self._listed_at is None or now - self._listed_at >= every:
             self._listed_at = now
             try:
                 self.members = [self.proc] + self.proc.children(recursive=True)
@@ -313,7 +325,8 @@ def enforce(root: psutil.Process | None, limits: GuardLimits, started: float, te
         if prioritise_until:
             prioritise()
         if sampler is not None:
-            seen.peak_rss_bytes = max(seen.peak_rss_bytes, sampler.sample())
+            seen.peak_rss_bytes = max(seen.peak_rss_bytes,
+                                      sampler.sample(limits.list_interval(elapsed())))
             seen.cpu_secs = sampler.cpu_secs
         if seen.peak_rss_bytes > limits.mem_bytes:
             term.set(Verdict.MEMOUT, f"memory guard: {seen.peak_rss_bytes >> 20} MiB passed the "

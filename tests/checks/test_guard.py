@@ -107,3 +107,14 @@ def test_a_check_past_its_cpu_limit_is_killed_within_its_sampling_interval(spinn
     # A kill lands within one interval of the budget (plus the runner's own
     # delay in waking on a loaded host).
     assert 1.5 <= killed_at[0] <= 1.5 + limits.interval(5.0) + 0.3
+
+
+def test_a_young_checks_tree_is_listed_often_an_old_ones_every_list_s():
+    # A fork bomb forks a copy per 10 ms: listing only every 0.5 s let it reach
+    # the process limit (31 forks) before the memory guard saw the copies.
+    limits = GuardLimits(time_s=60, mem_bytes=1 << 30)
+    assert limits.list_interval(0.0) == pytest.approx(0.16)
+    assert limits.list_interval(1.0) == pytest.approx(0.16)
+    assert limits.list_interval(60.0) == limits.list_s == 0.5
+    ages = [i * 0.1 for i in range(600)]
+    assert all(limits.list_interval(a) <= limits.list_interval(b) for a, b in zip(ages, ages[1:]))
