@@ -63,7 +63,8 @@ class GuardLimits:
     max_poll_s: float = field(default=0.5, metadata={
         "help": "the longest wait between samples, reached as a check ages (see interval)"})
     list_s: float = field(default=0.5, metadata={
-        "help": "how often the check's descendants are listed (each listing reads all of /proc)"})
+        "help": "the longest wait between two listings of the check's descendants (each reads "
+                "all of /proc); a young check's are listed every LIST_EVERY samples"})
     clock: str = field(default=LimitClock.CPU, metadata={
         "help": "what time_s counts: the tree's CPU time (cpu) or elapsed time (wall)"})
     backstop_s: float | None = field(default=None, metadata={
