@@ -304,7 +304,7 @@ def enforce(root: psutil.Process | None, limits: GuardLimits, started: float, te
 
     if prioritise_until:
         prioritise()
-    sampler = TreeSampler(root, limits.list_s) if root is not None else None
+    sampler = TreeSampler(root) if root is not None else None   # listed at limits.list_interval
     seen = Watched()
     budget = limits.time_s + limits.grace_s + allowance_s
     on_cpu = str(limits.clock) == LimitClock.CPU
