@@ -125,15 +125,25 @@ def test_kills_of_our_own_guards_and_crashes_are_not_retried(tmp_path, result):
 # -- a real check, killed from outside -------------------------------------------
 
 
-# Seconds of work that never allocates, then a proof: long enough to be killed mid-run.
-LONG = "(fun g -> let rec go n = if n = 0 then ARITH_TAC g else go (n - 1) in go 300000000)"
+
+def spin_then_prove(n: int) -> str:
+    """An answer that counts ``n`` down without allocating, then proves."""
+    return f"(fun g -> let rec go n = if n = 0 then ARITH_TAC g else go (n - 1) in go {n})"
+
+
+# About a second of work here (0.98 s on a quiet EPYC), then a proof; the kill
+# lands KILL_AFTER_S into a run, well before a faster host would finish.
+LONG = spin_then_prove(300_000_000)
+# Never finishes under its kills: ten times LONG, so no host outruns them.
+ENDLESS = spin_then_prove(3_000_000_000)
+KILL_AFTER_S = 0.2
 
 
 def kill_its_checks(session, p, times: int) -> threading.Thread:
     """kill -9, from outside, the first ``times`` checks ``p``'s image forks,
-    each a second into its run."""
+    each KILL_AFTER_S into its run."""
     def kill(check) -> None:
-        time.sleep(1.0)
+        time.sleep(KILL_AFTER_S)
         try:
             check.kill()
         except psutil.NoSuchProcess:
@@ -171,7 +181,8 @@ def test_a_real_check_killed_by_kill_9_is_retried_then_ok(hol_session, tmp_path)
 
 
 def test_a_real_check_killed_every_time_is_recorded_as_sigkill(hol_session, tmp_path):
-    row = check_killed(hol_session, tmp_path, "infra.always", LONG,
+    # A 1 s kill once missed LONG on a fast fresh host: it proved in 0.98 s.
+    row = check_killed(hol_session, tmp_path, "infra.always", ENDLESS,
                        "let PB_INFRA_B = new_definition `pb_infra_b = 2`;;\n",
                        kills=OUTSIDE_RETRIES + 1)
     assert row.verdict == "ERROR" and row.infra_retries == OUTSIDE_RETRIES, row
