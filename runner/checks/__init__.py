@@ -1,7 +1,8 @@
 """Checks: running one check, and the attempts a sweep is made of.
 
 Owns the worker loop every executor runs (``worker``), the outside guard of
-time and memory (``guard``) and the priority it gives a check
+time and memory (``guard``), what a check's process tree uses
+(``tree_sample``) and the priority it gives a check
 (``priority``), the sandbox (``sandbox``), attempts and resume
 (``attempts``, ``tasks``), how a context's proofs run (``context_proofs``),
 the shared image server (``image_server``) and the scratch janitor

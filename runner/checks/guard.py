@@ -32,6 +32,7 @@ from ..errors import ProverError
 from ..prover import LimitClock, backstop_s as default_backstop
 from ..verdicts import Termination, Verdict
 from .priority import PRIORITY_WAIT_S, give_priority
+from .tree_sample import TreeSampler, cpu_of
 
 # A sample costs the runner about 0.05 ms of CPU time, and listing the
 # tree's descendants 1.2 ms (psutil reads every process's /proc entry; more
@@ -108,65 +109,6 @@ class Watched:
     cpu_secs: float = 0.0
     paused_secs: float = 0.0
     interrupted: str = ""
-
-
-def _cpu_of(proc: psutil.Process) -> float:
-    """User + system CPU seconds of ``proc`` and of the children it reaped.
-    A zombie keeps its times until it is reaped, and a reaped child's go to
-    its reaper, so summed over the live members of a tree nothing counts
-    twice."""
-    t = proc.cpu_times()
-    return t.user + t.system + getattr(t, "children_user", 0.0) + getattr(t, "children_system", 0.0)
-
-
-class TreeSampler:
-    """Resident memory (bytes) and CPU time (seconds) of a process and its
-    descendants.
-
-    Listing descendants reads every process's /proc entry, which costs
-    milliseconds; the list is refreshed every ``list_s`` seconds, while the
-    resident size and CPU time of the known members are read every time.
-    CPU time only grows: a member that vanished between samples (reaped by
-    a member, whose own reaped-children time then holds it) cannot lower it.
-    """
-
-    def __init__(self, proc: psutil.Process, list_s: float = 0.5):
-        self.proc, self.members, self._listed_at, self.list_s = proc, [proc], None, list_s
-        self.cpu_secs = 0.0
-
-    def sample(self, list_s: float | None = None) -> int:
-        """Sample the tree, listing it again when ``list_s`` (default: the
-        sampler's own) has passed since the last listing."""
-        now = time.monotonic()
-        every = self.list_s if list_s is None else list_s
-        if self._listed_at is None or now - self._listed_at >= every:
-            self._listed_at = now
-            try:
-                self.members = [self.proc] + self.proc.children(recursive=True)
-            except psutil.Error:
-                self.members = [self.proc]
-        self.cpu_secs = max(self.cpu_secs, tree_cpu(self.members))
-        return tree_rss(self.members)
-
-
-def tree_rss(members: list[psutil.Process]) -> int:
-    total = 0
-    for member in members:
-        try:
-            total += member.memory_info().rss
-        except psutil.Error:
-            pass
-    return total
-
-
-def tree_cpu(members: list[psutil.Process]) -> float:
-    total = 0.0
-    for member in members:
-        try:
-            total += _cpu_of(member)
-        except psutil.Error:
-            pass
-    return total
 
 
 # The guard's loop wakes every interval (at most max_poll_s); a gap this
@@ -412,7 +354,7 @@ def watch(pid: int, verdict_fd: int, limits: GuardLimits, started: float) -> Obs
     obs.wall_secs = time.monotonic() - started
     # The check is a zombie until its image reaps it on REAP: its times are final.
     try:
-        obs.cpu_secs = max(seen.cpu_secs, _cpu_of(proc))
+        obs.cpu_secs = max(seen.cpu_secs, cpu_of(proc))
     except psutil.Error:
         obs.cpu_secs = seen.cpu_secs or None
     return obs
