@@ -103,6 +103,12 @@ def row(problem_id: str, attempt: int = 0, *, verdict: str = "OK", wall: float =
     )
 
 
+def spin_then_prove(n: int) -> str:
+    """An answer that counts ``n`` down without allocating (300M: about a
+    second of CPU on a quiet EPYC here), then proves its goal by ARITH_TAC."""
+    return f"(fun g -> let rec go n = if n = 0 then ARITH_TAC g else go (n - 1) in go {n})"
+
+
 SPIN = ("(fun g -> let rec a = 0 :: a and b = 0 :: b in "
         "if compare a b = 0 then ALL_TAC g else ALL_TAC g)")
 

@@ -30,7 +30,7 @@ from runner.checks.worker import work
 from runner.prover import CheckLimits
 from runner.results.shards import ShardWriter
 
-from ..helpers import SPIN, on_its_checks, problem
+from ..helpers import SPIN, on_its_checks, problem, spin_then_prove
 
 # The guard reads a tree's CPU time from /proc, whose user and system times
 # are each counted in whole clock ticks; the prover's own (getrusage) is in
@@ -43,7 +43,7 @@ pytestmark = pytest.mark.hol
 LOOP = "(fun g -> let rec go (_, gs, _) = go (ONCE_REWRITE_TAC[ADD_SYM] (hd gs)) in go (ALL_TAC g))"
 # About a second of CPU that never allocates, then a proof (0.98 s on a quiet
 # EPYC here; watchers act 0.2-0.3 s in, so a host three times faster still holds).
-WORK = "(fun g -> let rec go n = if n = 0 then ARITH_TAC g else go (n - 1) in go 300000000)"
+WORK = spin_then_prove(300_000_000)
 SETUP = "let PB_CLOCKS = new_definition `pb_clocks = 7`;;\n"
 
 
@@ -228,7 +228,7 @@ def test_a_runner_stopped_with_its_checks_and_continued_turns_none_into_timeout(
     backstop. On the CPU clock nothing counts it; on the wall clock the
     prover's own alarm does, and the check runs again. (Half a second of
     CPU: on the wall clock a loaded host must still prove it in 3 s.)"""
-    p = warm(f"clocks.suspended_{clock}", WORK.replace("200000000", "100000000"))
+    p = warm(f"clocks.suspended_{clock}", spin_then_prove(150_000_000))
     stopper = stop_its_checks(hol_session, p, times=1, after_s=0.2, for_s=6, runner=True)
     row = run_task(hol_session, tmp_path, p, limits(3, clock=clock, backstop_s=5))
     stopper.join(timeout=10)

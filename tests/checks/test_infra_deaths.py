@@ -32,7 +32,7 @@ from runner.verdicts import Outcome, Verdict
 from runner.checks.tasks import CheckTask
 from runner.checks.worker import outside_deaths, work
 
-from ..helpers import ROOT, on_its_checks, problem
+from ..helpers import ROOT, on_its_checks, problem, spin_then_prove
 
 LIMITS = CheckLimits(time_s=30, time_source="default", mem_bytes=2**31, expected_mem_bytes=2**20)
 
@@ -123,12 +123,6 @@ def test_kills_of_our_own_guards_and_crashes_are_not_retried(tmp_path, result):
 
 
 # -- a real check, killed from outside -------------------------------------------
-
-
-
-def spin_then_prove(n: int) -> str:
-    """An answer that counts ``n`` down without allocating, then proves."""
-    return f"(fun g -> let rec go n = if n = 0 then ARITH_TAC g else go (n - 1) in go {n})"
 
 
 # About a second of work here (0.98 s on a quiet EPYC), then a proof; the kill
