@@ -246,7 +246,7 @@ def enforce(root: psutil.Process | None, limits: GuardLimits, started: float, te
 
     if prioritise_until:
         prioritise()
-    sampler = TreeSampler(root) if root is not None else None   # listed at limits.list_interval
+    sampler = TreeSampler(root) if root is not None else None
     seen = Watched()
     budget = limits.time_s + limits.grace_s + allowance_s
     on_cpu = str(limits.clock) == LimitClock.CPU
@@ -291,7 +291,7 @@ def enforce(root: psutil.Process | None, limits: GuardLimits, started: float, te
             kill()
     if sampler is not None:
         try:     # a zombie keeps its times until its parent reaps it
-            sampler.sample()
+            sampler.sample(limits.list_s)
             seen.cpu_secs = sampler.cpu_secs
         except psutil.Error:
             pass

@@ -22,22 +22,22 @@ class TreeSampler:
     descendants.
 
     Listing descendants reads every process's /proc entry, which costs
-    milliseconds; the list is refreshed every ``list_s`` seconds, while the
-    resident size and CPU time of the known members are read every time.
-    CPU time only grows: a member that vanished between samples (reaped by
-    a member, whose own reaped-children time then holds it) cannot lower it.
+    milliseconds; the list is refreshed when the interval a sample is given
+    has passed since the last listing, while the resident size and CPU time
+    of the known members are read every time. CPU time only grows: a member
+    that vanished between samples (reaped by a member, whose own
+    reaped-children time then holds it) cannot lower it.
     """
 
-    def __init__(self, proc: psutil.Process, list_s: float = 0.5):
-        self.proc, self.members, self._listed_at, self.list_s = proc, [proc], None, list_s
+    def __init__(self, proc: psutil.Process):
+        self.proc, self.members, self._listed_at = proc, [proc], None
         self.cpu_secs = 0.0
 
-    def sample(self, list_s: float | None = None) -> int:
-        """Sample the tree, listing it again when ``list_s`` (default: the
-        sampler's own) has passed since the last listing."""
+    def sample(self, list_s: float) -> int:
+        """Sample the tree, listing it again when ``list_s`` seconds have
+        passed since the last listing; the tree's resident bytes."""
         now = time.monotonic()
-        every = self.list_s if list_s is None else list_s
-        if self._listed_at is None or now - self._listed_at >= every:
+        if self._listed_at is None or now - self._listed_at >= list_s:
             self._listed_at = now
             try:
                 self.members = [self.proc] + self.proc.children(recursive=True)

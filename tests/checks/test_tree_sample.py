@@ -15,6 +15,9 @@ import psutil
 
 from runner.checks.tree_sample import TreeSampler
 
+# The guard's longest wait between two listings (GuardLimits.list_s).
+LIST_S = 0.5
+
 
 def test_a_descendant_started_later_is_still_counted():
     # The parent sleeps, then starts a child that spins: only the child uses CPU.
@@ -24,13 +27,13 @@ def test_a_descendant_started_later_is_still_counted():
     try:
         proc = psutil.Process(parent.pid)
         sampler = TreeSampler(proc)
-        sampler.sample()
+        sampler.sample(LIST_S)
         assert sampler.members == [proc]
         deadline = time.monotonic() + 30
         while not proc.children() and time.monotonic() < deadline:
             time.sleep(0.05)
-        time.sleep(sampler.list_s + 0.3)
-        sampler.sample()
+        time.sleep(LIST_S + 0.3)
+        sampler.sample(LIST_S)
         assert len(sampler.members) == 2
         assert sampler.cpu_secs > 0.05
     finally:
@@ -50,8 +53,8 @@ def test_cpu_time_of_a_member_reaped_between_samples_is_kept():
     parent = subprocess.Popen([sys.executable, "-c", script], start_new_session=True)
     try:
         proc = psutil.Process(parent.pid)
-        sampler = TreeSampler(proc, list_s=0.0)
-        sampler.sample()
+        sampler = TreeSampler(proc)
+        sampler.sample(0.0)
         assert sampler.cpu_secs < 0.5, sampler.cpu_secs
         # Not sampled while the child lives: only the reaper's times can hold it.
         deadline = time.monotonic() + 30
@@ -61,7 +64,7 @@ def test_cpu_time_of_a_member_reaped_between_samples_is_kept():
         while proc.children() and time.monotonic() < deadline:
             time.sleep(0.1)
         assert not proc.children(), "the child never went"
-        sampler.sample()
+        sampler.sample(0.0)
         assert sampler.members == [proc]
         assert sampler.cpu_secs >= 0.9, sampler.cpu_secs
     finally:
