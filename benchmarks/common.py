@@ -32,6 +32,11 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:          # `python benchmarks/x.py` puts benchmarks/ first, not the root
     sys.path.insert(0, str(ROOT))
 
+import record  # noqa: E402
+from record import Goal  # noqa: E402,F401
+
+record.current()   # this run's record begins now: its start time and the load before
+
 if TYPE_CHECKING:
     from runner.corpus import Problem
     from runner.prover import CheckLimits, CheckResult
@@ -182,17 +187,25 @@ def cpu_busy() -> tuple[float, float]:
 
 
 def emit(args: argparse.Namespace, benchmark: str, figures: dict, lines: list[str],
-         target: str, passed: bool) -> int:
-    """Print the report (or one JSON object) and return the exit status:
-    0 when the target is met, 1 when it is missed."""
+         target: str, passed: bool, goals: Sequence[Goal] = ()) -> int:
+    """Print the report (or one JSON object), write this run's record
+    (benchmarks/record.py) and return the exit status: 0 when the target is
+    met and every goal printed is, 1 otherwise."""
+    rec = record.current()
+    rec.figures(figures)
+    path = rec.finish(list(goals), passed)
+    passed = rec.data["pass"]
     verdict = "PASS" if passed else "MISS"
     if args.json:
         print(json.dumps({"benchmark": benchmark, **figures, "target": target,
-                          "result": verdict}, sort_keys=False))
+                          "goals": rec.data["goals"], "result": verdict,
+                          "record": str(path)}, sort_keys=False))
     else:
         print(f"== {benchmark}")
         for line in lines:
             print(f"  {line}")
+        for goal in goals:
+            print(f"  {goal.text()}")
         print(f"{verdict}: {target}")
     return 0 if passed else 1
 
