@@ -27,7 +27,7 @@ from . import events, sweep_dir
 from . import provers as backends
 from .checks import attempts, problem_hash
 from .checks.context_proofs import ContextProofs
-from .checks.priority import priority_refused, resolve_nice
+from .checks.priority import nice_refusal, resolve_nice
 from .checks.tasks import CheckTask
 from .corpus import Problem, corpus_fingerprint, corpus_notes, select_problems
 from .errors import InputError
@@ -156,8 +156,8 @@ def _check_flags(config: SweepConfig) -> None:
     if str(config.limit_clock) not in {str(c) for c in LimitClock}:
         raise InputError("--limit-clock", f"{config.limit_clock!r} is not a clock",
                          f"pass one of {', '.join(str(c) for c in LimitClock)}")
-    if config.nice is not None and (why := priority_refused(config.nice)) is not None:
-        raise InputError("--nice", why, "pass a niceness from 0 to 19 or auto, or run as root")
+    if config.nice is not None and (refusal := nice_refusal(config.nice)) is not None:
+        raise InputError("--nice", *refusal)
     if not 1 <= config.backstop_factor <= 1000:
         raise InputError("--backstop-factor", f"{config.backstop_factor} is not a factor of the limit",
                          "pass a number from 1 to 1000 (default 3)")

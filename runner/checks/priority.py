@@ -28,12 +28,25 @@ PRIORITY_WAIT_S = 1.0
 AUTO_NICE = -10
 
 
+NICE_RANGE = (-20, 19)        # setpriority(2): what a niceness can be on Linux
+
+
 def priority_refused(nice: int) -> str | None:
     """Why this process may not give checks niceness ``nice``; None if it may.
     Raising priority (a niceness below 0) needs CAP_SYS_NICE, or an
     RLIMIT_NICE soft limit of at least 20 - nice (setrlimit(2))."""
-    if not -20 <= nice <= 19:
-        return f"{nice} is not a niceness (-20 to 19)"
+    refusal = nice_refusal(nice)
+    return None if refusal is None else refusal[0]
+
+
+def nice_refusal(nice: int) -> tuple[str, str] | None:
+    """(what is wrong, what to pass instead) when this process may not give
+    checks niceness ``nice``; None if it may. Root may give any niceness in
+    the range, so root is never told to run as root."""
+    low, high = NICE_RANGE
+    if not low <= nice <= high:
+        return (f"{nice} is not a niceness ({low} to {high})",
+                f"pass a niceness from {low} to {high}, or auto")
     if nice >= 0 or os.geteuid() == 0:
         return None
     try:
@@ -44,7 +57,8 @@ def priority_refused(nice: int) -> str | None:
     CAP_SYS_NICE = 23
     if caps >> CAP_SYS_NICE & 1 or resource.getrlimit(resource.RLIMIT_NICE)[0] >= 20 - nice:
         return None
-    return f"niceness {nice} raises priority, which needs root or CAP_SYS_NICE"
+    return (f"niceness {nice} raises priority, which needs root or CAP_SYS_NICE",
+            "pass a niceness from 0 to 19 or auto, or run as root")
 
 
 def resolve_nice(nice: int | None, clock: str) -> int:
@@ -65,11 +79,16 @@ def niceness(text: str) -> int | None:
     """argparse type of --nice: a niceness, or auto (None: resolve_nice)."""
     if text.strip().lower() == "auto":
         return None
+    low, high = NICE_RANGE
     try:
-        return int(text)
+        nice = int(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a niceness: pass auto or a whole "
-                                         "number from -20 to 19") from None
+        nice = None
+    if nice is None or not low <= nice <= high:
+        # "problem; fix": the command line says both (runner/cli.py).
+        raise argparse.ArgumentTypeError(f"{text} is not a niceness ({low} to {high}); pass auto "
+                                         f"or a whole number from {low} to {high}")
+    return nice
 
 
 def autogroup_nice(pid: int | str) -> str | None:

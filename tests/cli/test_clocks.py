@@ -57,6 +57,26 @@ def test_backstop_host_factor_and_nice_flags_are_checked(capsys, corpus, hol, tm
     assert not (tmp_path / "out").exists()
 
 
+@pytest.mark.parametrize("value", ["20", "-21", "99"])
+def test_a_niceness_out_of_range_is_refused_with_the_range(capsys, corpus, hol, tmp_path, tripwire, value):
+    """Issue 46: `--nice 20`, -21 or 99 as root got "or run as root": the
+    range is what to fix, and root is never told to run as root."""
+    for command in ("run", "calibrate"):
+        out = tmp_path / f"out-{command}"
+        argv = (command, corpus, "--out", out, "--hol-light", hol, "--nice", value) + \
+            (("--timeout-map", tmp_path / "no-map.json") if command == "calibrate" else ())
+        line = assert_one_line_error(cli_result(capsys, *argv), "--nice",
+                                     f"{value} is not a niceness (-20 to 19)",
+                                     "a whole number from -20 to 19")
+        assert "root" not in line
+        assert not out.exists() and not tripwire.exists()
+    # Library callers, past the command line, are told the same.
+    from runner.checks.priority import nice_refusal
+    problem, fix = nice_refusal(int(value))
+    assert problem == f"{value} is not a niceness (-20 to 19)" and "-20 to 19" in fix
+    assert "root" not in fix
+
+
 # -- calibrate on a host made slower on purpose -----------------------------------------
 
 # Proofs of about 1.8, 3 and 5 s of CPU on this host, meant for three slices
