@@ -191,7 +191,8 @@ def _load_map(config: SweepConfig, prover, problems: list[Problem]
     # A map measured on a faster host: its limits scaled by this host's factor.
     factor, said = host_factor.resolve(
         config.host_factor, loaded.digest, config.timeout_map, str(config.mode),
-        str(config.limit_clock), config.corpus, recorded=sweep_dir.recorded_host_factor(config.out))
+        str(config.limit_clock), config.corpus, recorded=sweep_dir.recorded_host_factor(config.out),
+        map_mode=loaded.provenance.mode)
     return loaded.scaled(factor), tuple(said) + tuple(covered)
 
 

@@ -110,7 +110,8 @@ def plan(cfg: CalibrateConfig) -> Plan:
                          f"a map time of {lo:g}-{hi:g} s, so no sample measures this host",
                          "pass the map made for this corpus, or a corpus with ground truths of such "
                          "proofs")
-    out = cfg.out or host_factor.record_path(loaded.digest, cfg.mode, cfg.limit_clock).with_suffix("")
+    out = cfg.out or host_factor.record_path(loaded.digest, loaded.provenance.mode, cfg.mode,
+                                             cfg.limit_clock).with_suffix("")
     limit = min(LIMIT_CAP_S, LIMIT_MULTIPLE * max(loaded.entries[p].timeout_sec for p in chosen))
     sweep = SweepConfig(corpus=cfg.corpus, out=out, answers=cfg.answers, workers=cfg.workers,
                         default_timeout=limit, mem_limit=cfg.mem_limit, hol_light=cfg.hol_light,

@@ -9,10 +9,17 @@ calibrate` checks a small sample of ground truths and measures this host's
 ``--host-factor auto|X`` multiplies the map's limits by max(1, factor) and
 its expected times by the factor (plans, ETAs), and records the factor.
 
-A calibration is kept per host, map (its sha256), mode and clock, in
+A calibration is kept per host, map (its sha256), the mode the map was
+measured in, the mode the checks ran in, and clock, in
 ``$PROOFBATCH_CACHE/calibrations/<host>/`` (default ``~/.cache/proofbatch``);
 the host is part of the path because a cache may be shared across a
-cluster's nodes.
+cluster's nodes. The map's mode is part of the key because calibrate moves
+the map's times to the mode the checks run in (a native map's times are
+4.3x shorter than the bytecode checks': map_modes.RATIO_CENTRAL), so a
+factor against a map declared native is not one against the same file
+declared bytecode. `run --host-factor auto` looks up the one of its own map
+mode: its factor is this host's speed alone, which multiplies limits that
+`run` converts between modes without counting the conversion twice.
 """
 
 from __future__ import annotations
@@ -52,12 +59,14 @@ class Calibration:
     measured_at: str
     load: float | None              # the host's mean sampled 1-minute load while it ran
     sweep: str                      # the calibration sweep's directory
-    ratios: Mapping[str, float]     # problem id -> measured / map prove_secs
+    ratios: Mapping[str, float]     # problem id -> measured / map prove_secs (in the checks' mode)
+    map_mode: str | None = None     # the mode the map was measured in; None: it says none (one-mode provers)
 
     def describe(self) -> str:
         load = f", load {self.load:.1f}" if self.load is not None else ""
+        against = f" against a {self.map_mode} map" if self.map_mode else ""
         return (f"{self.factor:.2f}x (quartiles {self.low:.2f}-{self.high:.2f} over {self.problems} "
-                f"proofs, {self.clock} clock, {self.mode}, measured {self.measured_at}{load})")
+                f"proofs, {self.clock} clock, {self.mode}{against}, measured {self.measured_at}{load})")
 
 
 def cache_root() -> Path:
@@ -65,8 +74,12 @@ def cache_root() -> Path:
     return (Path(env) if env else Path.home() / ".cache" / "proofbatch") / "calibrations"
 
 
-def record_path(map_sha256: str, mode: str, clock: str, host: str | None = None) -> Path:
-    return cache_root() / (host or socket.gethostname()) / f"{map_sha256[:16]}-{mode}-{clock}.json"
+def record_path(map_sha256: str, map_mode: str | None, mode: str, clock: str,
+                host: str | None = None) -> Path:
+    """Where the calibration against the map of ``map_sha256`` measured in
+    ``map_mode`` (None: unknown), of checks run in ``mode`` on ``clock``, is kept."""
+    return cache_root() / (host or socket.gethostname()) / \
+        f"{map_sha256[:16]}-{map_mode or 'any'}-map-{mode}-{clock}.json"
 
 
 def sample(map_times: Mapping[str, float], candidates: Sequence[str], *, n: int = 10, seed: int = 0,
@@ -118,15 +131,16 @@ def median_quartiles(values) -> tuple[float, float, float]:
 
 
 def save(cal: Calibration) -> Path:
-    path = record_path(cal.map_sha256, cal.mode, cal.clock, cal.host)
+    path = record_path(cal.map_sha256, cal.map_mode, cal.mode, cal.clock, cal.host)
     path.parent.mkdir(parents=True, exist_ok=True)
     publish_json(path, asdict(cal), indent=1)
     return path
 
 
-def load(map_sha256: str, mode: str, clock: str) -> Calibration | None:
-    """This host's calibration against the map, or None when it has none."""
-    path = record_path(map_sha256, mode, clock)
+def load(map_sha256: str, map_mode: str | None, mode: str, clock: str) -> Calibration | None:
+    """This host's calibration against the map measured in ``map_mode``, of
+    checks in ``mode`` on ``clock``, or None when it has none."""
+    path = record_path(map_sha256, map_mode, mode, clock)
     try:
         data = json.loads(path.read_text())
         return Calibration(**data)
@@ -152,15 +166,19 @@ def parse(text: str | None) -> float | str | None:
 
 
 def resolve(text: str | None, map_sha256: str, map_path: Path, mode: str, clock: str,
-            corpus: Path, recorded: float | None = None) -> tuple[float, tuple[str, ...]]:
+            corpus: Path, recorded: float | None = None, *,
+            map_mode: str | None) -> tuple[float, tuple[str, ...]]:
     """The factor a sweep applies to its map, and what to say before it
     starts. ``recorded``: the factor the sweep being resumed ran with,
-    which ``auto`` keeps (a new calibration must not change its limits)."""
+    which ``auto`` keeps (a new calibration must not change its limits).
+    ``map_mode``: the mode the map was measured in (its sidecar's or
+    --map-mode), part of which calibration applies."""
     chosen = parse(text)
-    calibrate = (f"proofbatch calibrate {corpus} --timeout-map {map_path} --mode {mode} "
+    declared = f" --map-mode {map_mode}" if map_mode else ""
+    calibrate = (f"proofbatch calibrate {corpus} --timeout-map {map_path}{declared} --mode {mode} "
                  f"--limit-clock {clock}")
     if chosen is None:
-        cal = load(map_sha256, mode, clock)
+        cal = load(map_sha256, map_mode, mode, clock)
         if cal is not None and cal.factor > SLOW_HOST:
             return 1.0, (f"this host proves {cal.describe()} slower than the host the timeout map "
                          f"{map_path} was measured on, and its limits are used as they are: pass "
@@ -170,12 +188,27 @@ def resolve(text: str | None, map_sha256: str, map_path: Path, mode: str, clock:
     if chosen == "auto":
         if recorded is not None:
             return recorded, ()
-        cal = load(map_sha256, mode, clock)
+        cal = load(map_sha256, map_mode, mode, clock)
         if cal is None:
+            measured = f" (a {map_mode} map)" if map_mode else ""
             raise InputError("--host-factor auto", f"this host ({socket.gethostname()}) has no "
-                             f"calibration against {map_path} in {mode} mode on the {clock} clock",
+                             f"calibration against {map_path}{measured} in {mode} mode on the "
+                             f"{clock} clock",
                              f"run `{calibrate}` first, or pass a number")
         return cal.factor, (f"host factor {cal.describe()}: the map's limits x"
-                            f"{max(1.0, cal.factor):.2f}",)
-    return float(chosen), (f"host factor {float(chosen):g} (given): the map's limits "
-                           f"x{max(1.0, float(chosen)):.2f}",)
+                            f"{shown(max(1.0, cal.factor))}",)
+    return float(chosen), (f"host factor {given(float(chosen))} (given): the map's limits "
+                           f"x{shown(max(1.0, float(chosen)))}",)
+
+
+def shown(factor: float) -> str:
+    """A factor as people read it: two decimals, or as many as it takes to
+    tell it from 1 (1.0000001 read "1" while it scaled limits)."""
+    text = f"{factor:.2f}"
+    return given(factor) if factor != 1 and float(text) == 1 else text
+
+
+def given(factor: float) -> str:
+    """A factor exactly, as --host-factor takes it back: 2.5, 1.0000001."""
+    short = f"{factor:g}"
+    return short if float(short) == factor else repr(float(factor))
