@@ -77,6 +77,26 @@ def _mem_refusal(path: Path, was: int, now: int) -> InputError:
                       f"use a new --out, or pass --mem-limit {size_flag(was)}")
 
 
+def _limits_refusal(path: Path, changed: str, old: dict, manifest: dict, cfg) -> InputError:
+    """A resume whose limits differ from the recorded rows': named by the
+    flag that moved them, with the value the sweep ran with (--limit-slack,
+    then --host-factor), else by the flags that set limits."""
+    from .maps.host_factor import given
+
+    slack = (old.get("config") or {}).get("limit_slack") or 0.0
+    was, now = old.get("host_factor"), manifest.get("host_factor")
+    if float(slack) != float(cfg.limit_slack):
+        flag, before, after = "--limit-slack", f"{float(slack):g}", f"{float(cfg.limit_slack):g}"
+    elif isinstance(was, (int, float)) and isinstance(now, (int, float)) and was != now:
+        flag, before, after = "--host-factor", given(float(was)), given(float(now))
+    else:
+        return InputError(path, f"{changed}; its verdicts would mix both",
+                          "use a new --out, or the limits it was run with "
+                          "(--timeout-map, --category-timeouts, --default-timeout)")
+    return InputError(path, f"this sweep was run with {flag} {before}, not {after}: {changed}; its "
+                      "verdicts would mix both", f"use a new --out, or pass {flag} {before}")
+
+
 def recorded_host_factor(out: Path) -> float | None:
     """The host factor the sweep in ``out`` ran its map with, if it did."""
     factor = (read_manifest(out) or {}).get("host_factor")
@@ -284,9 +304,7 @@ def _refuse_changes(path: Path, old: dict, manifest: dict, prepared: PreparedSwe
     if "mem_limit" in old and _recorded_mem_limit(old) != manifest["mem_limit"]:
         raise _mem_refusal(path, _recorded_mem_limit(old), manifest["mem_limit"])
     if changed := changed_limits(prepared, done):
-        raise InputError(path, f"{changed}; its verdicts would mix both",
-                         "use a new --out, or the limits it was run with "
-                         "(--timeout-map, --category-timeouts, --default-timeout)")
+        raise _limits_refusal(path, changed, old, manifest, cfg)
     # A manifest from before the choice existed was a replay sweep.
     was = old.get("context_proofs", str(ContextProofs.REPLAY) if old.get("prover") == Prover.HOL_LIGHT
                   else "")
@@ -332,7 +350,8 @@ def missing_answers(prepared: PreparedSweep, old: dict, done: Done | None) -> No
 
 
 def resume_command(manifest: dict, out: Path, settings=SweepConfig) -> str:
-    """The `proofbatch run` that resumes the sweep of ``manifest`` (its sweep.json).
+    """The `proofbatch run` that resumes the sweep of ``manifest`` (its sweep.json),
+    or the command its config records (``command``) when another made it.
 
     Every setting of the sweep's config that has a flag (``settings``'s
     declaration, from which `run` makes its flags: runner.settings.flags) is
@@ -344,6 +363,8 @@ def resume_command(manifest: dict, out: Path, settings=SweepConfig) -> str:
     executor's options (--cluster ...) and --server are not recorded.
     """
     cfg = manifest.get("config") or {}
+    if cfg.get("command"):          # another command made the sweep (calibrate): it resumes it
+        return shlex.join(cfg["command"])
     cwd = manifest.get("cwd")
 
     def absolute(path: str) -> str:

@@ -64,7 +64,7 @@ def test_calibrate_reads_every_option_from_its_config():
 # are read off the declaration, so none can lack a setting the others have.
 
 # Settings of a sweep that library callers set and `run` does not.
-LIBRARY_ONLY = {"expected_mem", "max_images", "only"}
+LIBRARY_ONLY = {"expected_mem", "max_images", "only", "command"}
 
 
 def unflagged(cls) -> set[str]:

@@ -26,6 +26,7 @@ from typing import Any, Mapping
 
 from ..errors import InputError
 from ..prover import Mode
+from . import host_factor
 from .timeout_map import read_sidecar, sidecar_path
 from .timeouts import MapEntry, read_file, read_map
 
@@ -94,8 +95,11 @@ class LoadedMap:
         if factor == self.host_factor:
             return self
         ratio, limit_ratio = factor / self.host_factor, max(1.0, factor) / max(1.0, self.host_factor)
+        # To the millisecond before rounding up: the guard samples a check's
+        # time every 5 ms or more (runner/checks/guard.py), so a factor that
+        # moves a limit by less (1.0000001 x 30 s) must not add a whole second.
         entries = {pid: MapEntry(pid, None if e.prove_secs is None else e.prove_secs * ratio,
-                                 float(math.ceil(e.timeout_sec * limit_ratio - 1e-9)))
+                                 float(math.ceil(round(e.timeout_sec * limit_ratio, 3))))
                    for pid, e in self.entries.items()}
         return replace(self, entries=MappingProxyType(entries), host_factor=factor)
 
@@ -117,7 +121,8 @@ class LoadedMap:
         if p.mode is None:
             return "mode unknown (no sidecar, not declared)"
         build = f", build {p.build}" if p.build else ""
-        host = f", limits x{max(1.0, self.host_factor):.2f} for this host" if self.host_factor != 1 else ""
+        host = (f", limits x{host_factor.shown(max(1.0, self.host_factor))} for this host"
+                if self.host_factor != 1 else "")
         return f"measured in {p.mode}{build} ({p.source}), {p.clock} clock{host}"
 
 

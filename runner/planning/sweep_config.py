@@ -158,6 +158,9 @@ class SweepConfig:
                               default=512 * 2**20)
     max_images: int = _help("loaded contexts kept alive at once on a host", default=8)
     only: tuple[str, ...] | None = _help("check only these problem ids (all when None)", default=None)
+    command: tuple[str, ...] | None = _help("the command that made this sweep when it is not `run` "
+                                            "(`calibrate`), as its arguments; recorded in sweep.json, "
+                                            "it is the command that resumes the sweep", default=None)
 
 
 def default_mem_limit(workers: int) -> int:
