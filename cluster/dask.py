@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import itertools
 import shutil
 import signal
 import sys
@@ -42,7 +43,7 @@ from typing import Callable
 _sigint = signal.getsignal(signal.SIGINT)
 from dask_jobqueue import SLURMCluster  # noqa: E402
 signal.signal(signal.SIGINT, _sigint)
-from distributed import Client, WorkerPlugin, as_completed, get_worker
+from distributed import Client, Reschedule, WorkerPlugin, as_completed, get_worker
 from distributed.scheduler import KilledWorker
 
 from runner.checks import attempts
@@ -72,36 +73,63 @@ class ProverPlugin(WorkerPlugin):
     def setup(self, worker) -> None:
         self.worker = worker
         self.safe_name = "".join(c if c.isalnum() or c in "-_." else "_" for c in str(worker.name))
+        # Guards the dicts below, and is never held across a boot: the worker's
+        # event loop takes it (close_run through the driver's client.run,
+        # teardown), and a boot under it (70-90 s of CPU for bytecode HOL
+        # Light) froze the loop that long: "Event loop was unresponsive in
+        # Worker for 213 s", and a driver's Ctrl-C waited as long for close_run.
         self.lock = threading.Lock()
+        # One per backend build, held by the task thread that boots and
+        # prepares that build's session: other threads of the build wait on
+        # it, off the event loop.
+        self.gates: dict[str, threading.Lock] = {}
         self.sessions: dict[str, object] = {}
+        self.session_names = itertools.count()
         self.prepared: set[tuple[str, str]] = set()
         self.writers: dict[tuple[str, str], shards.ShardWriter] = {}
         # Runs whose driver finished or stopped: Dask cannot stop a task
         # already running, so its tasks look here before each check.
         self.closed: set[tuple[str, str]] = set()
+        self.closing = False
         # Named pipes and scratch files want a local disk.
         self.workdir = Path(tempfile.mkdtemp(prefix="proofbatch-dask-"))
 
     def teardown(self, worker) -> None:
         with self.lock:
-            for writer in self.writers.values():
-                writer.close()
-            for session in self.sessions.values():
-                session.close()
+            self.closing = True
+            writers, sessions = list(self.writers.values()), list(self.sessions.values())
             self.writers.clear()
             self.sessions.clear()
+        for writer in writers:
+            writer.close()
+        for session in sessions:
+            session.close()
         shutil.rmtree(self.workdir, ignore_errors=True)
 
     def session(self, backend, run_id: str, problems):
         with self.lock:
-            session = self.sessions.get(backend.salt)
+            gate = self.gates.setdefault(backend.salt, threading.Lock())
+        with gate:
+            with self.lock:
+                session = self.sessions.get(backend.salt)
+                name = f"s{next(self.session_names)}" if session is None else None
             if session is None:
-                session = backend.start(self.workdir / f"s{len(self.sessions)}")
-                self.sessions[backend.salt] = session
-            if (backend.salt, run_id) not in self.prepared:
+                session = backend.start(self.workdir / name)      # the boot: no lock of the loop's
+                with self.lock:
+                    closing = self.closing
+                    if not closing:
+                        self.sessions[backend.salt] = session
+                if closing:
+                    # The worker closed while this booted: no one else will close it.
+                    session.close()
+                    raise Reschedule()
+            with self.lock:
+                ready = (backend.salt, run_id) in self.prepared
+            if not ready:
                 # All the sweep's setups at once, so shared prefixes share images.
                 session.prepare(problems)
-                self.prepared.add((backend.salt, run_id))
+                with self.lock:
+                    self.prepared.add((backend.salt, run_id))
             return session
 
     def writer(self, out: str, run_id: str) -> shards.ShardWriter:
