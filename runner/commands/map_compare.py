@@ -9,8 +9,11 @@ word, so ``compare`` is that word, and the two maps follow it
 from __future__ import annotations
 
 import argparse
+import contextlib
 import csv
+import errno
 import json
+import os
 from pathlib import Path
 
 from rich.console import Console
@@ -18,6 +21,7 @@ from rich.table import Table
 
 from ..errors import InputError
 from ..maps import compare as mc
+from ..maps.timeout_map import sidecar_path
 
 WORD = "compare"
 USAGE = ("%(prog)s PROFILE [--out MAP] [--validate] [--map MAP] [policy options]\n"
@@ -51,8 +55,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def chosen(args) -> bool:
     """Whether the command line is ``timeout-map compare A B``; maps given
-    without ``compare`` are refused."""
-    if str(args.profile) == WORD and args.maps:
+    without ``compare`` are refused. ``compare`` alone is the command too
+    (then refused for want of maps), unless a profile of that name is here."""
+    if str(args.profile) == WORD and (args.maps or not Path(WORD).is_dir()):
         return True
     if args.maps:
         raise InputError("timeout-map", f"unexpected arguments after the profile: "
@@ -69,6 +74,7 @@ def run(args) -> int:
     if args.top < 0:
         raise InputError("--top", f"{args.top} is negative", "pass 0 or more rows")
     heavy_s = args.policy_heavy_s if args.policy_heavy_s is not None else mc.HEAVY_S
+    _refuse_outputs_over_inputs(args)
     a, b = (mc.read_side(p) for p in args.maps)
     result = mc.compare(a, b, min_s=args.factor_min_s, heavy_s=heavy_s)
     if args.csv:
@@ -91,21 +97,72 @@ def _refuse_derive_options(args) -> None:
                          "drop it (compare reads --csv, --json, --factor-min-s, --heavy-s, --top)")
 
 
+def _refuse_outputs_over_inputs(args) -> None:
+    """--csv or --json naming a file compare reads (either map, by any name:
+    a symlink or a hard link is the same file; or its sidecar's path, there
+    or not yet) would write over it, and the map would hold CSV; two outputs
+    naming one file would keep only the last."""
+    outputs = [(flag, Path(path)) for flag, path in (("--csv", args.csv), ("--json", args.json))
+               if path]
+    for flag, out in outputs:
+        for m in map(Path, args.maps):
+            if same_file(out, m):
+                what = f"the map {m}"
+            elif same_file(out, sidecar_path(m)):
+                what = f"the sidecar of the map {m}"
+            else:
+                continue
+            raise InputError(flag, f"{out} is {what}, which compare reads (writing there would "
+                             "replace it)", f"pass a new path for {flag}, e.g. compare.{flag[2:]}")
+    if len(outputs) == 2 and same_file(outputs[0][1], outputs[1][1]):
+        raise InputError("--json", f"{args.json} is the file --csv names too, and the last "
+                         "written would replace the other", "pass two paths, e.g. compare.csv "
+                         "and compare.json")
+
+
+def same_file(a: Path, b: Path) -> bool:
+    """Whether ``a`` and ``b`` name one file: the same inode (a symlink or
+    a hard link too), or the same resolved path when either is not there yet."""
+    try:
+        if os.path.realpath(a) == os.path.realpath(b):
+            return True
+        return os.path.samefile(a, b)
+    except (OSError, ValueError):   # either is not there (yet), or a symlink loop
+        return False
+
+
 def write_csv(path: Path, result: mc.Comparison) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with path.open("w", newline="") as f:
+    with _written(path, "--csv", newline="") as f:
         w = csv.DictWriter(f, fieldnames=mc.COLUMNS)
         w.writeheader()
         w.writerows(mc.record(r) for r in result.rows)
 
 
 def write_json(path: Path, result: mc.Comparison) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
     # One problem a line: json's indent= runs its pure-Python encoder, which
     # took 0.23 s of a 2,622-problem comparison's 0.75.
     head = json.dumps(mc.summary(result), indent=1)[:-2]
     problems = ",\n".join("  " + json.dumps(mc.record(r)) for r in result.rows)
-    path.write_text(f'{head},\n "problems": [\n{problems}\n ]\n}}\n')
+    with _written(path, "--json") as f:
+        f.write(f'{head},\n "problems": [\n{problems}\n ]\n}}\n')
+
+
+@contextlib.contextmanager
+def _written(path: Path, flag: str, **kwargs):
+    """``path`` opened for writing. An OSError while opening, writing or
+    closing it (a full disk, /dev/full, no permission) is one InputError
+    naming the flag, the file and the system's reason: compare writes
+    nothing else, so there is nothing to resume, only a path to change."""
+    path = Path(path)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with path.open("w", **kwargs) as f:
+            yield f
+    except OSError as exc:
+        full = exc.errno in (errno.ENOSPC, errno.EDQUOT, errno.EFBIG)
+        raise InputError(flag, f"writing {path} failed ({exc.strerror or exc})",
+                         f"free space there, or pass another {flag} path" if full else
+                         f"pass a {flag} path you may create and write") from None
 
 
 # -- on screen -------------------------------------------------------------------

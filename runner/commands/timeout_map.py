@@ -94,6 +94,11 @@ def run(args) -> int:
     if args.compare_with and not args.out:
         raise InputError("--compare-with", "records a comparison in the sidecar of a map being "
                          "derived", "pass --out MAP too, or compare with `timeout-map compare A B`")
+    for other in args.compare_with:
+        if args.out and map_compare.same_file(args.out, other):
+            # Written over, the map compared with was gone before it was compared.
+            raise InputError("--out", f"{args.out} is the map --compare-with names, which "
+                             "timeout-map reads", "pass a new --out path, e.g. timeout_maps/NAME.json")
     policy = _policy(args)
     result = load_profile(args.profile)
     out = Console()

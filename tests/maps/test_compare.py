@@ -267,3 +267,62 @@ def test_maps_after_a_profile_without_compare_are_refused(capsys, maps):
     captured = capsys.readouterr()
     assert_one_line_error((code, captured.out, captured.err.splitlines()), "timeout-map",
                           "unexpected arguments after the profile", "timeout-map compare")
+
+
+# -- issue 46: outputs over inputs, failed writes, compare alone ------------------------
+
+@pytest.mark.parametrize("name", ["itself", "symlink", "hard link", "sidecar", "new sidecar"])
+@pytest.mark.parametrize("flag", ["--csv", "--json"])
+def test_an_output_that_is_an_input_is_refused_and_the_maps_stay(capsys, maps, tmp_path, name, flag):
+    """Issue 46, defect 5: `--csv A.json` exited 0 and A.json held CSV."""
+    ours, bench = maps
+    out = {"itself": bench, "symlink": tmp_path / "link.json", "hard link": tmp_path / "hard.json",
+           "sidecar": sidecar_path(ours), "new sidecar": sidecar_path(bench)}[name]
+    if name == "symlink":
+        out.symlink_to(bench)
+    if name == "hard link":
+        out.hardlink_to(bench)
+    before = {p: p.read_bytes() for p in tmp_path.iterdir()}
+    what = "the sidecar of the map" if "sidecar" in name else "the map"
+    target = ours if name == "sidecar" else bench
+    assert_one_line_error(cli_result(capsys, ours, bench, flag, out), flag,
+                          f"{out} is {what} {target}, which compare reads", "pass a new path")
+    assert {p: p.read_bytes() for p in tmp_path.iterdir()} == before
+
+
+def test_two_outputs_naming_one_file_are_refused(capsys, maps, tmp_path):
+    out = tmp_path / "c.out"
+    assert_one_line_error(cli_result(capsys, *maps, "--csv", out, "--json", tmp_path / "." / "c.out"),
+                          "--json", "is the file --csv names too", "pass two paths")
+    assert not out.exists()
+
+
+def test_a_failed_write_names_the_file_and_the_reason(capsys, maps):
+    """It said "run the same command again to resume", naming no file."""
+    line = assert_one_line_error(cli_result(capsys, *maps, "--json", "/dev/full"), "--json",
+                                 "writing /dev/full failed (No space left on device)",
+                                 "free space there, or pass another --json path")
+    assert "resume" not in line
+
+
+def test_compare_without_maps_says_it_needs_two(capsys, tmp_path, monkeypatch):
+    """It read "compare" as a profile: "nothing to do", or "not a finished profile"."""
+    monkeypatch.chdir(tmp_path)
+    for extra in ([], ["--out", "m.json"]):
+        code = cli.main(["timeout-map", "compare", *extra])
+        captured = capsys.readouterr()
+        where = "timeout-map compare" if not extra else "--out"
+        assert_one_line_error((code, captured.out, captured.err.splitlines()), where,
+                              *(("needs two maps, got 0",) if not extra else ("not of compare",)))
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_derived_map_is_not_written_over_the_map_it_is_compared_with(capsys, maps, tmp_path):
+    bench = maps[1]
+    before = bench.read_bytes()
+    code = cli.main(["timeout-map", str(ROOT / "profiles" / "hol_light_demo"), "--out", str(bench),
+                     "--compare-with", str(tmp_path / "." / bench.name)])
+    captured = capsys.readouterr()
+    assert_one_line_error((code, captured.out, captured.err.splitlines()), "--out",
+                          "is the map --compare-with names", "pass a new --out path")
+    assert bench.read_bytes() == before and not sidecar_path(bench).exists()
