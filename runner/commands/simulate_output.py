@@ -3,6 +3,8 @@ what stands behind a prediction (measured, estimated, unknown)."""
 
 from __future__ import annotations
 
+import math
+
 from rich.console import Console
 from rich.table import Table
 
@@ -154,6 +156,15 @@ def print_prediction(out: Console, workers: Workers, sources: dict, ours: Predic
 
 
 def _duration(secs: float) -> str:
+    """Seconds as the tables show them. Maps refuse times beyond a week
+    (runner.maps.timeouts.MAX_PROVE_S), but a recorded plan is read as it
+    was written: an infinite or enormous sum prints, never raises."""
+    if math.isnan(secs):
+        return "unknown"
+    if math.isinf(secs):
+        return "infinite"
+    if secs >= 1e9:             # 31 years: whole hours would be a wall of digits
+        return f"{secs:.3g} s"
     if secs < 120:
         return f"{secs:.1f} s"
     h, rest = divmod(int(round(secs)), 3600)

@@ -15,6 +15,7 @@ import math
 from pathlib import Path
 
 from ..errors import InputError
+from .timeouts import MAX_PROVE_S
 
 FIX = "profile again into a new --out (`proofbatch profile` writes summary.json), or restore the file"
 # Fields of a problem's entry: (name, what it holds). Lists of times hold
@@ -24,6 +25,9 @@ FIX = "profile again into a new --out (`proofbatch profile` writes summary.json)
 TIMES = ("prove_secs", "wall_secs", "peak_rss_mb")
 OPTIONAL_TIMES = ("prove_cpu_secs",)
 OPTIONAL_TIMES_OR_NULL = ("cpu_secs",)
+# The proof's own times ran under the profile's limit: a longer one was
+# never measured (runner.maps.timeouts.MAX_PROVE_S says why).
+PROOF_TIMES = ("prove_secs", "prove_cpu_secs")
 
 
 def _number(x) -> bool:
@@ -105,6 +109,9 @@ def _check_problem(entry, i: int, path) -> str:
                 unit = "MiB" if field == "peak_rss_mb" else "seconds"
                 raise InputError(path, f"{where}: {field}[{k}] is {_shown(x)}, not a measurement "
                                  f"(a finite number of {unit}, 0 or more)", FIX)
+            if field in PROOF_TIMES and x > MAX_PROVE_S:
+                raise InputError(path, f"{where}: {field}[{k}] is {_shown(x)}, more than a week, "
+                                 "longer than any limit a proof can be measured under", FIX)
     for field in ("run_hosts", "cpu_models"):
         # The node of each run (runner/maps/nodes.py); absent or empty where
         # they were not recorded.

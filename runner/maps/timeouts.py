@@ -24,6 +24,14 @@ from ..errors import InputError, utf8_text
 # A check runs for hours at most (the bench's cap is 3 h); a limit beyond a
 # week is a unit mistake (milliseconds), not a plan.
 MAX_TIMEOUT_S = 7 * 24 * 3600.0
+# A measured proof time is bounded by the limit it ran under: a proof that
+# outlasts its limit is a TIMEOUT, not a time. Derived limits stop at the
+# cap (MapPolicy.cap_s, the bench's 10,800 s) and no limit a map may hold
+# passes MAX_TIMEOUT_S, so a longer prove_secs was never measured: it is a
+# unit mistake (milliseconds, microseconds). The bound also keeps what plans,
+# ETAs and reports compute from these times (sums over 10^5 problems, times
+# a host factor of up to 1000) finite and printable.
+MAX_PROVE_S = MAX_TIMEOUT_S
 # No check (a fork, reading and typing the answer) ends within a millisecond:
 # a default limit below it times every check out, and is a unit mistake
 # (hours or minutes written as a fraction), not a plan.
@@ -135,6 +143,11 @@ def read_map(path: Path, data: bytes | None = None) -> dict[str, MapEntry]:
             raise InputError(path, f"entry {i} ({pid}): prove_secs {prove!r} is not a measured "
                              "time (negative or not finite)",
                              "write the measured proof time in seconds (0 or more), or drop the key")
+        if prove is not None and prove > MAX_PROVE_S:
+            raise InputError(path, f"entry {i} ({pid}): prove_secs {prove!r} is more than a week, "
+                             "longer than any limit a proof can be measured under",
+                             "write the measured proof time in seconds (not milliseconds), or "
+                             "drop the key")
         if pid in index_of:
             raise InputError(path, f"problem id {pid} appears in entry {index_of[pid]} and entry {i}",
                              "keep one entry per problem")
