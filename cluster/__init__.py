@@ -11,7 +11,7 @@ import importlib
 
 from runner.errors import InputError
 from runner.planning.sizes import node_memory
-from runner.settings import help_of, option
+from runner.settings import help_of, option, scheduler_address
 
 from .local import LocalExecutor
 
@@ -54,7 +54,7 @@ def add_arguments(parser) -> None:
                    **opt("extra", default=[]))
     g.add_argument("--slurm-retries", type=int, **opt("retries", "slurm"))
     g.add_argument("--add-tasks", type=int, metavar="N", **opt("add_tasks", "slurm"))
-    g.add_argument("--scheduler-address", help="dask: address of a running scheduler, tcp://HOST:PORT")
+    g.add_argument("--scheduler-address", type=scheduler_address, help="dask: address of a running scheduler, tcp://HOST:PORT")
     g.add_argument("--interface", help="dask-slurm: network interface of the workers (e.g. lo)")
 
 

@@ -23,6 +23,7 @@ attempt left unsettled as ERROR with the reason.
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import dataclasses
 import itertools
@@ -46,6 +47,7 @@ signal.signal(signal.SIGINT, _sigint)
 from distributed import Client, Reschedule, WorkerPlugin, as_completed, get_worker
 from distributed.scheduler import KilledWorker
 
+from runner import settings
 from runner.checks import attempts
 from runner.results import shards
 from runner.results.done import LIGHT, row_version
@@ -222,6 +224,12 @@ class DaskExecutor(Executor):
         if not scheduler_address and client_factory is None:
             raise InputError("--scheduler-address", "--cluster dask needs a scheduler address",
                              "pass --scheduler-address tcp://HOST:PORT, or use --cluster dask-slurm")
+        if scheduler_address:
+            try:
+                scheduler_address = settings.scheduler_address(scheduler_address)
+            except argparse.ArgumentTypeError as exc:
+                problem, fix = str(exc).split("; ", 1)
+                raise InputError("--scheduler-address", problem, fix) from None
         self.scheduler_address, self.client_factory = scheduler_address, client_factory
 
     def _connect(self):

@@ -126,6 +126,22 @@ def memory_size(text: str) -> int:
         raise argparse.ArgumentTypeError(str(exc)) from None
 
 
+def scheduler_address(text: str) -> str:
+    """argparse type for a Dask scheduler's address (tcp://HOST:PORT), read
+    as distributed reads it: a bad one failed only when the run connected,
+    after the sweep's folder was made, with distributed's ValueError."""
+    from distributed.comm import get_address_host_port    # only when the flag is given
+
+    fix = "; pass the address a running scheduler prints, tcp://HOST:PORT"
+    try:
+        host, port = get_address_host_port(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(f"{exc}{fix}") from None
+    if not host or not 0 < port < 65536:
+        raise argparse.ArgumentTypeError(f"{text!r} names no host, or a port outside 1-65535{fix}")
+    return text
+
+
 def _field(cls, name: str) -> dataclasses.Field:
     try:
         return next(f for f in dataclasses.fields(cls) if f.name == name)
