@@ -12,7 +12,7 @@ from .. import provers
 from ..checks.context_proofs import ContextProofs
 from ..corpus import problem_patterns
 from ..errors import InputError
-from ..maps import host_factor, provenance as map_provenance
+from ..maps import provenance as map_provenance
 from ..maps.provenance import DECLARED_MODES
 from ..planning.inputs import plans_from_files
 from ..planning.learned_costs import measured_sweeps
@@ -22,6 +22,7 @@ from ..planning.sizes import MAX_NODES, check_count, check_machines, node_memory
 from ..settings import help_of
 from ..planning.sweep_config import SweepConfig
 from . import price_flag
+from .simulate_factor import MAX_HOST_FACTOR, host_factor_flag, on_map, plan_on_host
 from .simulate_output import (account_line, context_figures, duration_counts, image_class_figures,
                               learned_line, print_contexts, print_modes, print_prediction)
 
@@ -54,12 +55,16 @@ def add_arguments(p) -> None:
                    "of each context's earlier proofs are charged) or trust (returned unproved); "
                    "default replay. Image core-hours are printed for both")
     p.add_argument("--map-mode", choices=tuple(DECLARED_MODES), default=None,
-                   help=help_of(SweepConfig, "map_mode") + "; shown beside the figures")
+                   help="the mode a timeout map without a sidecar was measured in: native or "
+                   "bytecode (s2n-bignum-bench's map is native); its times are converted to "
+                   "--mode. Optional here, unlike for `run`: without it such a map's times are "
+                   "used unconverted, and the output says \"mode unknown\"")
     p.add_argument("--map-build", default=None, help=help_of(SweepConfig, "map_build"))
-    p.add_argument("--host-factor", type=float, default=None, metavar="X",
-                   help="how much slower the sweep's host proves than the map's (`proofbatch "
-                   "calibrate` measures it): the map's times are multiplied by X, as `run "
-                   "--host-factor` plans them")
+    p.add_argument("--host-factor", type=host_factor_flag, default=None, metavar="X",
+                   help="how many times slower the sweep's host proves than the map's, a number "
+                   f"above 0 and at most {MAX_HOST_FACTOR:g} (`proofbatch calibrate` measures it): "
+                   "the map's times are multiplied by X, as `run --host-factor` plans them; with "
+                   "--plan, the plan's measured times are, over the factor its sweep ran with")
     p.add_argument("--mode", choices=MODES, default=None,
                    help="the mode the sweep will run in, as `run --mode` takes it (default "
                    f"{SweepConfig.__dataclass_fields__['mode'].default}): its boot, context loads "
@@ -145,6 +150,7 @@ class _Planned:
     account: dict | None = None     # image builds by choice
     modes: object = None            # the other modes' plans, for a prover that has several
     chosen: ContextProofs | None = None     # None: from a recorded plan
+    factor: dict | None = None      # --host-factor as applied (_factor_of)
 
 
 def _planned(args, mode: str, sets, learned: dict) -> _Planned:
@@ -154,6 +160,9 @@ def _planned(args, mode: str, sets, learned: dict) -> _Planned:
         recorded, _ = read_plan(args.plan)
         workers = workers_from(args, recorded.workers)
         plan = recorded.with_workers(workers)
+        factor = None
+        if args.host_factor is not None:
+            plan, factor = plan_on_host(plan, args.plan, args.host_factor)
         if sets:
             plan = _by_key(plan, sets, learned)
         if args.policy is not None or args.seed is not None:
@@ -161,7 +170,7 @@ def _planned(args, mode: str, sets, learned: dict) -> _Planned:
         if args.corpus is not None:
             raise InputError("--corpus", "a recorded plan already has its contexts",
                              "drop --corpus, or simulate from --timeout-map or --profile")
-        return _Planned(plan, workers)
+        return _Planned(plan, workers, factor=factor)
     workers = workers_from(args)
     loaded = map_provenance.load(args.timeout_map, args.map_mode, args.map_build) \
         if args.timeout_map else None
@@ -169,7 +178,7 @@ def _planned(args, mode: str, sets, learned: dict) -> _Planned:
         if loaded is None:
             raise InputError("--host-factor", "scales a timeout map's times, and no "
                              "--timeout-map is given", "pass --timeout-map MAP, or drop it")
-        loaded = loaded.scaled(float(host_factor.parse(str(args.host_factor))))
+        loaded = loaded.scaled(args.host_factor)
     config = PlanConfig(policy=args.policy or "planned", seed=args.seed or 0)
     chosen = ContextProofs(args.context_proofs or ContextProofs.REPLAY)
     by_choice, offline = _plans(args, mode, loaded, workers, config,
@@ -178,8 +187,9 @@ def _planned(args, mode: str, sets, learned: dict) -> _Planned:
     modes = None
     if args.corpus is not None and provers.modes_of(_prover(args.corpus)):
         modes = _other_modes(args, mode, loaded, workers, config, chosen, by_choice[chosen], sets)
+    factor = None if args.host_factor is None else on_map(args.host_factor)
     return _Planned(by_choice[chosen], workers, by_choice, loaded, offline.conversion,
-                    offline.account, modes, chosen)
+                    offline.account, modes, chosen, factor)
 
 
 def run(args) -> int:
@@ -223,6 +233,7 @@ def run(args) -> int:
                "contexts": contexts if contexts is not None else
                ("from the plan" if args.plan else "unknown (no --corpus)"),
                "map": None if p.loaded is None else p.loaded.describe(),
+               "host_factor": p.factor,
                "mode": None if args.plan else mode, "proof_times": p.conversion,
                "check_durations": duration_counts(sources), "modes": p.modes,
                "image_classes": image_class_figures(plan)}
@@ -243,6 +254,8 @@ def _say(console: Console, args, p: _Planned, mode: str, sources: dict, ours, na
         console.print(learned_line(_learned_of(learned, p.chosen)))
     if p.loaded is not None:
         console.print(f"timeout map {p.loaded.path}: {p.loaded.describe()}")
+    if p.factor is not None:
+        console.print(p.factor["note"])
     if p.conversion is not None:
         console.print(f"mode {mode}: {p.conversion['note']}")
     counts = duration_counts(sources)

@@ -182,3 +182,24 @@ def guard(plan: Plan, max_steps: int = GUARD_STEPS) -> Plan:
     except OutOfTime:
         return plan
     return naive if theirs.makespan_s < ours.makespan_s * (1 - 1e-9) else plan
+
+
+# Where a check's expected time came from (runner.planning.inputs): a
+# map's or a profile's measurement, or their category's median, all timed on
+# the host that measured them. A default is a guess of no host.
+MEASURED_SOURCES = ("map", "profile", "category")
+
+
+def with_host_factor(plan: Plan, ratio: float) -> tuple[Plan, int]:
+    """``plan`` on a host ``ratio`` times slower than the one it was planned
+    for, as `run --host-factor` scales a map's times before planning: the
+    expected times of checks from MEASURED_SOURCES are multiplied by
+    ``ratio``; defaults and image builds stay (a map's factor scales neither).
+    Returns the plan, ordered again by its policy, and how many checks
+    were scaled."""
+    if ratio == 1.0:
+        return plan, sum(c.source in MEASURED_SOURCES for c in plan.checks)
+    checks = sorted((replace(c, expected_s=c.expected_s * ratio) if c.source in MEASURED_SOURCES
+                     else c for c in plan.checks), key=lambda c: c.index)
+    scaled = sum(c.source in MEASURED_SOURCES for c in checks)
+    return make_plan(checks, plan.images, plan.base, plan.workers, plan.config, plan.prebuilt), scaled

@@ -290,3 +290,77 @@ def test_a_host_factor_scales_what_a_map_and_its_profile_expect(capsys):
     assert slow > 1.5 * plain, (plain, slow)
     assert cli.main(["simulate", "--timeout-map", str(demo_map), "--workers", "2", "--host-factor", "0"]) == 2
     assert "is not a host factor" in capsys.readouterr().err
+
+
+def test_a_host_factor_scales_a_recorded_plans_measured_times(tmp_path, capsys):
+    """Issue 46, defect 7: `--plan P --host-factor X` gave one makespan for
+    X = 1, 2 and 50. The plan's measured times (map, profile, their
+    category's) move by X over the factor its sweep ran with; a default
+    duration, a guess of no host, stays."""
+    from runner.planning.planner import write_plan
+
+    checks = [check(i, secs) for i, secs in enumerate([1, 1, 1, 1, 4])]
+    checks.append(PlanCheck("d", 0, "cat", 3.0, "default", GIB, "base", 120.0, 5))
+    write_plan(tmp_path / "plan.json", plan_of(None, checks=checks))
+
+    def run(factor) -> dict:
+        assert cli.main(["simulate", "--plan", str(tmp_path / "plan.json"), "--json",
+                         "--host-factor", str(factor)]) == 0
+        return json.loads(capsys.readouterr().out)
+
+    # Two workers, longest first. x1: 4 on w0, the default's 3 on w1, then
+    # the 1s to whichever is free: 6. x2: 8 on w0; 3, 2, 2, 2 on w1 (to 9)
+    # and the last 2 on w0 at 8: 10. x50: 200 on w0; 3 and four 50s on w1: 203.
+    assert [run(x)["makespan_s"] for x in (1, 2, 50)] == [6, 10, 203]
+    assert run(2)["host_factor"]["scaled_checks"] == 5
+    # Its sweep ran with factor 2: the times hold it already.
+    (tmp_path / "sweep.json").write_text(json.dumps({"host_factor": 2.0}))
+    assert run(2)["makespan_s"] == 6 and run(4)["makespan_s"] == 10
+    assert cli.main(["simulate", "--plan", str(tmp_path / "plan.json"), "--host-factor", "4"]) == 0
+    said = " ".join(capsys.readouterr().out.split())
+    assert ("host factor 4 (given): 5 of 6 checks' expected times (a map's or profile's, or their "
+            "category's) scaled (its sweep ran with factor 2, so x2); 1 default durations") in said
+
+
+@pytest.mark.parametrize("value", ["0", "-1", "auto", "1001", "nan", "inf", "fast"])
+def test_a_bad_host_factor_says_the_range_and_not_auto_or_seconds(capsys, value):
+    """Issue 46: simulate advised "pass auto", which it refuses, asked for "a
+    number in seconds", and named no range."""
+    demo_map = ROOT / "timeout_maps" / "hol_light_demo.json"
+    assert cli.main(["simulate", "--timeout-map", str(demo_map), "--workers", "2",
+                     "--host-factor", value]) == 2
+    err = capsys.readouterr().err.splitlines()
+    assert len(err) == 1 and err[0].startswith("proofbatch: error: --host-factor: "), err
+    line = err[0]
+    assert "seconds" not in line and "pass auto" not in line
+    assert ("at most 1000" in line) if value != "auto" else ("auto is run's" in line)
+
+
+def test_simulate_says_a_factor_was_applied_and_its_help_matches_what_it_does(capsys, tmp_path):
+    """Issue 46: no word in the output that a factor was applied; and its
+    help called --map-mode required, yet it went on without it."""
+    demo_map = ROOT / "timeout_maps" / "hol_light_demo.json"
+    argv = ["simulate", "--timeout-map", str(demo_map), "--workers", "2", "--host-factor", "2.5"]
+    assert cli.main(argv) == 0
+    said = " ".join(capsys.readouterr().out.split())
+    assert "host factor 2.5 (given): the map's proof times x2.5" in said and "its limits x2.50" in said
+    assert cli.main(argv + ["--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["host_factor"]["times_x"] == 2.5
+    # The same range as run's --host-factor.
+    from runner.commands.simulate_factor import MAX_HOST_FACTOR
+    from runner.maps import host_factor
+
+    assert host_factor.parse(str(MAX_HOST_FACTOR)) == MAX_HOST_FACTOR
+    with pytest.raises(Exception):
+        host_factor.parse(str(MAX_HOST_FACTOR * 1.01))
+    # Without --map-mode: it proceeds, as its help says.
+    bare = tmp_path / "timeout-map.json"
+    bare.write_text(json.dumps([{"problem_id": "a", "prove_secs": 5, "timeout_sec": 120}]))
+    assert cli.main(["simulate", "--timeout-map", str(bare), "--workers", "1"]) == 0
+    assert "mode unknown" in capsys.readouterr().out
+    with pytest.raises(SystemExit):
+        cli.main(["simulate", "--help"])
+    help_text = " ".join(capsys.readouterr().out.split())
+    map_mode = help_text.split("--map-mode {bytecode,native}")[-1].split("--map-build")[0]
+    assert "required" not in map_mode.replace("unlike for `run`", "") and "Optional here" in map_mode
+    assert "at most 1000" in help_text.split("--host-factor X")[-1]
