@@ -91,6 +91,8 @@ class CheckLimits:
                 "limit is ended as starved or blocked and run again; None: backstop_s(time_s)"})
     nice: int = field(default=0, metadata={
         "help": "the niceness the check's processes run at (the guard sets it from outside)"})
+    mem_source: str = field(default="", metadata={
+        "help": "where mem_bytes came from (runner/maps/mem_needs.py), recorded in the check's row"})
 
 
 @dataclass(frozen=True)

@@ -31,7 +31,7 @@ from .checks.priority import nice_refusal, resolve_nice
 from .checks.tasks import CheckTask
 from .corpus import Problem, corpus_fingerprint, corpus_notes, select_problems
 from .errors import InputError
-from .maps import host_factor, provenance as map_provenance, timeout_map
+from .maps import host_factor, mem_needs, provenance as map_provenance, timeout_map
 from .maps.timeouts import TimeoutPolicy, load_category_timeouts, resolve_limits
 from .planning.inputs import plan_sweep
 from .planning.planner import PLAN_FILE, PlanConfig, Workers, write_plan
@@ -40,6 +40,7 @@ from .planning.sweep_config import PreparedSweep, SweepConfig, default_mem_limit
 from .planning.work_left import WorkLeft
 from .prover import CheckLimits, LimitClock, Mode, ProverBackend, backstop_s
 from .results import heartbeat, shards, lock as sweep_lock
+from .results.preparing import Preparing
 from .results.done import LIGHT, Done
 from .results.rows import ResultRow
 from .settings import beyond_ram, format_size
@@ -197,12 +198,21 @@ def _load_map(config: SweepConfig, prover, problems: list[Problem]
 
 
 def prepare(config: SweepConfig) -> PreparedSweep:
-    """Resolve and validate all input; raises InputError, writes nothing."""
+    """Resolve and validate all input; raises InputError. Writes nothing
+    but OUT/preparing.json while it reads, builds and compiles, which it
+    removes as it ends (runner/results/preparing.py)."""
     _check_flags(config)
     nice = resolve_nice(config.nice, config.limit_clock)
     check_out_dir(config)
     # What the resumed sweep ran with, before anything is built (a native build takes minutes).
     check_resume_settings(config)
+    # Minutes may pass before sweep.json and status.json exist: `status` says what happens.
+    with Preparing(config.out, limit_clock=str(config.limit_clock), nice=nice,
+                   host_factor=config.host_factor):
+        return _prepare(config, nice)
+
+
+def _prepare(config: SweepConfig, nice: int) -> PreparedSweep:
     selected = backends.select(config)      # HOL Light or Isabelle: runner/provers/__init__.py
     problems = selected.load(config.corpus, config.answers)
     # Said once: hidden problem folders skipped, setup.ml symlinks followed out of the corpus.
@@ -253,11 +263,21 @@ def prepare(config: SweepConfig) -> PreparedSweep:
     # its rows: a resume checks again the problems whose hash changed.
     inputs = problem_hash.digests(problems, backend.problem_inputs(problems))
 
+    # Each problem's memory: measured, estimated from its time class, or the
+    # default share, within this node's memory (runner/maps/mem_needs.py).
+    map_secs = loaded.prove_secs() if loaded else {}
+    node_mem = int(0.8 * psutil.virtual_memory().total)
+    mems = {p.problem_id: mem_needs.mem_limit(
+        map_secs.get(p.problem_id), map_use.mem.get(p.problem_id), cap=config.mem_limit,
+        default=mem, node=node_mem, default_expected=min(config.expected_mem, mem)) for p in problems}
+    notes += (mem_needs.summary(mems),)
+
     def limits_of(p: Problem) -> CheckLimits:
-        guard, expected = map_use.memory(p.problem_id, mem, min(config.expected_mem, mem))
+        m = mems[p.problem_id]
         limit = backend.limits_for(p, CheckLimits(
             time_s=limits[p.problem_id].seconds, time_source=limits[p.problem_id].source,
-            mem_bytes=guard, expected_mem_bytes=expected, clock=config.limit_clock, nice=nice))
+            mem_bytes=m.guard, expected_mem_bytes=m.expected, clock=config.limit_clock, nice=nice,
+            mem_source=m.source))
         # After the mode's conversion: the bench's slack is wall seconds, not work.
         time_s = limit.time_s + config.limit_slack
         return dataclasses.replace(limit, time_s=time_s, backstop_s=backstop_s(
@@ -326,6 +346,14 @@ def _run_sweep(prepared: PreparedSweep, executor, on_row, on_start, on_skip, on_
     cfg = prepared.config
     scan = shards.scan(cfg.out, columns=LIGHT)
     manifest = check_manifest(prepared, scan.done)
+    # --recheck: the current rows with those verdicts settle nothing now.
+    tasks, rechecks = attempts.mark_rechecks(prepared.tasks, scan.done, cfg.recheck,
+                                             {p.problem_id for p in prepared.problems})
+    prepared = dataclasses.replace(prepared, tasks=tasks)
+    if cfg.recheck:
+        on_note(f"--recheck {','.join(cfg.recheck)}: checking {rechecks} recorded checks again "
+                "(their rows stay as history)" if rechecks else f"--recheck {','.join(cfg.recheck)}: "
+                "no recorded check of the selected problems has that verdict: none to check again")
     # Not yet recorded, less the attempts early stop skips (runner/checks/attempts.py).
     # A row settles its check only for the answer it checked: changed ones run again.
     pending, skipped_before = attempts.pending(prepared.tasks, scan.done)
@@ -348,7 +376,8 @@ def _run_sweep(prepared: PreparedSweep, executor, on_row, on_start, on_skip, on_
     # OUT/status.json: what `proofbatch status` reads instead of the shards.
     # Rows of problems this run does not select (--problems) are not its to count.
     wanted = pa.array(sorted({p.problem_id for p in prepared.problems}), pa.string())
-    current = scan.done.matching(*attempts.task_hashes(prepared.tasks))     # less changed answers
+    current = attempts.unsuperseded(prepared.tasks, scan.done).matching(
+        *attempts.task_hashes(prepared.tasks))     # less changed answers and rechecks
     beat = heartbeat.Heartbeat(cfg.out, total=len(prepared.tasks), done=_of(current.table, wanted),
                                skipped=len(skipped_before), workers=cfg.workers,
                                resume=sweep_dir.resume_command(manifest, cfg.out))
@@ -385,4 +414,5 @@ def _run_sweep(prepared: PreparedSweep, executor, on_row, on_start, on_skip, on_
                         ran_now=len(pending) - skipped_now,
                         resumed=len(prepared.tasks) - len(pending) - len(skipped_before),
                         quarantined=scan.quarantined, table=table, skipped=skipped,
-                        rechecked=len(changes.changed) + len(changes.gone) + len(changes.problems))
+                        rechecked=len(changes.changed) + len(changes.gone) + len(changes.problems)
+                        + rechecks)

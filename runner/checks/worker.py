@@ -53,7 +53,8 @@ def result_row(task: CheckTask, result: CheckResult, *, info: BackendInfo, worke
         context_proofs=info.context_proofs, infra_retries=infra_retries,
         cpu_secs=result.cpu_secs, prove_cpu_secs=result.prove_cpu_secs,
         limit_clock=str(task.limits.clock), host_load=_load(), host_cpus=os.cpu_count(),
-        problem_sha256=task.problem_sha256, cpu_model=cpu_model(), fallback=result.fallback)
+        problem_sha256=task.problem_sha256, cpu_model=cpu_model(), fallback=result.fallback,
+        mem_limit_mb=task.limits.mem_bytes / 2**20, mem_source=task.limits.mem_source)
 
 
 @functools.cache

@@ -44,7 +44,7 @@ import numpy as np
 
 from ..results.publish import publish
 from ..errors import InputError, utf8_text
-from ..prover import Mode
+from ..prover import LimitClock, Mode
 from .profile_data import ProblemRuns
 from ..settings import setting
 
@@ -243,7 +243,30 @@ def read_sidecar(map_path: Path) -> dict | None:
     if not isinstance(meta, dict) or meta.get("format") != SIDECAR_FORMAT:
         raise InputError(path, "not a proofbatch timeout-map sidecar",
                          "derive the map again with `proofbatch timeout-map`")
+    _check_sidecar_names(path, Path(map_path), meta)
     return meta
+
+
+def _check_sidecar_names(path: Path, map_path: Path, meta: dict) -> None:
+    """The sidecar belongs to this map, and says a mode and a clock the
+    runner knows: its mode decides how limits are converted, its clock
+    what they limit, so an unknown word would be read as a guess."""
+    named = meta.get("map")
+    if named is not None and (not isinstance(named, str) or Path(named).name != map_path.name):
+        raise InputError(path, f"is the sidecar of the map {named!r}, not of {map_path}",
+                         f'if it is this map\'s (renamed with it), set its "map" to '
+                         f'"{map_path.name}"; else delete it, or derive the map again')
+    prov = meta.get("provenance")
+    if not isinstance(prov, dict):
+        return                      # runner.maps.provenance names a provenance of the wrong type
+    mode, clock = prov.get("mode"), prov.get("clock")
+    if mode is not None and not isinstance(Mode.of(mode) if isinstance(mode, str) else None, Mode):
+        raise InputError(path, f"provenance.mode {mode!r} is not an execution mode",
+                         f"write one of {', '.join(m.value for m in Mode)}, or derive the map again")
+    if clock is not None and clock not in tuple(LimitClock):
+        raise InputError(path, f"provenance.clock {clock!r} is not a clock",
+                         f"write one of {', '.join(c.value for c in LimitClock)}, or derive the "
+                         "map again")
 
 
 # A check's tree RSS counts its loaded image's pages (HOL Light alone is
@@ -257,14 +280,6 @@ class MapUse:
 
     mem: dict[str, tuple[int, int]]   # problem id -> (memory guard, expected need), bytes
     warnings: tuple[str, ...]
-
-    def memory(self, problem_id: str, guard: int, expected: int) -> tuple[int, int]:
-        """The guard and expected need of one problem: the profile's, within
-        ``guard`` (the sweep's --mem-limit), else the sweep's defaults."""
-        if problem_id not in self.mem:
-            return guard, expected
-        g, e = self.mem[problem_id]
-        return min(guard, max(g, MIN_GUARD_BYTES)), min(guard, e)
 
 
 def use_map(loaded, prover: str, build: str, mode: str) -> MapUse:

@@ -85,6 +85,11 @@ class ResultRow:
                           "its context cannot be compiled natively, so it ran in bytecode, as "
                           "`mode` says); empty when it ran as asked, and in rows written before "
                           "the column", default="")
+    mem_limit_mb: float | None = _help("the memory guard the check ran under (MEMOUT above it); "
+                                       "empty in rows written before the column", default=None)
+    mem_source: str = _help("where that guard came from (runner/maps/mem_needs.py): --mem-limit, "
+                            "the map's profile, an estimate for the problem's time class, or the "
+                            "default share; empty in rows written before the column", default="")
 
     def __post_init__(self):
         Verdict(self.verdict)  # a closed set: anything else is a bug
@@ -106,6 +111,7 @@ _ARROW_TYPES = {
     "prove_secs": pa.float64(),
     "wall_secs": pa.float64(),
     "peak_rss_mb": pa.float64(),
+    "mem_limit_mb": pa.float64(),
     "timeout_s": pa.float64(),
     "wait_secs": pa.float64(),
     "started_at": _TS,
@@ -123,7 +129,7 @@ RENAMED: dict[str, str] = {"prover_build": "hol_build"}
 OPTIONAL_COLUMNS: tuple[str, ...] = ("dedup_of", "sandbox", "wait_secs", "answer_unwrapped",
                                      "context_proofs", "infra_retries", "cpu_secs", "prove_cpu_secs",
                                      "limit_clock", "host_load", "host_cpus", "problem_sha256",
-                                     "cpu_model", "fallback")
+                                     "cpu_model", "fallback", "mem_limit_mb", "mem_source")
 
 
 def rows_to_table(rows: list[ResultRow]) -> pa.Table:
