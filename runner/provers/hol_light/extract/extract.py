@@ -24,14 +24,11 @@ the earlier one (``same_statement_as``).
 
 from __future__ import annotations
 
-import hashlib
 import re
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Callable
 
 from ..ocaml_lexer import classify, split_phrases
-from ....corpus import PROBLEM_ID
 from ....errors import InputError
 from .extract_cut import cut_file, file_prefix, norm_goal, problem_ids
 from .extract_ids import follow_map
@@ -39,11 +36,9 @@ from .extract_prefix import PrefixStep, describe, loader_prefix, prefix_text
 from .extract_scan import Theorem
 from ..load_graph import LoadGraph, resolve
 from .extract_model import Extract, ExtractConfig, Problem, Refused, Skipped, Source
+from .extract_files import Tell, check_config, check_stems, expand, read_files
+from .extract_objects import file_reads
 from .extract_out import check_out, publish
-
-# How far extract is: (stage, done, total), total None when not counted.
-Tell = Callable[[str, int, "int | None"], None]
-
 
 def extract(cfg: ExtractConfig, tell: Tell = lambda stage, done, total: None) -> Extract:
     """Cut ``cfg.files`` into problems and publish the corpus at ``cfg.out``.
@@ -57,11 +52,11 @@ def extract(cfg: ExtractConfig, tell: Tell = lambda stage, done, total: None) ->
     an ``out`` that holds anything but an earlier extract of the same files.
     ``tell`` hears how far it is (`proofbatch extract` shows it).
     """
-    _check_config(cfg)
-    files = _expand(cfg.files)
-    texts, digests, refused = _read_files(files, tell)
+    check_config(cfg)
+    files, links = expand(cfg.files)
+    texts, digests, refused = read_files(files, tell)
     check_out(cfg, files)
-    _check_stems(cfg, files)
+    check_stems(cfg, files)
     phrases, cut = _cut_files(files, texts, refused, tell)
     usable = _usable(files, refused)
 
@@ -81,6 +76,8 @@ def extract(cfg: ExtractConfig, tell: Tell = lambda stage, done, total: None) ->
                             loads.root, owner_of)
 
     listing = _Listing()
+    # Where a check opens the objects the proofs read: the sweep's context root.
+    workdir, makefiles = loads.root or Path.cwd(), {}
     for k, path in enumerate(files):
         tell("listing problems", k, len(files))
         if path in refused:
@@ -88,59 +85,18 @@ def extract(cfg: ExtractConfig, tell: Tell = lambda stage, done, total: None) ->
         else:
             listing.add_file(path, digests[path], cut[path], ids[path], kept[path],
                              skipped_of[path], dup_of[path], owner_of, loads.graph,
-                             loads.prefix_of[path])
+                             loads.prefix_of[path], file_reads(
+                                 loads.graph, path, [s.loader for s in loads.prefix_of[path]],
+                                 workdir, makefiles))
     result = Extract(cfg.out, tuple(listing.sources), tuple(listing.problems),
                      tuple(listing.skipped), loads.root, loads.note, loads.unresolved, listing.same,
                      tuple(Refused(str(p), refused[p]) for p in files if p in refused),
-                     loads.missing_loads, tuple(listing.library), loads.dropped, report)
+                     loads.missing_loads, tuple(listing.library), loads.dropped, report,
+                     skipped_links=links)
     if cfg.strict and result.failed_strict:
         return replace(result, published=False)
     publish(cfg, result, lambda done: tell("writing problems", done, len(listing.problems)))
     return result
-
-
-def _check_config(cfg: ExtractConfig) -> None:
-    """Refuse settings no file needs to be read for: no files, a category
-    or prefix that cannot be part of an id, a context root that is no
-    directory."""
-    if not cfg.files:
-        raise InputError("extract", "no proof files given", "pass one or more HOL Light .ml files")
-    _check_word(cfg.category, "--category", "a category name such as generic")
-    if cfg.prefix is not None:
-        _check_word(cfg.prefix, "--prefix", "letters, digits and _ . + - only")
-    if cfg.context_root is not None and not cfg.context_root.is_dir():
-        raise InputError(cfg.context_root, "--context-root is not a directory", "check the path")
-
-
-def _read_files(files: list[Path], tell: Tell
-                ) -> tuple[dict[Path, str], dict[Path, str], dict[Path, str]]:
-    """Each file's text and sha256, and the files refused as not UTF-8 (path
-    -> why)."""
-    texts, digests, refused = {}, {}, {}
-    for k, path in enumerate(files):
-        tell("reading files", k, len(files))
-        data = _read(path)
-        digests[path] = hashlib.sha256(data).hexdigest()
-        try:
-            texts[path] = data.decode("utf-8")
-        except UnicodeDecodeError as exc:
-            refused[path] = f"is not UTF-8 ({exc.reason} at byte {exc.start})"
-    return texts, digests, refused
-
-
-def _check_stems(cfg: ExtractConfig, files: list[Path]) -> None:
-    """Refuse files whose ids would start with characters outside an id's,
-    or as another file's do."""
-    stems: dict[str, Path] = {}
-    for path in files:
-        key = f"{file_prefix(cfg, path)}.{path.stem}"
-        if not PROBLEM_ID.fullmatch(key):
-            raise InputError(path, f"ids would start {key!r}, which has characters outside "
-                             "[A-Za-z0-9_.+-]", "pass --prefix, or copy the file under such a name")
-        if key in stems:
-            raise InputError(path, f"its ids would start {key}., as those of {stems[key]} do",
-                             "extract the two files into separate corpora, or rename one")
-        stems[key] = path
 
 
 def _cut_files(files: list[Path], texts: dict[Path, str], refused: dict[Path, str], tell: Tell
@@ -264,7 +220,7 @@ class _Listing:
     def add_file(self, path: Path, digest: str, cut: tuple[list, list], ids: list[str],
                  kept: list[tuple[int, Theorem, str]], skipped: list[Skipped],
                  dups: list[tuple[int, Theorem, str]], owner_of: dict[str, str],
-                 graph: LoadGraph, steps: tuple[PrefixStep, ...]) -> None:
+                 graph: LoadGraph, steps: tuple[PrefixStep, ...], reads: tuple = ()) -> None:
         """A usable file: its problems (their setup after its loader
         prefix), its skipped theorems and duplicates, and its source."""
         mine = {}
@@ -286,7 +242,8 @@ class _Listing:
             self.library.append((str(path), why))
         n_found = len(cut[0]) + len(cut[1])
         self.sources.append(Source(str(path), digest, n_found, len(kept), len(skips), library=why,
-                                   context_prefix=tuple(s.provenance(graph) for s in steps)))
+                                   context_prefix=tuple(s.provenance(graph) for s in steps),
+                                   object_files=tuple(r.as_json() for r in reads)))
 
 
 def _library_why(graph: LoadGraph, steps: tuple[PrefixStep, ...]) -> str:
@@ -299,36 +256,6 @@ def _library_why(graph: LoadGraph, steps: tuple[PrefixStep, ...]) -> str:
     return (f"loaded by {graph.show(loader)} after {graph.show(base)}, which it does not "
             f"load itself: its problems' contexts start with {describe(graph, steps)}, "
             "where it is loaded")
-
-
-def _expand(given: tuple[Path, ...]) -> list[Path]:
-    """The files: each folder's *.ml (recursively, sorted), each file once."""
-    out: list[Path] = []
-    seen: set[Path] = set()
-    for path in given:
-        if path.is_dir():
-            found = sorted(p for p in path.rglob("*.ml") if p.is_file())
-            if not found:
-                raise InputError(path, "folder holds no .ml file", "pass HOL Light proof files")
-        else:
-            found = [path]
-        for p in found:
-            if p.resolve() not in seen:
-                seen.add(p.resolve())
-                out.append(p)
-    return out
-
-
-def _check_word(value: str, flag: str, fix: str) -> None:
-    if not PROBLEM_ID.fullmatch(value):
-        raise InputError(flag, f"{value!r} has characters outside [A-Za-z0-9_.+-]", f"use {fix}")
-
-
-def _read(path: Path) -> bytes:
-    if not path.is_file():
-        raise InputError(path, "proof file does not exist" if not path.exists() else
-                         "is not a file", "check the path")
-    return path.read_bytes()
 
 
 _LOAD_WORDS = re.compile(r"\b(needs|loadt|loads)\b")

@@ -78,6 +78,9 @@ class Source:
     # A library file's loaders whose start its problems' setups begin with,
     # outermost first (extract_prefix.PrefixStep.provenance); () if none.
     context_prefix: tuple[dict, ...] = ()
+    # The object files its problems read (extract_objects.ObjectRead.as_json):
+    # name, path, exists, and how to build a missing one.
+    object_files: tuple[dict, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -111,6 +114,8 @@ class Extract:
     library_files: tuple[tuple[str, str], ...] = ()   # (file as given, why)
     dropped_loads: tuple[str, ...] = ()
     ids: MapReport | None = None    # with --ids-from
+    # Symlinks among a folder's *.ml that lead to no file (dangling, or a loop): skipped.
+    skipped_links: tuple[Refused, ...] = ()
     published: bool = True      # False: --strict refused it, nothing written
 
     @property

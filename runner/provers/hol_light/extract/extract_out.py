@@ -54,6 +54,7 @@ def manifest(result: Extract, cfg: ExtractConfig) -> dict:
         "dropped_loads": list(result.dropped_loads),
         "dropped_loads_note": f"not followed: {DROPPED_NOTE}" if result.dropped_loads else "",
         "refused": [asdict(r) for r in result.refused],
+        "skipped_links": [asdict(r) for r in result.skipped_links],
         "library_files": [{"path": p, "why": why, "context_prefix": list(prefix.get(p, ()))}
                           for p, why in result.library_files],
         "ids_from": None if result.ids is None else {
