@@ -81,7 +81,7 @@ def refusal(text: bytes, refuses: Callable[[str], str | None] | None = None) -> 
     A NUL byte cannot occur in source text (OCaml's and Isabelle's lexers
     stop at it), and an answer of whitespace alone is empty. What is empty
     in a prover's own language (HOL Light: OCaml comments only) ``refuses``
-    says, the prover's descriptor's (runner/provers/registry.py); an answer
+    says, the prover's descriptor's (runner/prover_registry.py); an answer
     that is not UTF-8 is refused by runner/checks/worker.py."""
     nul = text.find(b"\0")
     if nul >= 0:

@@ -249,7 +249,7 @@ def corpus_notes(corpus: Path, problems: Iterable[Problem]) -> tuple[str, ...]:
     symlinks out of the corpus, which it follows.
 
     Why follow them rather than refuse: a context is the user's own code,
-    not an answer; runner.provers reads its text once, in Python, and only
+    not an answer; runner.prover_registry reads its text once, in Python, and only
     that text reaches HOL Light (the fingerprint in sweep.json hashes it too).
     Its needs/loadt already reach outside the corpus (--context-root), so a
     link adds no exposure, and linking one shared setup into many problem

@@ -31,7 +31,7 @@ from typing import Callable
 
 import psutil
 
-from . import provers as backends
+from . import prover_registry as backends
 from .corpus import Problem, select_problems
 from .errors import InputError
 from .planning.planner import Policy

@@ -7,7 +7,7 @@ installation once, says what a plan and a batch job need to know of it
 owns one host's loaded images and runs checks in them; it is shared by the
 host's worker threads. Every executor (local, Slurm, Dask) drives sessions
 through this interface only, so adding a prover touches its own package and
-the registry (runner/provers/__init__.py).
+the registry (runner/prover_registry.py).
 """
 
 from __future__ import annotations

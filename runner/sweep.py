@@ -24,7 +24,7 @@ import pyarrow.compute as pc
 from cluster.base import SweepJob
 
 from . import events, sweep_dir
-from . import provers as backends
+from . import prover_registry as backends
 from .checks import attempts, problem_hash
 from .checks.context_proofs import ContextProofs
 from .checks.priority import nice_refusal, resolve_nice
@@ -213,7 +213,7 @@ def prepare(config: SweepConfig) -> PreparedSweep:
 
 
 def _prepare(config: SweepConfig, nice: int) -> PreparedSweep:
-    selected = backends.select(config)      # HOL Light or Isabelle: runner/provers/__init__.py
+    selected = backends.select(config)      # HOL Light or Isabelle: runner/prover_registry.py
     problems = selected.load(config.corpus, config.answers)
     # Said once: hidden problem folders skipped, setup.ml symlinks followed out of the corpus.
     notes = corpus_notes(config.corpus, problems)

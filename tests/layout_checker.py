@@ -18,7 +18,10 @@ ROOT = Path(__file__).resolve().parents[1]
 RUNNER = ROOT / "runner"
 
 # The core's leaves: what every stage may use.
-BASE = {"errors", "verdicts", "settings", "subproc", "events", "answers", "corpus", "prover"}
+# The prover registry (prover_registry) is one of them: the stages ask it, and
+# it reaches a prover's package by name, when asked, never by an import.
+BASE = {"errors", "verdicts", "settings", "subproc", "events", "answers", "corpus", "prover",
+        "prover_registry"}
 # The stages, lowest first: each may import the base and the stages before it.
 STAGES = ["results", "checks", "maps", "planning", "reporting"]
 # Above every stage: they run sweeps and may import anything.

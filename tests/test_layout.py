@@ -40,8 +40,10 @@ from .layout_checker import (BASE, DRIVERS, KNOWN_UPWARD, PROVER_ROOMS, ROOT, RU
 
 
 def test_the_top_of_runner_holds_about_a_dozen_modules():
+    # Nine core modules (the registry, below every stage that asks it, among
+    # them: issue 49) and four drivers.
     top = sorted(p.stem for p in RUNNER.glob("*.py") if p.name != "__init__.py")
-    assert len(top) <= 12, f"runner/ has {len(top)} modules at its top: {top}"
+    assert len(top) <= 13, f"runner/ has {len(top)} modules at its top: {top}"
     assert set(top) == BASE | (DRIVERS - {"commands"}), (
         "a module at runner/'s top that is neither a base module nor a driver: "
         f"{sorted(set(top) ^ (BASE | (DRIVERS - {'commands'})))}")

@@ -11,7 +11,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from runner import cli
-from runner.provers.registry import ENV
+from runner.prover_registry import ENV
 
 from .test_registry import TOY_REF, toy_corpus
 

@@ -26,7 +26,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from runner.provers.registry import ENV
+from runner.prover_registry import ENV
 
 from .helpers import ROOT
 from .test_registry import TOY_REF, toy_corpus

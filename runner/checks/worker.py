@@ -16,7 +16,8 @@ import socket
 import threading
 from typing import Callable, Iterator
 
-from .. import events, provers
+from .. import events
+from .. import prover_registry as provers
 from .attempts import Drain
 from .guard import BACKSTOP, OUTSIDE_RETRIES, outside_death
 from .tasks import CheckTask

@@ -41,7 +41,7 @@ COMMANDS: tuple[tuple[str, str, str], ...] = (
 def all_commands() -> list[tuple[str, str, str]]:
     """Every subcommand, (name, module, help): ours, then the registered
     provers' (their descriptors say theirs without importing the modules)."""
-    from .. import provers
+    from .. import prover_registry as provers
 
     return [*COMMANDS, *provers.commands()]
 

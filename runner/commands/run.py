@@ -8,7 +8,7 @@ import cluster
 from cluster.local import LocalExecutor
 
 from ..reporting import progress
-from .. import provers
+from .. import prover_registry as provers
 from ..errors import InputError, ProverError
 from ..checks.image_server import RemoteSession, ServerSettings
 from ..prover import Mode

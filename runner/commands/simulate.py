@@ -8,7 +8,7 @@ from pathlib import Path
 
 from rich.console import Console
 
-from .. import provers
+from .. import prover_registry as provers
 from ..checks.context_proofs import ContextProofs
 from ..corpus import problem_patterns
 from ..errors import InputError
@@ -314,7 +314,7 @@ def _learned_of(learned: dict, chosen) -> dict | None:
 
 def _plans(args, mode, loaded, workers, config, choices, sets=(), learned=None):
     """Plans by choice in ``mode``, and what the corpus's prover said of it
-    (runner.provers.registry.Offline: the proof-time conversion, the account)."""
+    (runner.prover_registry.Offline: the proof-time conversion, the account)."""
     request = provers.OfflineRequest(mode=mode, loaded=loaded, context_root=_context_root(args),
                                      installation=args.hol_light)
     with provers.offline_mode(_prover(args.corpus), request) as offline:

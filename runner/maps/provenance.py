@@ -197,7 +197,7 @@ def _sidecar(path: Path, meta: Mapping) -> Sidecar:
 def require_mode(loaded: LoadedMap, prover: str) -> None:
     """Refuse a map of unknown mode for a prover whose checks run in several
     modes: its limits may be 2.5-6x off in either direction."""
-    from .. import provers  # only provers whose checks run in several modes need a map's
+    from .. import prover_registry as provers  # only provers whose checks run in several modes need a map's
 
     if not provers.modal_maps(prover) or loaded.provenance.mode is not None:
         return

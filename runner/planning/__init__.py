@@ -11,5 +11,5 @@ resolved (``sweep_config``: the drivers, commands and provers read them).
 
 May import: the core's base modules, ``runner.results``, ``runner.checks``
 and ``runner.maps``. A prover's own costs come through the prover interface
-(``runner.prover``, ``runner.provers``), never from a prover's modules.
+(``runner.prover``, ``runner.prover_registry``), never from a prover's modules.
 """

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Iterable, Mapping, Sequence
 
-from .. import provers
+from .. import prover_registry as provers
 from ..checks.context_proofs import ContextProofs
 from ..errors import InputError
 from .learned_costs import Measured, cached_builds, learned_for, measured_builds, require_sweeps

@@ -28,7 +28,7 @@ from ..settings import memory_size, setting as _help
 
 def _prover_names() -> tuple[str, ...]:
     """--prover's choices: the registered provers, asked when run's flags are made."""
-    from .. import provers
+    from .. import prover_registry as provers
 
     return provers.names()
 

@@ -18,7 +18,7 @@ import pytest
 
 from runner import cli
 from runner.checks.priority import resolve_nice
-from runner.provers.registry import ENV
+from runner.prover_registry import ENV
 from runner.maps import host_factor
 
 from ..helpers import assert_one_line_error, previous_sweep

@@ -57,7 +57,7 @@ def crashed(hol_session, tmp_path_factory):
     update_database.ml did, swept with the checks' logs kept in OUT/logs."""
     tmp = tmp_path_factory.mktemp("crash")
     corpus = make_corpus(tmp / "corpus", {"crash.segv": (CRASH_SETUP, "`T`\n", "ACCEPT_TAC TRUTH\n")})
-    # As the sweep's own backend is built (runner/provers/__init__.py), the
+    # As the sweep's own backend is built (runner/prover_registry.py), the
     # shared session's keeps logs in OUT/logs for this sweep.
     backend, saved = hol_session.backend, hol_session.backend.log_dir
     backend.log_dir = tmp / "out" / "logs"

@@ -20,7 +20,7 @@ import psutil
 import pytest
 
 from cluster.local import LocalExecutor
-from runner import provers as backends
+from runner import prover_registry as backends
 from runner.cli import main
 from runner.errors import InputError
 from runner.provers.isabelle.backend import IsabelleBackend

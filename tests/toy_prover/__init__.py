@@ -1,5 +1,5 @@
 """A toy prover, registered by tests alone: proof that a prover is one
-package plus one registration (runner/provers/registry.py).
+package plus one registration (runner/prover_registry.py).
 
 Register it with ``PROOFBATCH_PROVERS=tests.toy_prover:PROVER`` (the
 repository root on PYTHONPATH, as under pytest); nothing in runner/ names it.
@@ -36,7 +36,7 @@ from runner.corpus import PROBLEM_ID, Problem, _read_category
 from runner.errors import InputError, ProverError
 from runner.prover import (BackendInfo, CheckLimits, CheckResult, ImageBuild, ImagePlan,
                            JobAllowances, ProverBackend, ProverSession)
-from runner.provers.registry import ProverDescriptor
+from runner.prover_registry import ProverDescriptor
 from runner.verdicts import Outcome, Verdict
 
 MARKER = "toy.toml"

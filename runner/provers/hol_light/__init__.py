@@ -1,6 +1,6 @@
 """HOL Light: s2n-bignum-bench's corpus layout, checks forked from loaded
 images, bytecode or compiled, and the serve, build-native and extract
-commands. ``PROVER`` is what the registry (runner/provers/__init__.py)
+commands. ``PROVER`` is what the registry (runner/prover_registry.py)
 knows of it.
 
 One subpackage a job, each saying in its ``__init__`` what it owns and may
@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..registry import ProverDescriptor
+from ...prover_registry import ProverDescriptor
 
 
 def _load(corpus: Path, answers: Path | None = None):

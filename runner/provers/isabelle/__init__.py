@@ -1,6 +1,6 @@
 """Isabelle: NTP4VC's corpus layout (corpus.py), one parent heap per corpus
 (heap.py) and one `isabelle build` per check (backend.py, check.py).
-``PROVER`` is what the registry (runner/provers/__init__.py) knows of it.
+``PROVER`` is what the registry (runner/prover_registry.py) knows of it.
 
 Kept light: every module of this package, and the registry, imports it;
 what the descriptor calls imports the backend when it is called.
@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..registry import ProverDescriptor
+from ...prover_registry import ProverDescriptor
 
 
 def _recognises(corpus: Path) -> bool:

@@ -16,7 +16,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from ....errors import InputError
-from ...registry import Offline, OfflineRequest
+from ....prover_registry import Offline, OfflineRequest
 from .map_modes import RATIO_CENTRAL, RATIO_MAX, THRESHOLD_S, expected_in
 from .plans import OfflineSettings, offline_settings
 
