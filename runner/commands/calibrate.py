@@ -24,7 +24,7 @@ from rich.table import Table
 
 from cluster.local import LocalExecutor
 
-from .. import provers as backends
+from .. import prover_registry as backends
 from ..checks.priority import niceness
 from ..errors import InputError
 from ..maps import host_factor, provenance
