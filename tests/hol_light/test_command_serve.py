@@ -34,6 +34,32 @@ def test_the_served_backend_keeps_its_logs_beside_the_socket(tmp_path):
     assert backend.context_root == Path.cwd()
 
 
+def test_serve_says_run_s_words_for_the_settings_they_share_without_importing_planning():
+    """serve's settings are its own layer's (ServeSettings): it imported
+    planning's SweepConfig, a stage above the prover's package (issue 49).
+    Their help and defaults stay run's, word for word."""
+    import dataclasses
+
+    from runner.planning.sweep_config import SweepConfig
+    from runner.provers.hol_light.session import command_serve
+    from runner.settings import default_of, help_of
+
+    from ..layout_checker import ROOT, imports_of
+
+    shared = [f.name for f in dataclasses.fields(command_serve.ServeSettings)]
+    assert shared == ["hol_light", "context_root", "max_images", "grace", "context_proofs",
+                      "no_fallback"]
+    for name in shared:
+        assert help_of(command_serve.ServeSettings, name) == help_of(SweepConfig, name), name
+        assert default_of(command_serve.ServeSettings, name) == default_of(SweepConfig, name), name
+    args = _args(["serve", "srv"])
+    assert {name: getattr(args, name) for name in shared} == {
+        name: default_of(SweepConfig, name) for name in shared}
+    path = Path(command_serve.__file__)
+    imported = [t for _, t in imports_of(ROOT, path, command_serve.__name__)]
+    assert not [t for t in imported if t.startswith("runner.planning")], imported
+
+
 def test_a_runner_on_another_clock_than_the_server_s_is_refused(tmp_path, capsys):
     """`serve --limit-clock wall` serves checks limited as s2n-bignum-bench
     limits them; a runner on the default CPU clock would record rows of the

@@ -10,5 +10,6 @@ a problem's check depends on (context_inputs.py), and `proofbatch serve`
 May import: the package's shared modules (install, contexts, ocaml_lexer,
 load_graph, ml/), native/ (the build and the compiler its native sessions
 use), costs/ (the image plans and a map's modes) and the core below
-reporting; not extract/.
+planning (results, checks, maps: planning asks the registry, which reaches
+this package); not extract/.
 """

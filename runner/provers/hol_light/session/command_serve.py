@@ -8,11 +8,12 @@ import sys
 import tempfile
 import threading
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
+from ....checks.context_proofs import ContextProofs
 from ....checks.sandbox import KINDS, SandboxConfig
-from ....settings import option
-from ....planning.sweep_config import SweepConfig
+from ....settings import option, setting
 
 NAME = "serve"
 HELP = ("keep HOL Light images loaded and serve checks to `proofbatch run --server DIR`, "
@@ -21,22 +22,48 @@ HELP = ("keep HOL Light images loaded and serve checks to `proofbatch run --serv
 STILL_EVERY_S = 30.0
 
 
+@dataclass(frozen=True)
+class ServeSettings:
+    """The settings serve shares with `proofbatch run`, with run's help and
+    defaults. Run's are SweepConfig's, in runner/planning/, a stage above
+    this package (which planning reaches through the registry), so serve
+    says them here; tests/hol_light/test_command_serve.py holds the two to
+    the same words."""
+
+    hol_light: Path | None = setting("a HOL Light checkout built with make (has hol.sh); default: "
+                                     "Debian's package", default=None)
+    context_root: Path | None = setting("where needs/loadt in setup.ml resolve; default: the "
+                                        "current directory", default=None)
+    max_images: int = setting("loaded contexts kept alive at once on a host", default=8)
+    grace: float = setting("seconds past the limit before the outside kill", default=2.0)
+    context_proofs: str = setting(
+        "HOL Light: replay (a context runs its proofs as written) or trust (while a context "
+        "loads, its top-level prove returns the stated theorem unproved; answers still prove for "
+        "real); part of every image key, recorded in rows and sweep.json; see docs/trust.md",
+        default=str(ContextProofs.REPLAY))
+    no_fallback: bool = setting(
+        "with --mode native or auto: a check whose context cannot be compiled natively (a "
+        "toplevel directive, a computed load, a compile error) is ERROR with the reason, instead "
+        "of running in bytecode 4-7x slower under a converted limit; the other checks still run. "
+        "Recorded in sweep.json; a resume must keep it when such checks exist", default=False)
+
+
 def add_arguments(p) -> None:
     p.add_argument("dir", type=Path, help="directory for the server's socket and key (made 0700)")
-    # Help and defaults as for `proofbatch run` (SweepConfig, SandboxConfig).
-    p.add_argument("--hol-light", type=Path, **option(SweepConfig, "hol_light"))
-    p.add_argument("--context-root", type=Path, **option(SweepConfig, "context_root"))
-    p.add_argument("--max-images", type=int, **option(SweepConfig, "max_images"))
-    p.add_argument("--grace", type=float, **option(SweepConfig, "grace"))
+    # Help and defaults as for `proofbatch run` (ServeSettings, SandboxConfig).
+    p.add_argument("--hol-light", type=Path, **option(ServeSettings, "hol_light"))
+    p.add_argument("--context-root", type=Path, **option(ServeSettings, "context_root"))
+    p.add_argument("--max-images", type=int, **option(ServeSettings, "max_images"))
+    p.add_argument("--grace", type=float, **option(ServeSettings, "grace"))
     p.add_argument("--sandbox", choices=KINDS, **option(SandboxConfig, "kind"))
     p.add_argument("--context-proofs", choices=("replay", "trust"),
-                   **option(SweepConfig, "context_proofs"))
+                   **option(ServeSettings, "context_proofs"))
     # Not auto: auto routes each check by the runner's map, which the server
     # does not have, so the server and the runner could disagree on a mode.
     p.add_argument("--mode", choices=("bytecode", "native"), default="bytecode",
                    help="the images served: bytecode (HOL Light's toplevel) or native (compiled; "
                    "runners pass the same --mode; docs/native.md)")
-    p.add_argument("--no-fallback", action="store_true", **option(SweepConfig, "no_fallback"))
+    p.add_argument("--no-fallback", action="store_true", **option(ServeSettings, "no_fallback"))
     p.add_argument("--limit-clock", choices=("cpu", "wall"), default=None,
                    help="the one clock this server's checks may be limited on (runners on another "
                    "are refused); default: each runner's own (docs/limits.md)")
