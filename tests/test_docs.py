@@ -41,10 +41,10 @@ LINK = re.compile(r"!?\[[^\]]*\]\(([^)\s]+)(?:\s+\"[^\"]*\")?\)")
 FENCE = re.compile(r"^(\s*)(`{3,})(\w*)\s*$")
 SPAN = re.compile(r"(?<!`)`([^`\n]+)`(?!`)")
 # A value standing for what the user gives: CORPUS, DIR, N, OUT/plan.json,
-# profiles/NAME, timeout_maps/NAME.json, FILE.ml|DIR..., ~/hol-light.
+# profiles/NAME, timeout_maps/NAME.json, FILE.ml|DIR..., ~/hol-light, tcp://HOST:PORT.
 # A command line: `proofbatch ...`, after a prompt or environment assignments.
 COMMAND_START = re.compile(r"^(?P<lead>\s*(\$\s+)?([A-Za-z_][A-Za-z0-9_]*=\S*\s+)*)proofbatch(\s|$)")
-PLACEHOLDER = re.compile(r"(^|[/.|])[A-Z][A-Z0-9_]*($|[/.|])")
+PLACEHOLDER = re.compile(r"(^|[/.|:])[A-Z][A-Z0-9_]*($|[/.|:])")
 
 
 # -- reading the markdown ------------------------------------------------------
@@ -150,7 +150,8 @@ def _sample(action: argparse.Action, value: str) -> str:
     kind = getattr(action.type, "__name__", "")
     if action.choices:
         return str(next(iter(action.choices)))
-    return {"int": "1", "float": "1.5", "size": "8G"}.get(kind, value)
+    return {"int": "1", "float": "1.5", "size": "8G",
+            "scheduler_address": "tcp://127.0.0.1:8786"}.get(kind, value)
 
 
 def problems(command: str, *, full: bool = True) -> list[str]:
