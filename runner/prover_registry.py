@@ -212,6 +212,18 @@ def command_modules() -> list[str]:
     return [module for _, module, _ in commands()]
 
 
+def corpus_defaults(prover: str | None) -> tuple[str, ...]:
+    """The settings a sweep of ``prover`` resolved where it started (its
+    descriptor's ``corpus_defaults``), for the command that resumes it; None
+    (a sweep.json from before the prover was recorded, when there was one):
+    the default layout's prover's. A prover no longer registered: none, so
+    that its sweep's resume command is still said."""
+    try:
+        return _default_or(prover).corpus_defaults
+    except InputError:
+        return ()
+
+
 def modal_maps(prover: str) -> bool:
     """Whether ``prover``'s timeout maps must say the mode they were measured in."""
     return descriptor(str(prover)).modal_maps

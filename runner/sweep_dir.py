@@ -34,7 +34,8 @@ from .corpus import corpus_fingerprint, problem_patterns
 from .errors import InputError
 from .planning.sweep_config import (PreparedSweep, SweepConfig, default_mem_limit,
                                     resolved_mem_limit)
-from .prover import Mode, Prover
+from . import prover_registry
+from .prover import Mode
 from .settings import flags, format_size, memory_size, size_flag
 
 
@@ -118,8 +119,8 @@ def check_resume_settings(config: SweepConfig) -> None:
                          f"{config.limit_clock}; a limit on another clock ends other checks, so "
                          "its verdicts would mix both", f"use a new --out, or pass --limit-clock {was_clock}")
     was = Mode.of(old.get("mode"))
-    if old.get("prover", Prover.HOL_LIGHT) == Prover.HOL_LIGHT \
-            and was in (Mode.BYTECODE, Mode.NATIVE, Mode.AUTO) and str(was) != str(config.mode):
+    # Only a mode --mode names can disagree: another prover records its own (Isabelle's build-session).
+    if was in (Mode.BYTECODE, Mode.NATIVE, Mode.AUTO) and str(was) != str(config.mode):
         raise _mode_refusal(path, was, config.mode)
     if "mem_limit" in old:      # manifests written before it was recorded say nothing
         before, now = _recorded_mem_limit(old), resolved_mem_limit(config)
@@ -305,9 +306,9 @@ def _refuse_changes(path: Path, old: dict, manifest: dict, prepared: PreparedSwe
         raise _mem_refusal(path, _recorded_mem_limit(old), manifest["mem_limit"])
     if changed := changed_limits(prepared, done):
         raise _limits_refusal(path, changed, old, manifest, cfg)
-    # A manifest from before the choice existed was a replay sweep.
-    was = old.get("context_proofs", str(ContextProofs.REPLAY) if old.get("prover") == Prover.HOL_LIGHT
-                  else "")
+    # A manifest from before the choice existed was a replay sweep, of a
+    # prover that has the choice (its backend records one; others record "").
+    was = old.get("context_proofs", str(ContextProofs.REPLAY) if manifest["context_proofs"] else "")
     if was != manifest["context_proofs"]:
         raise InputError(path, f"this sweep was run with --context-proofs {was or 'none'}, not "
                          f"{manifest['context_proofs']}; its contexts loaded otherwise, so results "
@@ -359,7 +360,8 @@ def resume_command(manifest: dict, out: Path, settings=SweepConfig) -> str:
     use the same HOL Light, mode, map declaration, context proofs, limits and
     answers, and the same problems. Paths are made absolute against the
     directory the sweep was started in (``cwd``), so the command works from
-    anywhere; so is the HOL Light context root, which defaults to it. The
+    anywhere; so are the settings the prover's descriptor says default to it
+(its ``corpus_defaults``, e.g. HOL Light's context root). The
     executor's options (--cluster ...) and --server are not recorded.
     """
     cfg = manifest.get("config") or {}
@@ -372,14 +374,14 @@ def resume_command(manifest: dict, out: Path, settings=SweepConfig) -> str:
 
     parts = ["proofbatch", "run", absolute(str(manifest.get("corpus") or cfg.get("corpus"))),
              "--out", str(Path(out).resolve())]
+    corpus_defaults = prover_registry.corpus_defaults(manifest.get("prover"))
     for f, flag in flags(settings):
         name = f.name
         if flag.positional or name == "out" or name not in cfg or name in NOT_KEPT:
             continue
         value, kind = cfg[name], flag.kw.get("type")
-        if name == "context_root" and value is None and manifest.get("context_root") \
-                and manifest.get("prover", "hol-light") == "hol-light":
-            value = manifest["context_root"]        # the directory it defaulted to
+        if value is None and name in corpus_defaults and manifest.get(name):
+            value = manifest[name]        # the directory it defaulted to
         if flag.store_true:
             parts += [flag.name] if value else []
             continue

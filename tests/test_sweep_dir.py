@@ -248,3 +248,36 @@ def test_an_old_manifest_recording_the_default_as_none_resumes_with_it_given(sta
     (out / "sweep.json").write_text(json.dumps(manifest))
     assert sweep(corpus, out, mem_limit=default_mem_limit(1)).resumed == 2
     assert pa.__version__       # (pyarrow is what the shards are read with)
+
+
+# -- 6. the resume command asks the prover what defaulted to where the sweep started -----
+
+def test_the_resume_command_restates_what_the_prover_s_descriptor_says_defaulted(monkeypatch):
+    """A setting whose default is where the sweep started (HOL Light's
+    context root) is given back as sweep.json recorded it, for each prover
+    whose descriptor says so (``corpus_defaults``): it decided by the name
+    hol-light (issue 49). A calibration's sweep still resumes with its own
+    command."""
+    from runner import prover_registry
+    from runner.prover_registry import ENV
+    from runner.sweep_dir import resume_command
+
+    assert prover_registry.descriptor("hol-light").corpus_defaults == ("context_root",)
+    assert prover_registry.descriptor("isabelle").corpus_defaults == ()
+    monkeypatch.setenv(ENV, "tests.toy_prover:ROOTED")      # the toy, with a context root
+    started = "/where/it/started"
+
+    def command(**manifest) -> str:
+        base = {"corpus": "/c", "cwd": started, "context_root": started,
+                "config": {"corpus": "/c", "context_root": None}}
+        return resume_command({**base, **manifest}, Path("/out"))
+
+    given = f"--context-root {started}"
+    assert given in command(prover="toy-rooted")
+    assert given in command(prover="hol-light")
+    assert given in command()           # a sweep.json from before the prover was recorded
+    assert given not in command(prover="isabelle")
+    assert given not in command(prover="toy")       # not registered now: still a command
+    calibration = ["proofbatch", "calibrate", "/c", "--timeout-map", "/m.json", "--out", "/out"]
+    assert command(prover="hol-light", config={"corpus": "/c", "context_root": None,
+                                               "command": calibration}) == " ".join(calibration)

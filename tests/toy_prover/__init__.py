@@ -21,6 +21,7 @@ takes hours).
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import resource
 import signal
@@ -226,3 +227,6 @@ PROVER = ProverDescriptor(
     check_config=check_config,
     commands=(("toy-eval", "tests.toy_prover.command_eval", "evaluate a toy goal and print its value"),),
 )
+# The toy as a prover whose sweeps resolve a directory where they start, as
+# HOL Light's context root (register it alone: it recognises the same corpora).
+ROOTED = dataclasses.replace(PROVER, name="toy-rooted", corpus_defaults=("context_root",))

@@ -81,6 +81,7 @@ PROVER = ProverDescriptor(
     offline_mode=_offline_mode,
     refuses=_refuses,
     options=("hol_light", "context_root"),
+    corpus_defaults=("context_root",),      # needs/loadt resolve from where the sweep started
     commands=(
         ("serve", "runner.provers.hol_light.session.command_serve",
          "keep HOL Light images loaded and serve checks to `proofbatch run --server DIR`, "

@@ -87,4 +87,5 @@ PROVER = ProverDescriptor(
     offline_plans=_offline_plans,
     check_config=_check_config,
     options=("isabelle",),
+    corpus_defaults=(),     # its theories resolve in the corpus (isabelle.toml), wherever it starts
 )
