@@ -361,7 +361,7 @@ def resume_command(manifest: dict, out: Path, settings=SweepConfig) -> str:
     answers, and the same problems. Paths are made absolute against the
     directory the sweep was started in (``cwd``), so the command works from
     anywhere; so are the settings the prover's descriptor says default to it
-(its ``corpus_defaults``, e.g. HOL Light's context root). The
+    (its ``corpus_defaults``, e.g. HOL Light's context root). The
     executor's options (--cluster ...) and --server are not recorded.
     """
     cfg = manifest.get("config") or {}
