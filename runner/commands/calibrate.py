@@ -3,21 +3,29 @@
 It checks a small stratified sample of the corpus's ground truths
 (runner/maps/host_factor.sample) as an ordinary, resumable sweep, then
 compares each proof's measured time, on the sweep's clock, with the map's
-``prove_secs`` moved to the mode the check ran in. The median ratio is this
-host's factor against the map; it is kept for `run --host-factor auto`
+``prove_secs`` moved to the mode the check ran in, as `run` moves them (the
+backend's ``expected_in_mode``). The median ratio is this host's factor
+against the map; it is kept per map mode too, for `run --host-factor auto`
 (runner/maps/host_factor.py).
+
+Everything a calibration can be refused for is refused before the prover
+boots: the sample and its budget, more --workers than cores, a map that
+says nothing of its mode (as `run` refuses it), and an --out holding a
+sweep that is not a calibration's. The sweep's executor starts the prover
+inside the sweep, under its lock and only when a sampled check is left to
+run: `status` says running while HOL Light boots, a stop during the boot
+leaves the sweep stopped, and a fully recorded calibration boots nothing.
 """
 
 from __future__ import annotations
 
-import contextlib
 import datetime as dt
+import math
+import os
 import socket
 import statistics
-import tempfile
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from pathlib import Path
-from typing import Callable
 
 from rich.console import Console
 from rich.table import Table
@@ -25,15 +33,17 @@ from rich.table import Table
 from cluster.local import LocalExecutor
 
 from .. import prover_registry as backends
+from .. import sweep_dir
 from ..checks.priority import niceness
 from ..errors import InputError
 from ..maps import host_factor, provenance
 from ..maps.host_factor import SLOW_HOST, Calibration
+from ..maps.provenance import LoadedMap
 from ..prover import LimitClock
 from ..reporting import progress
 from ..settings import help_of, memory_size, options_of
 from ..settings import setting as _help
-from ..planning.sweep_config import SweepConfig
+from ..planning.sweep_config import PreparedSweep, SweepConfig
 from ..sweep import SweepSummary, prepare, run_sweep
 
 NAME = "calibrate"
@@ -86,11 +96,16 @@ class Plan:
     map_secs: dict[str, float]
     out: Path
     sweep: SweepConfig
-    map_sha256: str                 # of the map as read when planned: the calibration's key
+    loaded: LoadedMap               # the map as read when planned: its sha256 and mode key the calibration
 
     @property
     def map_total_s(self) -> float:
         return sum(self.map_secs.values())
+
+    @property
+    def map_mode(self) -> str | None:
+        mode = self.loaded.provenance.mode
+        return None if mode is None else str(mode)
 
 
 def plan(cfg: CalibrateConfig) -> Plan:
@@ -99,49 +114,144 @@ def plan(cfg: CalibrateConfig) -> Plan:
         raise InputError("--sample", f"{cfg.sample} is not a sample size", "pass 1 to 200 (10 is usual)")
     if not 0 < cfg.budget_s <= 7 * 86400:
         raise InputError("--budget", f"{cfg.budget_s} s is not a budget", "pass seconds, up to a week")
+    cores = os.cpu_count() or 1
+    if cfg.workers > cores:
+        # As `profile` refuses it: two checks sharing a core each take about
+        # twice as long, and the factor would measure the sharing.
+        raise InputError("--workers", f"{cfg.workers} checks at once on {cores} cores",
+                         f"pass --workers {cores} or fewer: one check per core")
     loaded = provenance.load(cfg.timeout_map, cfg.map_mode, cfg.map_build)
-    problems = backends.load_problems(cfg.corpus, cfg.answers)
+    prover = backends.detect(cfg.corpus)
+    # As `run` refuses it: a map of unknown mode is 2.5-6x off, one way or the other.
+    provenance.require_mode(loaded, prover)
+    problems = backends.load_problems(cfg.corpus, cfg.answers, prover)
     answered = [p.problem_id for p in problems if p.answer is not None]
     times = loaded.prove_secs()
-    chosen = host_factor.sample(times, answered, n=cfg.sample, seed=cfg.seed, budget_s=cfg.budget_s)
-    if not chosen:
-        lo, hi = host_factor.BAND_S
-        raise InputError(cfg.timeout_map, f"none of the corpus's {len(answered)} answered problems has "
-                         f"a map time of {lo:g}-{hi:g} s, so no sample measures this host",
-                         "pass the map made for this corpus, or a corpus with ground truths of such "
-                         "proofs")
-    out = cfg.out or host_factor.record_path(loaded.digest, loaded.provenance.mode, cfg.mode,
-                                             cfg.limit_clock).with_suffix("")
-    limit = min(LIMIT_CAP_S, LIMIT_MULTIPLE * max(loaded.entries[p].timeout_sec for p in chosen))
+    chosen = _sample(cfg, times, answered)
+    out = Path(cfg.out or host_factor.record_path(loaded.digest, loaded.provenance.mode, cfg.mode,
+                                                  cfg.limit_clock).with_suffix(""))
+    limit = _limit(out, min(LIMIT_CAP_S, LIMIT_MULTIPLE * max(loaded.entries[p].timeout_sec
+                                                                 for p in chosen)))
+    # Where needs/loadt resolved, for a resume from another directory.
+    root = cfg.context_root or (Path.cwd() if "context_root" in backends.descriptor(prover).options
+                                else None)
     sweep = SweepConfig(corpus=cfg.corpus, out=out, answers=cfg.answers, workers=cfg.workers,
                         default_timeout=limit, mem_limit=cfg.mem_limit, hol_light=cfg.hol_light,
                         context_root=cfg.context_root, only=tuple(sorted(chosen)), mode=cfg.mode,
                         context_proofs=cfg.context_proofs, limit_clock=cfg.limit_clock, seed=cfg.seed,
-                        nice=cfg.nice)
-    return Plan(chosen, {p: times[p] for p in chosen}, out, sweep, loaded.digest)
+                        nice=cfg.nice, command=resume_argv(cfg, out, root))
+    return Plan(chosen, {p: times[p] for p in chosen}, out, sweep, loaded)
 
 
-def calibrate(cfg: CalibrateConfig, the_plan: Plan, executor_for: Callable[[SweepConfig], object],
-              on_row=lambda row: None, on_start=lambda total, done: None) -> tuple[Calibration, SweepSummary]:
-    """Run the plan's sweep (or resume it), measure the factor and keep it."""
-    prepared = prepare(the_plan.sweep)
-    summary = run_sweep(prepared, executor_for(the_plan.sweep), on_row=on_row, on_start=on_start)
+def _sample(cfg: CalibrateConfig, times: dict[str, float], answered: list[str]) -> list[str]:
+    """The sample, or one InputError naming what leaves it empty: a budget
+    below its first proof's map time, else a map with no proof in the band."""
+    chosen = host_factor.sample(times, answered, n=cfg.sample, seed=cfg.seed, budget_s=cfg.budget_s)
+    if chosen:
+        return chosen
+    unbounded = host_factor.sample(times, answered, n=cfg.sample, seed=cfg.seed, budget_s=math.inf)
+    if unbounded:
+        first = unbounded[0]
+        raise InputError("--budget", f"{cfg.budget_s:g} s is less than the map time of the sample's "
+                         f"first ground truth ({first}: {times[first]:.2f} s), so nothing fits in it",
+                         f"pass --budget {math.ceil(times[first])} or more (600 by default)")
+    lo, hi = host_factor.BAND_S
+    raise InputError(cfg.timeout_map, f"none of the corpus's {len(answered)} answered problems has "
+                     f"a map time of {lo:g}-{hi:g} s, so no sample measures this host",
+                     "pass the map made for this corpus, or a corpus with ground truths of such proofs")
+
+
+def is_calibration(manifest: dict) -> bool:
+    """Whether the sweep of ``manifest`` (its sweep.json) is a calibration's:
+    its config records calibrate's command, or, written before commands were
+    recorded, names its problems (``only``), which `run` never does."""
+    config = manifest.get("config") or {}
+    command = config.get("command")
+    if command:
+        return list(command[:2]) == ["proofbatch", NAME]
+    return bool(config.get("only"))
+
+
+def _limit(out: Path, limit: float) -> float:
+    """The time limit of the sweep in ``out``: ``limit``, or the one its
+    recorded checks ran under when that is as long (a resume keeps its
+    limits). An --out that holds another command's sweep, or a calibration
+    under shorter limits, is refused, naming calibrate's flags."""
+    manifest = sweep_dir.read_manifest(out)
+    if manifest is None:
+        return limit
+    if not is_calibration(manifest):
+        made_by = ((manifest.get("config") or {}).get("command") or ["proofbatch", "run"])[:2]
+        raise InputError(out, f"holds a sweep of `{' '.join(made_by)}`, not a calibration's",
+                         "pass a new or empty --out, or drop --out (calibrate keeps its sweep beside "
+                         "the calibration)")
+    was = float((manifest.get("config") or {}).get("default_timeout") or 0)
+    if was >= limit:
+        return was
+    raise InputError(out, f"this calibration's sweep checked its sample under a limit of {was:g} s; "
+                     f"this sample needs {limit:g} s ({LIMIT_MULTIPLE:g}x its longest map limit)",
+                     "pass a new --out, or the --sample, --budget and --seed it was run with")
+
+
+# calibrate's flags whose names are not their settings' (budget_s is --budget).
+_FLAGS = {"budget_s": "--budget"}
+
+
+def resume_argv(cfg: CalibrateConfig, out: Path, context_root: Path | None = None) -> tuple[str, ...]:
+    """The `proofbatch calibrate` that resumes this calibration, with
+    absolute paths: its sweep records it, and `status` gives it."""
+    parts = ["proofbatch", NAME, str(Path(cfg.corpus).resolve()),
+             "--timeout-map", str(Path(cfg.timeout_map).resolve()), "--out", str(Path(out).resolve())]
+    for f in fields(CalibrateConfig):
+        value = getattr(cfg, f.name)
+        if f.name == "context_root":
+            value = value or context_root
+        if f.name in ("corpus", "timeout_map", "out") or value is None or value == f.default:
+            continue
+        if isinstance(value, Path):
+            value = Path(value).resolve()
+        elif f.name == "mem_limit":
+            value = f"{int(value)}B"        # bytes: a plain number would read as MiB
+        elif isinstance(value, float):
+            value = f"{value:g}"
+        parts += [_FLAGS.get(f.name, "--" + f.name.replace("_", "-")), str(value)]
+    return tuple(parts)
+
+
+def calibrate(cfg: CalibrateConfig, the_plan: Plan, executor, *, prepared: PreparedSweep | None = None,
+              on_row=lambda row: None, on_start=lambda total, done: None
+              ) -> tuple[Calibration, SweepSummary, dict[str, float]]:
+    """Run the plan's sweep on ``executor`` (or resume it), measure the
+    factor and keep it; with the map's times in the checks' mode.
+    ``prepared``: the plan's sweep as ``prepare`` resolved it, when the
+    caller did (once: a native build says itself as it goes)."""
+    prepared = prepared or prepare(the_plan.sweep)
+    # The map's times move to the mode each check runs in (a native map, a
+    # bytecode sweep) as `run` moves them; handed over after `prepare`, so
+    # the checks keep calibrate's own limits, not the map's.
+    prepared.backend.use_map(the_plan.loaded)
+    summary = run_sweep(prepared, executor, on_row=on_row, on_start=on_start)
     rows = [r for r in summary.table.to_pylist() if r["problem_id"] in the_plan.map_secs]
     key = "prove_cpu_secs" if cfg.limit_clock == LimitClock.CPU else "prove_secs"
     measured = {r["problem_id"]: r[key] for r in rows if r["verdict"] == "OK" and r[key] is not None}
-    # The map's times in the mode each check ran in (a native map, a bytecode sweep).
     expected = dict(prepared.backend.expected_in_mode(prepared.problems, the_plan.map_secs))
     factor, low, high, ratios = host_factor.measure(measured, expected)
     loads = [r["host_load"] for r in rows if r.get("host_load") is not None]
-    cal = Calibration(host=socket.gethostname(), map_sha256=the_plan.map_sha256, mode=cfg.mode,
-                      clock=cfg.limit_clock, factor=round(factor, 4), low=round(low, 4),
-                      high=round(high, 4), problems=len(ratios),
+    cal = Calibration(host=socket.gethostname(), map_sha256=the_plan.loaded.digest, mode=cfg.mode,
+                      clock=cfg.limit_clock, factor=_kept(factor), low=_kept(low),
+                      high=_kept(high), problems=len(ratios),
                       measured_at=dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
                       load=round(statistics.mean(loads), 2) if loads else None,
                       sweep=str(Path(the_plan.out).resolve()),
-                      ratios={p: round(r, 4) for p, r in ratios.items()})
+                      ratios={p: _kept(r) for p, r in ratios.items()}, map_mode=the_plan.map_mode)
     host_factor.save(cal)
-    return cal, summary
+    return cal, summary, expected
+
+
+def _kept(ratio: float) -> float:
+    """A ratio as a calibration keeps it: four significant digits (four
+    decimals made a fast host's 0.00004 a factor of 0)."""
+    return float(f"{ratio:.4g}")
 
 
 def add_arguments(p) -> None:
@@ -169,34 +279,46 @@ def run(args) -> int:
     cfg = CalibrateConfig(**{name: getattr(args, name) for name in CalibrateConfig.__dataclass_fields__})
     the_plan = plan(cfg)
     out = progress.console
+    against = f"a {the_plan.map_mode} map, " if the_plan.map_mode else ""
     out.print(f"calibrating against {cfg.timeout_map}: {len(the_plan.problems)} ground truths whose map "
               f"times add up to {the_plan.map_total_s:.0f} s (this host takes its factor times that, "
-              f"plus loading their contexts), {cfg.limit_clock} clock, {cfg.mode}; sweep in "
+              f"plus loading their contexts), {against}{cfg.limit_clock} clock, {cfg.mode}; sweep in "
               f"{the_plan.out}")
-    with progress.SweepProgress() as bar, contextlib.ExitStack() as stack:
-        def executor_for(config):
-            workdir = stack.enter_context(tempfile.TemporaryDirectory(prefix="proofbatch-"))
-            session = stack.enter_context(prepare(config).backend.start(Path(workdir)))
-            return LocalExecutor(workers=config.workers, session=session)
-
-        cal, summary = calibrate(cfg, the_plan, executor_for, on_row=bar.row, on_start=bar.start)
-    print_calibration(the_plan, cal, summary, Console())
+    with progress.SweepProgress() as bar:
+        # Prepared once: a native build's block is printed once.
+        prepared = prepare(the_plan.sweep)
+        for warning in prepared.warnings:
+            out.print(f"[bold yellow]warning:[/] {warning}")
+        # The executor boots the prover inside the sweep: under its lock, and
+        # only when a sampled check is left to run.
+        cal, summary, expected = calibrate(cfg, the_plan, LocalExecutor(workers=cfg.workers),
+                                           prepared=prepared, on_row=bar.row, on_start=bar.start)
+    print_calibration(the_plan, cal, summary, expected, Console())
     return 0
 
 
-def print_calibration(the_plan: Plan, cal, summary, out: Console) -> None:
+def print_calibration(the_plan: Plan, cal, summary, expected: dict[str, float], out: Console) -> None:
     rows = {r["problem_id"]: r for r in summary.table.to_pylist()}
-    table = Table(title=f"this host against {the_plan.sweep.corpus}'s map, per ground truth")
-    for name in ("problem", "map s", "wall s", "CPU s", "ratio", "verdict"):
+    # The map's times moved to the checks' mode: shown when they moved.
+    moved = any(abs(expected.get(p, t) - t) > 1e-9 for p, t in the_plan.map_secs.items())
+    # The map by its file name (its path is in the first line said).
+    table = Table(title=f"this host against the map {the_plan.loaded.path.name}, per ground truth")
+    names = ("problem", "map s", *((f"{cal.mode} s",) if moved else ()), "wall s", "CPU s", "ratio",
+             "verdict")
+    for name in names:
         table.add_column(name, justify="left" if name in ("problem", "verdict") else "right",
                          overflow="fold" if name == "problem" else "ellipsis")
     for pid in sorted(the_plan.problems, key=the_plan.map_secs.get):
         r = rows.get(pid, {})
         ratio = cal.ratios.get(pid)
-        table.add_row(pid, f"{the_plan.map_secs[pid]:.2f}", _secs(r.get("prove_secs")),
+        table.add_row(pid, f"{the_plan.map_secs[pid]:.2f}",
+                      *((_secs(expected.get(pid)),) if moved else ()), _secs(r.get("prove_secs")),
                       _secs(r.get("prove_cpu_secs")), "" if ratio is None else f"{ratio:.2f}",
                       str(r.get("verdict", "")))
     out.print(table)
+    if moved:
+        out.print(f"the map was measured in {the_plan.map_mode} mode and the checks ran in {cal.mode}: "
+                  f"ratios are against its times moved to {cal.mode} (column {cal.mode} s)")
     out.print(f"host factor: {cal.describe()}")
     if cal.problems < len(the_plan.problems):
         out.print(f"[yellow]{len(the_plan.problems) - cal.problems} sampled ground truths were not "

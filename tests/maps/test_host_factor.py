@@ -2,8 +2,8 @@
 
 The story: calibration draws a small sample of ground truths spread over the
 map's times, measures this host against the map as one median ratio, keeps
-it per host, map, mode and clock; a sweep asked for ``--host-factor auto``
-finds it, a sweep not asked for it on a host measured slower says so, and a
+it per host, map, the map's mode, the checks' mode and clock; a sweep asked
+for ``--host-factor auto`` finds the one of its own map mode, a sweep not asked for it on a host measured slower says so, and a
 map scaled for a slower host keeps its limits' floor while its times grow.
 """
 
@@ -56,11 +56,12 @@ def test_a_host_factor_that_is_no_factor_is_refused(text):
         host_factor.parse(text)
 
 
-def save(factor: float, digest: str = "ab" * 32) -> Calibration:
-    cal = Calibration(host=__import__("socket").gethostname(), map_sha256=digest, mode="native",
+def save(factor: float, digest: str = "ab" * 32, *, mode: str = "native",
+         map_mode: str | None = "native") -> Calibration:
+    cal = Calibration(host=__import__("socket").gethostname(), map_sha256=digest, mode=mode,
                       clock="cpu", factor=factor, low=factor * 0.9, high=factor * 1.1, problems=5,
                       measured_at="2026-11-27T00:00:00+00:00", load=4.0, sweep="/tmp/x",
-                      ratios={"a": factor})
+                      ratios={"a": factor}, map_mode=map_mode)
     host_factor.save(cal)
     return cal
 
@@ -68,25 +69,27 @@ def save(factor: float, digest: str = "ab" * 32) -> Calibration:
 def test_auto_finds_this_host_s_calibration_and_a_resume_keeps_its_recorded_factor(cache):
     digest = "ab" * 32
     with pytest.raises(InputError, match="no calibration against") as err:
-        host_factor.resolve("auto", digest, Path("m.json"), "native", "cpu", Path("c"))
-    assert "proofbatch calibrate c --timeout-map m.json --mode native" in err.value.fix
+        host_factor.resolve("auto", digest, Path("m.json"), "native", "cpu", Path("c"), map_mode="native")
+    assert "proofbatch calibrate c --timeout-map m.json --map-mode native --mode native" in err.value.fix
     save(2.5)
-    factor, said = host_factor.resolve("auto", digest, Path("m.json"), "native", "cpu", Path("c"))
-    assert factor == 2.5 and "x2.50" in said[0]
+    factor, said = host_factor.resolve("auto", digest, Path("m.json"), "native", "cpu", Path("c"),
+                                       map_mode="native")
+    assert factor == 2.5 and "x2.50" in said[0] and "against a native map" in said[0]
     # Another clock or mode is another calibration.
     with pytest.raises(InputError):
-        host_factor.resolve("auto", digest, Path("m.json"), "native", "wall", Path("c"))
+        host_factor.resolve("auto", digest, Path("m.json"), "native", "wall", Path("c"), map_mode="native")
     assert host_factor.resolve("auto", digest, Path("m.json"), "native", "cpu", Path("c"),
-                               recorded=1.7)[0] == 1.7
+                               recorded=1.7, map_mode="native")[0] == 1.7
 
 
 def test_a_map_used_unscaled_on_a_host_measured_slower_says_so():
     digest = "cd" * 32
-    assert host_factor.resolve(None, digest, Path("m.json"), "native", "cpu", Path("c")) == (1.0, ())
+    args = (digest, Path("m.json"), "native", "cpu", Path("c"))
+    assert host_factor.resolve(None, *args, map_mode="native") == (1.0, ())
     save(1.2, digest)
-    assert host_factor.resolve(None, digest, Path("m.json"), "native", "cpu", Path("c")) == (1.0, ())
+    assert host_factor.resolve(None, *args, map_mode="native") == (1.0, ())
     save(2.2, digest)
-    factor, said = host_factor.resolve(None, digest, Path("m.json"), "native", "cpu", Path("c"))
+    factor, said = host_factor.resolve(None, *args, map_mode="native")
     assert factor == 1.0 and "2.20x" in said[0] and "--host-factor auto" in said[0]
 
 
@@ -102,3 +105,43 @@ def test_a_scaled_map_moves_its_times_by_the_factor_and_never_lowers_a_limit(tmp
     fast = loaded.scaled(0.5)
     assert fast.limits() == loaded.limits() and fast.prove_secs() == {"a": 5.0, "b": 50.0}
     assert loaded.scaled(1.0) is loaded
+
+
+# -- the map's mode is part of a calibration (issue 46, defect 4) ------------------------
+
+
+def test_a_calibration_is_kept_per_map_mode():
+    """A native map's times, moved to bytecode, are 4.3x longer: the factor
+    against the same file declared native or bytecode differs, and neither
+    calibration overwrites the other."""
+    digest = "ef" * 32
+    as_native = save(0.5, digest, mode="bytecode", map_mode="native")
+    as_bytecode = save(2.15, digest, mode="bytecode", map_mode="bytecode")
+    assert host_factor.load(digest, "native", "bytecode", "cpu") == as_native
+    assert host_factor.load(digest, "bytecode", "bytecode", "cpu") == as_bytecode
+    assert host_factor.load(digest, None, "bytecode", "cpu") is None
+
+
+def test_run_s_auto_takes_the_calibration_of_its_own_map_mode(tmp_path):
+    """`run --host-factor auto` under a map declared native applies the
+    factor measured against it as native, never the one against it as
+    bytecode (which holds the bytecode/native ratio too, and would multiply
+    limits that run converts to bytecode anyway)."""
+    from dataclasses import replace
+
+    from runner.sweep import prepare
+
+    from ..helpers import LIGHT, demo_config
+
+    path = tmp_path / "map.json"
+    path.write_text(json.dumps([{"problem_id": p, "prove_secs": 2.0, "timeout_sec": 60} for p in LIGHT]))
+    digest = provenance.load(path, "native").digest
+    save(3.0, digest, mode="bytecode", map_mode="bytecode")
+    config = demo_config(tmp_path / "out", timeout_map=path, map_mode="native", host_factor="auto",
+                         problems=(LIGHT[0],))
+    with pytest.raises(InputError, match=r"no calibration against .*map.json \(a native map\)") as err:
+        prepare(config)
+    assert "--map-mode native --mode bytecode" in err.value.fix
+    save(1.4, digest, mode="bytecode", map_mode="native")
+    assert prepare(config).host_factor == 1.4
+    assert prepare(replace(config, map_mode="bytecode")).host_factor == 3.0
