@@ -178,6 +178,10 @@ class ProverSession(abc.ABC):
 
     info: BackendInfo
     image_builds: list[ImageBuild]
+    # The backend that started the session, whose settings it runs under
+    # (context_root, log_dir); None for a session no backend of this process
+    # started (one whose checks an image server runs: runner.checks.image_server).
+    backend: ProverBackend | None = None
 
     @abc.abstractmethod
     def prepare(self, problems: Sequence[Problem]) -> None:
@@ -215,7 +219,8 @@ class ProverBackend(abc.ABC):
     keys and a resumed sweep's identity depend on), ``grace_s`` (seconds
     past a check's limit before the outside kill), ``context_root`` (the
     directory contexts resolve against, recorded in the manifest) and
-    ``allowances``. The methods with a body are defaults a prover may keep.
+    ``allowances``, and ``log_dir``. The methods with a body are defaults a
+    prover may keep.
     """
 
     info: BackendInfo
@@ -223,6 +228,9 @@ class ProverBackend(abc.ABC):
     grace_s: float
     context_root: Path
     allowances: JobAllowances
+    # Where the backend keeps what its checks and images print (OUT/logs in
+    # a sweep, DIR/logs beside an image server); None: it keeps none.
+    log_dir: Path | None = None
 
     @abc.abstractmethod
     def start(self, workdir: Path) -> ProverSession:

@@ -179,7 +179,8 @@ class ImageServer:
             if op == "clock":
                 return ("ok", self.clock)
             if op == "context_root":
-                root = getattr(getattr(self.session, "backend", None), "context_root", None)
+                backend = self.session.backend        # None: a session no backend here started
+                root = None if backend is None else backend.context_root
                 return ("ok", None if root is None else str(root))
             if op == "prepare":
                 self.session.prepare(request[1])

@@ -201,6 +201,7 @@ FAKE_SERVER = textwrap.dedent("""
 
     class Session:
         info = BackendInfo(prover="hol-light", build="test", mode="bytecode")
+        backend = None          # the server's session answers for its backend (runner.prover)
         def check(self, problem, limits):
             time.sleep(60)
 

@@ -72,6 +72,7 @@ def test_a_runner_on_another_clock_than_the_server_s_is_refused(tmp_path, capsys
 
     class Session:
         info = BackendInfo(prover="hol-light", build="test", mode="bytecode", context_proofs="replay")
+        backend = None      # none at hand: the server says no context root
 
     assert _args(["serve", str(tmp_path / "s"), "--limit-clock", "wall"]).limit_clock == "wall"
     server = ImageServer(Session(), tmp_path / "srv", clock="wall").start()
@@ -135,6 +136,7 @@ def test_a_runner_in_another_mode_than_the_server_s_is_refused(tmp_path, capsys)
 
     class Session:
         info = BackendInfo(prover="hol-light", build="test", mode="native", context_proofs="replay")
+        backend = None      # none at hand: the server says no context root
 
     server = ImageServer(Session(), tmp_path / "srv").start()
     try:

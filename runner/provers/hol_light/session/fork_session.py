@@ -221,7 +221,7 @@ class ForkSession(ImageTree, ProverSession):
         ``<log_dir>/images/<key>.log`` (OUT/logs/images in a sweep): its last
         ``log_keep_bytes``, where a crash shows. None when the backend keeps
         no logs."""
-        log_dir = getattr(self.backend, "log_dir", None)
+        log_dir = self.backend.log_dir
         if log_dir is None or not log.exists():
             return None
         keep = self.backend.sandbox_config.log_keep_bytes
