@@ -27,6 +27,7 @@ import pyarrow.compute as pc
 from .checks import attempts
 from .results import lock as sweep_lock
 from .results.done import SHARDS_DIR, Done
+from .results.preparing import PREPARING_FILE
 from .results.publish import publish_json
 from .results.sweep_manifest import NAME as MANIFEST, read_sweep_manifest
 from .checks.context_proofs import ContextProofs
@@ -43,10 +44,11 @@ from .settings import flags, format_size, memory_size, size_flag
 # Settings of a sweep that decide nothing of its verdicts, only how its plan
 # is priced: a resume neither keeps nor restates them.
 NOT_KEPT = frozenset({"costs_from"})
-# What a run leaves in --out before it writes sweep.json (the lock, and the
-# logs folder a backend makes): a run stopped there left a sweep directory.
+# What a run leaves in --out before it writes sweep.json (the lock, the logs
+# folder a backend makes, and the record of its preparation a killed run
+# leaves): a run stopped there left a sweep directory.
 # Anything else without sweep.json is someone's files, results.csv included.
-SWEEP_NAMES = frozenset({"logs", sweep_lock.LOCK_FILE, sweep_lock.HOLDER_FILE})
+SWEEP_NAMES = frozenset({"logs", sweep_lock.LOCK_FILE, sweep_lock.HOLDER_FILE, PREPARING_FILE})
 
 
 def read_manifest(out: Path) -> dict | None:

@@ -4,10 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from rich.console import Console
 from rich.table import Table
 
-from ..reporting.progress import STYLE
+from ..reporting.progress import STYLE, LogConsole
 from ..reporting.status import read_status
 from ..verdicts import Verdict
 
@@ -21,7 +20,14 @@ def add_arguments(p) -> None:
 
 def run(args) -> int:
     s = read_status(args.out, resume_of=_resume_command)
-    out = Console()
+    out = LogConsole()
+    if s.state == "preparing":
+        done = f"; {s.done} of {s.total} checks done before" if s.total is not None else ""
+        out.print(f"[bold]{s.out}[/]: sweep [cyan]preparing[/] (its runner, {s.holder}, for "
+                  f"{s.beat_age_s:.0f} s): {s.stage}{done}", soft_wrap=True)
+        out.print(settings_line(s), soft_wrap=True, markup=False, highlight=False)
+        out.print(f"ETA unknown ({s.eta_basis})")
+        return 0
     total = "?" if s.total is None else str(s.total)
     counts = "  ".join(f"[{STYLE[v.value]}]{v.value}[/] {s.counts[v.value]}" for v in Verdict
                        if s.counts[v.value])
@@ -45,6 +51,7 @@ def run(args) -> int:
                   "cleanly, and rerunning its command resumes", soft_wrap=True)
     if s.resume:
         out.print(f"resume with: {s.resume}", soft_wrap=True)
+    out.print(settings_line(s), soft_wrap=True, markup=False, highlight=False)
     if s.running:
         table = Table(title=f"{len(s.running)} running")
         for name in ("problem", "attempt", "worker", "elapsed s", "timeout s", ""):
@@ -67,6 +74,24 @@ def run(args) -> int:
     else:
         out.print(f"ETA unknown ({s.eta_basis})")
     return 0
+
+
+def settings_line(s) -> str:
+    """What a sweep's limits count and how its checks run, as sweep.json
+    records them (a run preparing: as it was given them)."""
+    from ..maps.host_factor import given, shown
+
+    parts = [f"limits on the {s.clock} clock" if s.clock else "limit clock unknown",
+             f"checks at niceness {s.nice}" if s.nice is not None else "niceness not recorded"]
+    if isinstance(s.host_factor, (int, float)):
+        parts.append(f"host factor {given(s.host_factor)} (the map's limits "
+                     f"x{shown(max(1.0, s.host_factor))})")
+    elif s.host_factor is not None:
+        parts.append(f"host factor {s.host_factor} (as given; resolved once the map is read)")
+    else:
+        parts.append("no host factor (no timeout map)" if s.state != "preparing"
+                     else "no host factor given")
+    return "; ".join(parts)
 
 
 def _resume_command(manifest: dict, out: Path) -> str:

@@ -11,6 +11,13 @@ many checks need it).
 An image counts as built when its build ends (an ``imaged`` event in the
 runner's process) or when a check that ran in it finishes (a row, from any
 executor: Slurm array tasks and Dask workers send rows, not events).
+
+The plan's build times are estimates, and on a loaded host builds took
+2.5-5x them (issue 46): the builds measured in this process (an ``image``
+event, then its ``imaged``) give the ratio of measured to planned seconds,
+and the builds still to come are scaled by it (``build_ratio``) when it is
+above 1. A build quicker than its plan (a small context, a cached one) says
+little of the others, and an ETA that shrank on it would be read as a promise.
 """
 
 from __future__ import annotations
@@ -37,6 +44,9 @@ class WorkLeft:
         self._chains: dict[str, tuple[str, ...]] = {}
         self._boot_started: float | None = None
         self._booted = False
+        self._building: dict[str, float] = {}       # image key -> when its build began
+        self._measured_s = self._planned_s = 0.0    # of the builds measured here
+        self._measured = 0
 
     # -- what happened ---------------------------------------------------
 
@@ -49,9 +59,40 @@ class WorkLeft:
         with self._lock:
             self._booted = True
 
-    def built(self, image_key: str) -> None:
+    def building(self, image_key: str, at: float | None = None) -> None:
+        """An image's build began (at ``at``, time.monotonic)."""
+        with self._lock:
+            self._building.setdefault(image_key, time.monotonic() if at is None else at)
+
+    def built(self, image_key: str, at: float | None = None) -> None:
         with self._lock:
             self._built.add(image_key)
+            began = self._building.pop(image_key, None)
+            planned = self.plan.build_s(image_key) if image_key in self.plan.images else 0.0
+            if began is not None and planned > 0:
+                self._measured_s += max(0.0, (time.monotonic() if at is None else at) - began)
+                self._planned_s += planned
+                self._measured += 1
+
+    def build_ratio(self) -> tuple[float, int] | None:
+        """(measured / planned seconds of the builds measured here, how many),
+        or None before the first."""
+        with self._lock:
+            return self._ratio()
+
+    def basis(self) -> str:
+        """What an ETA from this is: an estimate from the plan, and what of
+        it was corrected by measuring."""
+        ratio = self.build_ratio()
+        if ratio is None:
+            return "estimated from the plan (no image build measured yet)" if self.images_left() \
+                else "estimated from the plan"
+        left = "those left are scaled by it" if ratio[0] > 1 else "those left keep the plan's times"
+        return (f"estimated from the plan, corrected by what was measured: image builds so far took "
+                f"{ratio[0]:.1f}x the plan's time ({ratio[1]} measured), and {left}")
+
+    def _ratio(self) -> tuple[float, int] | None:
+        return (self._measured_s / self._planned_s, self._measured) if self._measured else None
 
     def finished(self, problem_id: str, attempt: int) -> None:
         """A check's row arrived: its work is done, and so are its images."""
@@ -92,10 +133,16 @@ class WorkLeft:
             return self._boot_started is not None and not self._booted
 
     def work_s(self) -> float:
-        """Worker-seconds left: pending checks and the images they still need."""
+        """Worker-seconds left: pending checks and the images they still need,
+        each build the plan's seconds times the measured ratio (build_ratio),
+        less what a build under way has run."""
         with self._lock:
             needed = {k for key in self._pending for k in self._chain(key)}
-            images = sum(self.plan.build_s(k) for k in needed - self._built)
+            scale = max(1.0, (self._ratio() or (1.0, 0))[0])
+            now = time.monotonic()
+            images = sum(max(0.0, self.plan.build_s(k) * scale - (now - self._building[k]
+                                                                   if k in self._building else 0.0))
+                         for k in needed - self._built)
             return max(0.0, self._checks_s) + images
 
     def images_left(self) -> int:

@@ -8,7 +8,7 @@ import time
 from collections import Counter
 from typing import TYPE_CHECKING
 
-from rich.console import Console, Group
+from rich.console import Console, ConsoleDimensions, Group
 from rich.live import Live
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
@@ -22,7 +22,33 @@ from ..planning.work_left import WorkLeft
 if TYPE_CHECKING:      # pyarrow: `proofbatch status` starts without it
     from ..results.rows import ResultRow
 
-console = Console(stderr=True)
+# Written to a file or a pipe (a log), lines are as wide as they need to be.
+LOG_WIDTH = 10_000
+
+
+class LogConsole(Console):
+    """rich's Console, except when it writes to a file or a pipe: there rich
+    lays out for 80 columns (COLUMNS unset), wrapping lines and cutting table
+    cells to "arm.bignum_k…", and a log must hold whole ids and paths. So
+    off a terminal nothing is wrapped (soft wrap) and tables get LOG_WIDTH
+    columns; on a terminal it is rich's Console as it is."""
+
+    @property
+    def size(self) -> ConsoleDimensions:
+        size = super().size
+        return size if self.is_terminal else ConsoleDimensions(LOG_WIDTH, size.height)
+
+    @size.setter
+    def size(self, new_size) -> None:
+        Console.size.fset(self, new_size)
+
+    def print(self, *objects, soft_wrap: bool | None = None, **kwargs) -> None:
+        if soft_wrap is None and not self.is_terminal:
+            soft_wrap = True
+        super().print(*objects, soft_wrap=soft_wrap, **kwargs)
+
+
+console = LogConsole(stderr=True)
 STYLE = {"OK": "green", "FAIL": "yellow", "CHEATING": "magenta", "TIMEOUT": "red",
          "MEMOUT": "red", "ERROR": "bold red"}
 
@@ -185,8 +211,10 @@ class NowDoing:
             self._left.booting()
         elif e.kind == "booted":
             self._left.booted()
+        elif e.kind == "image":
+            self._left.building(e.key, e.at)
         elif e.kind == "imaged" and e.ok:
-            self._left.built(e.key)
+            self._left.built(e.key, e.at)
 
     def _set_stage(self, stage: str) -> None:
         self.stage, self.stage_at = stage, time.monotonic()
@@ -209,9 +237,9 @@ class NowDoing:
 
     def _eta_basis(self) -> str:
         if self._left.booting_now:
-            return "from the plan; the boot is running"
+            return f"{self._left.basis()}; the boot is running"
         images = self._left.images_left()
-        return f"from the plan; {images} images to build" if images else "from the plan"
+        return f"{self._left.basis()}; {images} images to build" if images else self._left.basis()
 
     def __rich__(self):
         now = time.monotonic()
@@ -271,7 +299,7 @@ def print_summary(summary) -> None:
         if summary.counts[v.value]:
             table.add_row(f"[{STYLE[v.value]}]{v.value}[/]", str(summary.counts[v.value]))
     table.add_row("[bold]total", str(sum(summary.counts.values())))
-    out = Console()
+    out = LogConsole()
     out.print(table)
     out.print(f"ran {summary.ran_now} checks now, {summary.resumed} were already recorded; "
               f"results in {summary.out}/results.csv and verdicts.csv")

@@ -23,6 +23,7 @@ import psutil
 
 from ..errors import InputError
 from ..results import heartbeat
+from ..results.preparing import read_preparing
 from ..results.running import RUNNING_DIR
 from ..results.sweep_manifest import read_sweep_manifest
 
@@ -62,6 +63,12 @@ class Status:
     unselected: int = 0            # problems of the corpus this run did not select (--problems)
     corpus_problems: int | None = None
     selection: str = ""            # the --problems patterns of the run
+    # What its limits count and how checks run (sweep.json): the clock,
+    # the checks' niceness and the map's host factor (None: no map).
+    clock: str | None = None
+    nice: int | None = None
+    host_factor: float | str | None = None
+    stage: str | None = None       # a run still preparing: what it does (runner/results/preparing.py)
 
 
 def _alive(entry: dict) -> bool | None:
@@ -133,6 +140,8 @@ def read_status(out: Path, resume_of: Callable[[dict, Path], str] | None = None)
     the rest should take. Reads the runner's ``status.json`` (runner/results/heartbeat.py),
     never the shards, unless the sweep predates it."""
     out = Path(out)
+    if (preparing := read_preparing(out)) is not None:
+        return _preparing(out, preparing)
     manifest = read_sweep_manifest(out)
     beat = heartbeat.read(out)
     if beat is None:
@@ -165,7 +174,38 @@ def read_status(out: Path, resume_of: Callable[[dict, Path], str] | None = None)
                   resume=resume if state in ("dead", "stopped") else None, beat_age_s=age,
                   holder=holder if state == "stalled" else None,
                   holder_pid=_int(beat.get("pid")) if state == "stalled" else None,
-                  **_selection(manifest))
+                  **_selection(manifest), **_settings(manifest))
+
+
+def _settings(manifest: dict) -> dict:
+    """The clock, niceness and host factor a sweep.json records. Sweeps
+    from before the clock was chosen counted wall time; niceness and factor
+    unrecorded are unknown (None)."""
+    factor = manifest.get("host_factor")
+    return {"clock": str(manifest.get("limit_clock") or "wall"), "nice": _int(manifest.get("nice")),
+            "host_factor": float(factor) if isinstance(factor, (int, float))
+            and not isinstance(factor, bool) else None}
+
+
+def _preparing(out: Path, record: dict) -> Status:
+    """A run that has not started its sweep yet: what it is doing, and the
+    settings it was given (a resumed sweep's counts from its sweep.json)."""
+    try:
+        manifest = read_sweep_manifest(out)
+    except InputError:
+        manifest = {}       # a new sweep: no sweep.json yet
+    beat = heartbeat.read(out) if manifest else None
+    done = beat.get("done") if isinstance(beat, dict) else None
+    factor = record.get("host_factor")
+    return Status(out=out, total=manifest.get("checks"), done=done if isinstance(done, int) else 0,
+                  skipped=0, counts=Counter(beat.get("counts") or {}) if isinstance(beat, dict) else
+                  Counter(), running=[], eta_s=None, state="preparing",
+                  eta_basis="no checks run until the run has prepared its sweep",
+                  beat_age_s=time.time() - float(record.get("since") or time.time()),
+                  holder=f"pid {record.get('pid')} on host {record.get('host')}",
+                  stage=str(record.get("stage") or "preparing"),
+                  clock=str(record.get("limit_clock") or "") or None, nice=_int(record.get("nice")),
+                  host_factor=factor if isinstance(factor, (int, float, str)) else None)
 
 
 def _int(value) -> int | None:
@@ -215,7 +255,7 @@ def _from_shards(out: Path, manifest: dict) -> Status:
                   skipped=_skipped(manifest, done, solved), counts=done.verdict_counts(),
                   running=running, eta_s=eta, eta_basis=basis,
                   state="running" if any(r.alive for r in running) else "unknown",
-                  **_selection(manifest))
+                  **_selection(manifest), **_settings(manifest))
 
 
 def _read_plan(path: Path) -> dict:

@@ -73,7 +73,7 @@ class Heartbeat:
             assumed = (f"; {defaults} of {len(plan.checks)} checks assume the planner's default "
                        f"of 1 s (no profile or map gave their durations)") if defaults else ""
             self._basis = (f"the boot, then the checks and image builds left / {self._workers} "
-                           f"workers, from the plan{assumed}")
+                           f"workers{assumed}")
 
     def event(self, e: events.Event) -> None:
         """The runner's own sessions tell when the boot and builds end."""
@@ -84,8 +84,10 @@ class Heartbeat:
             work.booting()
         elif e.kind == "booted":
             work.booted()
+        elif e.kind == "image":
+            work.building(e.key, e.at)
         elif e.kind == "imaged" and e.ok:
-            work.built(e.key)
+            work.built(e.key, e.at)
 
     def row(self, row) -> None:
         with self._lock:
@@ -110,7 +112,9 @@ class Heartbeat:
                     "host": socket.gethostname(), "pid": os.getpid(), "started": self._started,
                     "total": self._total, "done": self._done, "skipped": self._skipped,
                     "counts": dict(self._counts), "expected_left_s": left,
-                    "boot_left_s": boot_left, "workers": self._workers, "eta_basis": self._basis,
+                    "boot_left_s": boot_left, "workers": self._workers,
+                    # An estimate from the plan, its builds corrected by those measured so far.
+                    "eta_basis": self._basis if work is None else f"{work.basis()}: {self._basis}",
                     "recent": [list(k) for k in self._recent], "resume": self._resume}
         # The plan's seconds of each check on the board: status credits a
         # running check with its elapsed time up to these, not beyond (a check

@@ -62,7 +62,7 @@ def test_the_eta_comes_from_the_plan_and_shrinks_as_checks_finish():
     assert now.eta_s() == 20.0
     now.finished("b", 0)
     assert now.eta_s() == 5.0
-    assert "ETA 0:00:05 (from the plan)" in screen(now)
+    assert "ETA 0:00:05 (estimated from the plan)" in screen(now)
 
 
 def test_the_eta_counts_the_boot_and_the_images_still_to_build():
@@ -83,6 +83,45 @@ def test_the_eta_counts_the_boot_and_the_images_still_to_build():
     now.finished("a", 0)             # a's row: its image was built too, wherever it ran
     assert now.eta_s() == 30 / 2
     assert "images to build" not in screen(now)
+
+
+def test_the_eta_scales_the_builds_left_by_the_builds_measured():
+    """Issue 46: image builds took 2.5-5x the plan's time, and the ETA was
+    the plan's. A build measured at 4x its plan makes the builds left 4x
+    theirs, on the screen and in status.json, and both say so."""
+    made = plan(("a", 10.0, "map"), ("b", 30.0, "map"), ("c", 20.0, "map"), build_s=50.0,
+                image_of={"a": "k0", "b": "k1", "c": "k2"})
+    now = NowDoing(made, workers=2)
+    now.event(events.Event("booted", key="base", name="HOL Light"))
+    assert now.eta_s() == (10 + 30 + 20 + 3 * 50) / 2
+    assert "estimated from the plan (no image build measured yet); 3 images to build" in screen(now)
+    # k0 took 200 s of a planned 50: the two builds left are expected at 200 s each.
+    started = time.monotonic() - 200
+    for e in (events.Event("image", at=started, key="k0", name="the context of a"),
+              events.Event("imaged", at=started + 200, key="k0", name="the context of a")):
+        now.event(e)
+    assert abs(now.eta_s() - (10 + 30 + 20 + 2 * 200) / 2) < 0.01
+    assert ("estimated from the plan, corrected by what was measured: image builds so far took "
+            "4.0x the plan's time (1 measured), and those left are scaled by it; 2 images to build"
+            ) in " ".join(screen(now).split())
+
+
+def test_the_heartbeat_s_eta_scales_the_builds_left_by_the_builds_measured(tmp_path):
+    from runner.results.done import Done
+    from runner.results.heartbeat import Heartbeat, read
+    from runner.planning.work_left import WorkLeft
+
+    made = plan(("a", 10.0, "map"), ("b", 30.0, "map"), build_s=50.0, image_of={"a": "k0", "b": "k1"})
+    beat = Heartbeat(tmp_path, total=2, done=Done(), skipped=0, workers=2, resume="proofbatch run")
+    beat.plan(made, WorkLeft(made))
+    started = time.monotonic() - 150
+    beat.event(events.Event("image", at=started, key="k0", name="the context of a"))
+    beat.event(events.Event("imaged", at=started + 150, key="k0", name="the context of a"))
+    beat.publish("running")
+    published = read(tmp_path)
+    assert abs(published["expected_left_s"] - (10 + 30 + 3 * 50)) < 0.01
+    assert published["eta_basis"].startswith("estimated from the plan, corrected by what was "
+                                             "measured: image builds so far took 3.0x")
 
 
 def test_no_eta_without_measured_durations():

@@ -228,3 +228,155 @@ def test_an_image_that_fails_in_a_running_sweep_is_still_said(capsys):
     with SweepProgress(None, 1):
         _image_fails("p.two")
     assert "image failed to load: the context of p.two" in capsys.readouterr().err
+
+
+# -- what status says of a sweep's settings, and whole ids in a log (issue 46) -------
+
+LONG_ID = "arm.bignum_kmul_32_64.BIGNUM_KMUL_32_64_SUBROUTINE_CORRECT_AND_SOME_MORE"
+
+
+def _running_sweep(out: Path, **manifest) -> None:
+    """A sweep directory as a live runner (this process) leaves it, one check
+    of a long id running on a worker with a long name."""
+    import os
+    import socket
+
+    (out / "running").mkdir(parents=True)
+    (out / "sweep.json").write_text(json.dumps({"checks": 2, **manifest}))
+    now = time.time()
+    (out / "status.json").write_text(json.dumps({
+        "state": "running", "beat": now, "interval": 2.0, "host": socket.gethostname(),
+        "pid": os.getpid(), "total": 2, "done": 1, "skipped": 0, "counts": {"OK": 1},
+        "expected_left_s": 5.0, "boot_left_s": 0.0, "workers": 1, "eta_basis": "from the plan",
+        "recent": []}))
+    (out / "running" / "w0.json").write_text(json.dumps({
+        "problem_id": LONG_ID, "attempt": 0, "timeout_s": 600, "dispatched": now - 3,
+        "started": now - 3, "worker": f"{socket.gethostname()}-123456-20240101T000000-abcdef/w0",
+        "host": socket.gethostname(), "pid": os.getpid()}))
+
+
+def test_status_says_the_clock_niceness_and_host_factor_of_the_sweep(tmp_path, capsys):
+    out = tmp_path / "out"
+    _running_sweep(out, limit_clock="cpu", nice=-10, host_factor=1.0000001)
+    assert cli.main(["status", str(out)]) == 0
+    printed = " ".join(capsys.readouterr().out.split())
+    assert ("limits on the cpu clock; checks at niceness -10; host factor 1.0000001 (the map's "
+            "limits x1.0000001)") in printed, printed
+    # A sweep without a map, and one from before the clock was recorded (wall).
+    plain = tmp_path / "plain"
+    _running_sweep(plain, nice=0, host_factor=None)
+    assert cli.main(["status", str(plain)]) == 0
+    printed = " ".join(capsys.readouterr().out.split())
+    assert "limits on the wall clock; checks at niceness 0; no host factor (no timeout map)" in printed
+
+
+def test_status_and_run_written_to_a_pipe_keep_whole_ids_and_lines(tmp_path):
+    """Off a terminal rich laid out for 80 columns: the running table cut
+    ids to "arm.bignum_k…", and lines were broken. A log must hold them whole."""
+    import os
+    import subprocess
+
+    from ..helpers import PROOFBATCH, ROOT
+    from ..test_registry import toy_corpus
+
+    out = tmp_path / "out"
+    _running_sweep(out, limit_clock="cpu", nice=0)
+    env = {k: v for k, v in os.environ.items() if k != "COLUMNS"}
+    proc = subprocess.run([str(PROOFBATCH), "status", str(out)], capture_output=True, text=True,
+                          env=env, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    assert LONG_ID in proc.stdout and "…" not in proc.stdout, proc.stdout
+    assert "-abcdef/w0" in proc.stdout, proc.stdout
+    # run: a warning naming a long path is one line of the log.
+    corpus = toy_corpus(tmp_path / ("a-corpus-with-a-long-enough-name-" * 2) / "corpus",
+                        {"quick": ("6 * 7", "42", "OK"), LONG_ID: ("6 * 7", "42", "OK")})
+    bench_map = corpus.parent / "map.json"
+    bench_map.write_text(json.dumps([{"problem_id": "quick", "prove_secs": 1.0, "timeout_sec": 30}]))
+    proc = subprocess.run([str(PROOFBATCH), "run", str(corpus), "--out", str(corpus.parent / "out"),
+                           "--timeout-map", str(bench_map), "--sandbox", "none"],
+                          capture_output=True, text=True, timeout=120, cwd=ROOT,
+                          env={**env, "PROOFBATCH_PROVERS": "tests.toy_prover:PROVER",
+                               "PYTHONPATH": str(ROOT)})
+    assert proc.returncode == 0, proc.stderr
+    said = proc.stdout + proc.stderr
+    (warning,) = [line for line in said.splitlines() if "covers 1 of the corpus's 2" in line]
+    assert str(bench_map) in warning and warning.endswith("get category or default limits"), said
+    assert "…" not in said and str(corpus.parent / "out") in said, said
+
+
+# -- a run that has not started its sweep yet (issue 46) -------------------------------
+
+
+@pytest.mark.hol
+def test_status_of_a_run_still_compiling_its_contexts(tmp_path):
+    """For 17-96 s while a native run compiled its contexts, status answered
+    "not a sweep directory". A real run of the demo corpus, natively: once it
+    is past its input checks, status says it is preparing and what it does."""
+    import os
+    import signal
+    import subprocess
+
+    from runner.results.preparing import PREPARING_FILE
+    from ..helpers import DEMO, PROOFBATCH, ROOT
+
+    out = tmp_path / "out"
+    env = {k: v for k, v in os.environ.items() if k != "PROOFBATCH_CACHE"}   # the cached build
+    runner = subprocess.Popen([str(PROOFBATCH), "run", str(DEMO), "--out", str(out), "--mode", "native",
+                               "--category-timeouts", str(DEMO / "timeouts.json"), "--workers", "1",
+                               "--context-root", str(DEMO), "--mem-limit", "2G"],
+                              cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                              text=True, start_new_session=True)
+    seen: list[str] = []
+    try:
+        deadline, status = time.monotonic() + 600, None
+        while time.monotonic() < deadline and runner.poll() is None:
+            if (out / PREPARING_FILE).exists():
+                status = read_status(out)
+                seen.append(status.stage or status.state)
+                if status.state == "preparing" and "compiling natively" in status.stage:
+                    break
+            time.sleep(0.2)
+        assert runner.poll() is None, runner.communicate()[1]
+        assert status is not None and status.state == "preparing", seen
+        assert "compiling natively" in status.stage, seen
+        assert status.clock == "cpu" and status.nice is not None, status
+        # As the command says it, to a pipe: no "not a sweep directory".
+        proc = subprocess.run([str(PROOFBATCH), "status", str(out)], capture_output=True, text=True,
+                              timeout=60)
+        assert proc.returncode == 0, proc.stderr
+        said = " ".join(proc.stdout.split())
+        assert f"{out}: sweep preparing (its runner, pid {runner.pid} on host" in said, said
+        assert "compiling natively" in said and "limits on the cpu clock" in said, said
+    finally:
+        os.killpg(runner.pid, signal.SIGTERM)
+        runner.communicate(timeout=120)
+    # Stopped while it prepared: the record goes with it, and the directory is a sweep's to resume.
+    assert not (out / PREPARING_FILE).exists()
+
+
+def test_a_preparation_record_left_by_a_killed_run_is_not_a_live_run(tmp_path):
+    """kill -9 while a run prepares leaves OUT/preparing.json: status sees its
+    runner gone, and the next run takes the directory as a sweep's."""
+    import subprocess
+    import sys
+
+    from runner.errors import InputError
+    from runner.results.preparing import PREPARING_FILE, Preparing, read_preparing
+    from runner.sweep_dir import check_out_dir
+
+    out = tmp_path / "out"
+    child = subprocess.run([sys.executable, "-c", "import os, sys; from pathlib import Path; "
+                            "from runner.results.preparing import Preparing; "
+                            f"p = Preparing(Path({str(out)!r}), limit_clock='cpu', nice=0).__enter__(); "
+                            "os._exit(9)"], cwd=Path(__file__).resolve().parents[2], timeout=60)
+    assert child.returncode == 9 and (out / PREPARING_FILE).exists()
+    assert read_preparing(out) is None
+    with pytest.raises(InputError, match="not a sweep directory"):
+        read_status(out)
+    check_out_dir(demo_config(out))          # no "someone's files": it is a sweep's
+    # Alive, it is read; ended, it is gone, and so is the directory it made.
+    fresh = tmp_path / "new" / "out"
+    with Preparing(fresh, limit_clock="wall", nice=0, host_factor="auto"):
+        s = read_status(fresh)
+        assert s.state == "preparing" and s.clock == "wall" and s.host_factor == "auto", s
+    assert not (tmp_path / "new").exists()
