@@ -279,16 +279,30 @@ class PrepareLog:
 
     def __enter__(self):
         now = NowDoing(None, 1)
+        # "cannot compile natively" lines, said with the next event or as the
+        # block ends: Ctrl-C or SIGTERM kills the compiler of the context
+        # being compiled, which is no failure of that context.
+        self._held: list[str] = []
 
         def say(event: events.Event) -> None:
             line = now.event(event)
-            if line:
+            self._say_held()
+            if line and event.kind == "compiled":
+                self._held.append(line)
+            elif line:
                 console.print(line, markup=False, highlight=False)
         self._stop = events.listen(say)
         return self
 
+    def _say_held(self) -> None:
+        held, self._held = self._held, []
+        for line in held:
+            console.print(line, markup=False, highlight=False)
+
     def __exit__(self, *exc):
         self._stop()
+        if exc[0] is None or not issubclass(exc[0], KeyboardInterrupt):
+            self._say_held()
 
 
 def print_summary(summary) -> None:

@@ -218,6 +218,31 @@ def test_images_killed_by_sigterm_are_not_reported_failed(capsys):
     assert "failed" not in capsys.readouterr().err
 
 
+def test_a_compile_killed_by_a_stop_is_not_reported_failed(capsys):
+    """Ctrl-C or SIGTERM while a native run compiles kills the compiler: the
+    log said "cannot compile natively" of a context that did not fail."""
+    from runner.reporting.progress import PrepareLog
+
+    def compile_fails(name: str) -> None:
+        events.say("compile", key=name, name=f"the context of {name}")
+        events.say("compiled", key=name, name=f"the context of {name}", ok=False)
+
+    with pytest.raises(cli.Terminated):
+        with PrepareLog():
+            compile_fails("p.one")
+            raise cli.Terminated()
+    assert "cannot compile" not in capsys.readouterr().err
+    # A real failure is said: before the next stage, or as preparation ends.
+    with PrepareLog():
+        compile_fails("p.one")
+        events.say("compile", key="p.two", name="the context of p.two")
+        compile_fails("p.three")
+    err = capsys.readouterr().err
+    assert err.index("cannot compile natively: the context of p.one") < \
+        err.index("compiling natively: the context of p.two")
+    assert "cannot compile natively: the context of p.three" in err
+
+
 def test_an_image_that_fails_in_a_running_sweep_is_still_said(capsys):
     with SweepProgress(None, 1) as bar:
         bar.start(2, 0)
