@@ -6,7 +6,10 @@ The checker reads every import of every module of runner/, cluster/ and
 benchmarks/, the ones inside functions and under TYPE_CHECKING too, and
 names each that runs the wrong way or names a module that does not exist
 (``wrong_way``), and every circle of modules that import each other,
-however far round (``circles``).
+however far round (``circles``). It also reads two things the interfaces
+say instead: a prover's name compared outside its package
+(``name_branches``), and a backend or session probed with getattr/hasattr
+(``probes``).
 """
 
 from __future__ import annotations
@@ -26,8 +29,11 @@ BASE = {"errors", "verdicts", "settings", "subproc", "events", "answers", "corpu
 STAGES = ["results", "checks", "maps", "planning", "reporting"]
 # Above every stage: they run sweeps and may import anything.
 DRIVERS = {"sweep", "sweep_dir", "profile", "cli", "commands"}
-# What a prover's package and an executor may import: below the screen.
+# What an executor may import: below the screen.
 BELOW_REPORTING = {"base", *STAGES[:STAGES.index("reporting")]}
+# What a prover's package may import: below planning, which asks the
+# registry, which reaches the package (issue 49: serve imported SweepConfig).
+BELOW_PLANNING = {"base", *STAGES[:STAGES.index("planning")]}
 
 # A prover's rooms: each subpackage of its package -> the rooms it may import
 # besides itself and the package's top (its __init__ says the same in words).
@@ -120,8 +126,10 @@ def _allowed(source: str, target: str) -> bool:
         return source == "benchmarks"     # scripts run by hand; no module leans on one
     if source in ("driver", "benchmarks") or target == "package":
         return True
-    if source in ("provers", "cluster"):
-        return target in BELOW_REPORTING or target == source or target == "provers"
+    if source == "provers":
+        return target in BELOW_PLANNING or target == "provers"   # its own package: see wrong_way
+    if source == "cluster":
+        return target in BELOW_REPORTING or target == "cluster"
     if target == "cluster":
         return False                      # a stage or base module reaching an executor
     if target == "base":
@@ -130,16 +138,16 @@ def _allowed(source: str, target: str) -> bool:
         return False
     if target in STAGES:
         return STAGES.index(target) <= STAGES.index(source)
-    if target == "provers":
-        return True       # the registry: ask a prover, import none of its modules (test_registry)
-    return False          # a stage importing a driver
+    # A driver, or runner.provers: the provers' packages, above every stage
+    # that asks them through the registry (runner.prover_registry, a base module).
+    return False
 
 
 def _prover(module: str) -> str | None:
-    """The prover package a module of runner/provers/ belongs to; None for
-    the registry (runner.provers, runner.provers.registry)."""
+    """The prover package a module of runner/provers/ belongs to; None
+    outside one (runner.provers itself holds only a docstring)."""
     parts = module.split(".")
-    if parts[:2] != ["runner", "provers"] or len(parts) < 3 or parts[2] == "registry":
+    if parts[:2] != ["runner", "provers"] or len(parts) < 3:
         return None
     return ".".join(parts[:3])
 
@@ -198,13 +206,96 @@ def wrong_way(root: Path, known: set[tuple[str, str]] = frozenset(),
             if _prover(target) and _prover(target) != _prover(module) and source != "benchmarks":
                 whose = "another prover's" if _prover(module) else "a prover's"
                 wrong.append(f"{where}:{line} ({source}) imports {target}: {whose} module; "
-                             "the core and the executors ask a prover's interface (runner.provers)")
+                             "the core and the executors ask a prover's interface "
+                             "(runner.prover_registry)")
                 continue
             if not _allowed(source, _place(target)):
                 wrong.append(f"{where}:{line} ({source}) imports {target} ({_place(target)})")
             elif why := _room_wrong(root, module, target, rooms):
                 wrong.append(f"{where}:{line} imports {target}: {why}")
     return wrong
+
+
+def prover_names(root: Path) -> set[str]:
+    """The registered provers' names, as their packages declare them: the
+    ``name=`` of the ``ProverDescriptor(...)`` in runner/provers/<p>/__init__.py."""
+    found = set()
+    for init in sorted((root / "runner" / "provers").glob("*/__init__.py")):
+        for node in ast.walk(ast.parse(init.read_text())):
+            if isinstance(node, ast.Call) and _last_name(node.func) == "ProverDescriptor":
+                found |= {k.value.value for k in node.keywords if k.arg == "name"
+                          and isinstance(k.value, ast.Constant) and isinstance(k.value.value, str)}
+    return found
+
+
+def _last_name(node: ast.AST) -> str | None:
+    """``x`` of a name ``x`` or of an attribute ``a.b.x``."""
+    return node.id if isinstance(node, ast.Name) else node.attr if isinstance(node, ast.Attribute) else None
+
+
+def _checked(root: Path):
+    """(path, module) of every module of runner/ and cluster/: benchmark
+    scripts measure a prover's insides by hand and may."""
+    return ((p, m) for p, m in modules(root) if not m.startswith("benchmarks."))
+
+
+def name_branches(root: Path) -> list[str]:
+    """Every place outside a prover's package that decides by a prover's
+    name: a comparison (==, !=, in, not in, is, is not) or a ``match`` case
+    one of whose operands is a string literal equal to a registered prover's
+    name (``prover_names``), alone or in a literal tuple, list or set, or a
+    member of the Prover enum (``Prover.X``). What differs between provers
+    is their descriptor's to say (runner.prover_registry). Naming a prover
+    elsewhere (a message, a docstring, a BackendInfo's prover) is no branch."""
+    names = prover_names(root)
+
+    def named(node: ast.AST) -> str | None:
+        if isinstance(node, ast.Constant) and node.value in names:
+            return repr(node.value)
+        if isinstance(node, ast.Attribute) and _last_name(node.value) == "Prover":
+            return f"Prover.{node.attr}"
+        if isinstance(node, (ast.Tuple, ast.List, ast.Set)):
+            return next(filter(None, map(named, node.elts)), None)
+        return None
+
+    found = []
+    for path, module in _checked(root):
+        if _prover(module):
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Compare):
+                operands = [node.left, *node.comparators]
+            elif isinstance(node, ast.MatchValue):
+                operands = [node.value]
+            else:
+                continue
+            if hit := next(filter(None, map(named, operands)), None):
+                found.append(f"{path.relative_to(root)}:{node.lineno} compares with {hit}, a "
+                             "prover's name: ask the prover's descriptor (runner.prover_registry)")
+    return found
+
+
+def _backend_or_session(node: ast.AST) -> bool:
+    name = _last_name(node) or ""
+    return name in ("backend", "session") or name.endswith(("_backend", "_session"))
+
+
+def probes(root: Path) -> list[str]:
+    """Every getattr(x, ...) or hasattr(x, ...) in runner/ and cluster/
+    (a prover's package too) whose ``x`` is a backend or a session: a name or
+    attribute called ``backend`` or ``session``, or ending in ``_backend`` or
+    ``_session``. What a backend or session has is declared in its interface
+    (runner/prover.py, or the prover's own base class), None meaning none."""
+    found = []
+    for path, module in _checked(root):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) \
+                    and node.func.id in ("getattr", "hasattr") and node.args \
+                    and _backend_or_session(node.args[0]):
+                found.append(f"{path.relative_to(root)}:{node.lineno} {node.func.id} probes "
+                             f"{ast.unparse(node.args[0])}: declare what it has in its interface "
+                             "(runner/prover.py)")
+    return found
 
 
 def circles(root: Path) -> list[list[str]]:

@@ -8,11 +8,15 @@ and read by maps, planning and reporting; reporting reads everything and
 nothing reads it. The drivers (the sweep, its directory, profiling, the
 command line) sit above all stages and may import any of them.
 
-Beside the stages: a prover's package (runner/provers/<prover>/) may import
-the core's base modules, the stages below reporting and the registry, never
-a driver, the screen or another prover; the executors (cluster/) may import
-the same, never a prover's modules; the benchmark scripts (benchmarks/) may
-import anything, and nothing imports them.
+Beside the stages: the prover registry (runner/prover_registry.py) is a
+base module, below every stage that asks it, and reaches a prover's package
+by name, when asked. A prover's package (runner/provers/<prover>/) may
+import the core's base modules and the stages below planning (results,
+checks, maps), never planning, the screen, a driver or another prover;
+runner/provers/ itself holds only the packages. The executors (cluster/)
+may import the base and the stages below reporting, never a prover's
+modules; the benchmark scripts (benchmarks/) may import anything, and
+nothing imports them.
 
 Inside a prover's package grouped in subpackages ("rooms", PROVER_ROOMS),
 the modules at the package's top are what every room shares and import no
@@ -24,7 +28,10 @@ every module of runner/, cluster/ and benchmarks/, the ones inside
 functions and under TYPE_CHECKING too, and names each that runs the wrong
 way or names a module that does not exist, and every circle of modules that
 import each other, however far round (two modules of one stage may: a
-circle makes neither readable alone).
+circle makes neither readable alone). Outside a prover's package no module
+decides by a prover's name, and nowhere is a backend or session probed with
+getattr/hasattr: what differs is the descriptor's or the interface's to say
+(issue 49).
 """
 
 
@@ -36,7 +43,7 @@ from pathlib import Path
 import pytest
 
 from .layout_checker import (BASE, DRIVERS, KNOWN_UPWARD, PROVER_ROOMS, ROOT, RUNNER, STAGES, circles,
-                             imports_of, modules, wrong_way)
+                             imports_of, modules, name_branches, probes, prover_names, wrong_way)
 
 
 def test_the_top_of_runner_holds_about_a_dozen_modules():
@@ -91,6 +98,17 @@ def test_no_two_modules_import_each_other_even_by_a_detour():
     assert not found, "import circles:\n" + "\n".join(" <-> ".join(c) for c in found)
 
 
+def test_no_module_outside_a_prover_s_package_decides_by_a_prover_s_name():
+    assert prover_names(ROOT) >= {"hol-light", "isabelle"}
+    found = name_branches(ROOT)
+    assert not found, "branches on a prover's name:\n" + "\n".join(found)
+
+
+def test_no_backend_or_session_is_probed_by_attribute():
+    found = probes(ROOT)
+    assert not found, "probes:\n" + "\n".join(found)
+
+
 def test_each_known_upward_import_is_still_there():
     """An entry of KNOWN_UPWARD whose import is gone would excuse the next one: delete it."""
     found = {(m.rsplit(".", 1)[-1], t) for p, m in modules(ROOT) if m.startswith("runner.provers.")
@@ -104,17 +122,23 @@ PLANTED = {
     # The layout's own modules, importing only what they may.
     "runner/__init__.py": "",
     "runner/errors.py": "",
+    "runner/prover.py": "class Prover:\n    TOY = 'toy'\n",
+    "runner/prover_registry.py": "from .prover import Prover\n",
     "runner/sweep.py": "from runner.reporting import progress\nimport cluster\n",
     "runner/cli.py": "from runner import sweep\n",
     "runner/results/__init__.py": "",
     "runner/results/shards.py": "from ..errors import InputError\n",
     "runner/checks/__init__.py": "",
-    "runner/checks/worker.py": "from runner.results import shards\n",
+    "runner/checks/worker.py": "from runner.results import shards\nfrom runner import prover_registry\n",
+    "runner/maps/__init__.py": "",
+    "runner/planning/__init__.py": "",
+    "runner/planning/sweep_config.py": "from ..prover_registry import names\nfrom ..maps import late\n",
     "runner/reporting/__init__.py": "",
     "runner/reporting/progress.py": "from ..checks import worker\n",
-    "runner/provers/__init__.py": "from .registry import registered\n",
-    "runner/provers/registry.py": "",
-    "runner/provers/toy/__init__.py": "from ..registry import registered\n",
+    "runner/provers/__init__.py": '"""The packages of the provers."""\n',
+    "runner/provers/toy/__init__.py": ("from ...prover_registry import ProverDescriptor\n"
+                                       "PROVER = ProverDescriptor(name='toy')\n"),
+    "runner/provers/toy/reads.py": "from ...maps import late\nfrom runner.checks import worker\n",
     "runner/provers/other/__init__.py": "",
     "cluster/__init__.py": "from .local import LocalExecutor\n",
     "cluster/local.py": "from runner.checks.worker import work\n",
@@ -130,6 +154,11 @@ PLANTED = {
     "cluster/slurm.py": "from runner import cli\nfrom runner.provers.toy import serve\n",
     "runner/checks/leans.py": "import benchmarks.common\n",
     "benchmarks/moved.py": "from runner.provers.toy.gone import x\n",
+    # The registry's old place, above the stages that ask it, and a stage
+    # above the provers' packages (issue 49).
+    "runner/checks/asks.py": "from .. import provers\n",
+    "runner/maps/late.py": "def f():\n    from runner.provers import registry\n",
+    "runner/provers/toy/command.py": "from ...planning.sweep_config import SweepConfig\n",
 }
 
 
@@ -153,7 +182,70 @@ def test_the_checker_names_each_planted_wrong_way_import(tmp_path):
     assert "runner/checks/leans.py:1 (checks) imports benchmarks.common (benchmarks)" in wrong
     assert "benchmarks/moved.py:1 imports runner.provers.toy, which does not exist" not in wrong
     assert "benchmarks/moved.py:1 imports runner.provers.toy.gone, which does not exist" in wrong
-    assert len(wrong.splitlines()) == 9, wrong          # and nothing that keeps to the layout
+    assert "runner/checks/asks.py:1 (checks) imports runner.provers (provers)" in wrong
+    assert "runner/maps/late.py:2 (maps) imports runner.provers (provers)" in wrong
+    assert "runner/provers/toy/command.py:1 (provers) imports runner.planning.sweep_config (planning)" \
+        in wrong
+    assert len(wrong.splitlines()) == 12, wrong         # and nothing that keeps to the layout
+
+
+def test_the_checker_names_each_planted_branch_on_a_prover_s_name(tmp_path):
+    """A prover's name (a registered one: its package's descriptor says it)
+    compared outside its package, as a literal, in a literal tuple, as the
+    Prover enum's member or as a match case; not in the prover's own
+    package, not a name merely mentioned, not another word, not in a
+    benchmark script."""
+    root = _plant(tmp_path)
+    planted = {
+        "runner/sweep_dir.py": 'def resume(m):\n    if m.get("prover", "toy") == "toy":\n        return 1\n',
+        "runner/checks/picks.py": 'def f(p):\n    return p in ("other", "toy")\n',
+        "runner/maps/enum_cmp.py": "from runner.prover import Prover\n\ndef f(p):\n    return p != Prover.TOY\n",
+        "cluster/matcher.py": 'def f(p):\n    match p:\n        case "toy":\n            return 1\n',
+        # None of these decides by a prover's name outside its package.
+        "runner/provers/toy/own.py": 'def g(p):\n    return p == "toy"\n',
+        "runner/reporting/says.py": ('TITLES = {"toy": "Toy"}\n\ndef f(p):\n'
+                                     '    return p == "toyish" or f"{p}" == "Toy"\n'),
+        "benchmarks/bench_toy.py": 'def f(p):\n    return p == "toy"\n',
+    }
+    for name, text in planted.items():
+        (root / name).write_text(text)
+    assert prover_names(root) == {"toy"}
+    found = sorted(name_branches(root))
+    assert found == [
+        "cluster/matcher.py:3 compares with 'toy', a prover's name: ask the prover's descriptor "
+        "(runner.prover_registry)",
+        "runner/checks/picks.py:2 compares with 'toy', a prover's name: ask the prover's descriptor "
+        "(runner.prover_registry)",
+        "runner/maps/enum_cmp.py:4 compares with Prover.TOY, a prover's name: ask the prover's "
+        "descriptor (runner.prover_registry)",
+        "runner/sweep_dir.py:2 compares with 'toy', a prover's name: ask the prover's descriptor "
+        "(runner.prover_registry)",
+    ], found
+
+
+def test_the_checker_names_each_planted_probe_of_a_backend_or_session(tmp_path):
+    """getattr/hasattr on a backend or a session, in a stage, in a prover's
+    package or in an executor; not on anything else (a parsed args, a config
+    asked for a field named backend), and not in a benchmark script."""
+    root = _plant(tmp_path)
+    planted = {
+        "runner/checks/probe.py": 'def f(self):\n    return getattr(self.backend, "log_dir", None)\n',
+        "runner/provers/toy/peek.py": 'def f(hol_session):\n    return hasattr(hol_session, "backend")\n',
+        "cluster/peek.py": ('def f(s):\n    return getattr(getattr(s.session, "backend", None), '
+                            '"context_root", None)\n'),
+        # Not probes of a backend or session.
+        "runner/checks/fine.py": ('def f(args, config):\n    return getattr(args, "out", None) or '
+                                  'getattr(config, "backend", None)\n'),
+        "benchmarks/bench_peek.py": 'def f(session):\n    return getattr(session, "_native", None)\n',
+    }
+    for name, text in planted.items():
+        (root / name).write_text(text)
+    found = "\n".join(probes(root))
+    assert "runner/checks/probe.py:2 getattr probes self.backend: declare what it has in its " \
+        "interface (runner/prover.py)" in found
+    assert "runner/provers/toy/peek.py:2 hasattr probes hol_session" in found
+    assert "cluster/peek.py:2 getattr probes s.session" in found
+    assert len(found.splitlines()) == 3, found
 
 
 def test_a_known_exception_excuses_only_its_own_import(tmp_path):
@@ -183,7 +275,7 @@ ROOMS_PLANTED = {
     "runner/__init__.py": "",
     "runner/errors.py": "",
     "runner/provers/__init__.py": "",
-    "runner/provers/registry.py": "",
+    "runner/prover_registry.py": "",
     "runner/provers/hol/__init__.py": "def build():\n    from .session.backend import Backend\n",
     "runner/provers/hol/lexer.py": "from ...errors import InputError\n",
     "runner/provers/hol/native/__init__.py": "",

@@ -7,6 +7,6 @@ between (map_modes.py), and `simulate --corpus`'s mode per check
 
 May import: the package's shared modules (install, contexts, ocaml_lexer,
 load_graph), native/ (a native compile is priced at nothing when the
-cache holds it: native_cache.py) and the core below reporting; not
+cache holds it: native_cache.py) and the core below planning (results, checks, maps); not
 session/ or extract/.
 """

@@ -9,5 +9,5 @@ and publishing the corpus (extract_out.py, extract_model.py).
 It runs no prover: it reads files only.
 
 May import: the package's shared modules (install, contexts, ocaml_lexer,
-load_graph, object_reads) and the core below reporting; not native/, costs/ or session/.
+load_graph, object_reads) and the core below planning (results, checks, maps); not native/, costs/ or session/.
 """

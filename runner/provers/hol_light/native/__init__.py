@@ -9,6 +9,6 @@ It runs no check: the native sessions that load these plugins are the image
 sessions' (session/native_session.py).
 
 May import: the package's shared modules (install, contexts, ocaml_lexer,
-load_graph, ml/) and the core below reporting; not costs/, session/ or
+load_graph, ml/) and the core below planning (results, checks, maps); not costs/, session/ or
 extract/.
 """
