@@ -88,6 +88,12 @@ def load_profile(path: Path) -> Profile:
     """Read a profile directory written by ``profile``."""
     path = Path(path)
     prov_path, summary_path = path / PROVENANCE, path / SUMMARY
+    if not path.exists():
+        raise InputError(path, "does not exist", "check the path: pass the directory that "
+                         "`proofbatch profile --out` wrote")
+    if not path.is_dir():
+        raise InputError(path, "is a file, not a profile directory",
+                         "pass the directory that `proofbatch profile --out` wrote")
     if not prov_path.is_file() or not summary_path.is_file():
         raise InputError(path, "not a finished profile (no profile.json and summary.json)",
                          "pass a directory written by `proofbatch profile`, or rerun that to finish it")

@@ -17,7 +17,7 @@ from runner.maps.provenance import load
 from runner.sweep import prepare
 from runner.maps.timeout_map import SIDECAR_FORMAT
 
-from ..helpers import DEMO, beside_coverage, demo_config
+from ..helpers import DEMO, assert_one_line_error, beside_coverage, demo_config
 
 IDS = ("arith.add_comm", "lists.append_nil")
 
@@ -156,3 +156,52 @@ def test_a_sidecar_of_the_wrong_shape_is_one_line_naming_it(tmp_path, capsys, pr
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and str(sidecar) in err and complaint in err
     assert "derive the map again" in err
+
+
+# -- issue 46: sidecars that were read as guesses, profiles that are not there ----------
+
+def _sidecar_case(tmp_path, case: str):
+    """(the map, its sidecar, fragments of the refusal)."""
+    tmap = tmp_path / "timeout-map.json"
+    if case == "other-map":
+        bench_map(tmap, mode="native", clock="cpu")
+        meta = json.loads((tmp_path / "timeout-map.meta.json").read_text())
+        (tmp_path / "timeout-map.meta.json").write_text(json.dumps({**meta, "map": "derived.json"}))
+        return tmap, ("is the sidecar of the map 'derived.json', not of " + str(tmap),
+                      'set its "map" to "timeout-map.json"')
+    if case == "quantum":
+        bench_map(tmap, mode="quantum", clock="cpu")
+        return tmap, ("provenance.mode 'quantum' is not an execution mode",
+                      "write one of bytecode, native, auto, build-session")
+    bench_map(tmap, mode="native", clock="sundial")
+    return tmap, ("provenance.clock 'sundial' is not a clock", "write one of cpu, wall")
+
+
+@pytest.mark.parametrize("case", ["other-map", "quantum", "sundial"])
+@pytest.mark.parametrize("command", ["simulate", "compare", "run"])
+def test_a_sidecar_of_another_map_or_unknown_words_is_refused(tmp_path, capsys, case, command):
+    """Issue 46: a sidecar naming another map was used silently; a mode
+    "quantum" or a clock "sundial" was accepted."""
+    tmap, fragments = _sidecar_case(tmp_path, case)
+    other = bench_map(tmp_path / "other.json")
+    argv = {"simulate": ["simulate", "--timeout-map", tmap, "--workers", "1"],
+            "compare": ["timeout-map", "compare", other, tmap],
+            "run": ["run", DEMO, "--out", tmp_path / "out", "--timeout-map", tmap,
+                    "--context-root", DEMO]}[command]
+    code = cli.main([str(a) for a in argv])
+    captured = capsys.readouterr()
+    assert_one_line_error((code, captured.out, captured.err.splitlines()),
+                          tmp_path / "timeout-map.meta.json", *fragments)
+    assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("argv", [["timeout-map", "{p}", "--out", "{d}/m.json"],
+                                  ["simulate", "--profile", "{p}", "--workers", "1"]])
+def test_a_profile_path_that_is_not_there_is_said_to_be_missing(tmp_path, capsys, argv):
+    """It said "not a finished profile ... rerun that to finish it"."""
+    missing = tmp_path / "profiles" / "nope"
+    code = cli.main([a.format(p=missing, d=tmp_path) for a in argv])
+    captured = capsys.readouterr()
+    line = assert_one_line_error((code, captured.out, captured.err.splitlines()), missing,
+                                 "does not exist", "check the path")
+    assert "rerun" not in line and not (tmp_path / "m.json").exists()
