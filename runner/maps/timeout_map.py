@@ -35,6 +35,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
+import os
 import statistics
 from dataclasses import dataclass
 from pathlib import Path
@@ -247,12 +248,24 @@ def read_sidecar(map_path: Path) -> dict | None:
     return meta
 
 
+def _names(map_path: Path, named: str) -> bool:
+    """Whether a sidecar's ``"map"`` (a file name, as write_map records it)
+    is ``map_path``: by name, or beside it and the same file (a map read
+    through a symlink or a hard link of another name, its sidecar too)."""
+    if Path(named).name == map_path.name:
+        return True
+    try:
+        return os.path.samefile(map_path.with_name(Path(named).name), map_path)
+    except (OSError, ValueError):
+        return False
+
+
 def _check_sidecar_names(path: Path, map_path: Path, meta: dict) -> None:
     """The sidecar belongs to this map, and says a mode and a clock the
     runner knows: its mode decides how limits are converted, its clock
     what they limit, so an unknown word would be read as a guess."""
     named = meta.get("map")
-    if named is not None and (not isinstance(named, str) or Path(named).name != map_path.name):
+    if named is not None and not (isinstance(named, str) and _names(map_path, named)):
         raise InputError(path, f"is the sidecar of the map {named!r}, not of {map_path}",
                          f'if it is this map\'s (renamed with it), set its "map" to '
                          f'"{map_path.name}"; else delete it, or derive the map again')

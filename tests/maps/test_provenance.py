@@ -205,3 +205,15 @@ def test_a_profile_path_that_is_not_there_is_said_to_be_missing(tmp_path, capsys
     line = assert_one_line_error((code, captured.out, captured.err.splitlines()), missing,
                                  "does not exist", "check the path")
     assert "rerun" not in line and not (tmp_path / "m.json").exists()
+
+
+def test_a_map_and_its_sidecar_read_through_links_of_another_name_stand(tmp_path):
+    """A sidecar names its map by file name; `current.json -> v3.json`, with
+    `current.meta.json -> v3.meta.json`, is the same map, not another."""
+    real = bench_map(tmp_path / "v3.json", mode="native", clock="cpu")
+    meta = json.loads((tmp_path / "v3.meta.json").read_text())
+    (tmp_path / "v3.meta.json").write_text(json.dumps({**meta, "map": "v3.json"}))
+    (tmp_path / "current.json").symlink_to(real.name)
+    (tmp_path / "current.meta.json").symlink_to("v3.meta.json")
+    loaded = load(tmp_path / "current.json")
+    assert loaded.provenance.mode == "native" and loaded.provenance.clock == "cpu"
