@@ -18,13 +18,15 @@ from typing import Callable
 
 @dataclass(frozen=True)
 class Event:
-    kind: str            # boot, booted, image, imaged, check, checked
+    kind: str            # boot, booted, image, imaged, check, forked, progress, checked
     at: float = field(default_factory=time.monotonic)
     key: str = ""        # the image, or problem_id/attempt of a check
     name: str = ""       # what a person calls it: the prover, a context, a problem
     worker: str = ""
     limit_s: float = 0.0
     ok: bool = True
+    cpu_s: float = 0.0   # progress: the check's CPU time so far
+    rss_bytes: int = 0   # progress: its tree's peak resident memory so far
 
 
 _lock = threading.Lock()

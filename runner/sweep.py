@@ -270,7 +270,8 @@ def _prepare(config: SweepConfig, nice: int) -> PreparedSweep:
     mems = {p.problem_id: mem_needs.mem_limit(
         map_secs.get(p.problem_id), map_use.mem.get(p.problem_id), cap=config.mem_limit,
         default=mem, node=node_mem, default_expected=min(config.expected_mem, mem)) for p in problems}
-    notes += (mem_needs.summary(mems),)
+    if any(m.source not in mem_needs.PLAIN for m in mems.values()):
+        notes += (mem_needs.summary(mems),)     # a limit above the share: said, with its basis
 
     def limits_of(p: Problem) -> CheckLimits:
         m = mems[p.problem_id]

@@ -28,6 +28,7 @@ from typing import Callable
 
 import psutil
 
+from .. import events
 from ..errors import ProverError
 from ..prover import LimitClock, backstop_s as default_backstop
 from ..verdicts import Termination, Verdict
@@ -116,6 +117,10 @@ class Watched:
 # suspended job, or a host so loaded it was not scheduled): that time is not
 # the check's.
 PAUSE_GAP_S = 1.0
+# How often a running check's CPU time and memory are said (events "progress"),
+# for the running board that `status` reads: often enough to watch an
+# hour-long check, seldom enough that a board file is not rewritten per sample.
+PROGRESS_EVERY_S = 10.0
 BACKSTOP = "wall-clock backstop"
 
 
@@ -256,6 +261,9 @@ def enforce(root: psutil.Process | None, limits: GuardLimits, started: float, te
     def elapsed() -> float:
         return time.monotonic() - started - seen.paused_secs
 
+    # A heavy check runs for hours: say how far it got, for `status`.
+    said_at = time.monotonic()
+
     # Past the deadline it still waits a little between kills: the tree takes
     # a moment to die, and a zero wait would spin.
     while not wait(step := max(0.005, min(limits.interval(elapsed()), wall_limit - elapsed()))):
@@ -271,6 +279,10 @@ def enforce(root: psutil.Process | None, limits: GuardLimits, started: float, te
             seen.peak_rss_bytes = max(seen.peak_rss_bytes,
                                       sampler.sample(limits.list_interval(elapsed())))
             seen.cpu_secs = sampler.cpu_secs
+        if sampler is not None and now - said_at >= PROGRESS_EVERY_S:
+            said_at = now
+            events.say("progress", cpu_s=seen.cpu_secs, rss_bytes=seen.peak_rss_bytes,
+                       limit_s=limits.time_s)
         if seen.peak_rss_bytes > limits.mem_bytes:
             term.set(Verdict.MEMOUT, f"memory guard: {seen.peak_rss_bytes >> 20} MiB passed the "
                      f"{limits.mem_bytes >> 20} MiB limit{tree}; killed")

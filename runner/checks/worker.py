@@ -241,9 +241,16 @@ def work(session: ProverSession, tasks: Iterator[CheckTask], writer: ShardWriter
             # The session says when the check starts in its loaded image, in
             # this thread; until then it waits for the image, not its limit.
             me = threading.get_ident()
-            unlisten = events.listen(
-                lambda e: board.started() if board and e.kind == "forked"
-                and threading.get_ident() == me else None)
+            clock = str(task.limits.clock)
+
+            def show(e: events.Event) -> None:
+                if not board or threading.get_ident() != me:
+                    return
+                if e.kind == "forked":
+                    board.started()
+                elif e.kind == "progress":
+                    board.progress(e.cpu_s, e.rss_bytes, clock)
+            unlisten = events.listen(show)
             try:
                 result, retries = check_retrying(session, task, stop)
             finally:

@@ -102,6 +102,10 @@ def _class_name(cls: HeavyClass) -> str:
             else f"map time {cls.low_s:,.0f}-{cls.high_s:,.0f} s")
 
 
+# Sources that need no word: what the user asked for, or the documented default.
+PLAIN = ("--mem-limit", "default share")
+
+
 def summary(limits: Mapping[str, MemLimit]) -> str:
     """One line for `run`: how many checks got their memory from where."""
     by: Counter = Counter()
