@@ -54,16 +54,17 @@ def run(args) -> int:
     out.print(settings_line(s), soft_wrap=True, markup=False, highlight=False)
     if s.running:
         table = Table(title=f"{len(s.running)} running")
-        for name in ("problem", "attempt", "worker", "elapsed s", "timeout s", ""):
-            table.add_column(name, justify="right" if name.endswith("s") else "left")
+        for name in ("problem", "attempt", "worker", "elapsed s", "used of its limit", "peak MB", ""):
+            table.add_column(name, justify="left" if name in ("problem", "worker", "") else "right")
         for r in sorted(s.running, key=lambda r: -r.elapsed_s):
             note = {False: "[red]worker gone", None: "", True: ""}[r.alive]
             if r.elapsed_s == 0 and r.waiting_s > 0:
                 note = note or f"[dim]waiting {r.waiting_s:.0f} s for its image"
-            elif r.elapsed_s > r.timeout_s:
+            elif r.used_s > r.timeout_s:
                 note = note or "[yellow]past its limit, being stopped"
             table.add_row(r.problem_id, str(r.attempt), r.worker, f"{r.elapsed_s:.1f}",
-                          f"{r.timeout_s:g}", note)
+                          r.against_limit(), "" if r.peak_rss_mb is None else f"{r.peak_rss_mb:,.0f}",
+                          note)
         out.print(table)
     elif s.state in ("running", "unknown"):
         out.print("nothing running")

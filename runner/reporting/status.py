@@ -40,6 +40,23 @@ class RunningCheck:
     timeout_s: float
     alive: bool | None     # None: its worker is on another host, so unknown from here
     waiting_s: float = 0.0  # how long it has waited for its image (or memory) so far
+    # Published by its guard every few seconds (RunningBoard.progress): the
+    # check's CPU time so far, its peak memory and what its limit counts.
+    cpu_s: float | None = None
+    peak_rss_mb: float | None = None
+    clock: str | None = None
+
+    @property
+    def used_s(self) -> float:
+        """What its limit has counted so far: CPU time under the cpu clock
+        (wall time, while its guard has said nothing yet), else wall time."""
+        return self.cpu_s if self.clock == "cpu" and self.cpu_s is not None else self.elapsed_s
+
+    def against_limit(self) -> str:
+        """``412 s of 1,639 s CPU``: what a heavy check has used of its limit."""
+        if self.clock == "cpu" and self.cpu_s is not None:
+            return f"{self.cpu_s:,.0f} s of {self.timeout_s:,.0f} s CPU"
+        return f"{self.elapsed_s:,.0f} s of {self.timeout_s:,.0f} s wall"
 
 
 @dataclass(frozen=True)
@@ -89,7 +106,9 @@ def _board(out: Path) -> list[tuple[dict, RunningCheck]]:
         elapsed = 0.0 if started is None else now - started
         waited = (now if started is None else started) - dispatched
         found.append((entry, RunningCheck(entry["problem_id"], entry["attempt"], entry["worker"],
-                                          elapsed, entry["timeout_s"], _alive(entry), waited)))
+                                          elapsed, entry["timeout_s"], _alive(entry), waited,
+                                          cpu_s=entry.get("cpu_s"), peak_rss_mb=entry.get("peak_rss_mb"),
+                                          clock=entry.get("clock"))))
     return found
 
 
@@ -111,25 +130,28 @@ def _state(beat: dict) -> tuple[str, float]:
 def _eta_of_beat(beat: dict, running: list[RunningCheck]) -> tuple[float | None, str]:
     """Seconds left from the runner's account: the boot still to come, then
     the work left (pending checks, their images, and the running checks,
-    each credited with its elapsed time up to its plan's seconds, never
-    beyond) shared by the workers."""
+    each credited with what its limit counted so far, CPU time under the
+    cpu clock, up to its plan's seconds, never beyond) shared by the
+    workers. A heavy check's hours are its own: a running check that will
+    still take longer than the rest shared out sets the ETA."""
     left = beat.get("expected_left_s")
     if left is None:
         return None, beat.get("eta_basis", "no plan")
     expected = {(pid, int(att)): float(cost) for pid, att, cost in beat.get("running_expected") or []}
-    credit, past = 0.0, []
+    credit, past, longest = 0.0, [], 0.0
     for r in running:
         cost = expected.get((r.problem_id, r.attempt))
         if cost is None:
             continue              # a status.json from before: no credit rather than too much
-        credit += min(r.elapsed_s, cost)
-        if r.elapsed_s > cost:
+        credit += min(r.used_s, cost)
+        longest = max(longest, cost - r.used_s)
+        if r.used_s > cost:
             past.append(r)
-    eta = float(beat.get("boot_left_s") or 0.0) + \
-        max(0.0, float(left) - credit) / max(1, int(beat.get("workers", 1)))
+    boot = float(beat.get("boot_left_s") or 0.0)
+    eta = boot + max(max(0.0, float(left) - credit) / max(1, int(beat.get("workers", 1))), longest)
     basis = beat.get("eta_basis", "")
     if past:
-        most = max(r.timeout_s - r.elapsed_s for r in past)
+        most = max(r.timeout_s - r.used_s for r in past)
         basis += (f"; {len(past)} running {'check is' if len(past) == 1 else 'checks are'} past "
                   f"the plan's time and may run up to {max(0.0, most):.0f} s more")
     return eta, basis

@@ -405,3 +405,44 @@ def test_a_preparation_record_left_by_a_killed_run_is_not_a_live_run(tmp_path):
         s = read_status(fresh)
         assert s.state == "preparing" and s.clock == "wall" and s.host_factor == "auto", s
     assert not (tmp_path / "new").exists()
+
+
+# -- a heavy check you can watch (issue 44) ----------------------------------------------
+
+def test_a_heavy_checks_cpu_time_against_its_limit_and_what_it_has_left(tmp_path, capsys):
+    """An hour-long check's wall time says little on a loaded host: status
+    shows the CPU time its guard published (RunningBoard.progress) against
+    its CPU limit, and the ETA counts what the heavy check has left."""
+    import os
+    import socket
+
+    from runner.results.running import RunningBoard
+
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "sweep.json").write_text(json.dumps({"checks": 3, "limit_clock": "cpu", "nice": -10}))
+    now = time.time()
+    heavy = "arm.mldsa_intt.MLDSA_INTT_CORRECT"
+    (out / "status.json").write_text(json.dumps({
+        "state": "running", "beat": now, "interval": 2.0, "host": socket.gethostname(),
+        "pid": os.getpid(), "total": 3, "done": 1, "skipped": 0, "counts": {"OK": 1},
+        # One light check left beside the heavy one: shared out, 5 s; the heavy
+        # check still has 1,500 - 412 s of its plan's time.
+        "expected_left_s": 1510.0, "boot_left_s": 0.0, "workers": 2, "eta_basis": "from the plan",
+        "running_expected": [[heavy, 0, 1500.0]], "recent": []}))
+    board = RunningBoard(out, "w0", "w0")
+    board.start(heavy, 0, 1639.0)
+    board.started()
+    board.progress(412.4, 900 << 20, "cpu")
+    status = read_status(out)
+    (r,) = status.running
+    assert (r.cpu_s, r.peak_rss_mb, r.clock) == (412.4, 900, "cpu")
+    assert r.against_limit() == "412 s of 1,639 s CPU"
+    assert status.eta_s == pytest.approx(1500.0 - 412.4)
+    assert cli.main(["status", str(out)]) == 0
+    printed = " ".join(capsys.readouterr().out.split())
+    assert heavy in printed and "412 s of 1,639 s CPU" in printed and " 900 " in printed
+    # Before its guard has said anything, its wall time stands in, and says so.
+    board.start("arm.x.Y", 0, 300.0)
+    (r,) = read_status(out).running
+    assert r.against_limit().endswith("s of 300 s wall")
