@@ -95,6 +95,25 @@ def log_reason(log: Path) -> str | None:
     lines = text.splitlines()
     for i, line in enumerate(lines):
         if _ERROR_LINE.match(line.lstrip("# ")):
-            follow = lines[i + 1].strip() if i + 1 < len(lines) and line.rstrip().endswith(":") else ""
+            follow = _continued(lines[i + 1:]) if line.rstrip().endswith(":") else ""
             return f"{line.lstrip('# ').strip()} {follow}".strip()
     return None
+
+
+# The toplevel prints an exception too long for its margin on lines of its
+# own, ending in "." ("Exception:", "Sys_error", "\"/x/f.o: No such file or
+# directory\"."): read up to that many lines, so the reason keeps the file.
+CONTINUED_LINES = 4
+
+
+def _continued(lines: list[str]) -> str:
+    """The lines that continue an error line ending in ":", joined: up to
+    the one ending in "." or a blank line, CONTINUED_LINES at most."""
+    out = []
+    for line in lines[:CONTINUED_LINES]:
+        if not line.strip():
+            break
+        out.append(line.strip())
+        if line.rstrip().endswith("."):
+            break
+    return " ".join(out)
