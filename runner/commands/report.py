@@ -7,7 +7,7 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
-from ..reporting import limits, passk, html as report_html
+from ..reporting import error_causes, limits, passk, html as report_html
 from ..errors import InputError
 from ..reporting.progress import STYLE
 from ..reporting.compare import Comparison, compare
@@ -166,7 +166,9 @@ def costs_table(c: dict) -> Table:
             ("proofs, core-h", c["predicted_proof_core_hours"], c["measured_proof_core_hours"])):
         table.add_row(label, f"{pred:,.3f}", f"{meas:,.3f}", _error(pred, meas))
     for name, k in c["by_class"].items():
-        table.add_row(f"  {name}: {k['images']} images, {k['builds']} builds, s each once",
+        # Measured: the median of each image's builds, each image counted once.
+        table.add_row(f"  {name}, s to build each once: {limits.plural(k['images'], 'image')} "
+                      f"({limits.plural(k['builds'], 'build')} measured)",
                       f"{k['predicted_s']:,.1f}", f"{k['measured_s']:,.1f}",
                       _error(k["predicted_s"], k["measured_s"]))
     if c.get("predicted_rebuild_core_hours"):
@@ -175,14 +177,20 @@ def costs_table(c: dict) -> Table:
     return table
 
 
-# One function per part of the terminal summary, in order; add one to add a part.
 def term_limits(out: Console, r: SweepReport, price: float | None) -> None:
     for line in limits.lines(limits.check(r.table, r.manifest)):
-        out.print(line)
+        out.print(line, markup=False)
 
 
+def term_errors(out: Console, r: SweepReport, price: float | None) -> None:
+    """Last: the ERRORs by cause, so a sweep that failed for one reason ends saying it."""
+    for line in error_causes.lines(error_causes.error_causes(r.table)):
+        out.print(line, markup=False)
+
+
+# One function per part of the terminal summary, in order; add one to add a part.
 TERMINAL = [term_summary, term_cost, term_images, term_throughput, term_categories, term_slowest,
-            term_limits, term_prediction]
+            term_limits, term_prediction, term_errors]
 
 
 def print_comparison(out: Console, c: Comparison, price: float | None) -> None:
@@ -201,6 +209,9 @@ def print_comparison(out: Console, c: Comparison, price: float | None) -> None:
     out.print(table)
     out.print(f"solved by A only ({len(c.solved_only_a)}): {', '.join(c.solved_only_a) or '-'}")
     out.print(f"solved by B only ({len(c.solved_only_b)}): {', '.join(c.solved_only_b) or '-'}")
+    if c.differences:
+        out.print(f"the sweeps ran differently ({'; '.join(c.differences)}): a verdict change may "
+                  "come from that, not from the answers", markup=False)
     out.print(f"verdict changes: {len(c.changes)}" + "".join(
         f"\n  {p}{f' #{k}' if k else ''}: {x} -> {y}" for p, k, x, y in c.changes))
     if c.only_in_a or c.only_in_b:

@@ -22,7 +22,7 @@ import pyarrow.compute as pc  # noqa: E402
 
 from ..results.publish import publish  # noqa: E402
 from ..errors import InputError  # noqa: E402
-from . import limits  # noqa: E402
+from . import error_causes, limits  # noqa: E402
 from .compare import Comparison  # noqa: E402
 from .report import PARTS, SweepReport  # noqa: E402
 from ..verdicts import Verdict  # noqa: E402
@@ -202,15 +202,23 @@ def section_prediction(r: SweepReport, price: float | None) -> str:
     return out
 
 
-Section = Callable[[SweepReport, "float | None"], str]
+def _items(said: list[str]) -> str:
+    return "<ul>" + "".join(f"<li>{_esc(line)}</li>" for line in said) + "</ul>"
+
+
 def section_limits(r: SweepReport, price: float | None) -> str:
-    said = limits.lines(limits.check(r.table, r.manifest))
-    return "<h2>Limits</h2><ul>" + "".join(f"<li>{html.escape(line)}</li>" for line in said) + "</ul>"
+    return "<h2>Limits</h2>" + _items(limits.lines(limits.check(r.table, r.manifest)))
 
 
+def section_errors(r: SweepReport, price: float | None) -> str:
+    said = error_causes.lines(error_causes.error_causes(r.table))
+    return f"<h2>ERRORs by cause</h2>{_items(said)}" if said else ""
+
+
+Section = Callable[[SweepReport, "float | None"], str]
 SECTIONS: list[Section] = [section_summary, section_cost, section_images, section_throughput,
-                           section_utilization,
-                           section_verdicts, section_slowest, section_limits, section_prediction]
+                           section_utilization, section_verdicts, section_slowest, section_limits,
+                           section_prediction, section_errors]
 
 
 def page(title: str, body: str) -> str:
@@ -234,6 +242,9 @@ def render_comparison(c: Comparison, price: float | None = None) -> str:
     for v in Verdict:
         cost.append([v.value, a.verdicts()[v.value], b.verdicts()[v.value]])
     body = f"<h2>Side by side</h2>{_table(['', 'A: ' + str(a.out), 'B: ' + str(b.out)], cost)}"
+    if c.differences:
+        body += (f"<p><b>The sweeps ran differently</b> ({_esc('; '.join(c.differences))}): a "
+                 "verdict change may come from that, not from the answers.</p>")
     body += (f"<h2>Solved by one only</h2><p>A only ({len(c.solved_only_a)}): "
              f"{_esc(', '.join(c.solved_only_a) or '-')}</p><p>B only ({len(c.solved_only_b)}): "
              f"{_esc(', '.join(c.solved_only_b) or '-')}</p>")

@@ -1,13 +1,14 @@
 """Were a sweep's limits tight? A reader's question when a TIMEOUT may be the
 host's doing rather than the answer's (issue 31).
 
-Per sweep: the clock its limits counted and the host factor its map was
-scaled by; the OK checks that used more than ``TIGHT`` of their limit (a
-slower host would have cut them); the TIMEOUTs that came while the host's
-1-minute load was above its CPUs (each row records both); the checks the
-wall-clock backstop ended as starved; and, under a timeout map, this sweep's
-proof times against the map's (the factor between this host and the map's,
-as `timeout-map compare` gives it between two maps).
+Per sweep: the clock its limits counted, the host factor its map was
+scaled by and the niceness its checks ran at; the OK checks that used more
+than ``TIGHT`` of their limit (a slower host would have cut them); the
+TIMEOUTs that came while the host's 1-minute load was above its CPUs (each
+row records both); the checks the wall-clock backstop ended as starved; and,
+under a timeout map, this sweep's proof times against the map's (the factor
+between this host and the map's, as `timeout-map compare` gives it between
+two maps).
 """
 
 from __future__ import annotations
@@ -22,6 +23,11 @@ from ..checks.guard import BACKSTOP
 from ..maps.timeouts import read_map
 
 TIGHT = 0.8
+# The row columns ``check`` reads: a report must load these (issue 46: the
+# report loaded only its own columns, and under the CPU clock every OK check
+# looked unmeasured, every TIMEOUT's load unknown and no check retried).
+COLUMNS = ("problem_id", "verdict", "reason", "prove_secs", "prove_cpu_secs", "cpu_secs",
+           "timeout_s", "host_load", "host_cpus", "infra_retries", "limit_clock")
 # Proofs shorter than this measure the clock more than the host.
 FACTOR_MIN_S = 0.5
 
@@ -31,6 +37,8 @@ class LimitsCheck:
     clock: str
     host_factor: float | None
     ok: int
+    nice: int | None = None         # the checks' niceness (sweep.json); None before it was kept
+    unmeasured: int = 0             # OK checks without a time on the sweep's clock
     tight: list[tuple[str, float, float]] = field(default_factory=list)   # (id, used s, limit s)
     timeouts: int = 0
     timeouts_loaded: int = 0        # while the host's load was above its CPUs
@@ -46,18 +54,22 @@ def _col(table: pa.Table, name: str) -> list:
 
 
 def check(table: pa.Table, manifest: dict) -> LimitsCheck:
-    rows = table.select([c for c in ("problem_id", "verdict", "reason", "prove_secs", "prove_cpu_secs",
-                                     "cpu_secs", "timeout_s", "host_load", "host_cpus",
-                                     "infra_retries", "limit_clock") if c in table.column_names])
+    rows = table.select([c for c in COLUMNS if c in table.column_names])
     clock = manifest.get("limit_clock") or "wall"
     ids, verdicts, reasons = _col(rows, "problem_id"), _col(rows, "verdict"), _col(rows, "reason")
-    used = _col(rows, "prove_cpu_secs") if clock == "cpu" else _col(rows, "prove_secs")
+    # On the CPU clock: prove's own CPU time, else (a prover that does not
+    # measure it) the check's process tree's, which the limit counted.
+    used = ([p if p is not None else t for p, t in zip(_col(rows, "prove_cpu_secs"),
+                                                       _col(rows, "cpu_secs"))]
+            if clock == "cpu" else _col(rows, "prove_secs"))
     limits, loads, cpus = _col(rows, "timeout_s"), _col(rows, "host_load"), _col(rows, "host_cpus")
-    tight, timeouts, loaded, unknown, starved = [], 0, 0, 0, 0
+    tight, timeouts, loaded, unknown, starved, unmeasured = [], 0, 0, 0, 0, 0
     measured: dict[str, float] = {}
     for pid, verdict, reason, secs, limit, load, n in zip(ids, verdicts, reasons, used, limits,
                                                           loads, cpus):
-        if verdict == "OK" and secs is not None:
+        if verdict == "OK" and secs is None:
+            unmeasured += 1
+        elif verdict == "OK":
             measured[pid] = secs
             if limit and secs > TIGHT * limit:
                 tight.append((pid, secs, limit))
@@ -71,9 +83,11 @@ def check(table: pa.Table, manifest: dict) -> LimitsCheck:
             starved += 1
     retried = sum(1 for r in _col(rows, "infra_retries") if r)
     ratio, n_ratio = _against_map(measured, manifest)
+    nice = manifest.get("nice")
     return LimitsCheck(clock, manifest.get("host_factor"), sum(v == "OK" for v in verdicts),
-                       sorted(tight, key=lambda t: -t[1] / t[2]), timeouts, loaded, unknown,
-                       starved, retried, ratio, n_ratio)
+                       nice if isinstance(nice, int) and not isinstance(nice, bool) else None,
+                       unmeasured, sorted(tight, key=lambda t: -t[1] / t[2]), timeouts, loaded,
+                       unknown, starved, retried, ratio, n_ratio)
 
 
 def _against_map(measured: dict[str, float], manifest: dict) -> tuple[float | None, int]:
@@ -93,23 +107,33 @@ def _against_map(measured: dict[str, float], manifest: dict) -> tuple[float | No
     return (statistics.median(ratios), len(ratios)) if ratios else (None, 0)
 
 
+def plural(n: int, word: str) -> str:
+    """``n`` and ``word``, with an s unless ``n`` is 1: "1 TIMEOUT", "3 TIMEOUTs"."""
+    return f"{n} {word}{'' if n == 1 else 's'}"
+
+
 def lines(c: LimitsCheck) -> list[str]:
     """What the report says of its limits, a line each."""
     factor = f", map limits x{max(1.0, c.host_factor):.2f} for this host" if c.host_factor else ""
-    out = [f"limits counted {'CPU' if c.clock == 'cpu' else 'wall'} time{factor}"]
+    # The niceness decides how much of a core a check got on a shared host
+    # (docs/limits.md, "Priority"): CPU times are read beside it.
+    nice = "" if c.nice is None else f", checks at niceness {c.nice}"
+    out = [f"limits counted {'CPU' if c.clock == 'cpu' else 'wall'} time{factor}{nice}"]
     if c.map_ratio is not None:
         out.append(f"proof times against the map's: median {c.map_ratio:.2f}x over {c.map_ratio_n} "
                    f"proofs of {FACTOR_MIN_S:g} s or more ({c.clock} seconds against the map's)")
     shown = ", ".join(f"{pid} {used:.1f}/{limit:g} s" for pid, used, limit in c.tight[:3])
-    out.append(f"{len(c.tight)} of {c.ok} OK checks used more than {TIGHT:.0%} of their limit"
-               + (f" ({shown}{', ...' if len(c.tight) > 3 else ''})" if c.tight else ""))
+    unmeasured = f"; {c.unmeasured} of them recorded no {c.clock} time" if c.unmeasured else ""
+    out.append(f"{len(c.tight)} of {plural(c.ok, 'OK check')} used more than {TIGHT:.0%} of their "
+               "limit" + (f" ({shown}{', ...' if len(c.tight) > 3 else ''})" if c.tight else "")
+               + unmeasured)
     if c.timeouts:
         known = c.timeouts - c.timeouts_unknown_load
-        out.append(f"{c.timeouts} TIMEOUTs, {c.timeouts_loaded} of {known} with a recorded load "
-                   "while the host's load was above its CPUs"
+        out.append(f"{plural(c.timeouts, 'TIMEOUT')}, {c.timeouts_loaded} of {known} with a "
+                   "recorded load while the host's load was above its CPUs"
                    + (" (on the wall clock the host, not the answer, may have spent the time)"
                       if c.timeouts_loaded and c.clock == "wall" else ""))
     if c.starved or c.retried:
-        out.append(f"{c.retried} checks ran again after an end that was not their answer's; "
-                   f"{c.starved} starved past the wall-clock backstop every time")
+        out.append(f"{plural(c.retried, 'check')} ran again after an end that was not their "
+                   f"answer's; {c.starved} starved past the wall-clock backstop every time")
     return out

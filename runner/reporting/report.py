@@ -47,13 +47,16 @@ from ..results.sweep_manifest import read_sweep_manifest
 from ..errors import InputError
 from ..planning.planner import PLAN_FILE
 from ..prover import COMPILE_KEY
+from . import limits
 
 WASTED = ("TIMEOUT", "MEMOUT")
 PARTS = ("proof", "image builds", "waiting", "dispatch overhead", "TIMEOUT", "MEMOUT", "idle")
-# What a report reads of each row: its figures, and the slowest checks'
-# table. Hashes, images and hosts, the bulk of a row, stay on disk.
-COLUMNS = ("problem_id", "attempt", "category", "verdict", "reason", "prove_secs", "wall_secs",
-           "timeout_s", "worker", "started_at", "finished_at", "run_id", "wait_secs")
+# What a report reads of each row: its figures, the slowest checks' table
+# and what its Limits section (runner/reporting/limits.py) counts. Hashes,
+# images and hosts, the bulk of a row, stay on disk.
+COLUMNS = tuple(dict.fromkeys((
+    "problem_id", "attempt", "category", "verdict", "reason", "prove_secs", "wall_secs",
+    "timeout_s", "worker", "started_at", "finished_at", "run_id", "wait_secs", *limits.COLUMNS)))
 # The throughput plot is 1200 px wide: a curve of more points than this
 # draws the same line, so a longer one keeps the last verdict of each of
 # this many equal spans of time.
