@@ -218,3 +218,20 @@ def test_a_loaded_timeout_and_a_retried_check_are_read_from_the_shards(tmp_path,
     assert error_causes.error_causes(load(out).table) == []
     assert limits.check(load(out).table, {"limit_clock": "wall"}).tight == [
         ("a", 9.9, 10.0), ("b", 9.0, 10.0)]
+
+
+def test_errors_of_one_cause_naming_several_files_are_one_line():
+    from runner.results.rows import rows_to_table
+
+    def missing(pid, path):
+        return row(pid, verdict="ERROR", prove_secs=None,
+                   reason=f'setup: Exception: Sys_error("{path}: No such file or directory").')
+
+    table = rows_to_table([missing(f"p{i}", f"/s2n/arm/{d}/unopt/{d}_base.o")
+                           for i, d in enumerate(["p256", "p256", "p384", "p521", "fastmul"])]
+                          + [row("q", verdict="ERROR", prove_secs=None, reason="infra: killed\nagain"),
+                             row("ok")])
+    assert error_causes.lines(error_causes.error_causes(table)) == [
+        "5 ERROR: setup could not load a file: /s2n/arm/p256/unopt/p256_base.o, "
+        "/s2n/arm/p384/unopt/p384_base.o and 2 more files",
+        "1 ERROR: infra: killed"]
