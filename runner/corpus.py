@@ -142,7 +142,14 @@ def problem_patterns(text: str) -> list[str]:
 
 
 def select_problems(problems: list[Problem], patterns: Iterable[str]) -> list[Problem]:
-    """The problems whose ids match any of ``patterns``, in corpus order.
+    """The problems whose ids match any of ``patterns``, in corpus order
+    (:func:`select_ids`)."""
+    matched = set(select_ids([p.problem_id for p in problems], patterns))
+    return [p for p in problems if p.problem_id in matched]
+
+
+def select_ids(ids: list[str], patterns: Iterable[str], what: str = "the corpus") -> list[str]:
+    """The ids of ``ids`` (a corpus's, or a map's) matching any of ``patterns``, in order.
 
     A pattern is a problem id, a shell-style glob (fnmatch, case-sensitive:
     ``arith.*``, ``x86.bignum_?dd.*``, ``[ab]*``), or ``@FILE``: a file of
@@ -160,7 +167,6 @@ def select_problems(problems: list[Problem], patterns: Iterable[str]) -> list[Pr
                              "give problem ids or globs separated by commas, or @FILE")
         else:
             wanted.append((pattern, "--problems"))
-    ids = [p.problem_id for p in problems]
     known = set(ids)
     matched: set[str] = set()
     for pattern, where in wanted:
@@ -170,11 +176,11 @@ def select_problems(problems: list[Problem], patterns: Iterable[str]) -> list[Pr
             hits = [pattern] if pattern in known else []
         if not hits:
             example = f", e.g. {ids[0]}" if ids else ""
-            raise InputError(where, f"{pattern!r} matches no problem of the corpus "
+            raise InputError(where, f"{pattern!r} matches no problem of {what} "
                              f"({len(ids)} problems{example})",
-                             "give an id of the corpus or a shell-style glob such as 'arith.*'")
+                             f"give an id of {what} or a shell-style glob such as 'arith.*'")
         matched.update(hits)
-    return [p for p in problems if p.problem_id in matched]
+    return [i for i in ids if i in matched]
 
 
 def _pattern_file(path: Path) -> list[tuple[str, str]]:

@@ -23,7 +23,7 @@ from ..settings import help_of
 from ..planning.sweep_config import SweepConfig
 from . import price_flag
 from .simulate_factor import MAX_HOST_FACTOR, host_factor_flag, on_map, plan_on_host
-from .simulate_output import (account_line, context_figures, duration_counts, image_class_figures,
+from .simulate_output import (account_line, bound_line, memory_line, context_figures, duration_counts, image_class_figures,
                               learned_line, print_contexts, print_modes, print_prediction)
 
 MODES = ("bytecode", "native", "auto")
@@ -48,8 +48,9 @@ def add_arguments(p) -> None:
                    "and each context's load is measured (a profile's) or estimated; without it "
                    "contexts are unknown")
     p.add_argument("--problems", type=problem_patterns, action="extend", metavar="ID,GLOB,@FILE",
-                   help="with --corpus: plan only the problems matching these, as `run --problems` "
-                   "selects them (ids, globs or @FILE, separated by commas)")
+                   help="plan only the problems matching these (ids, globs or @FILE, separated by "
+                   "commas): the corpus's, as `run --problems` selects them, or without --corpus "
+                   "the map's or profile's (e.g. a map's heavy tail)")
     p.add_argument("--context-proofs", choices=[c.value for c in ContextProofs], default=None,
                    help="how contexts load their own proofs: replay (run them; the map's prove_secs "
                    "of each context's earlier proofs are charged) or trust (returned unproved); "
@@ -196,9 +197,6 @@ def run(args) -> int:
     mode = args.mode or SweepConfig.__dataclass_fields__["mode"].default
     sets = measured_sweeps(args.costs_from) if args.costs_from else ()
     learned: dict = {}
-    if args.problems and args.corpus is None:
-        raise InputError("--problems", "selects problems of a corpus, and no --corpus was given",
-                         "pass --corpus CORPUS, or drop --problems")
     p = _planned(args, mode, sets, learned)
     plan, workers, account = p.plan, p.workers, p.account
     ours = simulate(plan, keep_schedule=False)
@@ -218,7 +216,8 @@ def run(args) -> int:
         out = {"workers": workers.count, "nodes": workers.nodes,
                "cores_per_node": workers.cores_per_node, "mem_per_node": workers.mem_per_node,
                "checks": len(plan.checks), "policy": plan.config.policy, "durations_from": sources,
-               "lower_bound_s": ours.lower_bound_s, "makespan_s": ours.makespan_s,
+               "lower_bound_s": ours.lower_bound_s, "lower_bound_terms": plan.bound_terms()[1],
+               "longest_check": plan.bound_terms()[2], "makespan_s": ours.makespan_s,
                "ratio": ours.ratio, "utilization": ours.utilization, "core_hours": ours.core_hours,
                "image_build_core_hours": ours.build_s / 3600,
                "image_rebuild_core_hours": ours.rebuild_s / 3600,
@@ -252,6 +251,8 @@ def _say(console: Console, args, p: _Planned, mode: str, sources: dict, ours, na
                       "predicted it faster on this corpus and these workers")
     if args.costs_from:
         console.print(learned_line(_learned_of(learned, p.chosen)))
+    console.print(bound_line(p.plan))
+    console.print(memory_line(p.plan))
     if p.loaded is not None:
         console.print(f"timeout map {p.loaded.path}: {p.loaded.describe()}")
     if p.factor is not None:

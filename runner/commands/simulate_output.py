@@ -155,6 +155,48 @@ def print_prediction(out: Console, workers: Workers, sources: dict, ours: Predic
     out.print("expected durations from " + ", ".join(f"{k}: {v}" for k, v in sorted(sources.items())))
 
 
+def bound_line(plan) -> str:
+    """What sets the lower bound: all work over the workers, the memory the
+    checks hold over the nodes', or the longest check, which no number of
+    workers shortens (the bench's heavy tail at 512 workers)."""
+    bound, terms, longest_id = plan.bound_terms()
+    if not terms:
+        return "lower bound: no checks"
+    which = max(terms, key=terms.get)
+    said = {"work": f"all work over {plan.workers.count} workers",
+            "memory": "the memory the checks hold over the nodes' memory",
+            "longest": f"the longest check, {longest_id} ({_duration(terms['longest'])} with its images)"}
+    return (f"lower bound {_duration(bound)}, set by {said[which]}; work over the workers "
+            f"{_duration(terms['work'])}, memory {_duration(terms['memory'])}, longest check "
+            f"{_duration(terms['longest'])}")
+
+
+def memory_line(plan) -> str:
+    """What each check's memory guard would be under `run`'s defaults on
+    these nodes (runner/maps/mem_needs.py): a check whose need was measured
+    or estimated for its time class above what an unknown check is expected
+    to need gets that need times the margin, not only the default share,
+    and a node runs fewer such checks at once."""
+    from ..maps import mem_needs
+    from ..planning.sweep_config import SweepConfig
+
+    unknown = SweepConfig.__dataclass_fields__["expected_mem"].default
+    w = plan.workers
+    share = int(min(8 * 2**30, w.mem_per_node / max(1, w.cores_per_node)))
+    limits = [mem_needs.mem_limit(None, (int(c.mem_bytes * mem_needs.MARGIN), c.mem_bytes)
+                                  if c.mem_bytes > unknown else None, cap=None, default=share,
+                                  node=w.mem_per_node, default_expected=unknown)
+              for c in plan.checks]
+    above = [m for m in limits if m.guard > share]
+    if not above:
+        return f"memory: every check under the default share of {format_size(share)}"
+    top = max(m.expected for m in above)
+    return (f"memory: {len(above)} of {len(limits)} checks get more than the default share of "
+            f"{format_size(share)} (their measured or estimated need x {mem_needs.MARGIN:g}, up to "
+            f"{format_size(max(m.guard for m in above))}); a node of {format_size(w.mem_per_node)} "
+            f"runs at most {max(1, w.mem_per_node // max(1, top))} of the largest at once")
+
+
 def _duration(secs: float) -> str:
     """Seconds as the tables show them. Maps refuse times beyond a week
     (runner.maps.timeouts.MAX_PROVE_S), but a recorded plan is read as it

@@ -24,6 +24,7 @@ from ..checks.context_proofs import ContextProofs
 from ..errors import InputError
 from .learned_costs import Measured, cached_builds, learned_for, measured_builds, require_sweeps
 from .planner import Image, PlanCheck, make_plan
+from ..maps import mem_needs
 from ..maps.profile_data import load_profile
 from .simulate import guard
 
@@ -83,7 +84,11 @@ def from_map(loaded) -> Known:
     profile's measurements first. ``loaded``: runner.maps.provenance.LoadedMap."""
     durations = loaded.prove_secs()
     problems = loaded.problems
-    mem = {pid: p.expected_mem_bytes for pid, p in problems.items() if p.expected_mem_bytes}
+    # A heavy problem nothing measured (the bench's map has no memory) is
+    # packed by its time class's estimate, as `run` gives it (maps/mem_needs.py).
+    mem = {pid: c.peak_bytes for pid, secs in durations.items()
+           if (c := mem_needs.heavy_class(secs)) is not None}
+    mem.update({pid: p.expected_mem_bytes for pid, p in problems.items() if p.expected_mem_bytes})
     categories = {pid: p.category for pid, p in problems.items() if p.category}
     known = Known([("map", durations)], mem, {}, categories)
     profile = loaded.profile
@@ -269,6 +274,10 @@ def plans_from_files(*, timeout_map=None, profile: Path | None, workers, config,
     if not ids:
         raise InputError(getattr(timeout_map, "path", None) or profile, "no problems in it",
                          "pass a map or profile with entries")
+    if problems:        # without a corpus, the patterns pick the map's (or profile's) problems
+        from ..corpus import select_ids
+
+        ids = select_ids(ids, problems, "the map" if timeout_map is not None else "the profile")
     roots = [k for k, (parent, _) in known.builds.items() if parent is None]
     base = roots[0] if len(roots) == 1 else BASE
     items = [Item(pid, 0, known.categories.get(pid, "generic"), image_of.get(pid, base),

@@ -164,8 +164,14 @@ class Plan:
         (each needed image built once) over the workers, the memory-time all
         checks hold over the memory of all nodes, and the longest single
         problem (its attempts) with its chain of images."""
+        return self.bound_terms()[0]
+
+    def bound_terms(self) -> tuple[float, dict[str, float], str | None]:
+        """The lower bound, its terms after the boot (work, memory, longest)
+        and the problem that sets the longest term."""
         chain_s: dict[str, float] = {}
         longest = total = mem_time = 0.0
+        longest_id = None
         node_mem = self.workers.mem_per_node
         dispatch = self.config.dispatch_s
         for a, b in units_of(self.checks):         # one worker drains a problem's attempts
@@ -181,13 +187,14 @@ class Plan:
             total += cost
             mem_time += cost * min(mem, node_mem)
             if chain_s[key] + cost > longest:
-                longest = chain_s[key] + cost
+                longest, longest_id = chain_s[key] + cost, first.problem_id
         needed = {k for key in chain_s for k in self.chain(key)[1:]}
         total += sum(self.build_s(k) for k in needed)
         if not self.checks:
-            return 0.0
-        return self.boot_s() + max(total / self.workers.count,
-                                   mem_time / (node_mem * self.workers.nodes), longest)
+            return 0.0, {}, None
+        terms = {"work": total / self.workers.count,
+                 "memory": mem_time / (node_mem * self.workers.nodes), "longest": longest}
+        return self.boot_s() + max(terms.values()), terms, longest_id
 
     def only(self, keys: Iterable[tuple[str, int]]) -> "Plan":
         """The same plan restricted to these (problem_id, attempt) checks."""

@@ -364,3 +364,53 @@ def test_simulate_says_a_factor_was_applied_and_its_help_matches_what_it_does(ca
     map_mode = help_text.split("--map-mode {bytecode,native}")[-1].split("--map-build")[0]
     assert "required" not in map_mode.replace("unlike for `run`", "") and "Optional here" in map_mode
     assert "at most 1000" in help_text.split("--host-factor X")[-1]
+
+
+# -- the heavy tail, priced before it runs (issue 44) ---------------------------------
+
+def _heavy_tail_map(tmp_path):
+    """Shaped like the bench's map: light problems, heavy ones, and one
+    5,991 s proof that no number of workers shortens."""
+    entries = [{"problem_id": f"arm.light.L{i}", "prove_secs": 0.5, "timeout_sec": 120} for i in range(40)]
+    entries += [{"problem_id": f"arm.heavy.H{i}", "prove_secs": 200.0 + 100 * i, "timeout_sec": 5 * (200 + 100 * i)}
+                for i in range(8)]
+    entries.append({"problem_id": "arm.mldsa_intt.MLDSA_INTT_CORRECT", "prove_secs": 5991.24,
+                    "timeout_sec": 10800})
+    path = tmp_path / "timeout-map.json"
+    path.write_text(json.dumps(entries))
+    return path
+
+
+def test_the_heavy_tail_of_a_map_is_priced_alone_and_its_longest_check_sets_the_bound(tmp_path, capsys):
+    path = _heavy_tail_map(tmp_path)
+    heavy = tmp_path / "heavy.txt"
+    heavy.write_text("arm.heavy.*\narm.mldsa_intt.*\n")
+    for workers in (64, 512):
+        assert cli.main(["simulate", "--timeout-map", str(path), "--map-mode", "native", "--mode", "native",
+                         "--problems", f"@{heavy}", "--workers", str(workers), "--host-factor", "1.5",
+                         "--json"]) == 0
+        out = json.loads(capsys.readouterr().out)
+        assert out["checks"] == 9                      # --problems picked the map's heavy tail
+        assert out["longest_check"] == "arm.mldsa_intt.MLDSA_INTT_CORRECT"
+        terms = out["lower_bound_terms"]
+        assert max(terms, key=terms.get) == "longest"
+        assert terms["longest"] >= 5991.24 * 1.5
+    assert cli.main(["simulate", "--timeout-map", str(path), "--map-mode", "native", "--mode", "native",
+                     "--problems", f"@{heavy}", "--workers", "512"]) == 0
+    printed = " ".join(capsys.readouterr().out.split())
+    assert "set by the longest check, arm.mldsa_intt.MLDSA_INTT_CORRECT" in printed
+    # A pattern that matches nothing in the map is refused, naming the map.
+    assert cli.main(["simulate", "--timeout-map", str(path), "--problems", "x86.*", "--workers", "2"]) == 2
+    assert "matches no problem of the map" in capsys.readouterr().err
+
+
+def test_a_heavy_proof_is_never_cut_at_a_32_core_nodes_share(tmp_path, capsys):
+    """The bench's map has no memory, and the default share on a 32-core,
+    128 GB node is 4 GiB: a 5,991 s proof is estimated at the bench's 5 GB
+    and guarded above it, so the node runs fewer heavy checks at once."""
+    path = _heavy_tail_map(tmp_path)
+    assert cli.main(["simulate", "--timeout-map", str(path), "--map-mode", "native", "--mode", "native",
+                     "--nodes", "1", "--cores-per-node", "32", "--mem-per-node", "128G"]) == 0
+    printed = " ".join(capsys.readouterr().out.split())
+    assert "memory: 1 of 49 checks get more than the default share of 4 GiB" in printed
+    assert "up to 9.3 GiB" in printed
