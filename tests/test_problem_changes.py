@@ -169,4 +169,5 @@ def test_the_demo_corpus_hashes_its_problems(tmp_path):
     """Every demo problem gets a hash, without a prover started."""
     prepared = prepare(SweepConfig(corpus=DEMO, out=tmp_path / "out",
                                    context_root=DEMO, mem_limit=2 * 2**30))
+    assert prepared.tasks, "the demo corpus gave no tasks: nothing was hashed"
     assert all(len(t.problem_sha256) == 64 for t in prepared.tasks)

@@ -162,6 +162,7 @@ def test_theory_file_star_takes_the_one_thy_of_each_folder(corpus):
             (d / "Goal.thy").unlink()
             (d / "VC_goal0.thy").write_text(text)
     problems = load_isabelle_corpus(corpus)
+    assert problems, "no problem loaded: the theory files were not found"
     assert all(p.setup_path.name == "VC_goal0.thy" for p in problems)
     (corpus / "arith.add_comm" / "Extra.thy").write_text("theory Extra imports Main begin end")
     with pytest.raises(InputError, match="has 2 .thy files"):
