@@ -21,9 +21,10 @@ from runner.planning.live_queue import LiveQueue
 from runner.prover import ProverSession
 from runner.results.rows import ResultRow
 from runner.results.shards import ShardWriter
+from runner.results import lost
 from runner.results.running import RunningBoard
 from runner.checks.tasks import CheckTask
-from runner.checks.worker import work
+from runner.checks.worker import Stop, work
 
 from .base import Executor, SweepJob, record_image_builds
 
@@ -75,7 +76,7 @@ class LocalExecutor(Executor):
         runs = problem_runs(job.tasks)
         queue = iter(runs)
         take = threading.Lock()
-        stop = threading.Event()
+        stop = Stop()
         errors: list[BaseException] = []
         planned = _planned_queue(job, runs, self.workers)
         # Problems another task held when this one came to them: asked once
@@ -128,11 +129,12 @@ class LocalExecutor(Executor):
             for t in threads:
                 while t.is_alive():
                     t.join(timeout=0.5)
-        except (KeyboardInterrupt, SystemExit):
+        except (KeyboardInterrupt, SystemExit) as exc:
             # Closing the session kills the running checks; their workers see
-            # stop and record nothing for them. SystemExit: submitit's handler
-            # of Slurm's preemption signal exits the main thread this way.
-            stop.set()
+            # stop and record no row for them, only their loss and its cause.
+            # SystemExit: submitit's handler of Slurm's preemption signal
+            # exits the main thread this way.
+            stop.stop(lost.stop_cause(exc))
             session.close()
             # Workers waiting on a killed image or check return at once; a
             # Ctrl-C never waits longer than this for them (they are daemons).

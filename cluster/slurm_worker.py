@@ -13,8 +13,9 @@ from submitit.helpers import Checkpointable
 
 from runner.checks import attempts
 from runner.checks.tasks import CheckTask
-from runner.results import shards
+from runner.results import lost, shards
 from runner.results.done import LIGHT, row_version
+from runner.results.running import retire_boards
 
 from .base import SweepJob
 from .claims import Claimer, Pool, holder_name
@@ -52,7 +53,12 @@ class PullWorker(Checkpointable):
                   flush=True)
             # Slurm sets SLURM_RESTART_COUNT on a requeued job: a fresh writer id
             # per incarnation keeps its image record apart from the earlier one's.
-            prefix = f"{self.writer_prefix}-r{os.environ.get('SLURM_RESTART_COUNT', '0')}"
+            restart = int(os.environ.get("SLURM_RESTART_COUNT", "0"))
+            prefix = f"{self.writer_prefix}-r{restart}"
+            # An earlier incarnation killed outright left its running checks on
+            # the board: they run again, and their cost is counted as lost.
+            for earlier in range(restart):
+                retire_boards(self.out, f"{self.writer_prefix}-r{earlier}-", lost.REQUEUED)
             self._prefix, self._finished = prefix, []
             plan = self.plan.only({task_key(t) for t in todo}) if self.plan is not None else None
             runs = {}

@@ -43,6 +43,7 @@ from .results import heartbeat, shards, lock as sweep_lock
 from .results.preparing import Preparing
 from .results.done import LIGHT, Done
 from .results.rows import ResultRow
+from .results.running import retire_boards
 from .settings import beyond_ram, format_size
 from .sweep_dir import check_manifest, check_out_dir, check_resume_settings
 
@@ -372,6 +373,14 @@ def _run_sweep(prepared: PreparedSweep, executor, on_row, on_start, on_skip, on_
         on_note(f"{changes.unhashed} recorded checks were written before rows recorded their "
                 "problem's hash: their verdicts stand, whatever their problem is now (a new --out "
                 "checks everything)")
+    if not executor.joins_running_sweep:
+        # This runner holds the lock: a check still on the running board was
+        # cut short by a runner killed without a word, and runs again now.
+        if retired := retire_boards(cfg.out):
+            cpu_h = sum(r.cpu_s for r in retired) / 3600
+            on_note(f"{len(retired)} checks were cut short when the last runner was killed without "
+                    f"a word: they run again ({cpu_h:.2f} core-hours of CPU lost at least; "
+                    "`proofbatch report` counts them)")
     on_start(len(prepared.tasks), len(prepared.tasks) - len(pending))
     stops = attempts.EarlyStops.of(pending)
     # OUT/status.json: what `proofbatch status` reads instead of the shards.

@@ -25,6 +25,9 @@ from pathlib import Path
 import psutil
 import pytest
 
+from runner.results import lost
+from runner.results.running import retire_boards
+
 from .helpers import ROOT, make_corpus
 
 pytestmark = pytest.mark.hol
@@ -131,6 +134,22 @@ def signal_when(tmp_path, sig, *, busy: bool, mode: str, ready, within_s: float,
         runner.kill()
 
 
+def lost_loop(out: Path, sig: signal.Signals) -> None:
+    """The endless check the signal cut short is counted as lost, under the
+    signal's name; after a kill -9, once the next runner retires the board
+    entry it left (runner/results/running.py)."""
+    if sig is signal.SIGKILL:
+        assert not lost.read(out)               # nobody was left to say it
+        retired = retire_boards(out)
+        assert [r.problem_id for r in retired] == ["stop.loop"] and retired[0].cause == lost.SILENT
+    (loss,) = [x for x in lost.read(out) if x.problem_id == "stop.loop"]
+    assert loss.cause == {signal.SIGINT: "Ctrl-C", signal.SIGTERM: "SIGTERM",
+                          signal.SIGKILL: lost.SILENT}[sig], loss
+    assert loss.wall_s > 0 and loss.cpu_s >= 0
+    if sig is not signal.SIGKILL:
+        assert loss.cpu_s > 0          # measured by its guard to the end
+
+
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM, signal.SIGKILL])
 def test_a_signal_during_the_base_boot_leaves_nothing(tmp_path, sig):
     signal_when(tmp_path, sig, busy=False, mode="bytecode", ready=booting, within_s=60,
@@ -142,3 +161,4 @@ def test_a_signal_during_the_base_boot_leaves_nothing(tmp_path, sig):
 def test_a_signal_while_images_load_and_checks_run_leaves_nothing(native_build, tmp_path, sig, mode):
     signal_when(tmp_path, sig, busy=True, mode=mode, ready=busy, within_s=300,
                 what="a check and an image build at once")
+    lost_loop(tmp_path / "out", sig)

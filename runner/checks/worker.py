@@ -25,6 +25,7 @@ from ..errors import ProverError, not_utf8
 from ..prover import BackendInfo, CheckResult, ProverSession
 from ..results.rows import ResultRow, utcnow
 from ..results.shards import ShardWriter
+from ..results import lost as lost_checks
 from ..results.running import RunningBoard
 from ..verdicts import Outcome, Verdict
 
@@ -127,8 +128,19 @@ def _given_up(result: CheckResult, cause: str, retries: int) -> CheckResult:
     return dataclasses.replace(result, outcome=Outcome(Verdict.ERROR, reason))
 
 
-def check_retrying(session: ProverSession, task: CheckTask,
-                   stop: threading.Event) -> tuple[CheckResult, int]:
+class Stop(threading.Event):
+    """A worker's stop, and why: a check it cuts short is a loss with that
+    cause (runner/results/lost.py)."""
+
+    cause = lost_checks.stop_cause(None)
+
+    def stop(self, cause: str) -> None:
+        self.cause = cause
+        self.set()
+
+
+def check_retrying(session: ProverSession, task: CheckTask, stop: threading.Event,
+                   on_retry: Callable[[CheckResult], None] = lambda r: None) -> tuple[CheckResult, int]:
     """Check ``task``; a check ended by something that is not its answer's
     doing (``retry_cause``) runs again on a fresh fork, up to
     OUTSIDE_RETRIES times, and only then is its end recorded, with the
@@ -141,6 +153,7 @@ def check_retrying(session: ProverSession, task: CheckTask,
             result = _given_up(result, cause, retries)
             break
         retries += 1
+        on_retry(result)            # its run is lost: the check runs again from its start
         result = session.check(task.problem, task.limits)
     return result, retries
 
@@ -252,10 +265,15 @@ def work(session: ProverSession, tasks: Iterator[CheckTask], writer: ShardWriter
                     board.progress(e.cpu_s, e.rss_bytes, clock)
             unlisten = events.listen(show)
             try:
-                result, retries = check_retrying(session, task, stop)
+                result, retries = check_retrying(
+                    session, task, stop, lambda r: board and board.lost(
+                        lost_checks.RETRIED, r.cpu_secs, r.wall_secs))
             finally:
                 unlisten()
                 events.say("checked", key=key, name=task.problem.problem_id, worker=worker)
+            if stop.is_set() and board:       # cut short: it runs again on resume
+                board.lost(stop.cause if isinstance(stop, Stop) else lost_checks.stop_cause(None),
+                           result.cpu_secs, result.wall_secs)
         if stop.is_set():
             return
         row = result_row(task, result, info=session.info, worker=worker, run_id=run_id,

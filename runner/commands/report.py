@@ -7,7 +7,7 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
-from ..reporting import error_causes, limits, passk, html as report_html
+from ..reporting import error_causes, heavy, limits, passk, html as report_html
 from ..errors import InputError
 from ..reporting.progress import STYLE
 from ..reporting.compare import Comparison, compare
@@ -163,7 +163,9 @@ def costs_table(c: dict) -> Table:
         table.add_column(name, justify="left" if not name else "right")
     for label, pred, meas in (
             ("image builds, core-h", c["predicted_image_core_hours"], c["measured_image_core_hours"]),
-            ("proofs, core-h", c["predicted_proof_core_hours"], c["measured_proof_core_hours"])):
+            ("proofs, core-h (wall)", c["predicted_proof_core_hours"], c["measured_proof_core_hours"]),
+            ("proofs, core-h (CPU)", c["predicted_proof_core_hours"],
+             c["measured_proof_cpu_core_hours"])):
         table.add_row(label, f"{pred:,.3f}", f"{meas:,.3f}", _error(pred, meas))
     for name, k in c["by_class"].items():
         # Measured: the median of each image's builds, each image counted once.
@@ -182,6 +184,13 @@ def term_limits(out: Console, r: SweepReport, price: float | None) -> None:
         out.print(line, markup=False)
 
 
+def term_heavy(out: Console, r: SweepReport, price: float | None) -> None:
+    """The heavy checks' share, memory by time class, and compute lost to reruns."""
+    for line in [heavy.heavy_line(r.table, r.core_hours), *heavy.memory_lines(r.table),
+                 *heavy.lost_lines(r.out)]:
+        out.print(line, markup=False)
+
+
 def term_errors(out: Console, r: SweepReport, price: float | None) -> None:
     """Last: the ERRORs by cause, so a sweep that failed for one reason ends saying it."""
     for line in error_causes.lines(error_causes.error_causes(r.table)):
@@ -190,7 +199,7 @@ def term_errors(out: Console, r: SweepReport, price: float | None) -> None:
 
 # One function per part of the terminal summary, in order; add one to add a part.
 TERMINAL = [term_summary, term_cost, term_images, term_throughput, term_categories, term_slowest,
-            term_limits, term_prediction, term_errors]
+            term_limits, term_heavy, term_prediction, term_errors]
 
 
 def print_comparison(out: Console, c: Comparison, price: float | None) -> None:

@@ -22,7 +22,7 @@ import pyarrow.compute as pc  # noqa: E402
 
 from ..results.publish import publish  # noqa: E402
 from ..errors import InputError  # noqa: E402
-from . import error_causes, limits  # noqa: E402
+from . import error_causes, heavy, limits  # noqa: E402
 from .compare import Comparison  # noqa: E402
 from .report import PARTS, SweepReport  # noqa: E402
 from ..verdicts import Verdict  # noqa: E402
@@ -177,6 +177,11 @@ def section_prediction(r: SweepReport, price: float | None) -> str:
     ratio = p["actual_makespan_s"] / p["predicted_makespan_s"] if p["predicted_makespan_s"] else 0
     rows = [["makespan (s)", f"{p['predicted_makespan_s']:,.2f}", f"{p['actual_makespan_s']:,.2f}"],
             ["core-hours", hours(p["predicted_core_hours"] * 3600), hours(p["actual_core_hours"] * 3600)]]
+    if (c := r.predicted_costs()) is not None:
+        # CPU beside wall: on a loaded host proofs wait for their cores.
+        for label, key in (("proofs, core-hours (wall)", "measured_proof_core_hours"),
+                           ("proofs, core-hours (CPU)", "measured_proof_cpu_core_hours")):
+            rows.append([label, hours(c["predicted_proof_core_hours"] * 3600), hours(c[key] * 3600)])
     sources = ", ".join(f"{k}: {v}" for k, v in sorted(p["sources"].items()))
     out = (f"<h2>Predicted against actual</h2>{_table(['', 'predicted', 'actual'], rows)}"
            f"<p>actual / predicted makespan: {ratio:.2f}. Expected durations from {_esc(sources)}.</p>")
@@ -210,6 +215,12 @@ def section_limits(r: SweepReport, price: float | None) -> str:
     return "<h2>Limits</h2>" + _items(limits.lines(limits.check(r.table, r.manifest)))
 
 
+def section_heavy(r: SweepReport, price: float | None) -> str:
+    said = [heavy.heavy_line(r.table, r.core_hours), *heavy.memory_lines(r.table),
+            *heavy.lost_lines(r.out)]
+    return "<h2>Heavy checks, memory and reruns</h2>" + _items(said)
+
+
 def section_errors(r: SweepReport, price: float | None) -> str:
     said = error_causes.lines(error_causes.error_causes(r.table))
     return f"<h2>ERRORs by cause</h2>{_items(said)}" if said else ""
@@ -218,7 +229,7 @@ def section_errors(r: SweepReport, price: float | None) -> str:
 Section = Callable[[SweepReport, "float | None"], str]
 SECTIONS: list[Section] = [section_summary, section_cost, section_images, section_throughput,
                            section_utilization, section_verdicts, section_slowest, section_limits,
-                           section_prediction, section_errors]
+                           section_heavy, section_prediction, section_errors]
 
 
 def page(title: str, body: str) -> str:

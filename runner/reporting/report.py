@@ -47,7 +47,7 @@ from ..results.sweep_manifest import read_sweep_manifest
 from ..errors import InputError
 from ..planning.planner import PLAN_FILE
 from ..prover import COMPILE_KEY
-from . import limits
+from . import heavy, limits
 
 WASTED = ("TIMEOUT", "MEMOUT")
 PARTS = ("proof", "image builds", "waiting", "dispatch overhead", "TIMEOUT", "MEMOUT", "idle")
@@ -56,7 +56,8 @@ PARTS = ("proof", "image builds", "waiting", "dispatch overhead", "TIMEOUT", "ME
 # images and hosts, the bulk of a row, stay on disk.
 COLUMNS = tuple(dict.fromkeys((
     "problem_id", "attempt", "category", "verdict", "reason", "prove_secs", "wall_secs",
-    "timeout_s", "worker", "started_at", "finished_at", "run_id", "wait_secs", *limits.COLUMNS)))
+    "timeout_s", "worker", "started_at", "finished_at", "run_id", "wait_secs", *limits.COLUMNS,
+    *heavy.COLUMNS)))
 # The throughput plot is 1200 px wide: a curve of more points than this
 # draws the same line, so a longer one keeps the last verdict of each of
 # this many equal spans of time.
@@ -229,6 +230,9 @@ class SweepReport:
         builds = [b for b in self.builds if b["run_id"] == run_id]
         rows = self.table.filter(pc.equal(self.table["run_id"], run_id))
         measured_proof_s = _total(pc.fill_null(rows["prove_secs"], 0.0))
+        # CPU beside wall: on a loaded host a proof waits for its core, and
+        # wall time over the plan is that waiting, not a wrong prediction.
+        measured_cpu_s = _total(pc.fill_null(heavy.proof_s(rows), 0.0))
         planned = {i["key"]: i for i in self.plan.get("images", [])}
         classes = image_classes(planned)
         secs: dict[str, list[float]] = defaultdict(list)
@@ -255,6 +259,7 @@ class SweepReport:
                 "predicted_rebuild_core_hours": predicted.get("image_rebuild_core_hours"),
                 "predicted_proof_core_hours": predicted["busy_core_hours"] - image_h,
                 "measured_proof_core_hours": measured_proof_s / 3600.0,
+                "measured_proof_cpu_core_hours": measured_cpu_s / 3600.0,
                 "unplanned_builds": sum(1 for b in builds if b["key"] not in planned),
                 "by_class": {k: per[k] for k in IMAGE_CLASSES if k in per}}
 

@@ -14,6 +14,7 @@ import socket
 import time
 from pathlib import Path
 
+from . import lost as lost_checks
 from .publish import publish_json
 
 RUNNING_DIR = "running"
@@ -23,9 +24,11 @@ class RunningBoard:
     """One worker's entry on the board: the check it is running, if any."""
 
     def __init__(self, out: Path, writer_id: str, worker: str):
-        self.path = Path(out) / RUNNING_DIR / f"{writer_id}.json"
+        self.out, self.writer_id = Path(out), writer_id
+        self.path = self.out / RUNNING_DIR / f"{writer_id}.json"
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self.worker = worker
+        self._entry: dict = {}
 
     def start(self, problem_id: str, attempt: int, timeout_s: float) -> None:
         """The worker took the check; it starts once its image is loaded."""
@@ -46,6 +49,14 @@ class RunningBoard:
                        "clock": clock, "progress_at": time.time()}
         self._publish()
 
+    def lost(self, cause: str, cpu_s: float | None, wall_s: float) -> None:
+        """The running check ends without a verdict and will run again: its
+        cost goes to OUT/lost/ (runner/results/lost.py) under ``cause``."""
+        if self._entry:
+            lost_checks.record(self.out, lost_checks.now_loss(
+                self._entry["problem_id"], self._entry["attempt"], cause, cpu_s, wall_s,
+                self.worker), self.writer_id)
+
     def _publish(self) -> None:
         publish_json(self.path, self._entry, newline=False)
 
@@ -64,4 +75,29 @@ def entries(out: Path) -> list[dict]:
             continue
         if isinstance(entry, dict):
             found.append(entry)
+    return found
+
+
+def retire_boards(out: Path, prefix: str = "", cause: str = lost_checks.SILENT) -> list[lost_checks.Loss]:
+    """Retire the running board's entries (of writers whose ids start with
+    ``prefix``) as losses of runners killed without a word. Only a runner
+    that knows no live worker writes them calls this: the sweep's lock
+    holder before its workers start, or a requeued Slurm task for its own
+    earlier incarnation."""
+    board = Path(out) / RUNNING_DIR
+    found = []
+    for path in sorted(board.glob(f"{prefix}*.json")) if board.is_dir() else ():
+        try:
+            entry = json.loads(path.read_text())
+        except (OSError, ValueError):
+            continue
+        started = entry.get("started")
+        if started is not None:             # a check that only waited for its image lost nothing
+            last = float(entry.get("progress_at") or started)
+            loss = lost_checks.Loss(entry["problem_id"], int(entry["attempt"]), cause,
+                                    float(entry.get("cpu_s") or 0.0), max(0.0, last - float(started)),
+                                    entry.get("host", ""), entry.get("worker", ""), last)
+            lost_checks.record(out, loss, path.stem)
+            found.append(loss)
+        path.unlink(missing_ok=True)
     return found

@@ -26,7 +26,9 @@ from runner.errors import ProverError
 from runner.checks.guard import OUTSIDE_RETRIES, death_reason, signal_name
 from runner.checks.image_server import RemoteSession
 from runner.prover import BackendInfo, CheckLimits, CheckResult
+from runner.results import lost
 from runner.results.rows import rows_to_table
+from runner.results.running import RunningBoard
 from runner.results.shards import ShardWriter
 from runner.verdicts import Outcome, Verdict
 from runner.checks.tasks import CheckTask
@@ -162,7 +164,7 @@ def check_killed(hol_session, tmp_path: Path, pid: str, answer: str, setup: str,
         assert rows[-1].verdict == "OK", rows[-1]
         killer = kill_its_checks(hol_session, p, times=kills) if kills else None
         work(hol_session, iter([CheckTask(p, limits)]), writer, worker="w0", run_id="r",
-             on_row=rows.append)
+             on_row=rows.append, board=RunningBoard(tmp_path / "out", "w0", "w0"))
     if killer is not None:
         killer.join(timeout=5)
     return rows[-1]
@@ -172,6 +174,9 @@ def test_a_real_check_killed_by_kill_9_is_retried_then_ok(hol_session, tmp_path)
     row = check_killed(hol_session, tmp_path, "infra.once", LONG,
                        "let PB_INFRA_A = new_definition `pb_infra_a = 1`;;\n", kills=1)
     assert (row.verdict, row.infra_retries) == ("OK", 1), row
+    # The killed run is compute lost: report counts it (runner/results/lost.py).
+    (loss,) = lost.read(tmp_path / "out")
+    assert (loss.problem_id, loss.cause) == ("infra.once", lost.RETRIED) and loss.wall_s > 0
 
 
 def test_a_real_check_killed_every_time_is_recorded_as_sigkill(hol_session, tmp_path):
