@@ -1,0 +1,183 @@
+"""The benchmarks' judging functions gate PASS on every goal they print: fed
+small hand-made inputs shaped like their real ones, a figure planted over a
+goal makes the run's record say ``pass: false`` (issue 45)."""
+
+from __future__ import annotations
+
+import json
+import sys
+from types import SimpleNamespace
+
+from ..helpers import ROOT
+
+sys.path.insert(0, str(ROOT / "benchmarks"))
+import loaded_host  # noqa: E402
+import predictions  # noqa: E402
+import record  # noqa: E402
+import s2n_readme_path  # noqa: E402
+import vs_bench_report  # noqa: E402
+
+A, B = "arm.bignum_add.BIGNUM_ADD_CORRECT", "arm.bignum_add.BIGNUM_ADD_SUBROUTINE_CORRECT"
+
+
+def passes(goals, tmp_path) -> bool:
+    """The ``pass`` a run's record gets for these goals (the script's own checks passed)."""
+    rec = record.Record("judging", ["judging.py"])
+    return json.loads(rec.finish(list(goals), True, directory=tmp_path).read_text())["pass"]
+
+
+def missed(goals) -> list[str]:
+    return [g.name for g in goals if not g.met]
+
+
+# -- vs_bench_harness.py's report ---------------------------------------------------------
+
+def vs_rounds(pb_prove_s=1.0, pb_wall_s=3.0, pb_verdict="OK"):
+    """One round: the bench's flow proved each problem in 1 s of PROFILE in 10 s
+    end to end; proofbatch in ``pb_prove_s`` each and ``pb_wall_s`` end to end."""
+    bench = {"programs": 1, "bytecode_fallbacks": 0, "evaldir": "/w/bench/eval-1",
+             "verdicts": {A: "OK", B: "OK"}, "profile": {A: (1.0, "OK"), B: (1.0, "OK")},
+             "combine_s": 2.0, "run_s": 8.0, "wall_s": 10.0, "cpu_s": 20.0, "cpu_how": "cgroup",
+             "load": "load 0.1-0.2"}
+    row = {"prove_secs": str(pb_prove_s), "prove_cpu_secs": str(pb_prove_s)}
+    pb = {"rows": {A: row, B: row}, "verdicts": {A: "OK", B: pb_verdict}, "nice": -10,
+          "extract_s": 1.0, "run_s": pb_wall_s - 1.0, "wall_s": pb_wall_s, "cpu_s": 5.0,
+          "cpu_how": "cgroup", "load": "load 0.1-0.3"}
+    return [(bench, pb)]
+
+
+def vs_report(rounds):
+    args = SimpleNamespace(seed=1, workers=2, min_secs=0.5)
+    listed = {A: {"prove_secs": "1.0"}, B: {"prove_secs": "1.0"}}
+    return vs_bench_report.report(args, ["bignum_add"], [A, B], set(), listed, rounds)
+
+
+def test_vs_bench_passes_only_when_verdicts_and_both_ratios_meet_their_goals(tmp_path):
+    figures, lines, goals = vs_report(vs_rounds())
+    assert figures["proof_ratio_median"] == 1.0 and figures["wall_ratio"] == 0.3
+    assert missed(goals) == [] and passes(goals, tmp_path)
+    # Verdicts agree, but proof time 1.2x the bench's: printed and now gating.
+    _, _, goals = vs_report(vs_rounds(pb_prove_s=1.2))
+    assert missed(goals) == ["proof time, proofbatch / bench (median)"]
+    assert not passes(goals, tmp_path)
+    # The whole flow in half the bench's wall time: over the third.
+    _, _, goals = vs_report(vs_rounds(pb_wall_s=5.0))
+    assert missed(goals) == ["end-to-end wall, proofbatch / bench flow (median)"]
+    assert not passes(goals, tmp_path)
+    _, lines, goals = vs_report(vs_rounds(pb_verdict="FAIL"))
+    assert missed(goals) == ["verdicts differing between the flows"]
+    assert any(line.startswith("DIFFERS: round 1 " + B) for line in lines)
+
+
+def test_vs_bench_with_no_ratio_measured_misses_its_goal():
+    """Every check under --min-secs: the median is NaN, which used to compare
+    as neither met nor missed; now the goal has no value and is missed."""
+    args = SimpleNamespace(seed=1, workers=2, min_secs=5.0)
+    listed = {A: {"prove_secs": "1.0"}, B: {"prove_secs": "1.0"}}
+    _, _, goals = vs_bench_report.report(args, ["bignum_add"], [A, B], set(), listed, vs_rounds())
+    assert missed(goals) == ["proof time, proofbatch / bench (median)"]
+
+
+# -- loaded_host.py ---------------------------------------------------------------------------
+
+def loaded_runs(cpu_s=20.0, verdict="OK"):
+    def row(cpu, v="OK", clock_s=21.0):
+        return {"prove_secs": str(clock_s), "prove_cpu_secs": str(cpu), "verdict": v,
+                "reason": "", "timeout_s": "40"}
+    quiet = {A: row(20.0), B: row(30.0)}
+    return {"quiet": (quiet, 100.0, "load 0.1"), "quiet-again": (quiet, 100.0, "load 0.1"),
+            "wall": ({A: row(20.0), B: row(30.0, "TIMEOUT")}, 150.0, "load 6.0"),
+            "cpu": ({A: row(cpu_s, verdict), B: row(30.0)}, 150.0, "load 6.0")}
+
+
+PICKED = [{"problem_id": A, "prove_secs": 20.0, "timeout_sec": 40.0},
+          {"problem_id": B, "prove_secs": 30.0, "timeout_sec": 60.0}]
+
+
+def test_loaded_host_gates_on_verdicts_and_the_cpu_ratio(tmp_path):
+    _, failures, figures, goals = loaded_host.judge(PICKED, loaded_runs())
+    assert failures == [] and figures["wall_false_timeouts"] == 1
+    assert missed(goals) == [] and passes(goals, tmp_path)
+    # A's loaded CPU time 1.5x its quiet one; B's the same: median 1.25.
+    _, failures, figures, goals = loaded_host.judge(PICKED, loaded_runs(cpu_s=30.0))
+    assert figures["cpu_drift_median"] == 1.25
+    assert missed(goals) == ["|loaded CPU proof time / quiet - 1| (median)"]
+    assert not passes(goals, tmp_path)
+    _, failures, _, goals = loaded_host.judge(PICKED, loaded_runs(verdict="TIMEOUT"))
+    assert missed(goals) == ["ground truths not OK under the default clock, loaded"]
+    assert not passes(goals, tmp_path)
+
+
+# -- s2n_readme_path.py -----------------------------------------------------------------------
+
+def readme_rows(swept, **change):
+    """Rows of a sweep in mode ``swept``; B's row changed."""
+    rows = {pid: {"verdict": "OK", "reason": "", "mode": swept, "prove_secs": "1.0",
+                  "timeout_s": str(s2n_readme_path.converted(10.0) if swept == "bytecode" else 10.0),
+                  "timeout_source": "map"} for pid in (A, B)}
+    rows[B].update(change)
+    return rows
+
+
+def test_s2n_readme_path_gates_on_each_mode(tmp_path):
+    listed = {A: {"timeout_sec": 10.0}, B: {"timeout_sec": 10.0}}
+    goals = [s2n_readme_path.judge_mode(m, readme_rows(m), [A, B], listed)[2]
+             for m in ("native", "bytecode")]
+    assert missed(goals) == [] and passes(goals, tmp_path)
+    for mode, change in (("native", {"verdict": "FAIL", "reason": "tactic failed"}),
+                         ("native", {"mode": "bytecode"}),
+                         ("bytecode", {"timeout_s": "10.0"})):      # the map's, not converted
+        _, fails, goal = s2n_readme_path.judge_mode(mode, readme_rows(mode, **change), [A, B], listed)
+        assert goal.value == 1 and not goal.met and len(fails) == 1, (mode, change)
+        assert not passes([goal], tmp_path)
+    rows = readme_rows("native")
+    del rows[B]
+    _, fails, goal = s2n_readme_path.judge_mode("native", rows, [A, B], listed)
+    assert fails == [f"native: {B} has no row"] and not goal.met
+
+
+# -- predictions.py ---------------------------------------------------------------------------
+
+def a_sweep(out, head_s=5.0):
+    """OUT/plan.json (a boot, a library prefix shared by two file heads) and
+    OUT/images/*.json as a sweep leaves them; ``head_s`` each file head's build."""
+    (out / "images").mkdir(parents=True)
+    (out / "plan.json").write_text(json.dumps({"images": [
+        {"key": "boot", "parent": None}, {"key": "lib", "parent": "boot"},
+        {"key": "h1", "parent": "lib"}, {"key": "h2", "parent": "lib"}]}))
+    builds = [{"key": "boot", "secs": 10.0}, {"key": "lib", "secs": 20.0},
+              {"key": "h1", "secs": head_s}, {"key": "h2", "secs": head_s},
+              {"key": "lib", "secs": 21.0},                      # a rebuild: not the class's
+              {"key": "native-compile:h1", "secs": 1.0}, {"key": "native-compile:answers:h1", "secs": 0.5},
+              {"key": "unknown", "secs": 3.0}]
+    (out / "images" / "a.json").write_text(json.dumps({"builds": builds}))
+    return out
+
+
+PREDICTED = {"boot": {"images": 1, "build_s": 10.0}, "library prefix": {"images": 1, "build_s": 20.5},
+             "file head": {"images": 2, "build_s": 11.5}}
+
+
+def prediction(out, makespan_s=100.0):
+    measured, other = predictions.measured_classes(out)
+    return {"mode": "native", "wall_s": 110.0, "load": "load 0.2", "cache_modules_added": 0,
+            "predicted": {"makespan_s": 100.0, "classes": PREDICTED, "checks": 4},
+            "measured": {"makespan_s": makespan_s, "classes": measured, **other}}
+
+
+def test_predictions_measures_each_class_and_gates_on_each(tmp_path):
+    out = a_sweep(tmp_path / "ok")
+    measured, other = predictions.measured_classes(out)
+    assert measured["library prefix"] == {"images": 1, "build_s": 20.5, "compile_s": 0.0}
+    # Each head once, the first also its context's and its answers' compiles.
+    assert measured["file head"] == {"images": 2, "build_s": 11.5, "compile_s": 1.5}
+    assert other["rebuild_s"] == 20.5 and other["unplanned_s"] == 3.0
+    goals = predictions.judge(prediction(out), [])
+    assert missed(goals) == [] and passes(goals, tmp_path)
+    # File heads took twice as long as predicted (+100% measured, -43% error).
+    goals = predictions.judge(prediction(a_sweep(tmp_path / "slow", head_s=10.0)), [])
+    assert missed(goals) == ["native file head image core-s |predicted / measured - 1|"]
+    assert not passes(goals, tmp_path)
+    goals = predictions.judge(prediction(out, makespan_s=130.0), [])
+    assert missed(goals) == ["native makespan |predicted / measured - 1|"]
+    assert not passes(goals, tmp_path)
