@@ -22,6 +22,14 @@ exceeds the bench's limit moved to this host (limit x factor), from the
 pooled spread model ``timeout-map`` derives limits with (runner/maps/spread.py).
 It exits 1 when a profiled ground truth was not OK (a profile defect).
 
+A corpus and a profile left in ``--work`` by an earlier run are reused (a
+profile cut short is continued by the same command) only when the record
+they were made with (benchmarks/record.py, scripts
+``regenerate_bench_map-corpus`` and ``-profile``) has this commit, host and
+inputs: the drawn files and problems, s2n-bignum's and HOL Light's commits,
+the native build, ``--runs`` and ``--seed``. Otherwise they are made afresh,
+and the run's record names what it reused.
+
     .venv/bin/python benchmarks/regenerate_bench_map.py --work /work/build \\
         --bench-map /work/build/timeout-map.json --seed 1
 """
@@ -37,9 +45,11 @@ from collections import defaultdict
 from pathlib import Path
 
 import common  # noqa: F401  (puts the project root on sys.path)
+import record  # noqa: E402
 from common import ROOT, arg_parser, emit, log  # noqa: E402
 from s2n_readme_path import (PROOFBATCH, LoadSampler, built_work_arguments, step,  # noqa: E402
                              use_built_work)
+from vs_bench_flows import git_rev, native_build_key  # noqa: E402
 
 HEAVY_S = 30.0
 # Strata of the bench's prove_secs: the heavy band is drawn first, the
@@ -96,6 +106,33 @@ def draw(files: dict[str, list[dict]], seed: int, count: int, min_files: int, he
     return sorted(picked, key=lambda e: e["problem_id"])
 
 
+def reusable(kind: str, folder: Path, inputs: dict, ready: Path | None = None,
+             directory: Path | None = None) -> bool:
+    """Whether ``folder`` (the corpus or the profile) may be kept: it holds
+    ``ready`` (its marker of a finished step, if any) and a clean record of
+    this commit and host made it from these inputs. Else it is removed, to
+    be made afresh."""
+    data = record.matching(f"regenerate_bench_map-{kind}",
+                           {"commit": record.commit()[0], "host": record.host(),
+                            "inputs": {**inputs, "folder": str(folder)}}, directory)
+    if data is not None and folder.exists() and (ready is None or ready.exists()):
+        record.current().reused(kind, data["path"], folder=str(folder))
+        log(f"{kind}: reusing {folder} (made as {data['path']} records)")
+        return True
+    if folder.exists():
+        log(f"{kind}: {folder} has no record of this commit, host and inputs: making it afresh")
+    shutil.rmtree(folder, ignore_errors=True)
+    return False
+
+
+def made(kind: str, folder: Path, inputs: dict, directory: Path | None = None) -> Path:
+    """The record of what makes ``folder``, for a later run's ``reusable``."""
+    rec = record.Record(f"regenerate_bench_map-{kind}", sys.argv)
+    for name, value in {**inputs, "folder": str(folder)}.items():
+        rec.input(name, value)
+    return rec.finish([], directory=directory)
+
+
 def exceedance(profile_dir: Path, limits_here: dict[str, float]) -> dict[str, float]:
     """Per problem, the chance that a correct run here exceeds ``limits_here``,
     from the spread model timeout-map fits to the profile (CPU times)."""
@@ -136,12 +173,20 @@ def main() -> int:
     ours, cmp_json = args.work / f"{tag}-map.json", args.work / f"{tag}-compare.json"
     chosen = args.work / f"{tag}-problems.txt"
     chosen.write_text("".join(e["problem_id"] + "\n" for e in picked))
-    if not (corpus / ".extracted").exists():
-        shutil.rmtree(corpus, ignore_errors=True)
+    corpus_inputs = {"files": files, "s2n_bignum_rev": git_rev(s2n)}
+    if not reusable("corpus", corpus, corpus_inputs, ready=corpus / ".extracted"):
         step(PROOFBATCH + ["extract", *[s2n / "arm/proofs" / f"{f}.ml" for f in files], "--out",
                            corpus, "--prefix", "arm"], cwd=ROOT)
         (corpus / ".extracted").touch()
-    # Resumable: a profile cut short is continued by the same command.
+        made("corpus", corpus, corpus_inputs)
+    # Resumable: a profile cut short is continued by the same command, when
+    # it is the same profile; its record is written as it begins.
+    profile_inputs = {**corpus_inputs, "corpus_sha256": record.digest(corpus),
+                      "problems": [e["problem_id"] for e in picked], "runs": args.runs,
+                      "seed": args.seed, "hol_light_rev": git_rev(args.work / "hol-light"),
+                      "native_build": native_build_key(args.work / "hol-light")}
+    if not reusable("profile", profile_dir, profile_inputs):
+        made("profile", profile_dir, profile_inputs)
     with LoadSampler() as load:
         profile_s = step(PROOFBATCH + [
             "profile", corpus, "--out", profile_dir, "--problems", f"@{chosen}", "--runs",

@@ -30,10 +30,20 @@ holding its whole process tree (the native server's forks are never reaped
 into our children's times), else from our children's rusage.
 
 Each flow's figures are kept in ``WORK/flow-SEED-ROUND-FLOW.json`` as it
-ends; ``--resume`` reads a flow kept for the same draw (seed, problems,
-answers, workers) instead of running it again, so a stopped run, or one
-given more ``--rounds`` later, loses no finished flow (each kept flow says
-when it ran; the report prints every flow's load).
+ends, with a record of what made them (``vs_bench_flows.py``); ``--resume``
+reads a kept flow instead of running it again only when that record has this
+run's commit, host, draw (seed, problems, answers, workers), builds (the
+HOL Light checkout's commit and native build key, s2n-bignum's commit), the
+bench's revision and map, and ``--min-secs``; else it runs the flow again and
+says why. So a stopped run, or one given more ``--rounds`` later, loses no
+finished flow, and no flow of other settings is reported as this run's (each
+kept flow says when it ran, the run's record names every flow it reused, and
+the report prints every flow's load).
+
+It passes when every verdict is the same in both flows, proofbatch's proof
+time is within 1.05 of the bench's (median over the checks of at least
+``--min-secs`` OK in both), and its end-to-end wall within a third of the
+bench flow's (median over rounds).
 
     .venv/bin/python benchmarks/vs_bench_harness.py --work /work/build/vs-bench \\
         --hol-light /work/build/hol-light --s2n-bignum /work/build/s2n-bignum \\
@@ -57,9 +67,11 @@ from collections import defaultdict
 from pathlib import Path
 
 import common  # noqa: F401  (puts the project root on sys.path)
+import record
 from common import ROOT, arg_parser, emit, log
 from s2n_cut import Inliner, dir_source, read_proof_file
 from s2n_readme_path import PROOFBATCH, LoadSampler, read_rows, step
+from vs_bench_flows import keep, kept_flow, settings
 from vs_bench_report import report
 from runner.provers.hol_light.ocaml_lexer import split_phrases
 from runner.provers.hol_light.extract.extract_scan import Theorem, scan_phrase
@@ -272,7 +284,8 @@ def main() -> int:
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--rounds", type=int, default=1, help="each flow this many times, ABBA")
     parser.add_argument("--resume", action="store_true",
-                        help="read flows kept in --work for the same draw instead of running them again")
+                        help="read a flow kept in --work instead of running it again, when its "
+                        "record has this run's commit, host, draw, builds, bench and --min-secs")
     parser.add_argument("--min-secs", type=float, default=0.5,
                         help="ratios over proofs of at least this long (shorter: the clock's noise)")
     args = parser.parse_args()
@@ -303,6 +316,9 @@ def main() -> int:
     bench = bench_inputs(args, hol, s2n, files, ids, corpus)
 
     draw = {"seed": args.seed, "ids": ids, "answers": answers, "workers": args.workers}
+    inputs = settings(args, draw)
+    for name, value in inputs.items():
+        record.current().input(name, value)
     rounds = []
     for r in range(args.rounds):
         order = ("bench", "pb") if r % 2 == 0 else ("pb", "bench")
@@ -310,24 +326,28 @@ def main() -> int:
         for flow in order:
             tag = f"{args.seed}-{r + 1}"
             kept = args.work / f"flow-{tag}-{flow}.json"
-            if args.resume and kept.is_file() and json.loads(kept.read_text())["draw"] == draw:
-                got[flow] = json.loads(kept.read_text())["figures"]
-                log(f"round {r + 1}: {flow}, kept from {got[flow]['ended']} ({kept})")
-                continue
+            if args.resume:
+                figures, why = kept_flow(kept, inputs, r + 1, flow)
+                if figures is not None:
+                    got[flow] = figures
+                    record.current().reused(f"round {r + 1} {flow} flow", why, kept=str(kept),
+                                            ended=figures.get("ended"))
+                    log(f"round {r + 1}: {flow}, kept from {figures.get('ended')} ({kept}; {why})")
+                    continue
+                log(f"round {r + 1}: {flow}: not reusing the kept flow ({why}): running it")
             log(f"round {r + 1}: {flow}")
             if flow == "bench":
                 shutil.rmtree(bench / f"answers-{tag}", ignore_errors=True)
             got[flow] = (run_bench(args, bench, answers, tag) if flow == "bench" else
                          run_proofbatch(args, corpus, chosen, answers_csv, hol, s2n, extract_s, tag))
             got[flow]["ended"] = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime())
-            tmp = kept.with_suffix(".tmp")
-            tmp.write_text(json.dumps({"draw": draw, "figures": got[flow]}))
-            os.replace(tmp, kept)
+            keep(kept, draw, got[flow], inputs, r + 1, flow)
         rounds.append((got["bench"], got["pb"]))
-    figures, lines, agree = report(args, files, ids, wrong, listed, rounds)
+    figures, lines, goals = report(args, files, ids, wrong, listed, rounds)
     (args.work / f"report-{args.seed}.json").write_text(json.dumps(figures, indent=1))
     return emit(args, "vs_bench_harness", figures, lines,
-                "every verdict the same in both flows (goals printed beside their measures)", agree)
+                "every verdict the same in both flows, proof time <= 1.05 and end-to-end wall "
+                "<= 1/3 of the bench's", True, goals)
 
 
 if __name__ == "__main__":
