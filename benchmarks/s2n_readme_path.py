@@ -35,6 +35,7 @@ import csv
 import json
 import os
 import random
+import shutil
 import statistics
 import subprocess
 import sys
@@ -44,7 +45,7 @@ from collections import defaultdict
 from pathlib import Path
 
 import common  # noqa: F401  (puts the project root on sys.path)
-from common import ROOT, arg_parser, emit, log  # noqa: E402
+from common import ROOT, Goal, arg_parser, emit, log  # noqa: E402
 from runner.provers.hol_light.costs.map_modes import RATIO_MAX  # noqa: E402
 
 HOL_LIGHT_PIN = "5e62421"        # the bench's setup.sh
@@ -149,8 +150,10 @@ def read_rows(out: Path) -> dict[str, dict]:
 def sweep(args, mode: str, corpus: Path, chosen: Path, hol: Path,
           s2n: Path) -> tuple[dict[str, dict], float, str]:
     """``proofbatch run`` of the ``chosen`` problems in ``mode``, as the
-    README documents it."""
+    README documents it, into a fresh folder: ``run`` resumes a folder
+    it finds, and an earlier run's rows would be reported as this one's."""
     out = args.work / f"out-{tag(args)}-{mode}"
+    shutil.rmtree(out, ignore_errors=True)
     argv = PROOFBATCH + ["run", corpus, "--problems", f"@{chosen}", "--out", out,
                          "--hol-light", hol, "--context-root", s2n,
                          "--context-proofs", "trust", "--mode", mode, "--workers", str(args.workers),
@@ -217,15 +220,18 @@ def extract_corpus(args, s2n: Path, files: list[str],
 
 
 def judge_mode(mode: str, rows: dict[str, dict], ids: list[str],
-               listed: dict[str, dict]) -> tuple[str, list[str]]:
+               listed: dict[str, dict]) -> tuple[str, list[str], Goal]:
     """One mode's verdict counts and how many ran in another mode, as its
-    line's tail; and what the mode did not meet."""
+    line's tail; what the mode did not meet; and its goal: every ground
+    truth OK, in this mode, each problem swept (and in bytecode under the
+    limit converted from the map's)."""
     verdicts = defaultdict(int)
     for row in rows.values():
         verdicts[row["verdict"]] += 1
     not_ok = [f"{pid} {r['verdict']} {r['reason']}" for pid, r in rows.items() if r["verdict"] != "OK"]
     wrong_mode = [pid for pid, r in rows.items() if r["mode"] != mode]
     missing = [pid for pid in ids if pid not in rows]
+    short = {pid for pid, r in rows.items() if r["verdict"] != "OK"} | set(wrong_mode) | set(missing)
     tail = (" ".join(f"{v} {n}" for v, n in sorted(verdicts.items()))
             + f"; {len(wrong_mode)} ran in another mode")
     fails = [f"{mode}: {x}" for x in not_ok]
@@ -234,29 +240,35 @@ def judge_mode(mode: str, rows: dict[str, dict], ids: list[str],
     if mode == "bytecode":
         for pid, r in rows.items():
             if pid in listed and float(r["timeout_s"]) != converted(listed[pid]["timeout_sec"]):
+                short.add(pid)
                 fails.append(f"bytecode: {pid} ran under {r['timeout_s']} s "
                              f"({r['timeout_source']}), not the converted "
                              f"{converted(listed[pid]['timeout_sec'])} s")
-    return tail, fails
+    goal = Goal(f"{mode}: problems not OK, not swept, run in another mode or under another limit",
+                len(short), "==", 0)
+    return tail, fails, goal
 
 
 def sweep_modes(args, corpus: Path, chosen: Path, hol: Path, s2n: Path, ids: list[str],
-                listed: dict[str, dict]) -> tuple[dict[str, dict[str, dict]], list[str], list[str], dict]:
+                listed: dict[str, dict]) -> tuple[dict[str, dict[str, dict]], list[str], list[str],
+                                                  dict, list[Goal]]:
     """A sweep in each mode: {mode: rows}, a line per mode, what was not
-    met, and each mode's wall seconds and load."""
+    met, each mode's wall seconds and load, and each mode's goal."""
     runs: dict[str, dict[str, dict]] = {}
     lines: list[str] = []
     fails: list[str] = []
     figures: dict = {}
+    goals: list[Goal] = []
     for mode in args.modes.split(","):
         rows, wall, load = sweep(args, mode, corpus, chosen, hol, s2n)
         runs[mode] = rows
-        tail, mode_fails = judge_mode(mode, rows, ids, listed)
+        tail, mode_fails, goal = judge_mode(mode, rows, ids, listed)
+        goals.append(goal)
         lines.append(f"{mode}: wall {wall:.0f} s, {load}; " + tail)
         fails += mode_fails
         figures[f"{mode}_wall_s"] = round(wall, 1)
         figures[f"{mode}_load"] = load
-    return runs, lines, fails, figures
+    return runs, lines, fails, figures, goals
 
 
 def against_map(runs: dict[str, dict[str, dict]], ids: list[str],
@@ -293,7 +305,8 @@ def main() -> int:
              f"in {extract_s:.1f} s, {len(ids)} of them in the bench's map (swept)",
              "builds: " + ", ".join(f"{k} {v:.0f}" for k, v in build_secs.items())]
     figures: dict = {"arch": args.arch, "seed": args.seed, "files": files, "problems": len(ids), **build_secs}
-    runs, mode_lines, problems_fail, mode_figures = sweep_modes(args, corpus, chosen, hol, s2n, ids, listed)
+    runs, mode_lines, problems_fail, mode_figures, goals = sweep_modes(args, corpus, chosen, hol, s2n,
+                                                                       ids, listed)
     lines += mode_lines
     figures.update(mode_figures)
     if "native" in runs:
@@ -307,7 +320,8 @@ def main() -> int:
     figures["failures"] = len(problems_fail)
     return emit(args, "s2n_readme_path", figures, lines,
                 f"every ground truth OK in {' and '.join(args.modes.split(','))}, no fallback "
-                "natively, bytecode limits converted from the map", not problems_fail)
+                "natively, bytecode limits converted from the map", True,
+                [Goal("problems swept (the map's, of the files drawn)", len(ids), ">", 0), *goals])
 
 
 if __name__ == "__main__":
