@@ -48,6 +48,15 @@ from .checks.worker import cpu_model
 from .maps.profile_summary import _other_choice, write_summary
 
 
+# Each run checks every ground truth once more, one run after another; the
+# statistics a profile keeps (min, median, max, spread) settle within a
+# handful (s2n-bignum-bench takes 3), so more than 100 is a slip of the
+# keyboard: a billion planned a billion runs in memory (4 GB in 12 s) before
+# any check ran. 100 also keeps a generation's seeds (seed + 1000 (g - 1) +
+# r - 1) from meeting the next generation's.
+MAX_RUNS = 100
+DEFAULT_RUNS = 3
+
 
 @dataclass(frozen=True, kw_only=True)
 class ProfileConfig:
@@ -59,7 +68,10 @@ class ProfileConfig:
                                  default=None, flag=flag_of(SweepConfig, "answers"))
     out: Path = _help("profile directory, e.g. profiles/NAME; rerun to resume",
                       flag=flag_of(SweepConfig, "out"))
-    runs: int = _help("times each ground truth is checked", default=3, flag="--runs", type=int)
+    runs: int | None = _help(f"times each ground truth is checked, 1 to {MAX_RUNS}; a finished "
+                             "profile takes more (only the new runs run), never fewer (default: "
+                             f"the count the profile was taken with, {DEFAULT_RUNS} for a new one)",
+                             default=None, flag="--runs", type=int)
     ceiling_s: float = _help("time limit of every profiled check: the map's cap, so that no "
                              "correct proof is cut short below it", default=10800.0,
                              flag="--ceiling", type=float, metavar="CEILING")
@@ -157,7 +169,8 @@ def _plan_generation(cfg: ProfileConfig, provenance: dict | None, hashes: dict[s
                       "created": _now(), "generations": []}
     generations = provenance["generations"]
     if generations and not generations[-1].get("finished"):
-        return provenance, generations[-1]
+        return provenance, _with_runs_asked(cfg, generations)
+    runs = cfg.runs or (len(generations[-1]["runs"]) if generations else DEFAULT_RUNS)
     if generations:
         profiled = {p["problem_id"]: p["content_sha256"] for p in (summary or {}).get("problems", [])}
         profiled.update({d["problem_id"]: d["content_sha256"] for d in (summary or {}).get("defects", [])})
@@ -167,9 +180,9 @@ def _plan_generation(cfg: ProfileConfig, provenance: dict | None, hashes: dict[s
                 raise InputError(cfg.out, f"{len(todo)} problems are new or changed since this profile "
                                  f"was taken (e.g. {todo[0]})",
                                  "pass --incremental to profile just those, or use a new --out")
-            return provenance, None
+            return provenance, _with_runs_asked(cfg, generations)
         if not todo:
-            return provenance, None
+            return provenance, _with_runs_asked(cfg, generations)
     else:
         todo = sorted(hashes)
     g = len(generations) + 1
@@ -177,9 +190,34 @@ def _plan_generation(cfg: ProfileConfig, provenance: dict | None, hashes: dict[s
     generation = {"id": f"g{g}", "started": _now(), "finished": None, "ceiling_s": cfg.ceiling_s,
                   "problems": todo, "content_sha256": {pid: hashes[pid] for pid in todo},
                   "command": list(cfg.command), "machine": machine(), "cluster": cfg.executor,
-                  "runs": [{"dir": f"runs/g{g}-r{r}", "seed": seed + r - 1} for r in range(1, cfg.runs + 1)]}
+                  "runs": [{"dir": f"runs/g{g}-r{r}", "seed": seed + r - 1} for r in range(1, runs + 1)]}
     generations.append(generation)
     return provenance, generation
+
+
+def _with_runs_asked(cfg: ProfileConfig, generations: list[dict]) -> dict | None:
+    """The last generation to run: resumed as planned, or given the more
+    runs --runs asks for (only those run; their seeds go on from its own).
+    None when it is finished and nothing more is asked. Fewer runs than it
+    has, or more for a profile of several generations (whose earlier
+    problems would keep fewer), are refused naming the count it has."""
+    last = generations[-1]
+    have = len(last["runs"])
+    if cfg.runs is None or cfg.runs == have:
+        return None if last.get("finished") else last
+    taken = f"{cfg.out} was taken with --runs {have}, not {cfg.runs}"
+    if cfg.runs < have or (last.get("finished") and len(generations) > 1):
+        why = ("a profile keeps every run it took" if cfg.runs < have else "more runs extend a "
+               f"profile of one generation only, and this has {len(generations)}")
+        raise InputError("--runs", f"{taken} ({why})", f"pass --runs {have} or leave --runs out, "
+                         f"or profile {cfg.runs} runs into a new --out")
+    first = last["runs"][0]["seed"]
+    last["runs"] += [{"dir": f"runs/{last['id']}-r{r}", "seed": first + r - 1}
+                     for r in range(have + 1, cfg.runs + 1)]
+    last.setdefault("extended", []).append({"runs": cfg.runs, "at": _now(),
+                                            "command": list(cfg.command)})
+    last["finished"] = None
+    return last
 
 
 def profile(cfg: ProfileConfig, executor_for: Callable[[SweepConfig], object],
@@ -190,8 +228,11 @@ def profile(cfg: ProfileConfig, executor_for: Callable[[SweepConfig], object],
     ``executor_for(config)`` makes the executor of each run. Raises
     InputError on bad input before anything is written.
     """
-    if cfg.runs < 1:
-        raise InputError("--runs", f"{cfg.runs} is not a number of runs", "pass 1 or more (3 is usual)")
+    if cfg.runs is not None and not 1 <= cfg.runs <= MAX_RUNS:
+        # Before anything is read or planned (MAX_RUNS).
+        raise InputError("--runs", f"{cfg.runs} is not a number of runs a profile takes (1 to "
+                         f"{MAX_RUNS}: each run checks every ground truth once more)",
+                         f"pass {DEFAULT_RUNS} (usual) to 10")
     if cfg.executor == "local" and cfg.workers > (os.cpu_count() or 1):
         # Two checks on one core each take about twice as long: the profile
         # would time the sharing, not the proofs.
