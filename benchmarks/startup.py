@@ -9,13 +9,13 @@ Each command runs N times in a fresh interpreter (`python -m runner.cli`,
 as the `proofbatch` entry point does); the table gives the median and the
 best wall time, and the median less bare Python's: what proofbatch itself
 costs. The targets on a quiet host: --version and --help within 0.3 s,
-status within 0.5 s. tests/test_startup.py checks the cause (no heavy
-import), never a time.
+status within 0.5 s, each a goal of the run's record that gates its exit
+status (1 when a median is over). tests/test_startup.py checks the cause
+(no heavy import), never a time.
 """
 
 from __future__ import annotations
 
-import argparse
 import json
 import statistics
 import subprocess
@@ -24,7 +24,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from common import ROOT  # puts the project root on sys.path
+from common import ROOT, Goal, arg_parser, emit  # puts the project root on sys.path
+
 TARGETS = {"--version": 0.3, "--help": 0.3, "status": 0.5}
 
 
@@ -53,7 +54,7 @@ def timed(argv: list[str], runs: int) -> list[float]:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = arg_parser(__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=15, help="runs of each command (default 15)")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
@@ -64,14 +65,20 @@ def main() -> int:
                  "status": cli + ["status", str(out)]}
         results = {name: timed(argv, args.runs) for name, argv in cases.items()}
     bare = statistics.median(results["python -c pass"])
-    print(f"{'command':<16} {'median s':>9} {'best s':>8} {'over bare s':>12} {'target s':>9}")
+    lines = [f"{'command':<16} {'median s':>9} {'best s':>8} {'over bare s':>12} {'target s':>9}"]
+    figures, goals = {"runs": args.runs}, []
     for name, times in results.items():
         median = statistics.median(times)
         target = TARGETS.get(name)
-        print(f"{name:<16} {median:>9.3f} {min(times):>8.3f} {median - bare:>12.3f} "
-              f"{'' if target is None else f'{target:.1f}':>9}"
-              + ("" if target is None or median <= target else "  OVER"))
-    return 0
+        figures[name] = {"median_s": round(median, 3), "best_s": round(min(times), 3),
+                         "over_bare_s": round(median - bare, 3)}
+        lines.append(f"{name:<16} {median:>9.3f} {min(times):>8.3f} {median - bare:>12.3f} "
+                     f"{'' if target is None else f'{target:.1f}':>9}")
+        if target is not None:
+            goals.append(Goal(f"{name} median s", round(median, 3), "<=", target))
+    return emit(args, "startup", figures, lines,
+                ", ".join(f"{n} within {t:g} s" for n, t in TARGETS.items()) + " (median)",
+                True, goals)
 
 
 if __name__ == "__main__":
