@@ -43,7 +43,7 @@ from .settings import flags, format_size, memory_size, size_flag
 
 # Settings of a sweep that decide nothing of its verdicts, only how its plan
 # is priced: a resume neither keeps nor restates them.
-NOT_KEPT = frozenset({"costs_from"})
+NOT_KEPT = frozenset({"costs_from", "recheck"})   # recheck: once, when asked
 # What a run leaves in --out before it writes sweep.json (the lock, the logs
 # folder a backend makes, and the record of its preparation a killed run
 # leaves): a run stopped there left a sweep directory.

@@ -199,7 +199,7 @@ def pending(tasks: Sequence[CheckTask], done) -> tuple[list[CheckTask], list[tup
     # rows cost no Python pass; only the tasks themselves are walked. Only
     # rows of the answers as they are now count: a changed answer runs again.
     keys, hashes = task_hashes(tasks)
-    done = done.matching(keys, hashes)
+    done = unsuperseded(tasks, done).matching(keys, hashes)
     recorded = done.has(keys)
     solved = done.solved()
     hash_of = dict(zip(keys, hashes))
@@ -217,6 +217,27 @@ def pending(tasks: Sequence[CheckTask], done) -> tuple[list[CheckTask], list[tup
         original = originals.get((key[0], t.dedup_of)) if t.dedup_of is not None else None
         todo.append(dataclasses.replace(t, reuse=_result_of(original)) if original else t)
     return todo, skipped
+
+
+def unsuperseded(tasks: Sequence[CheckTask], done: Done) -> Done:
+    """``done`` less the rows that tasks asked to run again (``run
+    --recheck``: CheckTask.recheck_after) check again."""
+    return done.since({(t.problem.problem_id, t.attempt): t.recheck_after
+                       for t in tasks if t.recheck_after is not None})
+
+
+def mark_rechecks(tasks: Sequence[CheckTask], done: Done, verdicts: Sequence[str] | None,
+                  problem_ids: set[str]) -> tuple[list[CheckTask], int]:
+    """``tasks`` with those whose current row (of their answer and problem
+    as they are now) has one of ``verdicts`` marked to run again, and how
+    many; the rows stay as history."""
+    if not verdicts:
+        return list(tasks), 0
+    keys, hashes = task_hashes(tasks)
+    found = done.matching(keys, hashes).with_verdicts(verdicts, problem_ids)
+    out = [dataclasses.replace(t, recheck_after=found[(t.problem.problem_id, t.attempt)])
+           if (t.problem.problem_id, t.attempt) in found else t for t in tasks]
+    return out, sum(1 for t in out if t.recheck_after is not None)
 
 
 class EarlyStops:

@@ -1,8 +1,11 @@
 """The hash of what a problem's verdicts depend on besides the answer.
 
 A verdict is the answer's on the problem as it was checked: its setup, its
-query, and whatever its setup loads (HOL Light's ``needs``/``loadt``/``loads``
-resolved under the context root). The prover says which files those are
+query, whatever its setup loads (HOL Light's ``needs``/``loadt``/``loads``
+resolved under the context root) and any other file it reads at run time
+that the corpus names (s2n-bignum's proofs read the object files they
+verify: one missing, then built, must get its problems checked again, as a
+changed setup does; issue 46). The prover says which files those are
 (``ProverBackend.problem_inputs``); this hashes them, each file once however
 many problems load it, into one digest per problem, which every row records
 (``problem_sha256``). A resume checks again a problem whose digest changed
@@ -21,7 +24,10 @@ from typing import Mapping, Sequence
 
 from ..corpus import Problem
 
-MISSING = "missing"       # a file's hash when it cannot be read (a load found nowhere is no input)
+# A file's hash when it cannot be read: a file read at run time that is
+# missing now and built later changes the problem's digest. (A load found
+# nowhere is no input: the prover names only the files it found.)
+MISSING = "missing"
 
 
 class FileHashes:

@@ -29,3 +29,7 @@ class CheckTask:
     # runner.checks.attempts.answer_sha256 of ``problem``, computed once when
     # the task is made (a resume compares it several times); None: not yet.
     answer_sha256: str | None = None
+    # `run --recheck`: the finished_at of the recorded row this task checks
+    # again; only a row finished after it settles the task
+    # (runner/checks/attempts.py). None: any row of its version does.
+    recheck_after: object = None

@@ -26,6 +26,18 @@ from ..prover import BACKSTOP_EXTRA_S, BACKSTOP_FACTOR, LimitClock, ProverBacken
 from ..settings import memory_size, setting as _help
 
 
+def _verdicts(text: str) -> tuple[str, ...]:
+    """--recheck's type: its refusal is one line naming the verdicts there are."""
+    import argparse
+
+    from ..results.done import verdict_names
+
+    try:
+        return verdict_names(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
 def _prover_names() -> tuple[str, ...]:
     """--prover's choices: the registered provers, asked when run's flags are made."""
     from .. import prover_registry as provers
@@ -150,6 +162,11 @@ class SweepConfig:
         flag="--problems", type=problem_patterns, action="extend", metavar="ID,GLOB,@FILE")
     costs_from: tuple[str, ...] | None = _help(
         "sweep directories (run --out) whose measured image builds (OUT/images/*.json) price this "
+    recheck: tuple[str, ...] | None = _help(
+        "check again the recorded checks of the selected problems whose verdict is one of these "
+        "(e.g. ERROR after fixing the environment: a missing object file built); their old rows "
+        "stay in the shards as history; not repeated by a later resume", default=None,
+        flag="--recheck", type=lambda text: _verdicts(text), metavar="VERDICT[,VERDICT]")
         "sweep's plan and ETA: builds of its very images only (an image key holds the build, mode, "
         "context root and driver); not part of what a resume must keep", default=None,
         flag="--costs-from", nargs="+", metavar="OUT")

@@ -30,11 +30,14 @@ from .shard_reads import conform, read_raw, read_shards
 from ..verdicts import Verdict
 
 # A key's current answer is the one its latest row checked (an answer changed
-# since an earlier run was checked again, later). Of the rows of that answer
-# the one that finished first is kept (a check run twice, e.g. by a process
-# killed after publishing but before its bookkeeping, has its first verdict
-# kept); exact ties fall back to run and worker, so the choice does not
-# depend on which shard a row sits in after compaction.
+# since an earlier run was checked again, later), and its current run the
+# one that wrote that row: a check run again on purpose (`run --recheck`)
+# supersedes the rows of earlier runs of the same answer, which stay as
+# history. Of that run's rows of that answer the one that finished first is
+# kept (a check run twice, e.g. by a process killed after publishing but
+# before its bookkeeping, has its first verdict kept); exact ties fall back
+# to run and worker, so the choice does not depend on which shard a row sits
+# in after compaction.
 _ORDER = [("problem_id", "ascending"), ("attempt", "ascending"), ("finished_at", "ascending"),
           ("run_id", "ascending"), ("worker", "ascending")]
 
@@ -68,6 +71,19 @@ def settles(recorded: str, wanted: str) -> bool:
     ``wanted``: the same, or a row from before problems were hashed (no
     problem part) of the same answer."""
     return recorded == wanted or ("/" not in recorded and recorded == wanted.split("/", 1)[0])
+
+
+def verdict_names(text: str) -> tuple[str, ...]:
+    """``--recheck``'s value: verdict names separated by commas, in any case
+    ("ERROR", "error,timeout"). Raises ValueError saying which name is no
+    verdict, and the names there are."""
+    names = tuple(dict.fromkeys(n.strip().upper() for n in str(text).split(",") if n.strip()))
+    known = [v.value for v in Verdict]
+    bad = [n for n in names if n not in known]
+    if bad or not names:
+        what = f"{', '.join(bad)} is no verdict" if bad else "no verdict given"
+        raise ValueError(f"{what}; give one or more of {', '.join(known)}, separated by commas")
+    return names
 
 
 SHARDS_DIR = "shards"       # OUT/shards: where every writer publishes its shards
@@ -123,6 +139,12 @@ def _hashes(table: pa.Table) -> pa.Array | None:
                       pc.binary_join_element_wise(answers, problems, "/"))
 
 
+def _with_run(table: pa.Table, hashes: pa.Array) -> pa.Array:
+    """Each row's version and run, joined: what ``dedupe`` tells apart."""
+    runs = pc.fill_null(_flat(table["run_id"]), "")
+    return _flat(pc.binary_join_element_wise(hashes, runs, "\x1e"))
+
+
 def dedupe(table: pa.Table) -> pa.Table:
     """One row per (problem_id, attempt), sorted by key: of the rows of the
     answer the key's latest row checked, the first finished; see ``_ORDER``."""
@@ -138,8 +160,9 @@ def dedupe(table: pa.Table) -> pa.Table:
         hashes = _hashes(table)
         if hashes is not None:
             # Per key, the hash of its last row in finishing order (the
-            # current answer); rows of any other answer are history.
-            hashes = _flat(pc.take(hashes, order))
+            # current answer) and that row's run; rows of any other answer,
+            # or of the answer in an earlier run, are history.
+            hashes = _flat(pc.take(_with_run(table, hashes), order))
             group = pc.subtract(pc.cumulative_sum(pc.cast(first, pa.int64())), 1)
             last = pc.indices_nonzero(pa.concat_arrays([first.slice(1), pa.array([True])]))
             current = pc.take(pc.take(hashes, last), group)
@@ -152,15 +175,15 @@ def dedupe(table: pa.Table) -> pa.Table:
 
 
 def dedupe_history(table: pa.Table) -> pa.Table:
-    """The rows compaction keeps: for each (problem_id, attempt, answer) the
-    first and the last row to finish. ``dedupe`` of these is ``dedupe`` of
+    """The rows compaction keeps: for each (problem_id, attempt, answer,
+    run) the first and the last row to finish. ``dedupe`` of these is ``dedupe`` of
     ``table``, so folding shards changes no reader's answer, and the verdicts
     of answers since replaced stay as history."""
     n = table.num_rows
     hashes = _hashes(table)
     if n <= 1 or hashes is None:
         return dedupe(table)
-    keys = table.select(["problem_id", "attempt"]).append_column("_hash", hashes)
+    keys = table.select(["problem_id", "attempt"]).append_column("_hash", _with_run(table, hashes))
     keys = keys.append_column("finished_at", table["finished_at"])
     for name in ("run_id", "worker"):
         keys = keys.append_column(name, table[name])
@@ -294,6 +317,35 @@ class Done(Mapping):
         mask = pc.is_in(key_strings(self.table["problem_id"], self.table["attempt"]),
                         value_set=wanted)
         return {(r["problem_id"], r["attempt"]): r for r in self.table.filter(mask).to_pylist()}
+
+    def with_verdicts(self, verdicts: Iterable[str], problem_ids: Iterable[str]
+                      ) -> dict[tuple[str, int], object]:
+        """Key -> finished_at of the rows of ``problem_ids`` whose verdict is
+        one of ``verdicts``: what `run --recheck` checks again."""
+        mask = pc.and_(pc.is_in(self.table["verdict"], value_set=pa.array(sorted(verdicts), pa.string())),
+                       pc.is_in(self.table["problem_id"],
+                                value_set=pa.array(sorted(set(problem_ids)), pa.string())))
+        hit = self.table.filter(mask).select(["problem_id", "attempt", "finished_at"])
+        return {(pid, att): when for pid, att, when in zip(*(hit[c].to_pylist() for c in hit.column_names))}
+
+    def since(self, cuts: Mapping[tuple[str, int], object]) -> "Done":
+        """These rows less those of the keys of ``cuts`` that finished at or
+        before the key's cut: a check asked to run again (`run --recheck`)
+        is settled only by a row written after the one it rechecks."""
+        if not cuts or not len(self):
+            return self
+        keys = list(cuts)
+        cut = pa.table({"_key": key_strings(pa.array([k[0] for k in keys], pa.string()),
+                                            pa.array([k[1] for k in keys], pa.int32())),
+                        "_cut": pa.array([cuts[k] for k in keys], self.table.schema.field("finished_at").type)})
+        mine = pa.table({"_key": self._key_strings(), "_row": pa.array(range(len(self)), pa.int64()),
+                         "finished_at": self.table["finished_at"]})
+        both = mine.join(cut, "_key", join_type="inner")
+        old = both.filter(pc.less_equal(both["finished_at"], both["_cut"]))["_row"]
+        if len(old) == 0:
+            return self
+        keep = pc.invert(pc.is_in(pa.array(range(len(self)), pa.int64()), value_set=old))
+        return Done(self.table.filter(keep), self.paths)
 
     def verdict_counts(self) -> Counter:
         counts = pc.value_counts(self.table["verdict"])

@@ -32,7 +32,7 @@ _ELF_WORD = re.compile(r"(?<![A-Za-z0-9_'])(?:[A-Za-z0-9']+_)*elf(?:_[A-Za-z0-9_
 # What such a call reads: an object file's name (s2n-bignum's x86 Windows
 # lemmas read .obj files, built by `make -C x86 winobj`).
 OBJECT_SUFFIXES = (".o", ".obj")
-_TEXT_ELF = re.compile(rb"(?:_elf\b|\belf_)")
+_TEXT_ELF = re.compile(rb"(?:\b|_)elf(?:\b|_)")
 _TEXT_OBJECT = re.compile(rb'"([^"\\\n]+\.(?:o|obj))"')
 _TOKENS = re.compile(rf'(?P<comment>\(\*)|(?P<string>")|{QUOTED}|(?P<quote>`)|{CHAR}')
 

@@ -207,9 +207,10 @@ class HolLightSession(ForkSession):
 
     def _reload_changed_files(self, problems: Sequence[Problem]) -> None:
         """An image is keyed by its context's text, not by the files that
-        text loads: when one of those changed since this session last looked
-        (a session lives across runs in `proofbatch serve`, or in tests),
-        its images loaded the old file. Then every idle context image goes,
+        text loads or the object files it reads (context_inputs.py): when
+        one of those changed since this session last looked (a session
+        lives across runs in `proofbatch serve`, or in tests), its images
+        loaded the old file. Then every idle context image goes,
         to be built again as needed, and no context is held as failed."""
         from ....checks.problem_hash import FileHashes
         from .context_inputs import context_inputs
@@ -217,7 +218,7 @@ class HolLightSession(ForkSession):
         hashes = FileHashes()
         now = {path: hashes(path) for inputs in context_inputs(
             problems, self.backend.context_root, self.backend.install.hol_dir).values()
-            for name, path in inputs if name.startswith("load:")}
+            for name, path in inputs if name.startswith(("load:", "read:"))}
         changed = [p for p, digest in now.items() if self._loaded_files.get(p, digest) != digest]
         self._loaded_files.update(now)
         if not changed:

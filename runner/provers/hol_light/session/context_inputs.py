@@ -4,7 +4,12 @@ setup.ml and query.txt, and every file its setup loads, directly or not
 ``loads`` in HOL Light's directory), as the toplevel finds them
 (load_graph.py). The runner hashes them into each row
 (``ProverBackend.problem_inputs``, runner/checks/problem_hash.py), so a resume
-checks again a problem one of whose files changed.
+checks again a problem one of whose files changed. The object files the
+setup and its loaded files read when they load (s2n-bignum's
+``define_assert_from_elf "x" "arm/p521/unopt/x.o"``, object_reads.py) count
+too, named as written (``read:arm/p521/unopt/x.o``) and opened under the
+context root as a check opens them: a missing object, then built, gets its
+problems checked again (issue 46).
 
 Files are read for loads with one regular expression rather than split
 into phrases: setups are the bulk of a corpus's bytes (the bench's hold the
@@ -22,6 +27,7 @@ from typing import Sequence
 
 from ....corpus import Problem
 from ..load_graph import LoadGraph, resolve
+from ..object_reads import object_path, reads_in_text
 
 _LOAD = re.compile(rb'\b(needs|loadt|loads)\s*\(?\s*"([^"\\\n]+)"')
 
@@ -34,6 +40,8 @@ def context_inputs(problems: Sequence[Problem], root: Path | None, hol_dir: Path
     graph = LoadGraph(root, hol_dir)        # where loads look, and how files are named
     found: dict[tuple[str, str], Path | None] = {}
     closure: dict[Path, frozenset[Path]] = {}
+    reads_of: dict[Path, list[str]] = {}       # a loaded file -> the objects it reads
+    workdir = Path(root) if root is not None else Path.cwd()   # where a check opens them
 
     def targets(text: bytes) -> set[Path]:
         out = set()
@@ -69,6 +77,14 @@ def context_inputs(problems: Sequence[Problem], root: Path | None, hol_dir: Path
         closure[start] = frozenset(seen)
         return closure[start]
 
+    def reads(f: Path) -> list[str]:
+        if f not in reads_of:
+            try:
+                reads_of[f] = reads_in_text(f.read_bytes())
+            except OSError:
+                reads_of[f] = []
+        return reads_of[f]
+
     out = {}
     for p in problems:
         try:
@@ -78,6 +94,8 @@ def context_inputs(problems: Sequence[Problem], root: Path | None, hol_dir: Path
         files: set[Path] = set()
         for target in targets(text):
             files |= loaded_by(target)
+        objects = sorted({*reads_in_text(text), *(n for f in files for n in reads(f))})
         out[p.problem_id] = (("setup", p.setup_path), ("query", p.query_path),
-                             *(("load:" + graph.show(f), f) for f in sorted(files)))
+                             *(("load:" + graph.show(f), f) for f in sorted(files)),
+                             *(("read:" + n, object_path(n, workdir)) for n in objects))
     return out
