@@ -155,6 +155,11 @@ class SweepConfig:
                                         "are checked again as given now, ERROR 'no answer given' "
                                         "when they have none; refused otherwise", default=False,
                                         flag="--allow-missing-answers", action="store_true")
+    recheck: tuple[str, ...] | None = _help(
+        "check again the recorded checks of the selected problems whose verdict is one of these "
+        "(e.g. ERROR after fixing the environment: a missing object file built); their old rows "
+        "stay in the shards as history; not repeated by a later resume", default=None,
+        flag="--recheck", type=lambda text: _verdicts(text), metavar="VERDICT[,VERDICT]")
     problems: tuple[str, ...] | None = _help(
         "check only the problems matching these: ids, shell-style globs (arith.*) or @FILE (one id "
         "or glob a line, # comments), separated by commas, the flag repeatable; a pattern matching "
@@ -162,11 +167,6 @@ class SweepConfig:
         flag="--problems", type=problem_patterns, action="extend", metavar="ID,GLOB,@FILE")
     costs_from: tuple[str, ...] | None = _help(
         "sweep directories (run --out) whose measured image builds (OUT/images/*.json) price this "
-    recheck: tuple[str, ...] | None = _help(
-        "check again the recorded checks of the selected problems whose verdict is one of these "
-        "(e.g. ERROR after fixing the environment: a missing object file built); their old rows "
-        "stay in the shards as history; not repeated by a later resume", default=None,
-        flag="--recheck", type=lambda text: _verdicts(text), metavar="VERDICT[,VERDICT]")
         "sweep's plan and ETA: builds of its very images only (an image key holds the build, mode, "
         "context root and driver); not part of what a resume must keep", default=None,
         flag="--costs-from", nargs="+", metavar="OUT")
