@@ -6,13 +6,16 @@ as users have them; nothing is cut, inlined or fixed by hand here:
 1. ``scripts/build-hol-light-checkout.sh SRC 5e62421 WORK/hol-light native``
    (the bench's pinned HOL Light, built as the bench builds it), then
    ``proofbatch build-native --hol-light WORK/hol-light``;
-2. s2n-bignum cloned at 51147aa and ``make -C arm`` (its proofs read the
-   object files); with ``--arch x86``, ``make -C x86`` and ``make -C x86
-   winobj`` (the ``WINDOWS_SUBROUTINE`` lemmas read the ``.obj`` files);
+2. s2n-bignum cloned at 51147aa, ``make -C arm`` and ``make -C arm unopt``
+   (its proofs read the object files, 15 arm files the unoptimised ones
+   under ``arm/*/unopt/``, which plain ``make`` does not build); with
+   ``--arch x86``, ``make -C x86`` and ``make -C x86 winobj`` (the
+   ``WINDOWS_SUBROUTINE`` lemmas read the ``.obj`` files);
 3. ``--files`` proof files of ``ARCH/proofs`` chosen at random (the seed is
    printed) among those the bench's ``timeout-map.json`` lists, whose
    problems' listed ``prove_secs`` add up to at most ``--max-file-secs``;
-4. ``proofbatch extract <files> --out CORPUS --prefix ARCH`` (the bench's ids);
+4. ``proofbatch extract <files> --out CORPUS --prefix ARCH --hol-light WORK/hol-light``
+   (the bench's ids; loads checked against that checkout);
 5. ``proofbatch run CORPUS --problems @LISTED ... --context-proofs trust --mode native
    --no-fallback --timeout-map MAP --map-mode native``, then the same with
    ``--mode bytecode``; LISTED names the extracted problems the map lists.
@@ -124,6 +127,8 @@ def build_inputs(args) -> tuple[Path, Path, dict[str, float]]:
         step(["git", "clone", "-q", args.s2n_bignum_src, s2n])
     step(["git", "-C", s2n, "checkout", "-q", S2N_BIGNUM_PIN])
     secs["s2n_make_s"] = step(["make", "-C", s2n / arch, f"-j{os.cpu_count() or 1}"])
+    if arch == "arm":
+        secs["s2n_unopt_s"] = step(["make", "-C", s2n / arch, "unopt", f"-j{os.cpu_count() or 1}"])
     if arch == "x86":
         secs["s2n_winobj_s"] = step(["make", "-C", s2n / arch, "winobj", f"-j{os.cpu_count() or 1}"])
     return hol, s2n, secs
@@ -209,7 +214,8 @@ def extract_corpus(args, s2n: Path, files: list[str],
     extract's wall seconds."""
     corpus = args.work / f"corpus-{tag(args)}"
     extract_s = step(PROOFBATCH + ["extract", *[s2n / args.arch / "proofs" / f"{f}.ml" for f in files],
-                                   "--out", corpus, "--prefix", args.arch], cwd=ROOT)
+                                   "--out", corpus, "--prefix", args.arch,
+                                   "--hol-light", (args.work / "hol-light").resolve()], cwd=ROOT)
     extracted = sorted(p.name for p in corpus.iterdir() if (p / "setup.ml").is_file())
     # The bench's problems of these files, as a bench user sweeps them: the
     # rest (SUBROUTINE_CORRECT corollaries and the like) the map does not list.
