@@ -126,3 +126,37 @@ def test_the_two_readers_of_object_names_agree_on_s2n_bignum_s_forms():
     # A string naming an object in a phrase that reads no ELF is no read.
     assert reads_in_phrase('let s = "arm/x.o";;\n') == []
     assert reads_in_phrase('(* define_from_elf "a" "arm/x.o" *) let s = 1;;\n') == []
+
+
+def test_the_readme_s_s2n_path_builds_what_extract_asks_for_the_unopt_objects(tmp_path):
+    """The README's arm build ran `make -C ~/s2n-bignum/arm -j2` only: 15
+    arm proof files read `arm/*/unopt/*.o`, which its `unopt` target
+    builds. Its commands, and the benchmark that runs them, must make the
+    target extract names for such an object."""
+    import inspect
+    import re
+
+    from runner.provers.hol_light.extract.extract_objects import build_command
+
+    from ..helpers import ROOT
+
+    _tree(tmp_path / "s2n")
+    arm = (tmp_path / "s2n" / "arm").resolve()
+    wanted = build_command(arm / "p521/unopt/bignum_mul_p521_base.o", tmp_path / "s2n", {})
+    assert wanted == f"make -C {arm} unopt"
+    readme = (ROOT / "README.md").read_text()
+    block = readme[readme.index("### s2n-bignum, as the bench's users have it"):]
+    block = block[block.index("```sh"):block.index("```", block.index("```sh") + 5)]
+    targets = {m.group(1) or "" for m in re.finditer(r"make -C ~/s2n-bignum/arm(?: -j\d+)?(?: (\w+))?",
+                                                      block)}
+    assert "unopt" in targets, block
+    assert "--hol-light ~/hol-light" in next(line for line in block.splitlines()
+                                             if line.startswith("proofbatch extract"))
+    import sys
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    try:
+        import s2n_readme_path
+    finally:
+        sys.path.remove(str(ROOT / "benchmarks"))
+    source = inspect.getsource(s2n_readme_path.build_inputs)
+    assert re.search(r'step\(\["make", "-C", s2n / arch, "unopt"', source), source
