@@ -128,6 +128,7 @@ class BackendInfo:
     mode: str       # execution mode (Mode), e.g. "bytecode"
     sandbox: str = "none"   # the box checks run in: bwrap, rlimits or none (runner/checks/sandbox.py)
     context_proofs: str = ""  # HOL Light: replay or trust (runner/checks/context_proofs.py); "" elsewhere
+    runtime: str = ""       # HOL Light: the OCaml runtime setting's key (hol_light/runtime.py); "" elsewhere
 
 
 # The key prefix of an ImageBuild that compiles (HOL Light's --mode native)

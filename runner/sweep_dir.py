@@ -241,6 +241,7 @@ def check_manifest(prepared: PreparedSweep, done: Done | None = None, *,
         "sandbox": info.sandbox,
         "mem_limit": resolved_mem_limit(cfg),      # resolved: resumes compare sizes, not flags
         "context_proofs": info.context_proofs,
+        "runtime": info.runtime,        # HOL Light's OCaml runtime setting: proof times differ
         # Decides the verdicts of checks whose context cannot run natively.
         "no_fallback": cfg.no_fallback,
         # What a check's limit counted (runner.prover.LimitClock), and the
@@ -315,6 +316,12 @@ def _refuse_changes(path: Path, old: dict, manifest: dict, prepared: PreparedSwe
         raise InputError(path, f"this sweep was run with --context-proofs {was or 'none'}, not "
                          f"{manifest['context_proofs']}; its contexts loaded otherwise, so results "
                          "would mix", f"use a new --out, or pass --context-proofs {was}")
+    # A manifest from before the setting existed ran under OCaml's defaults.
+    was = old.get("runtime", "default" if manifest["runtime"] else "")
+    if was != manifest["runtime"]:
+        raise InputError(path, f"this sweep was run with --runtime {was or 'none'}, not "
+                         f"{manifest['runtime']}; proof times differ between them, so results "
+                         "would mix", f"use a new --out, or pass --runtime {was}")
     # Before the flag existed, checks fell back. It changes verdicts only
     # of checks whose context cannot run natively.
     if bool(old.get("no_fallback", False)) != cfg.no_fallback \

@@ -56,7 +56,8 @@ def result_row(task: CheckTask, result: CheckResult, *, info: BackendInfo, worke
         cpu_secs=result.cpu_secs, prove_cpu_secs=result.prove_cpu_secs,
         limit_clock=str(task.limits.clock), host_load=_load(), host_cpus=os.cpu_count(),
         problem_sha256=task.problem_sha256, cpu_model=cpu_model(), fallback=result.fallback,
-        mem_limit_mb=task.limits.mem_bytes / 2**20, mem_source=task.limits.mem_source)
+        mem_limit_mb=task.limits.mem_bytes / 2**20, mem_source=task.limits.mem_source,
+        runtime=info.runtime)
 
 
 @functools.cache

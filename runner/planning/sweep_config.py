@@ -141,6 +141,13 @@ class SweepConfig:
                                 "key, recorded in rows and sweep.json; see docs/trust.md",
                                 default=str(ContextProofs.REPLAY),
                                 flag="--context-proofs", choices=("replay", "trust"))
+    runtime: str | None = _help("HOL Light: the OCaml runtime setting checks run under: default "
+                         "(OCaml's, as the bench's program runs), or e.g. s=4M,o=120,settle=compact "
+                         "(OCAMLRUNPARAM's minor heap s, space_overhead o and major increment i, and "
+                         "whether an image collects, compacts or neither before it serves); recorded "
+                         "in rows, sweep.json and maps, and a resume must keep it (default: "
+                         "default); see docs/native.md", default=None, flag="--runtime",
+                         metavar="SETTING")
     no_fallback: bool = _help("with --mode native or auto: a check whose context cannot be "
                               "compiled natively (a toplevel directive, a computed load, a compile "
                               "error) is ERROR with the reason, instead of running in bytecode 4-7x "

@@ -87,6 +87,9 @@ class ResultRow:
                           "the column", default="")
     mem_limit_mb: float | None = _help("the memory guard the check ran under (MEMOUT above it); "
                                        "empty in rows written before the column", default=None)
+    runtime: str = _help("HOL Light: the OCaml runtime setting the check ran under "
+                         "(runner/provers/hol_light/runtime.py): default, or e.g. s=4M,o=120; empty "
+                         "for other provers and in rows written before the column", default="")
     mem_source: str = _help("where that guard came from (runner/maps/mem_needs.py): --mem-limit, "
                             "the map's profile, an estimate for the problem's time class, or the "
                             "default share; empty in rows written before the column", default="")
@@ -129,7 +132,7 @@ RENAMED: dict[str, str] = {"prover_build": "hol_build"}
 OPTIONAL_COLUMNS: tuple[str, ...] = ("dedup_of", "sandbox", "wait_secs", "answer_unwrapped",
                                      "context_proofs", "infra_retries", "cpu_secs", "prove_cpu_secs",
                                      "limit_clock", "host_load", "host_cpus", "problem_sha256",
-                                     "cpu_model", "fallback", "mem_limit_mb", "mem_source")
+                                     "cpu_model", "fallback", "mem_limit_mb", "mem_source", "runtime")
 
 
 def rows_to_table(rows: list[ResultRow]) -> pa.Table:

@@ -35,6 +35,7 @@ def _backend(config):
     from ...checks.sandbox import for_sweep
     from .session.backend import HolLightBackend
     from .install import find_hol_light
+    from .runtime import of_config
     from .session.native_auto import native_backend
 
     install = find_hol_light(config.hol_light)
@@ -46,7 +47,7 @@ def _backend(config):
     # Checks are boxed (runner/checks/sandbox.py); their own output is kept in OUT/logs.
     return HolLightBackend(install, root, grace_s=config.grace, max_images=config.max_images,
                            sandbox_config=for_sweep(config), log_dir=Path(config.out) / "logs",
-                           context_proofs=config.context_proofs)
+                           context_proofs=config.context_proofs, runtime=of_config(config))
 
 
 def _refuses(text: str) -> str | None:
@@ -80,7 +81,7 @@ PROVER = ProverDescriptor(
     offline_plans=_offline_plans,
     offline_mode=_offline_mode,
     refuses=_refuses,
-    options=("hol_light", "context_root"),
+    options=("hol_light", "context_root", "runtime"),
     corpus_defaults=("context_root",),      # needs/loadt resolve from where the sweep started
     commands=(
         ("serve", "runner.provers.hol_light.session.command_serve",

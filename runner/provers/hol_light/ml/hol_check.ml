@@ -302,14 +302,18 @@ let open_commands path =
    collect it again on its own CPU time (s2n-bignum proofs: about 1.1x the
    CPU of the bench's own program). An image that promoted more than
    [settle_words] since the last collection, its parent's included,
-   collects once before it serves; a small context costs no collection. *)
+   collects once before it serves; a small context costs no collection.
+   How, the runner says (runtime.py, --runtime settle=): collect (a full
+   major cycle), compact (that, then the heap compacted), or none. *)
 let settle_words = 4e6
 let settled_at = ref 0.
+let settle_mode =
+  match Sys.getenv_opt "PROOFBATCH_SETTLE" with Some m -> m | None -> "collect"
 
 let settle_heap () =
   let promoted = (Gc.quick_stat ()).Gc.promoted_words in
-  if promoted -. !settled_at > settle_words then begin
-    Gc.full_major ();
+  if settle_mode <> "none" && promoted -. !settled_at > settle_words then begin
+    if settle_mode = "compact" then Gc.compact () else Gc.full_major ();
     settled_at := (Gc.quick_stat ()).Gc.promoted_words
   end
 

@@ -24,6 +24,7 @@ from ....errors import InputError, ProverError
 from ....checks.guard import admit
 from .fork_server import ImageFailed, ImageProcess, PipePair
 from ..install import HolLightInstall
+from ..runtime import DEFAULT as DEFAULT_RUNTIME, Runtime
 from ..costs.map_modes import BYTECODE_MODE, MapModes, converted_warning
 from ..costs.plans import ALLOWANCES, image_plan
 from .fork_session import ContextFailed, ForkSession
@@ -87,19 +88,22 @@ class HolLightBackend(ProverBackend):
                  boot_timeout_s: float = 1800.0, image_timeout_s: float = 10800.0,
                  max_images: int = 8, grace_s: float = 2.0,
                  sandbox_config: SandboxConfig = SandboxConfig(), log_dir: Path | None = None,
-                 image_retries: int = 2, context_proofs: ContextProofs = ContextProofs.REPLAY):
+                 image_retries: int = 2, context_proofs: ContextProofs = ContextProofs.REPLAY,
+                 runtime: Runtime = DEFAULT_RUNTIME):
         """``log_dir``: where each check's own output (its first
         ``sandbox_config.log_keep_bytes``) is kept as ``<problem-id>.log``;
         not kept when None. ``image_retries``: how often a check is retried
         on a rebuilt image when its image process dies under it.
         ``context_proofs``: whether contexts replay their proofs or trust
-        them (runner/checks/context_proofs.py, hol_trust.ml)."""
+        them (runner/checks/context_proofs.py, hol_trust.ml). ``runtime``:
+        the OCaml runtime setting its image processes start with (runtime.py)."""
         self.install, self.context_root = install, Path(context_root).resolve()
         self.boot_timeout_s, self.image_timeout_s = boot_timeout_s, image_timeout_s
         self.max_images, self.grace_s = max_images, grace_s
         self.sandbox_config, self.log_dir, self.image_retries = sandbox_config, log_dir, image_retries
         self.sandbox_kind = sandbox.resolve_kind(sandbox_config.kind)
         self.context_proofs = ContextProofs(context_proofs)
+        self.runtime = runtime
         driver = hashlib.sha256(b"".join(
             hashlib.sha256(path.name.encode() + b"\0" + path.read_bytes()).digest()
             for path in (*DRIVER_MODULES, DRIVER))).hexdigest()[:12]
@@ -109,7 +113,8 @@ class HolLightBackend(ProverBackend):
         trust = "" if self.context_proofs is ContextProofs.REPLAY else f"|proofs-{self.context_proofs}"
         self.salt = f"{install.build}|{self.context_root}|driver-{driver}{trust}"
         self.info = BackendInfo(prover=Prover.HOL_LIGHT, build=install.build, mode=MODE,
-                                sandbox=self.sandbox_kind, context_proofs=str(self.context_proofs))
+                                sandbox=self.sandbox_kind, context_proofs=str(self.context_proofs),
+                                runtime=runtime.key)
         self._maps, self._converted = MapModes(None), []
 
     def image_plan(self, problems: Sequence[Problem], prove_secs) -> ImagePlan:

@@ -144,10 +144,13 @@ class ForkSession(ImageTree, ProverSession):
         events.say("booted", key=self.base_key, name=what)
 
     def _environment(self) -> dict[str, str]:
-        """The prover tree's environment: the janitor's token, and a TMPDIR
-        of the session's own (writable in the sandbox, and removed with the
-        session), whatever TMPDIR the runner was given."""
-        return {**self._janitor.environment(), "TMPDIR": str(self.workdir / "tmp")}
+        """The prover tree's environment: the janitor's token, a TMPDIR of
+        the session's own (writable in the sandbox, and removed with the
+        session), whatever TMPDIR the runner was given, and the OCaml runtime
+        setting its images start with (runtime.py), whatever OCAMLRUNPARAM
+        the runner was given."""
+        return self.backend.runtime.environment(
+            {**self._janitor.environment(), "TMPDIR": str(self.workdir / "tmp")})
 
     def _image_lost(self, image: ImageProcess, exc: ProverError) -> CheckResult:
         """The result of a check whose image died under it (a kill, the OOM

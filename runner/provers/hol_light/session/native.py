@@ -38,6 +38,7 @@ from ....checks.context_proofs import ContextProofs
 from ....corpus import Problem
 from .backend import HolLightBackend
 from ..install import HolLightInstall
+from ..runtime import DEFAULT as DEFAULT_RUNTIME, Runtime
 from ..costs.load_model import ANSWER_BATCH
 from ..native.native_compile import NativeCompiler, Scope
 from .native_contexts import compile_tree, preloaded
@@ -53,7 +54,8 @@ class NativeHolLightBackend(ProverBackend):
                  batch_size: int = ANSWER_BATCH, preload: Sequence[Path] = (), boot_timeout_s: float = 600.0,
                  image_timeout_s: float = 10800.0, max_images: int = 8, grace_s: float = 2.0,
                  sandbox_config: SandboxConfig = SandboxConfig(), log_dir: Path | None = None,
-                 context_proofs: ContextProofs = ContextProofs.REPLAY, no_fallback: bool = False):
+                 context_proofs: ContextProofs = ContextProofs.REPLAY, no_fallback: bool = False,
+                 runtime: Runtime = DEFAULT_RUNTIME):
         """``batch_size``: answers compiled into one plugin (1 = unbatched).
         ``preload``: library files (e.g. Library/words.ml) the server loads at
         start, so that images needing them only open them. ``sandbox_config``:
@@ -68,6 +70,7 @@ class NativeHolLightBackend(ProverBackend):
         with the reason, instead of running in bytecode."""
         self.install, self.build = install, build
         self.context_proofs = ContextProofs(context_proofs)
+        self.runtime = runtime          # the OCaml runtime setting (runtime.py), the fallback's too
         self.context_root = Path(context_root).resolve()
         self.batch_size, self.preload = max(1, batch_size), tuple(Path(p) for p in preload)
         self.boot_timeout_s, self.image_timeout_s = boot_timeout_s, image_timeout_s
@@ -79,10 +82,11 @@ class NativeHolLightBackend(ProverBackend):
         trust = "" if self.context_proofs is ContextProofs.REPLAY else f"|proofs-{self.context_proofs}"
         self.salt = f"{install.build}|{self.context_root}|native-{build.key}{trust}"
         self.info = BackendInfo(prover=Prover.HOL_LIGHT, build=install.build, mode=MODE,
-                                sandbox=self.sandbox_kind, context_proofs=str(self.context_proofs))
+                                sandbox=self.sandbox_kind, context_proofs=str(self.context_proofs),
+                                runtime=runtime.key)
         self.fallback = HolLightBackend(install, context_root, grace_s=grace_s, max_images=max_images,
                                         sandbox_config=sandbox_config, log_dir=log_dir,
-                                        context_proofs=self.context_proofs)
+                                        context_proofs=self.context_proofs, runtime=runtime)
         self.no_fallback = no_fallback
         # What classify() compiled, for this process's sessions to take over:
         # the context tree, the scopes of the images (their plugins under

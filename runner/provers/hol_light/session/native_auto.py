@@ -30,6 +30,7 @@ from .... import events
 from ....checks.sandbox import for_sweep
 from .backend import HolLightBackend
 from ..install import HolLightInstall
+from ..runtime import DEFAULT as DEFAULT_RUNTIME, Runtime, of_config as runtime_of
 from ..costs.map_modes import BYTECODE_MODE, NATIVE_MODE, THRESHOLD_S, MapModes, converted_warning
 from .verdict_record import not_run
 from .native import NativeHolLightBackend
@@ -60,7 +61,8 @@ class ModeBackend(ProverBackend):
         self.info = BackendInfo(prover=Prover.HOL_LIGHT, build=native.info.build,
                                 mode=Mode(mode),
                                 sandbox=native.info.sandbox,
-                                context_proofs=native.info.context_proofs)
+                                context_proofs=native.info.context_proofs,
+                                runtime=native.info.runtime)
         self.converted: list[str] = []
 
     def route(self, problem: Problem) -> str:
@@ -199,12 +201,13 @@ def native_backend(config, install: HolLightInstall, context_root: Path) -> Prov
     return mode_backend(config.mode, install, context_root, grace_s=config.grace,
                         max_images=config.max_images, sandbox_config=for_sweep(config),
                         log_dir=Path(config.out) / "logs", context_proofs=config.context_proofs,
-                        no_fallback=getattr(config, "no_fallback", False))
+                        no_fallback=getattr(config, "no_fallback", False),
+                        runtime=runtime_of(config))
 
 
 def mode_backend(mode: str, install: HolLightInstall, context_root: Path, *, grace_s: float,
                  max_images: int, sandbox_config, log_dir: Path, context_proofs,
-                 no_fallback: bool = False) -> "ModeBackend":
+                 no_fallback: bool = False, runtime: Runtime = DEFAULT_RUNTIME) -> "ModeBackend":
     """A ``native`` or ``auto`` backend, for a sweep or for `proofbatch serve`."""
     if mode not in MODES:
         raise InputError("--mode", f"{mode!r} is not an execution mode", "pass bytecode, native or auto")
@@ -214,6 +217,6 @@ def mode_backend(mode: str, install: HolLightInstall, context_root: Path, *, gra
     native = NativeHolLightBackend(install, build, context_root, grace_s=grace_s,
                                    max_images=max_images, sandbox_config=sandbox_config,
                                    log_dir=log_dir, context_proofs=context_proofs,
-                                   no_fallback=no_fallback)
+                                   no_fallback=no_fallback, runtime=runtime)
     # The sweep hands over its map, read once (ModeBackend.use_map).
     return ModeBackend(mode, native)

@@ -1,0 +1,70 @@
+"""The OCaml runtime setting a check runs under (--runtime,
+runner/provers/hol_light/runtime.py): its parameters reach the prover's
+images and every check forked from them, it is recorded with every row and
+in sweep.json, and a resume under another setting is refused, since proof
+times differ between settings."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from runner.errors import InputError
+from runner.provers.hol_light import runtime
+
+from ..helpers import ROOT, make_corpus
+
+
+def test_a_setting_has_one_canonical_key_and_sets_only_its_own_environment():
+    r = runtime.parse("settle=compact, o=120,s=4M")
+    assert r.key == "s=4M,o=120,settle=compact"
+    assert runtime.parse("default") is runtime.DEFAULT and runtime.DEFAULT.key == "default"
+    env = r.environment({"PATH": "/bin", "OCAMLRUNPARAM": "v=0x400", "CAMLRUNPARAM": "b"})
+    assert env == {"PATH": "/bin", "OCAMLRUNPARAM": "s=4M,o=120", "PROOFBATCH_SETTLE": "compact"}
+    # The runner's own OCAMLRUNPARAM never sets a check's heap unsaid.
+    assert "OCAMLRUNPARAM" not in runtime.DEFAULT.environment({"OCAMLRUNPARAM": "s=16M"})
+
+
+@pytest.mark.parametrize("spec, said", [
+    ("", "is empty"), ("s=0", "whole number above 0"), ("s=4X", "whole number above 0"),
+    ("q=1", "'q' is not a setting"), ("s=1M,s=2M", "given twice"), ("settle=sometimes", "settle="),
+    ("s", "is not NAME=VALUE")])
+def test_a_bad_setting_is_refused_saying_what_is_wrong(spec, said):
+    with pytest.raises(InputError) as e:
+        runtime.parse(spec)
+    assert said in str(e.value) and "s=4M,o=120,settle=compact" in str(e.value)
+
+
+# A context that notes the runtime its image started with (an answer may not
+# name Gc or Sys: the screen refuses them), and an answer that proves only
+# where it was the one asked for: 4M words of minor heap, told to compact.
+NOTES_IT = ("let pb_runtime_ok = (Gc.get ()).Gc.minor_heap_size = 4194304 && "
+            "Sys.getenv \"PROOFBATCH_SETTLE\" = \"compact\";;\n")
+SEES_IT = "(fun g -> if pb_runtime_ok then ARITH_TAC g else failwith \"not the runtime asked for\")"
+
+
+@pytest.mark.hol
+def test_a_sweep_runs_under_its_setting_records_it_and_keeps_it_on_resume(tmp_path):
+    corpus = make_corpus(tmp_path / "corpus", {"rt.sees": (NOTES_IT, "`x + 0 = x`\n", SEES_IT + "\n")})
+    out = tmp_path / "out"
+
+    def run(*extra):
+        return subprocess.run([sys.executable, "-m", "runner.cli", "run", str(corpus), "--out", str(out),
+                               "--default-timeout", "300", "--mem-limit", "2G", *extra],
+                              cwd=ROOT, capture_output=True, text=True, stdin=subprocess.DEVNULL,
+                              env={**os.environ, "OCAMLRUNPARAM": "s=1M"})
+
+    r = run("--runtime", "s=4M,settle=compact")
+    assert r.returncode == 0, r.stderr
+    (row,) = [line.split(",") for line in (out / "verdicts.csv").read_text().splitlines()[1:]]
+    assert row == ["rt.sees", "OK"], (out / "results.csv").read_text()
+    assert "s=4M,settle=compact" in (out / "results.csv").read_text()
+    assert json.loads((out / "sweep.json").read_text())["runtime"] == "s=4M,settle=compact"
+    # Another setting would mix proof times: refused in one line, nothing run.
+    r = run("--runtime", "default")
+    assert r.returncode == 2 and "--runtime s=4M,settle=compact" in r.stderr, r.stderr
+    assert len(r.stderr.strip().splitlines()) == 1
