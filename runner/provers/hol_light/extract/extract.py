@@ -37,7 +37,7 @@ from .extract_scan import Theorem
 from ..load_graph import LoadGraph, resolve
 from .extract_model import Extract, ExtractConfig, Problem, Refused, Skipped, Source
 from .extract_files import Tell, check_config, check_stems, expand, read_files
-from .extract_objects import file_reads
+from .extract_objects import Reads, file_reads
 from .extract_out import check_out, publish
 
 def extract(cfg: ExtractConfig, tell: Tell = lambda stage, done, total: None) -> Extract:
@@ -77,7 +77,7 @@ def extract(cfg: ExtractConfig, tell: Tell = lambda stage, done, total: None) ->
 
     listing = _Listing()
     # Where a check opens the objects the proofs read: the sweep's context root.
-    workdir, makefiles = loads.root or Path.cwd(), {}
+    reads = Reads(loads.graph, loads.root or Path.cwd())
     for k, path in enumerate(files):
         tell("listing problems", k, len(files))
         if path in refused:
@@ -86,8 +86,7 @@ def extract(cfg: ExtractConfig, tell: Tell = lambda stage, done, total: None) ->
             listing.add_file(path, digests[path], cut[path], ids[path], kept[path],
                              skipped_of[path], dup_of[path], owner_of, loads.graph,
                              loads.prefix_of[path], file_reads(
-                                 loads.graph, path, [s.loader for s in loads.prefix_of[path]],
-                                 workdir, makefiles))
+                                 reads, path, [s.loader for s in loads.prefix_of[path]]))
     result = Extract(cfg.out, tuple(listing.sources), tuple(listing.problems),
                      tuple(listing.skipped), loads.root, loads.note, loads.unresolved, listing.same,
                      tuple(Refused(str(p), refused[p]) for p in files if p in refused),

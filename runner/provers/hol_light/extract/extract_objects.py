@@ -40,19 +40,34 @@ class ObjectRead:
                 **({"build": self.build} if not self.exists and self.build else {})}
 
 
-def file_reads(graph: LoadGraph, path: Path, loaders: Iterable[Path], workdir: Path,
-               makefiles: dict[Path, str | None]) -> tuple[ObjectRead, ...]:
+class Reads:
+    """What extract learns of object files once for all the files it cuts:
+    the objects each file names itself, and each folder's Makefile (s2n-bignum's
+    base.ml and its dozens of loads are loaded by every proof file)."""
+
+    def __init__(self, graph: LoadGraph, workdir: Path):
+        self.graph, self.workdir = graph, workdir
+        self.named: dict[Path, list[str]] = {}
+        self.makefiles: dict[Path, str | None] = {}
+
+    def of(self, f: Path) -> list[str]:
+        if f not in self.named:
+            try:
+                phrases = self.graph.phrases(f)
+            except OSError:
+                phrases = []
+            self.named[f] = [n for phrase in phrases for n in reads_in_phrase(phrase)]
+        return self.named[f]
+
+
+def file_reads(reads: Reads, path: Path, loaders: Iterable[Path]) -> tuple[ObjectRead, ...]:
     """The objects ``path``'s problems read (its phrases, what it loads, its
     ``loaders``' prefix), each once, in the order first named."""
+    graph, workdir, makefiles = reads.graph, reads.workdir, reads.makefiles
     names: dict[str, None] = {}
     for f in [graph.real(path), *loaders, *sorted(graph.closure(path))]:
-        try:
-            phrases = graph.phrases(f)
-        except OSError:
-            continue
-        for phrase in phrases:
-            for name in reads_in_phrase(phrase):
-                names.setdefault(name, None)
+        for name in reads.of(f):
+            names.setdefault(name, None)
     out = []
     for name in names:
         where = object_path(name, workdir)
