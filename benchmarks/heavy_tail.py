@@ -47,7 +47,8 @@ from pathlib import Path
 
 import common  # noqa: F401  (puts the project root on sys.path)
 from common import ROOT, Goal, arg_parser, emit, log  # noqa: E402
-from s2n_readme_path import HOL_LIGHT_PIN, PROOFBATCH, S2N_BIGNUM_PIN, LoadSampler, read_rows, step  # noqa: E402
+from s2n_readme_path import (PROOFBATCH, S2N_BIGNUM_PIN, HOL_LIGHT_PIN, LoadSampler,  # noqa: E402
+                             build_inputs, read_rows, step)
 
 import record  # noqa: E402
 
@@ -76,23 +77,6 @@ def parse_args():
     if args.light < 2 * args.files_per_arch:
         parser.error(f"--light {args.light} cannot come from {args.files_per_arch} files of each tree")
     return args
-
-
-def build(args) -> tuple[Path, Path, dict[str, float]]:
-    """The README's builds: the checkout, its native build, s2n-bignum and
-    every object its proofs read. Wall seconds of each."""
-    hol, s2n = (args.work / "hol-light").resolve(), (args.work / "s2n-bignum").resolve()
-    jobs = f"-j{os.cpu_count() or 1}"
-    secs = {"hol_light_build_s": step(["bash", ROOT / "scripts/build-hol-light-checkout.sh",
-                                       args.hol_light_src, HOL_LIGHT_PIN, hol, "native"])}
-    secs["build_native_s"] = step(PROOFBATCH + ["build-native", "--hol-light", hol], cwd=ROOT)
-    if not (s2n / ".git").is_dir():
-        step(["git", "clone", "-q", args.s2n_bignum_src, s2n])
-    step(["git", "-C", s2n, "checkout", "-q", S2N_BIGNUM_PIN])
-    secs["s2n_make_s"] = sum(step(["make", "-C", s2n / arch, *target, jobs])
-                             for arch, target in (("arm", []), ("arm", ["unopt"]),
-                                                  ("x86", []), ("x86", ["winobj"])))
-    return hol, s2n, secs
 
 
 def draw(bench_map: list[dict], s2n: Path, args) -> dict[str, list[dict]]:
@@ -162,7 +146,7 @@ def table(drawn: dict[str, list[dict]], rows: dict[str, dict], builds: dict[str,
 def main() -> int:
     args = parse_args()
     rec = record.current()
-    hol, s2n, build_secs = build(args)
+    hol, s2n, build_secs = build_inputs(args, ("arm", "x86"))
     bench_map = json.loads(args.bench_map.read_text())
     drawn = draw(bench_map, s2n, args)
     ids = [e["problem_id"] for entries in drawn.values() for e in entries]
