@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -90,6 +91,9 @@ def add_arguments(p) -> None:
     p.add_argument("--mem-per-node", type=node_memory,
                    help=help_of(Workers, "mem_per_node", default=False)
                    + ", e.g. 192G (default: 6 GiB per core, the bench's advice)")
+    p.add_argument("--node-factors", type=node_factors, metavar="F,F,...",
+                   help=help_of(Workers, "node_factors", default=False) + "; sets --nodes when "
+                   "that is not given")
     p.add_argument("--max-images", type=int, default=None,
                    help=help_of(Workers, "images_per_node", default=False)
                    + f" (default: the plan's, else {SESSION_MAX_IMAGES} as a sweep's sessions keep)")
@@ -102,7 +106,35 @@ def add_arguments(p) -> None:
     p.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
 
 
+def node_factors(text: str) -> tuple[float, ...]:
+    """--node-factors: each machine's factor, comma-separated."""
+    import argparse
+
+    try:
+        factors = tuple(float(x) for x in text.split(","))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not numbers separated by commas, e.g. "
+                                         "1.0,1.0,1.8") from None
+    if not factors or not all(0 < f <= 1000 for f in factors):
+        raise argparse.ArgumentTypeError(f"{text!r}: each factor must be above 0 and at most 1000")
+    return factors
+
+
 def workers_from(args, default: Workers | None = None) -> Workers:
+    factors = getattr(args, "node_factors", None)
+    if factors is not None:
+        if args.nodes is not None and args.nodes != len(factors):
+            raise InputError("--node-factors", f"gives {len(factors)} factors for {args.nodes} nodes",
+                             "give one factor per node, or drop --nodes")
+        args.nodes = len(factors)
+        if args.workers is None and args.cores_per_node is None and default is None:
+            raise InputError("--workers", "no worker count given", "pass --cores-per-node with "
+                             "--node-factors")
+    workers = _workers_from(args, default)
+    return workers if factors is None else dataclasses.replace(workers, node_factors=factors)
+
+
+def _workers_from(args, default: Workers | None = None) -> Workers:
     if args.max_images is not None and args.max_images < 1:
         raise InputError("--max-images", f"{args.max_images} is not a positive count",
                          "pass 1 or more (the base image counts)")
@@ -215,6 +247,7 @@ def run(args) -> int:
     if args.json:
         out = {"workers": workers.count, "nodes": workers.nodes,
                "cores_per_node": workers.cores_per_node, "mem_per_node": workers.mem_per_node,
+               "node_factors": workers.node_factors,
                "checks": len(plan.checks), "policy": plan.config.policy, "durations_from": sources,
                "lower_bound_s": ours.lower_bound_s, "lower_bound_terms": plan.bound_terms()[1],
                "longest_check": plan.bound_terms()[2], "makespan_s": ours.makespan_s,
@@ -251,6 +284,9 @@ def _say(console: Console, args, p: _Planned, mode: str, sources: dict, ours, na
                       "predicted it faster on this corpus and these workers")
     if args.costs_from:
         console.print(learned_line(_learned_of(learned, p.chosen)))
+    if p.workers.node_factors is not None:
+        console.print(f"a mixed cluster: nodes {', '.join(f'{f:g}' for f in p.workers.node_factors)} "
+                      "times the plan's times; the fastest take the heaviest checks first")
     console.print(bound_line(p.plan))
     console.print(memory_line(p.plan))
     if p.loaded is not None:

@@ -67,8 +67,17 @@ class Workers:
         "loaded images a machine keeps at once, the base included (the session's max_images: "
         "the least recently used idle one is evicted and rebuilt when needed again); None: all",
         default=None)
+    node_factors: tuple[float, ...] | None = _help(
+        "how many times slower each machine proves than the plan's times, one per node (a mixed "
+        "cluster: 1.0,1.0,1.8); its checks and image builds take that much longer there, and the "
+        "fastest machines take the heaviest checks first; None: all 1", default=None)
 
     def __post_init__(self):
+        if self.node_factors is not None and (len(self.node_factors) != self.nodes or not all(
+                isinstance(f, (int, float)) and 0 < f <= 1000 for f in self.node_factors)):
+            raise InputError("--node-factors", f"{self.node_factors!r} is not one factor above 0 "
+                             f"(at most 1000) for each of {self.nodes} nodes",
+                             "pass as many factors as nodes, e.g. 1.0,1.0,1.8")
         for name in ("nodes", "cores_per_node", "mem_per_node", "images_per_node"):
             value = getattr(self, name)
             if value is None and name == "images_per_node":
@@ -80,6 +89,13 @@ class Workers:
     @property
     def count(self) -> int:
         return self.nodes * self.cores_per_node
+
+    def factor(self, node: int) -> float:
+        return 1.0 if self.node_factors is None else float(self.node_factors[node])
+
+    def fastest_first(self) -> list[int]:
+        """Workers, those of the fastest nodes first (a stable order)."""
+        return sorted(range(self.count), key=lambda w: (self.factor(w // self.cores_per_node), w))
 
 
 @dataclass(frozen=True)
@@ -192,8 +208,13 @@ class Plan:
         total += sum(self.build_s(k) for k in needed)
         if not self.checks:
             return 0.0, {}, None
-        terms = {"work": total / self.workers.count,
-                 "memory": mem_time / (node_mem * self.workers.nodes), "longest": longest}
+        # A mixed cluster: work shares out by speed, and the longest check
+        # runs at best on the fastest node.
+        w = self.workers
+        speed = sum(w.cores_per_node / w.factor(n) for n in range(w.nodes))
+        fastest = min(w.factor(n) for n in range(w.nodes))
+        terms = {"work": total / speed,
+                 "memory": mem_time * fastest / (node_mem * w.nodes), "longest": longest * fastest}
         return self.boot_s() + max(terms.values()), terms, longest_id
 
     def only(self, keys: Iterable[tuple[str, int]]) -> "Plan":

@@ -89,7 +89,9 @@ def simulate(plan: Plan, *, keep_schedule: bool = True, budget_s: float | None =
     parked: list[list[int]] = [[] for _ in range(plan.workers.nodes)]
     schedule: dict = {}
     now, makespan = boot, boot
-    free = list(range(workers))
+    # The fastest nodes take first: the dispatcher hands out the heaviest
+    # checks first, so they land on the fastest machines (node_factors).
+    free = plan.workers.fastest_first()
     while True:
         for w in free:
             node = w // cores
@@ -112,18 +114,19 @@ def simulate(plan: Plan, *, keep_schedule: bool = True, budget_s: float | None =
                 if key not in new:
                     t = max(t, ready.get((node, key), 0.0))
                     continue
-                secs = plan.images[key].build_s           # a prebuilt one only if evicted
+                secs = plan.images[key].build_s * plan.workers.factor(node)   # prebuilt: only if evicted
                 t += secs
                 build += secs
                 if (node, key) in ready or key in plan.prebuilt:    # it was evicted
                     rebuild += secs
                 ready[(node, key)] = t
-            cost = dispatcher.cost[take.index]
+            speed = plan.workers.factor(node)
+            cost = dispatcher.cost[take.index] * speed
             work += cost
             if keep_schedule:
                 start = t
                 for c in take.checks:
-                    end = start + plan.cost(c)
+                    end = start + plan.cost(c) * speed
                     schedule[(c.problem_id, c.attempt)] = (w, start, end)
                     start = end
             heapq.heappush(events, (t + cost, w, take.index))
@@ -143,7 +146,7 @@ def simulate(plan: Plan, *, keep_schedule: bool = True, budget_s: float | None =
         makespan = max(makespan, now)
         dispatcher.finish(w, index)
         node = w // cores
-        free = [w] + parked[node]
+        free = [w] + sorted(parked[node])
         parked[node] = []
     return Prediction(policy=plan.config.policy, workers=workers, makespan_s=makespan,
                       lower_bound_s=plan.lower_bound(), busy_s=work + build + boots,

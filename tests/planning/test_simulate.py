@@ -414,3 +414,43 @@ def test_a_heavy_proof_is_never_cut_at_a_32_core_nodes_share(tmp_path, capsys):
     printed = " ".join(capsys.readouterr().out.split())
     assert "memory: 1 of 49 checks get more than the default share of 4 GiB" in printed
     assert "up to 9.3 GiB" in printed
+
+
+# -- a mixed cluster (issue 47): each node's own factor --------------------------------
+
+def test_on_a_mixed_cluster_the_heaviest_check_goes_to_the_fastest_node():
+    slow_first = Workers(2, 1, 8 * GIB, node_factors=(2.0, 1.0))     # node 0 proves at half speed
+    plan = plan_of([100, 10, 10, 10], workers=slow_first)
+    p = simulate(plan)
+    worker, start, end = p.schedule[("p0", 0)]
+    assert worker == 1 and end - start == pytest.approx(100 + plan.config.dispatch_s)
+    # The slow node's checks take twice their time; the bound knows the speeds.
+    w, s, e = p.schedule[("p1", 0)]
+    assert w == 0 and e - s == pytest.approx(2 * (10 + plan.config.dispatch_s))
+    assert p.makespan_s >= p.lower_bound_s
+    even = simulate(plan_of([100, 10, 10, 10], workers=Workers(2, 1, 8 * GIB)))
+    assert p.makespan_s == pytest.approx(even.makespan_s)      # the slow node only took light work
+    with pytest.raises(Exception, match="for each of 2 nodes"):
+        Workers(2, 1, 8 * GIB, node_factors=(1.0,))
+
+
+def test_simulate_prices_a_mixed_cluster_from_node_factors(tmp_path, capsys):
+    path = _heavy_tail_map(tmp_path)
+    # Work, not one check, sets this makespan: 8 heavy checks on 3 single cores.
+    args = ["simulate", "--timeout-map", str(path), "--problems", "arm.heavy.*",
+            "--cores-per-node", "1", "--json"]
+    assert cli.main([*args, "--nodes", "3"]) == 0
+    even = json.loads(capsys.readouterr().out)
+    assert cli.main([*args, "--node-factors", "1.0,1.0,1.8"]) == 0
+    mixed = json.loads(capsys.readouterr().out)
+    assert mixed["nodes"] == 3 and mixed["node_factors"] == [1.0, 1.0, 1.8]
+    assert mixed["makespan_s"] > even["makespan_s"] and mixed["core_hours"] > even["core_hours"]
+    # Its longest check runs on a fast node: the bound is not the slow node's,
+    # and the work shares out by speed.
+    assert mixed["lower_bound_terms"]["longest"] == pytest.approx(even["lower_bound_terms"]["longest"])
+    assert mixed["lower_bound_terms"]["work"] == pytest.approx(
+        even["lower_bound_terms"]["work"] * 3 / (1 + 1 + 1 / 1.8))
+    assert cli.main([*args, "--nodes", "2", "--node-factors", "1.0,1.0,1.8"]) == 2
+    assert "gives 3 factors for 2 nodes" in capsys.readouterr().err
+    assert cli.main([*args, "--node-factors", "1.0,0,2"]) == 2
+    assert "above 0" in capsys.readouterr().err
