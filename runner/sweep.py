@@ -376,7 +376,8 @@ def _run_sweep(prepared: PreparedSweep, executor, on_row, on_start, on_skip, on_
     if not executor.joins_running_sweep:
         # This runner holds the lock: a check still on the running board was
         # cut short by a runner killed without a word, and runs again now.
-        if retired := retire_boards(cfg.out):
+        last = heartbeat.read(cfg.out) or {}      # the dead runner's last beat, if any
+        if retired := retire_boards(cfg.out, alive_until=last.get("beat")):
             cpu_h = sum(r.cpu_s for r in retired) / 3600
             on_note(f"{len(retired)} checks were cut short when the last runner was killed without "
                     f"a word: they run again ({cpu_h:.2f} core-hours of CPU lost at least; "

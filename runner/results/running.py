@@ -49,13 +49,21 @@ class RunningBoard:
                        "clock": clock, "progress_at": time.time()}
         self._publish()
 
-    def lost(self, cause: str, cpu_s: float | None, wall_s: float) -> None:
+    def lost(self, cause: str, cpu_s: float | None = None, wall_s: float | None = None) -> None:
         """The running check ends without a verdict and will run again: its
-        cost goes to OUT/lost/ (runner/results/lost.py) under ``cause``."""
-        if self._entry:
-            lost_checks.record(self.out, lost_checks.now_loss(
-                self._entry["problem_id"], self._entry["attempt"], cause, cpu_s, wall_s,
-                self.worker), self.writer_id)
+        cost goes to OUT/lost/ (runner/results/lost.py) under ``cause``. A
+        check killed by the runner's own stop has no measured end: its wall
+        time runs from its start in its image, its CPU time is the last its
+        guard published (a lower bound), unless given."""
+        if not self._entry:
+            return
+        started = self._entry.get("started")
+        if not wall_s and started is not None:
+            wall_s = time.time() - float(started)
+        cpu_s = max(float(cpu_s or 0.0), float(self._entry.get("cpu_s") or 0.0))
+        lost_checks.record(self.out, lost_checks.now_loss(
+            self._entry["problem_id"], self._entry["attempt"], cause, cpu_s, wall_s or 0.0,
+            self.worker), self.writer_id)
 
     def _publish(self) -> None:
         publish_json(self.path, self._entry, newline=False)
@@ -78,12 +86,15 @@ def entries(out: Path) -> list[dict]:
     return found
 
 
-def retire_boards(out: Path, prefix: str = "", cause: str = lost_checks.SILENT) -> list[lost_checks.Loss]:
+def retire_boards(out: Path, prefix: str = "", cause: str = lost_checks.SILENT,
+                  alive_until: float | None = None) -> list[lost_checks.Loss]:
     """Retire the running board's entries (of writers whose ids start with
     ``prefix``) as losses of runners killed without a word. Only a runner
     that knows no live worker writes them calls this: the sweep's lock
     holder before its workers start, or a requeued Slurm task for its own
-    earlier incarnation."""
+    earlier incarnation. ``alive_until``: when the dead runner was last
+    known alive (its last heartbeat), so a check it left counts the wall
+    time it ran at least; else its last progress."""
     board = Path(out) / RUNNING_DIR
     found = []
     for path in sorted(board.glob(f"{prefix}*.json")) if board.is_dir() else ():
@@ -93,7 +104,7 @@ def retire_boards(out: Path, prefix: str = "", cause: str = lost_checks.SILENT) 
             continue
         started = entry.get("started")
         if started is not None:             # a check that only waited for its image lost nothing
-            last = float(entry.get("progress_at") or started)
+            last = max(float(entry.get("progress_at") or started), float(alive_until or 0.0))
             loss = lost_checks.Loss(entry["problem_id"], int(entry["attempt"]), cause,
                                     float(entry.get("cpu_s") or 0.0), max(0.0, last - float(started)),
                                     entry.get("host", ""), entry.get("worker", ""), last)
