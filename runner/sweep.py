@@ -279,7 +279,7 @@ def _prepare(config: SweepConfig, nice: int) -> PreparedSweep:
         limit = backend.limits_for(p, CheckLimits(
             time_s=limits[p.problem_id].seconds, time_source=limits[p.problem_id].source,
             mem_bytes=m.guard, expected_mem_bytes=m.expected, clock=config.limit_clock, nice=nice,
-            mem_source=m.source))
+            mem_source=m.source, host_factor=None if loaded is None else loaded.host_factor))
         # After the mode's conversion: the bench's slack is wall seconds, not work.
         time_s = limit.time_s + config.limit_slack
         return dataclasses.replace(limit, time_s=time_s, backstop_s=backstop_s(

@@ -80,3 +80,16 @@ def test_a_host_factor_barely_above_1_is_shown_and_adds_no_second(capsys, sweep)
                      bench_map, "--host-factor", "1.001")
     assert code == 0 and "x1.001" in text, text
     assert limits(out.with_name("more")) == [31.0]
+
+
+def test_every_row_records_the_host_factor_its_limits_were_scaled_by(capsys, sweep):
+    """Issue 47: a check's row says which factor its limit carries, so rows
+    of nodes of different speed can be told apart."""
+    corpus, bench_map, out = sweep
+    assert run(capsys, "run", corpus, "--out", out, "--timeout-map", bench_map,
+               "--host-factor", "1.5")[0] == 0
+    rows = pq.read_table(out / "results.parquet").to_pylist()
+    assert [(r["host_factor"], r["timeout_s"]) for r in rows] == [(1.5, 45.0)]
+    plain = out.parent / "plain"
+    assert run(capsys, "run", corpus, "--out", plain, "--default-timeout", "30")[0] == 0
+    assert [r["host_factor"] for r in pq.read_table(plain / "results.parquet").to_pylist()] == [None]

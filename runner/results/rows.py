@@ -87,6 +87,9 @@ class ResultRow:
                           "the column", default="")
     mem_limit_mb: float | None = _help("the memory guard the check ran under (MEMOUT above it); "
                                        "empty in rows written before the column", default=None)
+    host_factor: float | None = _help("the factor the map's limits were scaled by for the host "
+                                      "that ran the check (--host-factor); empty without a map "
+                                      "and in rows written before the column", default=None)
     runtime: str = _help("HOL Light: the OCaml runtime setting the check ran under "
                          "(runner/provers/hol_light/runtime.py): default, or e.g. s=4M,o=120; empty "
                          "for other provers and in rows written before the column", default="")
@@ -115,6 +118,7 @@ _ARROW_TYPES = {
     "wall_secs": pa.float64(),
     "peak_rss_mb": pa.float64(),
     "mem_limit_mb": pa.float64(),
+    "host_factor": pa.float64(),
     "timeout_s": pa.float64(),
     "wait_secs": pa.float64(),
     "started_at": _TS,
@@ -132,7 +136,8 @@ RENAMED: dict[str, str] = {"prover_build": "hol_build"}
 OPTIONAL_COLUMNS: tuple[str, ...] = ("dedup_of", "sandbox", "wait_secs", "answer_unwrapped",
                                      "context_proofs", "infra_retries", "cpu_secs", "prove_cpu_secs",
                                      "limit_clock", "host_load", "host_cpus", "problem_sha256",
-                                     "cpu_model", "fallback", "mem_limit_mb", "mem_source", "runtime")
+                                     "cpu_model", "fallback", "mem_limit_mb", "mem_source", "runtime",
+                                     "host_factor")
 
 
 def rows_to_table(rows: list[ResultRow]) -> pa.Table:
