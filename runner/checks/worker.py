@@ -248,7 +248,8 @@ def work(session: ProverSession, tasks: Iterator[CheckTask], writer: ShardWriter
             session.withdraw(task.problem)      # no check: its image is not needed for it
         else:
             if board:
-                board.start(task.problem.problem_id, task.attempt, task.limits.time_s)
+                board.start(task.problem.problem_id, task.attempt, task.limits.time_s,
+                            task.limits.host_factor)
             key = f"{task.problem.problem_id}/{task.attempt}"
             events.say("check", key=key, name=task.problem.problem_id, worker=worker,
                        limit_s=task.limits.time_s)

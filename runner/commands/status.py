@@ -66,6 +66,16 @@ def run(args) -> int:
                           r.against_limit(), "" if r.peak_rss_mb is None else f"{r.peak_rss_mb:,.0f}",
                           note)
         out.print(table)
+        from ..maps.host_factor import shown
+
+        nodes: dict[tuple[str, float], int] = {}
+        for r in s.running:
+            if r.host_factor is not None:
+                nodes[(r.host, r.host_factor)] = nodes.get((r.host, r.host_factor), 0) + 1
+        if nodes:
+            out.print("host factors by node: " + "; ".join(
+                f"{host} x{shown(f)} ({n} running)" for (host, f), n in sorted(nodes.items())),
+                soft_wrap=True, markup=False, highlight=False)
     elif s.state in ("running", "unknown"):
         out.print("nothing running")
     if s.state in ("dead", "stopped", "finished", "stalled"):

@@ -20,6 +20,7 @@ from pathlib import Path
 import pyarrow as pa
 
 from ..checks.guard import BACKSTOP
+from ..maps.host_factor import shown
 from ..maps.timeouts import read_map
 
 TIGHT = 0.8
@@ -27,7 +28,8 @@ TIGHT = 0.8
 # report loaded only its own columns, and under the CPU clock every OK check
 # looked unmeasured, every TIMEOUT's load unknown and no check retried).
 COLUMNS = ("problem_id", "verdict", "reason", "prove_secs", "prove_cpu_secs", "cpu_secs",
-           "timeout_s", "host_load", "host_cpus", "infra_retries", "limit_clock")
+           "timeout_s", "host_load", "host_cpus", "infra_retries", "limit_clock", "host",
+           "host_factor")
 # Proofs shorter than this measure the clock more than the host.
 FACTOR_MIN_S = 0.5
 
@@ -47,6 +49,9 @@ class LimitsCheck:
     retried: int = 0                # checks run again (killed from outside, starved, paused)
     map_ratio: float | None = None  # median measured / map prove_secs
     map_ratio_n: int = 0
+    # (host, its factor, checks) of the rows that record a factor: the speed
+    # each node's limits were scaled by (issue 47: each node its own).
+    by_node: list[tuple[str, float, int]] = field(default_factory=list)
 
 
 def _col(table: pa.Table, name: str) -> list:
@@ -82,12 +87,17 @@ def check(table: pa.Table, manifest: dict) -> LimitsCheck:
         elif verdict == "ERROR" and (reason or "").startswith(BACKSTOP):
             starved += 1
     retried = sum(1 for r in _col(rows, "infra_retries") if r)
+    nodes: dict[tuple[str, float], int] = {}
+    for host, factor in zip(_col(rows, "host"), _col(rows, "host_factor")):
+        if factor is not None:
+            nodes[(host or "?", factor)] = nodes.get((host or "?", factor), 0) + 1
     ratio, n_ratio = _against_map(measured, manifest)
     nice = manifest.get("nice")
     return LimitsCheck(clock, manifest.get("host_factor"), sum(v == "OK" for v in verdicts),
                        nice if isinstance(nice, int) and not isinstance(nice, bool) else None,
                        unmeasured, sorted(tight, key=lambda t: -t[1] / t[2]), timeouts, loaded,
-                       unknown, starved, retried, ratio, n_ratio)
+                       unknown, starved, retried, ratio, n_ratio,
+                       [(h, f, n) for (h, f), n in sorted(nodes.items())])
 
 
 def _against_map(measured: dict[str, float], manifest: dict) -> tuple[float | None, int]:
@@ -114,18 +124,21 @@ def plural(n: int, word: str) -> str:
 
 def lines(c: LimitsCheck) -> list[str]:
     """What the report says of its limits, a line each."""
-    factor = f", map limits x{max(1.0, c.host_factor):.2f} for this host" if c.host_factor else ""
+    factor = f", map limits x{shown(max(1.0, c.host_factor))} for this host" if c.host_factor else ""
     # The niceness decides how much of a core a check got on a shared host
     # (docs/limits.md, "Priority"): CPU times are read beside it.
     nice = "" if c.nice is None else f", checks at niceness {c.nice}"
     out = [f"limits counted {'CPU' if c.clock == 'cpu' else 'wall'} time{factor}{nice}"]
+    if len(c.by_node) > 1 or (c.by_node and c.by_node[0][1] != c.host_factor):
+        out.append("host factors by node: " + "; ".join(
+            f"{host} x{shown(f)} ({plural(n, 'check')})" for host, f, n in c.by_node))
     if c.map_ratio is not None:
         out.append(f"proof times against the map's: median {c.map_ratio:.2f}x over {c.map_ratio_n} "
                    f"proofs of {FACTOR_MIN_S:g} s or more ({c.clock} seconds against the map's)")
-    shown = ", ".join(f"{pid} {used:.1f}/{limit:g} s" for pid, used, limit in c.tight[:3])
+    tightest = ", ".join(f"{pid} {used:.1f}/{limit:g} s" for pid, used, limit in c.tight[:3])
     unmeasured = f"; {c.unmeasured} of them recorded no {c.clock} time" if c.unmeasured else ""
     out.append(f"{len(c.tight)} of {plural(c.ok, 'OK check')} used more than {TIGHT:.0%} of their "
-               "limit" + (f" ({shown}{', ...' if len(c.tight) > 3 else ''})" if c.tight else "")
+               "limit" + (f" ({tightest}{', ...' if len(c.tight) > 3 else ''})" if c.tight else "")
                + unmeasured)
     if c.timeouts:
         known = c.timeouts - c.timeouts_unknown_load

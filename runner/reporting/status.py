@@ -45,6 +45,8 @@ class RunningCheck:
     cpu_s: float | None = None
     peak_rss_mb: float | None = None
     clock: str | None = None
+    host: str = ""
+    host_factor: float | None = None    # what its limit was scaled by on its node
 
     @property
     def used_s(self) -> float:
@@ -108,7 +110,8 @@ def _board(out: Path) -> list[tuple[dict, RunningCheck]]:
         found.append((entry, RunningCheck(entry["problem_id"], entry["attempt"], entry["worker"],
                                           elapsed, entry["timeout_s"], _alive(entry), waited,
                                           cpu_s=entry.get("cpu_s"), peak_rss_mb=entry.get("peak_rss_mb"),
-                                          clock=entry.get("clock"))))
+                                          clock=entry.get("clock"), host=entry.get("host", ""),
+                                          host_factor=entry.get("host_factor"))))
     return found
 
 

@@ -30,9 +30,12 @@ class RunningBoard:
         self.worker = worker
         self._entry: dict = {}
 
-    def start(self, problem_id: str, attempt: int, timeout_s: float) -> None:
-        """The worker took the check; it starts once its image is loaded."""
+    def start(self, problem_id: str, attempt: int, timeout_s: float,
+              host_factor: float | None = None) -> None:
+        """The worker took the check; it starts once its image is loaded.
+        ``host_factor``: what its limit was scaled by for this node."""
         self._entry = {"problem_id": problem_id, "attempt": attempt, "timeout_s": timeout_s,
+                       "host_factor": host_factor,
                        "dispatched": time.time(), "started": None, "worker": self.worker,
                        "host": socket.gethostname(), "pid": os.getpid()}
         self._publish()

@@ -83,3 +83,18 @@ def test_compute_lost_to_reruns_is_counted_by_cause(tmp_path, capsys):
     assert "lost to reruns: 0.311 core-hours of CPU time in 2 checks that ran again" in printed
     assert f"0.200 core-hours, 1 check: {lost.SILENT}" in printed
     assert "0.111 core-hours, 1 check: Ctrl-C" in printed
+
+
+def test_the_report_names_each_nodes_factor_when_they_differ(tmp_path, capsys):
+    """Issue 47: rows of a mixed cluster carry their node's factor."""
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "sweep.json").write_text(json.dumps({"limit_clock": "cpu", "host_factor": 1.2,
+                                                "config": {"workers": 2}}))
+    rows = [dataclasses.replace(row(f"p{i}", finished=float(i + 1)), host=host, host_factor=f)
+            for i, (host, f) in enumerate([("fast", 1.2), ("fast", 1.2), ("slow", 2.05)])]
+    with shards.ShardWriter(out, "w") as writer:
+        for r in rows:
+            writer.add(r)
+    assert cli.main(["report", str(out)]) == 0
+    assert "host factors by node: fast x1.20 (2 checks); slow x2.05 (1 check)" in _printed(capsys)

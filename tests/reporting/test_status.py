@@ -431,7 +431,7 @@ def test_a_heavy_checks_cpu_time_against_its_limit_and_what_it_has_left(tmp_path
         "expected_left_s": 1510.0, "boot_left_s": 0.0, "workers": 2, "eta_basis": "from the plan",
         "running_expected": [[heavy, 0, 1500.0]], "recent": []}))
     board = RunningBoard(out, "w0", "w0")
-    board.start(heavy, 0, 1639.0)
+    board.start(heavy, 0, 1639.0, host_factor=1.25)
     board.started()
     board.progress(412.4, 900 << 20, "cpu")
     status = read_status(out)
@@ -442,6 +442,8 @@ def test_a_heavy_checks_cpu_time_against_its_limit_and_what_it_has_left(tmp_path
     assert cli.main(["status", str(out)]) == 0
     printed = " ".join(capsys.readouterr().out.split())
     assert heavy in printed and "412 s of 1,639 s CPU" in printed and " 900 " in printed
+    import socket as _socket
+    assert f"host factors by node: {_socket.gethostname()} x1.25 (1 running)" in printed
     # Before its guard has said anything, its wall time stands in, and says so.
     board.start("arm.x.Y", 0, 300.0)
     (r,) = read_status(out).running
