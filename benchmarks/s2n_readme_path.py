@@ -207,6 +207,9 @@ def parse_args():
     parser.add_argument("--s2n-bignum-src", required=True, help="what `git clone` takes for s2n-bignum")
     parser.add_argument("--arch", choices=("arm", "x86"), default="arm",
                         help="the s2n-bignum tree whose proof files are drawn")
+    parser.add_argument("--file", action="append", metavar="STEM",
+                        help="run this proof file of ARCH/proofs (e.g. bignum_mul_p521) instead of "
+                        "a draw; repeatable. Every problem of it the map lists is swept, however long")
     sample_arguments(parser)
     args = parser.parse_args()
     args.work, args.bench_map = args.work.resolve(), args.bench_map.resolve()
@@ -310,7 +313,10 @@ def main() -> int:
     hol, s2n, build_secs = build_inputs(args)
     bench_map = json.loads(args.bench_map.read_text())
     listed = {e["problem_id"]: e for e in bench_map}
-    files = choose_files(bench_map, s2n, args.seed, args.files, args.max_file_secs, args.arch)
+    files = args.file or choose_files(bench_map, s2n, args.seed, args.files, args.max_file_secs,
+                                      args.arch)
+    if missing := [f for f in files if not (s2n / args.arch / "proofs" / f"{f}.ml").is_file()]:
+        raise SystemExit(f"--file: no {args.arch}/proofs/{missing[0]}.ml in {s2n}")
     log(f"{args.arch} seed {args.seed}: {', '.join(files)}")
     corpus, chosen, extracted, ids, extract_s = extract_corpus(args, s2n, files, listed)
 
