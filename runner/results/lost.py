@@ -9,12 +9,15 @@ here, one JSON file each, atomically like a shard, with its cause and the
 CPU and wall time it had used, and `report` adds them up by cause.
 
 Where the dying runner could still say it (a stop the runner handles), its
-worker records the loss with the CPU time its guard measured to the end. A
-runner killed without a word leaves its running board entry
+worker records the loss: the wall time from the check's start in its image,
+and the CPU time its guard measured (a check killed by the stop itself: the
+CPU time its guard last published, at most
+``runner.checks.guard.PROGRESS_EVERY_S`` old, so a lower bound). A runner
+killed without a word leaves its running board entry
 (runner/results/running.py) behind: the next runner of the sweep, which
 holds the sweep's lock, so that no board entry it finds is a live one,
-retires each such entry here (``running.retire_boards``) with the CPU time its guard last published
-(at most ``runner.checks.guard.PROGRESS_EVERY_S`` old, so a lower bound).
+retires each such entry here (``running.retire_boards``), its wall time
+counted up to the dead runner's last heartbeat.
 """
 
 from __future__ import annotations
@@ -42,8 +45,8 @@ class Loss:
     problem_id: str
     attempt: int
     cause: str
-    cpu_s: float            # CPU time the lost run had used (a lower bound for SILENT)
-    wall_s: float           # wall time from its start in its image to its end
+    cpu_s: float            # CPU time the lost run had used (at least)
+    wall_s: float           # wall time from its start in its image to its end (at least)
     host: str
     worker: str
     at: float               # when it was lost (epoch seconds)
