@@ -43,7 +43,6 @@ from .results import heartbeat, shards, lock as sweep_lock
 from .results.preparing import Preparing
 from .results.done import LIGHT, Done
 from .results.rows import ResultRow
-from .results.running import retire_boards
 from .settings import beyond_ram, format_size
 from .sweep_dir import check_manifest, check_out_dir, check_resume_settings
 
@@ -265,14 +264,12 @@ def _prepare(config: SweepConfig, nice: int) -> PreparedSweep:
     inputs = problem_hash.digests(problems, backend.problem_inputs(problems))
 
     # Each problem's memory: measured, estimated from its time class, or the
-    # default share, within this node's memory (runner/maps/mem_needs.py).
-    map_secs = loaded.prove_secs() if loaded else {}
-    node_mem = int(0.8 * psutil.virtual_memory().total)
-    mems = {p.problem_id: mem_needs.mem_limit(
-        map_secs.get(p.problem_id), map_use.mem.get(p.problem_id), cap=config.mem_limit,
-        default=mem, node=node_mem, default_expected=min(config.expected_mem, mem)) for p in problems}
-    if any(m.source not in mem_needs.PLAIN for m in mems.values()):
-        notes += (mem_needs.summary(mems),)     # a limit above the share: said, with its basis
+    # default share, within 80% of this node's memory.
+    mems, said = mem_needs.sweep_limits(
+        [p.problem_id for p in problems], loaded.prove_secs() if loaded else {}, map_use.mem,
+        cap=config.mem_limit, default=mem, node=int(0.8 * psutil.virtual_memory().total),
+        default_expected=min(config.expected_mem, mem))
+    notes += said
 
     def limits_of(p: Problem) -> CheckLimits:
         m = mems[p.problem_id]
@@ -353,31 +350,17 @@ def _run_sweep(prepared: PreparedSweep, executor, on_row, on_start, on_skip, on_
                                              {p.problem_id for p in prepared.problems})
     prepared = dataclasses.replace(prepared, tasks=tasks)
     if cfg.recheck:
-        on_note(f"--recheck {','.join(cfg.recheck)}: checking {rechecks} recorded checks again "
-                "(their rows stay as history)" if rechecks else f"--recheck {','.join(cfg.recheck)}: "
-                "no recorded check of the selected problems has that verdict: none to check again")
+        on_note(attempts.recheck_note(cfg.recheck, rechecks))
     # Not yet recorded, less the attempts early stop skips (runner/checks/attempts.py).
     # A row settles its check only for the answer it checked: changed ones run again.
     pending, skipped_before = attempts.pending(prepared.tasks, scan.done)
     changes = attempts.compare(prepared.tasks, scan.done, {p.problem_id for p in prepared.problems})
-    if changes.changed:
-        on_note(f"{len(changes.changed)} answers changed since the last run: checking them again")
-    if changes.gone:
-        on_note(f"{len(changes.gone)} answers recorded before are gone (--allow-missing-answers): "
-                "checking those problems as given now")
-    if changes.problems:
-        shown = ", ".join(changes.problems[:3]) + (", ..." if len(changes.problems) > 3 else "")
-        on_note(f"{len(changes.problems)} problems changed since the last run (their setup, query "
-                f"or a file their setup loads): checking them again ({shown})")
-    if changes.unhashed:
-        on_note(f"{changes.unhashed} recorded checks were written before rows recorded their "
-                "problem's hash: their verdicts stand, whatever their problem is now (a new --out "
-                "checks everything)")
+    for note in changes.notes():
+        on_note(note)
     if not executor.joins_running_sweep:
         # This runner holds the lock: a check still on the running board was
         # cut short by a runner killed without a word, and runs again now.
-        last = heartbeat.read(cfg.out) or {}      # the dead runner's last beat, if any
-        if retired := retire_boards(cfg.out, alive_until=last.get("beat")):
+        if retired := heartbeat.retire_dead_runners_checks(cfg.out):
             cpu_h = sum(r.cpu_s for r in retired) / 3600
             on_note(f"{len(retired)} checks were cut short when the last runner was killed without "
                     f"a word: they run again ({cpu_h:.2f} core-hours of CPU lost at least; "

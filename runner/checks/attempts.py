@@ -88,6 +88,33 @@ class AnswerChanges:
     problems: list[str] = field(default_factory=list)
     unhashed: int = 0       # rows of the answer given now from before rows hashed problems: they stand
 
+    def notes(self) -> list[str]:
+        """What a resume says of them, a line each."""
+        out = []
+        if self.changed:
+            out.append(f"{len(self.changed)} answers changed since the last run: checking them again")
+        if self.gone:
+            out.append(f"{len(self.gone)} answers recorded before are gone (--allow-missing-answers): "
+                       "checking those problems as given now")
+        if self.problems:
+            shown = ", ".join(self.problems[:3]) + (", ..." if len(self.problems) > 3 else "")
+            out.append(f"{len(self.problems)} problems changed since the last run (their setup, query "
+                       f"or a file their setup loads): checking them again ({shown})")
+        if self.unhashed:
+            out.append(f"{self.unhashed} recorded checks were written before rows recorded their "
+                       "problem's hash: their verdicts stand, whatever their problem is now (a new "
+                       "--out checks everything)")
+        return out
+
+
+def recheck_note(verdicts: Sequence[str], rechecks: int) -> str:
+    """What `run --recheck` says it will do."""
+    if rechecks:
+        return (f"--recheck {','.join(verdicts)}: checking {rechecks} recorded checks again (their "
+                "rows stay as history)")
+    return (f"--recheck {','.join(verdicts)}: no recorded check of the selected problems has that "
+            "verdict: none to check again")
+
 
 def compare(tasks: Sequence[CheckTask], done, problem_ids: set[str]) -> AnswerChanges:
     """The recorded attempts of ``problem_ids`` whose answer changed, those

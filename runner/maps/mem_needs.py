@@ -102,6 +102,17 @@ def _class_name(cls: HeavyClass) -> str:
             else f"map time {cls.low_s:,.0f}-{cls.high_s:,.0f} s")
 
 
+def sweep_limits(problem_ids, map_secs: Mapping[str, float], profiled: Mapping[str, tuple[int, int]], *,
+                 cap: int | None, default: int, node: int,
+                 default_expected: int) -> tuple[dict[str, MemLimit], tuple[str, ...]]:
+    """Each problem's limit (:func:`mem_limit`), and what `run` says of
+    them: a line when any limit rests on more than the flag or the share."""
+    limits = {pid: mem_limit(map_secs.get(pid), profiled.get(pid), cap=cap, default=default,
+                             node=node, default_expected=default_expected) for pid in problem_ids}
+    plain = all(m.source in PLAIN for m in limits.values())
+    return limits, () if plain else (summary(limits),)
+
+
 # Sources that need no word: what the user asked for, or the documented default.
 PLAIN = ("--mem-limit", "default share")
 

@@ -178,3 +178,12 @@ def read(out: Path) -> dict | None:
         return json.loads((Path(out) / STATUS_FILE).read_text())
     except (OSError, ValueError):
         return None
+
+
+def retire_dead_runners_checks(out: Path) -> list:
+    """For the runner that now holds the sweep's lock, before its workers
+    start: the checks a runner killed without a word left on the running
+    board, retired as lost (runner/results/lost.py), their wall time counted
+    up to that runner's last beat. A list of runner.results.lost.Loss."""
+    last = read(out) or {}
+    return running.retire_boards(out, alive_until=last.get("beat"))
