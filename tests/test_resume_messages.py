@@ -10,22 +10,9 @@ import json
 import pyarrow.parquet as pq
 import pytest
 
-from runner import cli
-from runner.prover_registry import ENV
 
-from .test_registry import TOY_REF, toy_corpus
-
-
-@pytest.fixture
-def toy(monkeypatch):
-    monkeypatch.setenv(ENV, TOY_REF)
-
-
-def run(capsys, *argv) -> tuple[int, str]:
-    """Exit code and everything said (stdout and the progress console), unwrapped."""
-    code = cli.main([str(a) for a in argv])
-    captured = capsys.readouterr()
-    return code, " ".join((captured.out + captured.err).split())
+from .cli.test_clocks import run, toy  # noqa: F401  (toy: the toy prover registered, a fixture)
+from .test_registry import toy_corpus
 
 
 def limits(out) -> list[float]:
