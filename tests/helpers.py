@@ -427,3 +427,15 @@ def on_its_checks(session, p: Problem, times: int, act) -> threading.Thread:
     thread = threading.Thread(target=watcher, daemon=True)
     thread.start()
     return thread
+
+
+def left_by_a_dead_runner(board) -> None:
+    """Make a RunningBoard's entry one a runner killed without a word left:
+    its process (a ``true`` that has exited) is gone."""
+    import json
+    import subprocess
+
+    gone = subprocess.Popen(["true"])
+    gone.wait()
+    entry = json.loads(board.path.read_text())
+    board.path.write_text(json.dumps({**entry, "pid": gone.pid}))

@@ -14,6 +14,8 @@ import socket
 import time
 from pathlib import Path
 
+import psutil
+
 from . import lost as lost_checks
 from .publish import publish_json
 
@@ -105,6 +107,8 @@ def retire_boards(out: Path, prefix: str = "", cause: str = lost_checks.SILENT,
             entry = json.loads(path.read_text())
         except (OSError, ValueError):
             continue
+        if _alive(entry):
+            continue            # a Slurm task or Dask worker outlives a restarted driver
         started = entry.get("started")
         if started is not None:             # a check that only waited for its image lost nothing
             last = max(float(entry.get("progress_at") or started), float(alive_until or 0.0))
@@ -115,3 +119,17 @@ def retire_boards(out: Path, prefix: str = "", cause: str = lost_checks.SILENT,
             found.append(loss)
         path.unlink(missing_ok=True)
     return found
+
+
+# A running check republishes its entry every PROGRESS_EVERY_S (10 s,
+# runner/checks/guard.py): one on another host silent for this long is gone.
+STALE_S = 60.0
+
+
+def _alive(entry: dict) -> bool:
+    """Whether the worker of a board entry may still run: on this host, its
+    process exists; elsewhere, it published within STALE_S."""
+    if entry.get("host") == socket.gethostname():
+        return psutil.pid_exists(int(entry.get("pid", -1)))
+    last = max(float(entry.get(k) or 0.0) for k in ("progress_at", "started", "dispatched"))
+    return time.time() - last < STALE_S

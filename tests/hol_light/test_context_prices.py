@@ -162,10 +162,17 @@ def test_simulate_plans_the_problems_a_sweep_selects_and_prices_each_class(tmp_p
     assert json.loads(capsys.readouterr().out)["image_classes"]["file head"]["images"] == 3
 
 
-def test_simulate_refuses_problems_without_a_corpus(tmp_path, capsys):
+def test_simulate_without_a_corpus_picks_the_maps_problems(tmp_path, capsys):
+    """Issue 44: --problems without --corpus selects among the map's own
+    problems (the bench's heavy tail, priced alone); one that matches none
+    of them is refused in one line, naming the map."""
     tmap = tmp_path / "map.json"
-    tmap.write_text(json.dumps([{"problem_id": "a.b.C", "prove_secs": 1.0, "timeout_sec": 60}]))
+    tmap.write_text(json.dumps([{"problem_id": "a.b.C", "prove_secs": 1.0, "timeout_sec": 60},
+                                {"problem_id": "x.y.Z", "prove_secs": 2.0, "timeout_sec": 60}]))
     assert cli.main(["simulate", "--timeout-map", str(tmap), "--map-mode", "native",
-                     "--workers", "1", "--problems", "a.*"]) == 2
+                     "--workers", "1", "--problems", "a.*", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["checks"] == 1
+    assert cli.main(["simulate", "--timeout-map", str(tmap), "--map-mode", "native",
+                     "--workers", "1", "--problems", "q.*"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 1 and "--problems" in err[0] and "--corpus" in err[0]
+    assert len(err) == 1 and "--problems" in err[0] and "matches no problem of the map" in err[0]

@@ -18,7 +18,7 @@ from runner.reporting.report import load
 from runner.results import lost, shards
 from runner.results.running import RunningBoard, retire_boards
 
-from ..helpers import row
+from ..helpers import left_by_a_dead_runner, row
 
 
 def _sweep(out, specs):
@@ -77,6 +77,7 @@ def test_compute_lost_to_reruns_is_counted_by_cause(tmp_path, capsys):
     board.start("arm.heavy.d", 0, 5500.0)
     board.started()
     board.progress(720.0, 900 << 20, "cpu")
+    left_by_a_dead_runner(board)
     retire_boards(out)
     assert cli.main(["report", str(out)]) == 0
     printed = _printed(capsys)

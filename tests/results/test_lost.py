@@ -9,6 +9,8 @@ from __future__ import annotations
 from runner.results import lost
 from runner.results.running import RunningBoard, entries, retire_boards
 
+from ..helpers import left_by_a_dead_runner
+
 
 def test_a_board_left_by_a_killed_runner_becomes_a_loss_with_its_last_cpu_time(tmp_path):
     out = tmp_path / "out"
@@ -21,13 +23,20 @@ def test_a_board_left_by_a_killed_runner_becomes_a_loss_with_its_last_cpu_time(t
     other = RunningBoard(out, "run2-w0", "host/2/w0")
     other.start("arm.other.O", 0, 120.0)
     other.started()
+    live = RunningBoard(out, "run3-w0", "host/3/w0")      # this process: alive, never retired
+    live.start("arm.live.A", 0, 120.0)
+    live.started()
+    for board in (heavy, waiting, other):
+        left_by_a_dead_runner(board)
     # A requeued Slurm task retires only its own earlier incarnation's entries.
     (loss,) = retire_boards(out, "run1-", lost.REQUEUED)
     assert (loss.problem_id, loss.cause, loss.cpu_s) == ("arm.heavy.H", lost.REQUEUED, 1200.0)
-    assert [e["problem_id"] for e in entries(out)] == ["arm.other.O"]
+    assert [e["problem_id"] for e in entries(out)] == ["arm.other.O", "arm.live.A"]
     (rest,) = retire_boards(out)
     assert rest.cause == lost.SILENT and rest.cpu_s == 0.0
-    assert entries(out) == []
+    # A Slurm task or Dask worker still running (a driver restarted beside
+    # it) keeps its entry: it is no loss.
+    assert [e["problem_id"] for e in entries(out)] == ["arm.live.A"]
     costs = lost.by_cause(lost.read(out))
     assert list(costs) == [lost.REQUEUED, lost.SILENT]           # the costliest first
     assert costs[lost.REQUEUED] == {"checks": 1, "cpu_core_hours": 1200.0 / 3600,
