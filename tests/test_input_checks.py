@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from runner import answers, provers
+from runner import answers, prover_registry as provers
 from runner.corpus import load_corpus
 from runner.errors import InputError
 from runner.planning.sweep_config import SweepConfig

@@ -106,15 +106,12 @@ def sweep_limits(problem_ids, map_secs: Mapping[str, float], profiled: Mapping[s
                  cap: int | None, default: int, node: int,
                  default_expected: int) -> tuple[dict[str, MemLimit], tuple[str, ...]]:
     """Each problem's limit (:func:`mem_limit`), and what `run` says of
-    them: a line when any limit rests on more than the flag or the share."""
+    them: a line when a limit is above the sweep's (the flag's or the
+    default share), which a user who knows only the flag would not expect."""
     limits = {pid: mem_limit(map_secs.get(pid), profiled.get(pid), cap=cap, default=default,
                              node=node, default_expected=default_expected) for pid in problem_ids}
-    plain = all(m.source in PLAIN for m in limits.values())
-    return limits, () if plain else (summary(limits),)
-
-
-# Sources that need no word: what the user asked for, or the documented default.
-PLAIN = ("--mem-limit", "default share")
+    raised = any(m.guard > (cap or default) for m in limits.values())
+    return limits, (summary(limits),) if raised else ()
 
 
 def summary(limits: Mapping[str, MemLimit]) -> str:

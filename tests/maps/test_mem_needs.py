@@ -68,3 +68,18 @@ def test_the_estimate_never_exceeds_a_small_nodes_memory():
 def test_run_says_how_many_checks_got_their_memory_from_where():
     line = mem_needs.summary({"a": limit(5991.0), "b": limit(0.5), "c": limit(0.7)})
     assert line.startswith("memory limits: 2 default share: 3.2 GiB; 1 estimated for map time 3,000 s")
+
+
+def test_run_names_the_limits_only_when_one_is_above_the_sweeps():
+    ids = ["heavy", "light"]
+    limits, said = mem_needs.sweep_limits(ids, {"heavy": 5991.0, "light": 1.0}, {}, cap=None,
+                                          default=SHARE, node=NODE, default_expected=EXPECTED)
+    assert limits["heavy"].guard > SHARE and said and said[0].startswith("memory limits: ")
+    # A profile that only tightens a user's cap, or an estimate below the
+    # share, is no surprise: nothing said, the rows still record the source.
+    _, said = mem_needs.sweep_limits(ids, {}, {"heavy": (2 * GIB, GIB)}, cap=4 * GIB, default=SHARE,
+                                     node=NODE, default_expected=EXPECTED)
+    assert said == ()
+    _, said = mem_needs.sweep_limits(ids, {"heavy": 2000.0}, {}, cap=None, default=8 * GIB,
+                                     node=NODE, default_expected=EXPECTED)
+    assert said == ()
