@@ -114,7 +114,8 @@ def image_builds(out: Path) -> dict[str, float]:
     return secs
 
 
-def table(drawn: dict[str, list[dict]], rows: dict[str, dict], builds: dict[str, float]) -> tuple[list[str], list[dict]]:
+def table(drawn: dict[str, list[dict]], rows: dict[str, dict],
+          builds: dict[str, float]) -> tuple[list[str], list[dict]]:
     """One line per drawn problem, and the same as records."""
     lines = [f"{'class':6} {'problem':62} {'map s':>7} {'verdict':7} {'cpu s':>7} {'cpu/map':>7} "
              f"{'wall/map':>8} {'peak MB':>8} {'image s':>7} {'limit s':>8} {'headroom':>8}"]
@@ -197,7 +198,8 @@ def main() -> int:
                           "peak_rss_mb_max": round(max(peaks)) if peaks else None}
     header = [f"seed {args.seed}: {len(ids)} problems from {len(files)} files; host factor {factor} "
               f"(calibrate {calibrate_s:.0f} s, {cal_load.text()}); run {run_s:.0f} s, {run_load.text()}; "
-              f"extract {extract_s:.0f} s; builds " + ", ".join(f"{k} {v:.0f}" for k, v in build_secs.items())]
+              f"extract {extract_s:.0f} s; builds "
+              + ", ".join(f"{k} {v:.0f}" for k, v in build_secs.items())]
     header += [f"{k}: {v['ok']} of {v['drawn']} OK, CPU / map median {v['cpu_ratio_median']}, "
                f"peak {v['peak_rss_mb_max']} MB" for k, v in by_class.items()]
     figures = {"seed": args.seed, "ids": ids, "host_factor": factor, "calibrate_s": round(calibrate_s),

@@ -59,7 +59,8 @@ def parse_args():
     parser.add_argument("--seed", type=int, default=1, help="seed of the draw (default 1)")
     parser.add_argument("--light", type=int, default=20, help="ground truths of 1-60 s (default 20)")
     parser.add_argument("--files", type=int, default=6,
-                        help="the light ones come from at least this many files, half of each tree (default 6)")
+                        help="the light ones come from at least this many files, half of each tree "
+                        "(default 6)")
     parser.add_argument("--heavy", type=int, default=3, help="ground truths of 120-600 s (default 3)")
     parser.add_argument("--grid", default=GRID, help="settings to measure, separated by ';' "
                         f"(default: {GRID})")

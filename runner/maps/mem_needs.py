@@ -83,7 +83,8 @@ def mem_limit(map_secs: float | None, profiled: tuple[int, int] | None, *, cap: 
     if cap is not None:
         if profiled:
             g, e = profiled
-            return MemLimit(min(cap, max(g, MIN_GUARD_BYTES)), min(cap, e), "map's profile, within --mem-limit")
+            return MemLimit(min(cap, max(g, MIN_GUARD_BYTES)), min(cap, e),
+                            "map's profile, within --mem-limit")
         return MemLimit(cap, min(cap, default_expected), "--mem-limit")
     if profiled:
         g, e = profiled
@@ -102,9 +103,9 @@ def _class_name(cls: HeavyClass) -> str:
             else f"map time {cls.low_s:,.0f}-{cls.high_s:,.0f} s")
 
 
-def sweep_limits(problem_ids, map_secs: Mapping[str, float], profiled: Mapping[str, tuple[int, int]], *,
-                 cap: int | None, default: int, node: int,
-                 default_expected: int) -> tuple[dict[str, MemLimit], tuple[str, ...]]:
+def sweep_limits(problem_ids, map_secs: Mapping[str, float],
+                 profiled: Mapping[str, tuple[int, int]], *, cap: int | None, default: int,
+                 node: int, default_expected: int) -> tuple[dict[str, MemLimit], tuple[str, ...]]:
     """Each problem's limit (:func:`mem_limit`), and what `run` says of
     them: a line when a limit is above the sweep's (the flag's or the
     default share), which a user who knows only the flag would not expect."""
