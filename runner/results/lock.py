@@ -49,7 +49,9 @@ FORMAT = "proofbatch-lock/1"
 NAME_WAIT_S = 2.0
 
 
-def _created(pid: int) -> float | None:
+def process_started(pid: int) -> float | None:
+    """When process ``pid`` started (epoch seconds), to tell it from a later
+    process given the same pid; None when it is gone."""
     try:
         return psutil.Process(pid).create_time()
     except psutil.Error:
@@ -68,7 +70,7 @@ def read_holder(out: Path) -> dict | None:
 def alive(record: dict, *, now: float | None = None) -> bool:
     """Whether the runner of ``record`` may still be running."""
     if record.get("host") == socket.gethostname():
-        created = _created(int(record.get("pid") or 0)) if record.get("pid") else None
+        created = process_started(int(record.get("pid") or 0)) if record.get("pid") else None
         if created is None:
             return False
         # The same pid may name another process since: compare start times.
@@ -159,7 +161,7 @@ class SweepLock:
                 self.taken_over = record
             self._record = {
                 "format": FORMAT, "host": socket.gethostname(), "pid": os.getpid(),
-                "started": _created(os.getpid()),
+                "started": process_started(os.getpid()),
                 "since": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
                 "beat": time.time(), "interval": self.interval, "executor": self.executor,
                 "command": " ".join(sys.argv),

@@ -25,8 +25,6 @@ import threading
 import time
 from pathlib import Path
 
-import psutil
-
 from .. import events
 from . import heartbeat, lock
 from .publish import publish_json
@@ -110,18 +108,12 @@ class Preparing:
     def _publish(self) -> None:
         with self._lock:
             record = {"state": "preparing", "stage": self._stage, "host": socket.gethostname(),
-                      "pid": os.getpid(), "started": _created(os.getpid()), "since": self._since,
+                      "pid": os.getpid(), "started": lock.process_started(os.getpid()),
+                      "since": self._since,
                       "beat": time.time(), "interval": heartbeat.INTERVAL, **self._settings}
         with self._publishing:
             if not self._stop.is_set() or self._thread is None:
                 publish_json(self.path, record, newline=False)
-
-
-def _created(pid: int) -> float | None:
-    try:
-        return psutil.Process(pid).create_time()
-    except psutil.Error:
-        return None
 
 
 def read_preparing(out: Path) -> dict | None:
