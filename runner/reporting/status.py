@@ -24,7 +24,7 @@ import psutil
 from ..errors import InputError
 from ..results import heartbeat
 from ..results.preparing import read_preparing
-from ..results.running import RUNNING_DIR
+from ..results.running import RUNNING_DIR, worker_alive
 from ..results.sweep_manifest import read_sweep_manifest
 
 if TYPE_CHECKING:      # imported where used: pyarrow stays out of `status`'s start
@@ -90,12 +90,6 @@ class Status:
     stage: str | None = None       # a run still preparing: what it does (runner/results/preparing.py)
 
 
-def _alive(entry: dict) -> bool | None:
-    if entry.get("host") != socket.gethostname():
-        return None
-    return psutil.pid_exists(int(entry.get("pid", -1)))
-
-
 def _board(out: Path) -> list[tuple[dict, RunningCheck]]:
     now, found = time.time(), []
     for path in sorted((out / RUNNING_DIR).glob("*.json")) if (out / RUNNING_DIR).is_dir() else ():
@@ -108,7 +102,7 @@ def _board(out: Path) -> list[tuple[dict, RunningCheck]]:
         elapsed = 0.0 if started is None else now - started
         waited = (now if started is None else started) - dispatched
         found.append((entry, RunningCheck(entry["problem_id"], entry["attempt"], entry["worker"],
-                                          elapsed, entry["timeout_s"], _alive(entry), waited,
+                                          elapsed, entry["timeout_s"], worker_alive(entry), waited,
                                           cpu_s=entry.get("cpu_s"), peak_rss_mb=entry.get("peak_rss_mb"),
                                           clock=entry.get("clock"), host=entry.get("host", ""),
                                           host_factor=entry.get("host_factor"))))

@@ -126,10 +126,19 @@ def retire_boards(out: Path, prefix: str = "", cause: str = lost_checks.SILENT,
 STALE_S = 60.0
 
 
+def worker_alive(entry: dict) -> bool | None:
+    """Whether the worker of a board entry still runs, when this host can
+    tell (its process is here); None for a worker on another host."""
+    if entry.get("host") != socket.gethostname():
+        return None
+    return psutil.pid_exists(int(entry.get("pid", -1)))
+
+
 def _alive(entry: dict) -> bool:
     """Whether the worker of a board entry may still run: on this host, its
     process exists; elsewhere, it published within STALE_S."""
-    if entry.get("host") == socket.gethostname():
-        return psutil.pid_exists(int(entry.get("pid", -1)))
+    here = worker_alive(entry)
+    if here is not None:
+        return here
     last = max(float(entry.get(k) or 0.0) for k in ("progress_at", "started", "dispatched"))
     return time.time() - last < STALE_S
