@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from pathlib import Path
 
 from rich.table import Table
@@ -68,10 +69,7 @@ def run(args) -> int:
         out.print(table)
         from ..maps.host_factor import shown
 
-        nodes: dict[tuple[str, float], int] = {}
-        for r in s.running:
-            if r.host_factor is not None:
-                nodes[(r.host, r.host_factor)] = nodes.get((r.host, r.host_factor), 0) + 1
+        nodes = Counter((r.host, r.host_factor) for r in s.running if r.host_factor is not None)
         if nodes:
             out.print("host factors by node: " + "; ".join(
                 f"{host} x{shown(f)} ({n} running)" for (host, f), n in sorted(nodes.items())),

@@ -14,6 +14,7 @@ two maps).
 from __future__ import annotations
 
 import statistics
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -87,10 +88,9 @@ def check(table: pa.Table, manifest: dict) -> LimitsCheck:
         elif verdict == "ERROR" and (reason or "").startswith(BACKSTOP):
             starved += 1
     retried = sum(1 for r in _col(rows, "infra_retries") if r)
-    nodes: dict[tuple[str, float], int] = {}
-    for host, factor in zip(_col(rows, "host"), _col(rows, "host_factor")):
-        if factor is not None:
-            nodes[(host or "?", factor)] = nodes.get((host or "?", factor), 0) + 1
+    nodes = Counter((host or "?", factor) for host, factor in zip(_col(rows, "host"),
+                                                                  _col(rows, "host_factor"))
+                    if factor is not None)
     ratio, n_ratio = _against_map(measured, manifest)
     nice = manifest.get("nice")
     return LimitsCheck(clock, manifest.get("host_factor"), sum(v == "OK" for v in verdicts),
