@@ -178,11 +178,11 @@ def memory_line(plan) -> str:
     to need gets that need times the margin, not only the default share,
     and a node runs fewer such checks at once."""
     from ..maps import mem_needs
-    from ..planning.sweep_config import SweepConfig
+    from ..planning.sweep_config import SweepConfig, mem_share
 
     unknown = SweepConfig.__dataclass_fields__["expected_mem"].default
     w = plan.workers
-    share = int(min(8 * 2**30, w.mem_per_node / max(1, w.cores_per_node)))
+    share = mem_share(w.mem_per_node, w.cores_per_node)
     limits = [mem_needs.mem_limit(None, (int(c.mem_bytes * mem_needs.MARGIN), c.mem_bytes)
                                   if c.mem_bytes > unknown else None, cap=None, default=share,
                                   node=w.mem_per_node, default_expected=unknown)

@@ -187,9 +187,15 @@ class SweepConfig:
                                             "it is the command that resumes the sweep", default=None)
 
 
+def mem_share(node_bytes: float, workers: int) -> int:
+    """A check's default memory limit on a node whose checks may use
+    ``node_bytes`` together: 8 GiB, or an even share of it if smaller."""
+    return int(min(8 * 2**30, node_bytes / max(1, workers)))
+
+
 def default_mem_limit(workers: int) -> int:
     """8 GiB, or an even share of 80% of this machine's memory if smaller."""
-    return int(min(8 * 2**30, 0.8 * psutil.virtual_memory().total / max(1, workers)))
+    return mem_share(0.8 * psutil.virtual_memory().total, workers)
 
 
 def resolved_mem_limit(config: SweepConfig) -> int:
