@@ -24,8 +24,9 @@ from ..settings import help_of
 from ..planning.sweep_config import SweepConfig
 from . import price_flag
 from .simulate_factor import MAX_HOST_FACTOR, host_factor_flag, on_map, plan_on_host
-from .simulate_output import (account_line, bound_line, memory_line, context_figures, duration_counts, image_class_figures,
-                              learned_line, print_contexts, print_modes, print_prediction)
+from .simulate_output import (account_line, bound_line, memory_figures, memory_line, context_figures,
+                              duration_counts, image_class_figures, learned_line, print_contexts,
+                              print_modes, print_prediction)
 
 MODES = ("bytecode", "native", "auto")
 
@@ -268,7 +269,7 @@ def run(args) -> int:
                "host_factor": p.factor,
                "mode": None if args.plan else mode, "proof_times": p.conversion,
                "check_durations": duration_counts(sources), "modes": p.modes,
-               "image_classes": image_class_figures(plan)}
+               "image_classes": image_class_figures(plan), "memory": memory_figures(plan)}
         print(json.dumps(out))
         return 0
     _say(Console(), args, p, mode, sources, ours, naive, contexts, learned)

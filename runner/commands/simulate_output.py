@@ -171,7 +171,7 @@ def bound_line(plan) -> str:
             f"{_duration(terms['longest'])}")
 
 
-def memory_line(plan) -> str:
+def memory_figures(plan) -> dict:
     """What each check's memory guard would be under `run`'s defaults on
     these nodes (runner/maps/mem_needs.py): a check whose need was measured
     or estimated for its time class above what an unknown check is expected
@@ -188,13 +188,22 @@ def memory_line(plan) -> str:
                                   node=w.mem_per_node, default_expected=unknown)
               for c in plan.checks]
     above = [m for m in limits if m.guard > share]
-    if not above:
-        return f"memory: every check under the default share of {format_size(share)}"
-    top = max(m.expected for m in above)
-    return (f"memory: {len(above)} of {len(limits)} checks get more than the default share of "
-            f"{format_size(share)} (their measured or estimated need x {mem_needs.MARGIN:g}, up to "
-            f"{format_size(max(m.guard for m in above))}); a node of {format_size(w.mem_per_node)} "
-            f"runs at most {max(1, w.mem_per_node // max(1, top))} of the largest at once")
+    top = max((m.expected for m in above), default=0)
+    return {"default_share_bytes": share, "checks": len(limits), "above_share": len(above),
+            "margin": mem_needs.MARGIN, "max_guard_bytes": max((m.guard for m in limits), default=0),
+            "largest_at_once": max(1, w.mem_per_node // max(1, top)) if above else None,
+            "mem_per_node": w.mem_per_node}
+
+
+def memory_line(plan) -> str:
+    """memory_figures in one line."""
+    f = memory_figures(plan)
+    if not f["above_share"]:
+        return f"memory: every check under the default share of {format_size(f['default_share_bytes'])}"
+    return (f"memory: {f['above_share']} of {f['checks']} checks get more than the default share of "
+            f"{format_size(f['default_share_bytes'])} (their measured or estimated need x {f['margin']:g}, "
+            f"up to {format_size(f['max_guard_bytes'])}); a node of {format_size(f['mem_per_node'])} "
+            f"runs at most {f['largest_at_once']} of the largest at once")
 
 
 def _duration(secs: float) -> str:
