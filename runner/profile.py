@@ -23,13 +23,9 @@ from __future__ import annotations
 
 import hashlib
 import os
-import platform
-import socket
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
-
-import psutil
 
 from . import prover_registry as backends
 from .corpus import Problem, select_problems
@@ -38,14 +34,16 @@ from .planning.planner import Policy
 from .maps import provenance
 # The profile's files and their reader live in profile_data, which the
 # planner reads without the sweep; load_profile is this module's API too.
-from .maps.profile_data import (FORMAT, PROVENANCE, SUMMARY, SUMMARY_FORMAT, Profile, _now,
+from .maps.profile_data import (PROVENANCE, SUMMARY, SUMMARY_FORMAT, Profile, _now,
                                 _read_json, _write_json, load_profile)
 from .settings import flag_of, setting as _help
 from .planning.sweep_config import SweepConfig
 from .sweep import SweepSummary, prepare, run_sweep
 from . import sweep_dir
-from .checks.worker import cpu_model
 from .maps.profile_summary import _other_choice, write_summary
+# Planning generations is profile_plan's; its names are this module's API too.
+from .maps.profile_plan import (DEFAULT_RUNS, _plan_generation, _with_runs_asked, machine,  # noqa: F401
+                                record_path, recorded_path)
 
 
 # Each run checks every ground truth once more, one run after another; the
@@ -55,7 +53,6 @@ from .maps.profile_summary import _other_choice, write_summary
 # any check ran. 100 also keeps a generation's seeds (seed + 1000 (g - 1) +
 # r - 1) from meeting the next generation's.
 MAX_RUNS = 100
-DEFAULT_RUNS = 3
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -100,6 +97,10 @@ class ProfileConfig:
                              "`run`: a check sharing its core with other busy work needs more CPU "
                              "time, and a profile keeps those times", default=None,
                              flag=flag_of(SweepConfig, "nice"))
+    runtime: str | None = _help("HOL Light: the OCaml runtime setting the profiled checks run "
+                                "under, as for `run`; recorded in provenance and in the map derived "
+                                "from it, whose times hold under it (default: default)", default=None,
+                                flag=flag_of(SweepConfig, "runtime"))
     verify_trust: bool = _help("after the runs, check every ground truth once more under the other "
                                "choice of context_proofs; a verdict that differs is a defect",
                                default=False, flag="--verify-trust", action="store_true")
@@ -125,99 +126,14 @@ def content_hash(problem: Problem) -> str:
     return h.hexdigest()
 
 
-def record_path(path: Path | None, out: Path) -> str | None:
-    """A path as provenance records it: relative to the profile directory, so
-    that a profile shipped in a repository (profiles/NAME beside the corpus)
-    still finds its corpus from another clone."""
-    if path is None:
-        return None
-    return os.path.relpath(Path(path).resolve(), Path(out).resolve())
-
-
-def recorded_path(provenance: dict, key: str, profile_dir: Path) -> Path | None:
-    """A path recorded by ``record_path`` (or an absolute one), resolved."""
-    value = provenance.get(key)
-    return None if value is None else (Path(profile_dir) / value).resolve()
-
-
-def machine() -> dict:
-    return {"host": socket.gethostname(), "platform": platform.platform(),
-            "cpu": platform.processor() or platform.machine(), "cpu_model": cpu_model(),
-            "cores": os.cpu_count(),
-            "memory_bytes": psutil.virtual_memory().total, "python": platform.python_version()}
-
-
 def _sweep_config(cfg: ProfileConfig, out: Path, only, seed: int,
                   context_proofs: str | None = None) -> SweepConfig:
     return SweepConfig(corpus=cfg.corpus, out=out, answers=cfg.answers, workers=cfg.workers,
                        default_timeout=cfg.ceiling_s, mem_limit=cfg.mem_limit, hol_light=cfg.hol_light,
                        context_root=cfg.context_root, only=tuple(sorted(only)), policy=Policy.SHUFFLE,
                        seed=seed, mode=cfg.mode, context_proofs=context_proofs or cfg.context_proofs,
-                       limit_clock=cfg.limit_clock, nice=cfg.nice)
+                       limit_clock=cfg.limit_clock, nice=cfg.nice, runtime=cfg.runtime)
 
-
-def _plan_generation(cfg: ProfileConfig, provenance: dict | None, hashes: dict[str, str],
-                     summary: dict | None) -> tuple[dict, dict | None]:
-    """The provenance to work under and the generation to run (None: nothing to do).
-
-    A generation already recorded but not finished is resumed as it was
-    planned, seeds included.
-    """
-    if provenance is None:
-        provenance = {"format": FORMAT, "corpus": record_path(cfg.corpus, cfg.out),
-                      "answers": record_path(cfg.answers, cfg.out),
-                      "created": _now(), "generations": []}
-    generations = provenance["generations"]
-    if generations and not generations[-1].get("finished"):
-        return provenance, _with_runs_asked(cfg, generations)
-    runs = cfg.runs or (len(generations[-1]["runs"]) if generations else DEFAULT_RUNS)
-    if generations:
-        profiled = {p["problem_id"]: p["content_sha256"] for p in (summary or {}).get("problems", [])}
-        profiled.update({d["problem_id"]: d["content_sha256"] for d in (summary or {}).get("defects", [])})
-        todo = sorted(pid for pid, h in hashes.items() if profiled.get(pid) != h)
-        if not cfg.incremental:
-            if todo:
-                raise InputError(cfg.out, f"{len(todo)} problems are new or changed since this profile "
-                                 f"was taken (e.g. {todo[0]})",
-                                 "pass --incremental to profile just those, or use a new --out")
-            return provenance, _with_runs_asked(cfg, generations)
-        if not todo:
-            return provenance, _with_runs_asked(cfg, generations)
-    else:
-        todo = sorted(hashes)
-    g = len(generations) + 1
-    seed = cfg.seed + 1000 * (g - 1)
-    generation = {"id": f"g{g}", "started": _now(), "finished": None, "ceiling_s": cfg.ceiling_s,
-                  "problems": todo, "content_sha256": {pid: hashes[pid] for pid in todo},
-                  "command": list(cfg.command), "machine": machine(), "cluster": cfg.executor,
-                  "runs": [{"dir": f"runs/g{g}-r{r}", "seed": seed + r - 1} for r in range(1, runs + 1)]}
-    generations.append(generation)
-    return provenance, generation
-
-
-def _with_runs_asked(cfg: ProfileConfig, generations: list[dict]) -> dict | None:
-    """The last generation to run: resumed as planned, or given the more
-    runs --runs asks for (only those run; their seeds go on from its own).
-    None when it is finished and nothing more is asked. Fewer runs than it
-    has, or more for a profile of several generations (whose earlier
-    problems would keep fewer), are refused naming the count it has."""
-    last = generations[-1]
-    have = len(last["runs"])
-    if cfg.runs is None or cfg.runs == have:
-        return None if last.get("finished") else last
-    taken = f"{cfg.out} was taken with --runs {have}, not {cfg.runs}"
-    if cfg.runs < have or (last.get("finished") and len(generations) > 1):
-        why = ("a profile keeps every run it took" if cfg.runs < have else "more runs extend a "
-               f"profile of one generation only, and this has {len(generations)}")
-        raise InputError("--runs", f"{taken} ({why})", f"pass --runs {have} or leave --runs out, "
-                         f"or profile {cfg.runs} runs into a new --out")
-    first = last["runs"][0]["seed"]
-    last["runs"] += [{"dir": f"runs/{last['id']}-r{r}", "seed": first + r - 1}
-                     for r in range(have + 1, cfg.runs + 1)]
-    last.setdefault("extended", []).append({"runs": cfg.runs, "at": _now(),
-                                            "command": list(cfg.command)})
-    last["finished"] = None
-    return last
 
 
 def profile(cfg: ProfileConfig, executor_for: Callable[[SweepConfig], object],
@@ -253,26 +169,28 @@ def profile(cfg: ProfileConfig, executor_for: Callable[[SweepConfig], object],
     if provenance and recorded_path(provenance, "corpus", cfg.out) != cfg.corpus.resolve():
         raise InputError(prov_path, f"this profile is of {provenance.get('corpus')}, not {cfg.corpus}",
                          "use a new --out for another corpus")
-    if provenance and provenance.get("context_proofs", "replay") != cfg.context_proofs:
-        raise InputError(prov_path, f"this profile was taken with --context-proofs "
-                         f"{provenance.get('context_proofs', 'replay')}, not {cfg.context_proofs}",
-                         "use a new --out, or pass the choice it was taken with")
     # Profiles written before the clock was chosen limited wall time.
-    if provenance and provenance.get("limit_clock", "wall") != cfg.limit_clock:
-        raise InputError(prov_path, f"this profile was taken with --limit-clock "
-                         f"{provenance.get('limit_clock', 'wall')}, not {cfg.limit_clock}",
-                         "use a new --out, or pass the clock it was taken with")
+    _same_choices(prov_path, provenance, context_proofs=cfg.context_proofs,
+                  limit_clock=cfg.limit_clock)
+    resumed = provenance is not None
     provenance, generation = _plan_generation(cfg, provenance, hashes, summary)
     if generation is not None:
         # Validate everything (HOL Light, context root...) before writing anything.
         first = prepare(_sweep_config(cfg, cfg.out / generation["runs"][0]["dir"],
                                       generation["problems"], generation["runs"][0]["seed"]))
+        # Its key as the backend records it; a profile that predates the
+        # record ran under OCaml's defaults.
+        _same_choices(prov_path, provenance if resumed else None,
+                      runtime=first.backend.info.runtime or None)
         cfg.out.mkdir(parents=True, exist_ok=True)
         provenance.update(prover_build=first.backend.info.build, mode=str(first.backend.info.mode),
                           prover=first.backend.info.prover,
                           context_root=record_path(first.backend.context_root, cfg.out),
                           hol_light=record_path(cfg.hol_light, cfg.out),
-                          context_proofs=cfg.context_proofs, limit_clock=cfg.limit_clock)
+                          context_proofs=cfg.context_proofs, limit_clock=cfg.limit_clock,
+                          # The OCaml runtime its times were measured under (hol_light/runtime.py);
+                          # the map derived from it records it too.
+                          runtime=first.backend.info.runtime or None)
         if cfg.verify_trust:
             generation.setdefault("verify", {"dir": f"runs/{generation['id']}-verify",
                                              "context_proofs": _other_choice(cfg.context_proofs)})
@@ -298,6 +216,22 @@ def _still_profiled(provenance: dict, corpus: list[Problem], selected: dict[str,
     before = {pid: e for pid, e in (provenance.get("problems") or {}).items() if pid not in selected}
     return {p.problem_id: before[p.problem_id] for p in corpus if p.problem_id in before
             and before[p.problem_id].get("content_sha256") == content_hash(p)}
+
+
+# What a profile was taken under, as profiles written before a choice was
+# recorded took it: contexts replayed, wall time limited, OCaml's defaults.
+_BEFORE_RECORDED = {"context_proofs": "replay", "limit_clock": "wall", "runtime": "default"}
+
+
+def _same_choices(prov_path: Path, provenance: dict | None, **now) -> None:
+    """A resume (or a new generation) keeps what the profile's times were
+    measured under; another choice is refused, naming the one it has."""
+    for key, value in now.items():
+        was = (provenance or {}).get(key) or _BEFORE_RECORDED[key]
+        if provenance and value is not None and was != value:
+            flag = "--" + key.replace("_", "-")
+            raise InputError(prov_path, f"this profile was taken with {flag} {was}, not {value}",
+                             "use a new --out, or pass the choice it was taken with")
 
 
 def _check_resumable(prov_path: Path, provenance, summary_path: Path, summary) -> None:
@@ -409,7 +343,8 @@ def validate(profile: Profile, map_path: Path, executor_for: Callable[[SweepConf
                          answers=recorded_path(prov, "answers", profile.path),
                          workers=workers, timeout_map=Path(map_path), mem_limit=mem_limit,
                          hol_light=hol_light, context_root=context_root,
-                         only=tuple(sorted(r.problem_id for r in profile.runs)))
+                         only=tuple(sorted(r.problem_id for r in profile.runs)),
+                         runtime=prov.get("runtime") or None)     # what its times were measured under
     summary = run_sweep(prepare(config), executor_for(config), on_row=on_row, on_start=on_start)
     timed_out = sorted(r["problem_id"] for r in summary.table.to_pylist()
                        if r["problem_id"] in set(config.only) and r["verdict"] == "TIMEOUT")

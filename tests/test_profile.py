@@ -135,6 +135,7 @@ def test_the_profile_describes_itself(demo_profile):
     assert recorded_path(prov, "corpus", cfg.out) == DEMO.resolve() and prov["mode"] == "bytecode"
     assert not Path(prov["corpus"]).is_absolute()     # the profile moves with its corpus
     assert prov["prover_build"].startswith("debian-hol-light")
+    assert prov["runtime"] == "default"         # the OCaml runtime its times were measured under
     assert set(prov["problems"]) == set(expected_verdicts())
     assert all(len(p["content_sha256"]) == 64 for p in prov["problems"].values())
     assert prov["generations"][0]["machine"]["cores"] >= 1
@@ -146,6 +147,7 @@ def test_derived_map_validates_with_no_false_timeout(demo_profile, hol_session, 
     map_path = tmp_path / "demo.json"
     assert cli.main(["timeout-map", str(cfg.out), "--out", str(map_path)]) == 0
     timeouts = load(map_path).limits()
+    assert load(map_path).sidecar.provenance["runtime"] == "default"      # the profile's, carried
     assert set(timeouts) == ok_ids(), why(result)
     assert all(120 <= t <= 10800 for t in timeouts.values())
 

@@ -50,7 +50,7 @@ def test_run_reads_every_option_from_the_sweep_config():
 
 
 def test_profile_reads_every_option_from_the_profile_config():
-    assert check_reads_fields("profile", ProfileConfig) == 17
+    assert check_reads_fields("profile", ProfileConfig) == 18
 
 
 def test_calibrate_reads_every_option_from_its_config():

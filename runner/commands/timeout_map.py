@@ -150,6 +150,8 @@ def derive_and_write(result: Profile, map_path: Path, out: Console, policy: MapP
         # Profiles written before today's names say hol_build and bytecode-fork.
         "prover": prov.get("prover"), "prover_build": prov.get("prover_build") or prov.get("hol_build"),
         "mode": str(Mode.of(prov.get("mode"))) if prov.get("mode") else None,
+        # The OCaml runtime its times were measured under (none recorded: OCaml's defaults).
+        "runtime": prov.get("runtime") or None,
         "generations": [g["id"] for g in prov.get("generations", [])],
         "problems": {pid: p["content_sha256"] for pid, p in prov.get("problems", {}).items()},
         "defects": [d.problem_id for d in result.defects],

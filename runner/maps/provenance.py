@@ -45,6 +45,10 @@ class Provenance:
     # sidecar saying so, s2n-bignum-bench's own included, was timed in wall
     # seconds (its harness: Unix.gettimeofday around prove).
     clock: str = "wall"
+    # The OCaml runtime setting its times were measured under
+    # (runner/provers/hol_light/runtime.py's key). A map without the record,
+    # the bench's own and those derived before it, ran under OCaml's defaults.
+    runtime: str = "default"
 
 
 @dataclass(frozen=True)
@@ -152,7 +156,7 @@ def load(path: Path, mode: str | None = None, build: str | None = None) -> Loade
                                  f"drop --map-{what} (the sidecar knows), or derive the map again")
         provenance = Provenance(prov.get("prover"), theirs_build or build,
                                 Mode.of(prov.get("mode")) or declared, "sidecar",
-                                clock=prov.get("clock") or "wall")
+                                clock=prov.get("clock") or "wall", runtime=prov.get("runtime") or "default")
     elif declared is not None or build is not None:
         provenance = Provenance(None, build, declared, "declared")
     else:
@@ -170,7 +174,7 @@ def _sidecar(path: Path, meta: Mapping) -> Sidecar:
     prov = meta.get("provenance") or {}
     if not isinstance(prov, dict):
         raise bad("provenance", prov)
-    for key in ("prover", "prover_build", "hol_build", "mode", "profile", "clock"):
+    for key in ("prover", "prover_build", "hol_build", "mode", "profile", "clock", "runtime"):
         if prov.get(key) is not None and not isinstance(prov[key], str):
             raise bad(f"provenance.{key}", prov[key])
     problems = meta.get("problems") or {}

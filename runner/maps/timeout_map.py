@@ -295,13 +295,16 @@ class MapUse:
     warnings: tuple[str, ...]
 
 
-def use_map(loaded, prover: str, build: str, mode: str) -> MapUse:
+def use_map(loaded, prover: str, build: str, mode: str, runtime: str = "") -> MapUse:
     """What a sweep needs from ``loaded`` (runner.maps.provenance.LoadedMap,
     or None): memory from its sidecar, and a warning when the map was
     measured with another prover or build, or in a mode whose limits cannot
     be converted to the sweep's (native code proves 2.5-5 times faster than
     the bytecode toplevel; maps of either are converted by
-    runner.provers.hol_light.costs.map_modes.MapModes, which says so itself)."""
+    runner.provers.hol_light.costs.map_modes.MapModes, which says so itself),
+    or under another OCaml runtime setting than the sweep's ``runtime`` (the
+    backend's key; "" for provers without one): the garbage collector's
+    settings change proof times, so its times and limits hold for another."""
     if loaded is None:
         return MapUse({}, ())
     mem = {pid: (p.mem_guard_bytes, p.expected_mem_bytes) for pid, p in loaded.problems.items()
@@ -316,4 +319,8 @@ def use_map(loaded, prover: str, build: str, mode: str) -> MapUse:
             warnings.append(f"{loaded.path}: this map was measured with {what} '{theirs}', but the "
                             f"sweep runs {what} '{ours}'; its limits may be wrong for these checks "
                             "(profile again with this prover and mode)")
+    if runtime and prov.runtime != runtime:
+        warnings.append(f"{loaded.path}: the map's times were measured under another runtime "
+                        f"({prov.runtime}) than the sweep's --runtime {runtime}; its limits and "
+                        f"expected times may be off (profile again under --runtime {runtime})")
     return MapUse(mem, tuple(warnings))
