@@ -24,6 +24,18 @@ EXECUTORS: dict[str, tuple[str, str]] = {
 }
 
 
+# Executors whose checks run on a cluster's nodes: each resolves --host-factor
+# auto for itself (runner/maps/node_factor.py). The local executor, and a run
+# on an image server, keep the one factor the sweep resolved.
+PER_NODE = frozenset({"slurm", "dask", "dask-slurm"})
+
+
+def per_node(args) -> bool:
+    """Whether the run ``args`` asks for checks on a cluster's nodes."""
+    return (getattr(args, "cluster", "local") or "local") in PER_NODE \
+        and getattr(args, "server", None) is None
+
+
 def _extra(text: str) -> tuple[str, str]:
     name, sep, value = text.lstrip("-").partition("=")
     if not sep or not name:

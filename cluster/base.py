@@ -28,6 +28,9 @@ class SweepJob:
     out: Path                      # the sweep directory; shards go to out/shards
     run_id: str                    # names this invocation's shards
     plan: object = None            # runner.planning.planner.Plan of the tasks: dispatch by it (LiveQueue)
+    # runner.maps.node_factor.NodeFactorSpec: each node scales the tasks' map
+    # limits by its own host factor before its first check; None: as they are.
+    node_factor: object = None
 
 
 class Executor(abc.ABC):

@@ -26,8 +26,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import dataclasses
-import itertools
-import shutil
 import signal
 import sys
 import tempfile
@@ -44,7 +42,7 @@ from typing import Callable
 _sigint = signal.getsignal(signal.SIGINT)
 from dask_jobqueue import SLURMCluster  # noqa: E402
 signal.signal(signal.SIGINT, _sigint)
-from distributed import Client, Reschedule, WorkerPlugin, as_completed, get_worker
+from distributed import Client, as_completed, get_worker
 from distributed.scheduler import KilledWorker
 
 from runner import settings
@@ -60,95 +58,7 @@ from runner.checks.worker import lost_row, work
 
 from . import cpu_slots
 from .base import Executor, SweepJob
-
-PLUGIN = "proofbatch-prover"
-
-
-class ProverPlugin(WorkerPlugin):
-    """Held by each Dask worker: its prover sessions (one per backend build),
-    and one shard writer per sweep. Registered idempotently, so a second
-    sweep on the same scheduler finds the images of the first still loaded."""
-
-    idempotent = True
-    name = PLUGIN
-
-    def setup(self, worker) -> None:
-        self.worker = worker
-        self.safe_name = "".join(c if c.isalnum() or c in "-_." else "_" for c in str(worker.name))
-        # Guards the dicts below, and is never held across a boot: the worker's
-        # event loop takes it (close_run through the driver's client.run,
-        # teardown), and a boot under it (70-90 s of CPU for bytecode HOL
-        # Light) froze the loop that long: "Event loop was unresponsive in
-        # Worker for 213 s", and a driver's Ctrl-C waited as long for close_run.
-        self.lock = threading.Lock()
-        # One per backend build, held by the task thread that boots and
-        # prepares that build's session: other threads of the build wait on
-        # it, off the event loop.
-        self.gates: dict[str, threading.Lock] = {}
-        self.sessions: dict[str, object] = {}
-        self.session_names = itertools.count()
-        self.prepared: set[tuple[str, str]] = set()
-        self.writers: dict[tuple[str, str], shards.ShardWriter] = {}
-        # Runs whose driver finished or stopped: Dask cannot stop a task
-        # already running, so its tasks look here before each check.
-        self.closed: set[tuple[str, str]] = set()
-        self.closing = False
-        # Named pipes and scratch files want a local disk.
-        self.workdir = Path(tempfile.mkdtemp(prefix="proofbatch-dask-"))
-
-    def teardown(self, worker) -> None:
-        with self.lock:
-            self.closing = True
-            writers, sessions = list(self.writers.values()), list(self.sessions.values())
-            self.writers.clear()
-            self.sessions.clear()
-        for writer in writers:
-            writer.close()
-        for session in sessions:
-            session.close()
-        shutil.rmtree(self.workdir, ignore_errors=True)
-
-    def session(self, backend, run_id: str, problems):
-        with self.lock:
-            gate = self.gates.setdefault(backend.salt, threading.Lock())
-        with gate:
-            with self.lock:
-                session = self.sessions.get(backend.salt)
-                name = f"s{next(self.session_names)}" if session is None else None
-            if session is None:
-                session = backend.start(self.workdir / name)      # the boot: no lock of the loop's
-                with self.lock:
-                    closing = self.closing
-                    if not closing:
-                        self.sessions[backend.salt] = session
-                if closing:
-                    # The worker closed while this booted: no one else will close it.
-                    session.close()
-                    raise Reschedule()
-            with self.lock:
-                ready = (backend.salt, run_id) in self.prepared
-            if not ready:
-                # All the sweep's setups at once, so shared prefixes share images.
-                session.prepare(problems)
-                with self.lock:
-                    self.prepared.add((backend.salt, run_id))
-            return session
-
-    def writer(self, out: str, run_id: str) -> shards.ShardWriter:
-        with self.lock:
-            writer = self.writers.get((out, run_id))
-            if writer is None:
-                writer = shards.ShardWriter(Path(out), f"{run_id}-dask-{self.safe_name}")
-                self.writers[(out, run_id)] = writer
-            return writer
-
-    def close_run(self, out: str, run_id: str) -> None:
-        with self.lock:
-            self.closed.add((out, run_id))
-            writer = self.writers.pop((out, run_id), None)
-        if writer is not None:
-            writer.close()
-
+from .dask_plugin import PLUGIN, ProverPlugin
 
 def check_on_worker(run: list[CheckTask], context: tuple, out: str, run_id: str,
                     one_per_cpu: bool = False) -> list[dict]:
@@ -157,7 +67,7 @@ def check_on_worker(run: list[CheckTask], context: tuple, out: str, run_id: str,
     shard stream and returned (none for attempts early stop skipped).
     ``one_per_cpu`` (a profile): first wait for a CPU of this host that no
     other check holds (cluster/cpu_slots.py)."""
-    backend, problems = context
+    backend, problems, spec = context
     worker = get_worker()
     plugin: ProverPlugin = worker.plugins[PLUGIN]
     limit = worker.memory_manager.memory_limit
@@ -170,11 +80,15 @@ def check_on_worker(run: list[CheckTask], context: tuple, out: str, run_id: str,
         return (out, run_id) in plugin.closed
 
     with cpu_slots.one_per_cpu(stopped) if one_per_cpu else contextlib.nullcontext():
-        return _check(plugin, worker, run, backend, problems, out, run_id, stopped)
+        return _check(plugin, worker, run, backend, problems, out, run_id, stopped, spec)
 
 
-def _check(plugin, worker, run, backend, problems, out: str, run_id: str, stopped) -> list[dict]:
+def _check(plugin, worker, run, backend, problems, out: str, run_id: str, stopped,
+           spec=None) -> list[dict]:
     session = plugin.session(backend, run_id, problems)
+    if spec is not None:
+        # This worker's own factor, resolved by its first check of the sweep.
+        run = plugin.on_this_node(spec, session, out, run_id, run)
     thread = threading.get_ident()
     board = RunningBoard(Path(out), f"{run_id}-dask-{plugin.safe_name}-t{thread}",
                          f"{worker.name}/t{thread}")
@@ -187,8 +101,8 @@ def _check(plugin, worker, run, backend, problems, out: str, run_id: str, stoppe
     return [row.as_dict() for row in rows]
 
 
-def _context(backend, problems) -> tuple:
-    return backend, problems
+def _context(backend, problems, spec=None) -> tuple:
+    return backend, problems, spec
 
 
 def _close_run(out: str, run_id: str, dask_worker=None) -> None:
@@ -265,8 +179,8 @@ class DaskExecutor(Executor):
         # every worker holding it died (scattered data lost with its last
         # worker cancels every task that needs it: a one-worker sweep whose
         # worker was killed and restarted by its nanny failed "already forgotten").
-        context = client.submit(_context, job.backend, problems, key=f"context-{job.run_id}",
-                                pure=False)
+        context = client.submit(_context, job.backend, problems, job.node_factor,
+                                key=f"context-{job.run_id}", pure=False)
         # Asked of the scheduler: scheduler_info() is the client's cache,
         # which may not list the workers waited for above yet.
         workers = sorted(client.ncores())

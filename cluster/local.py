@@ -61,6 +61,8 @@ class LocalExecutor(Executor):
             known = set() if own else {id(b) for b in session.image_builds}
             try:
                 session.prepare([t.problem for t in job.tasks])
+                if job.node_factor is not None:
+                    job = _on_this_node(job, session)
                 self._run_threads(session, job, on_row)
             finally:
                 record_image_builds(job, [b for b in session.image_builds if id(b) not in known])
@@ -144,6 +146,18 @@ class LocalExecutor(Executor):
             raise
         if errors:
             raise errors[0]
+
+
+def _on_this_node(job: SweepJob, session: ProverSession) -> SweepJob:
+    """The job with its map limits scaled by this node's own host factor
+    (a Slurm array task: runner/maps/node_factor.py), resolved before its
+    first check. A local sweep's job has no node spec: its one factor was
+    applied when it was prepared."""
+    from runner.maps import node_factor
+
+    found = node_factor.resolve(job.node_factor, session, job.out)
+    return dataclasses.replace(job, tasks=node_factor.scale_tasks(job.tasks, found.factor,
+                                                                  job.node_factor))
 
 
 def _planned_queue(job: SweepJob, runs: list[list[CheckTask]], workers: int):

@@ -175,7 +175,7 @@ class SlurmExecutor(Executor):
             ex.update_parameters(**params)
             n = len(ledger.records)
             workers = [PullWorker(job.backend, list(tasks), plan, job.out, f"{job.run_id}-s{n + i}",
-                                  o.cpus_per_task) for i in range(size)]
+                                  o.cpus_per_task, job.node_factor) for i in range(size)]
             try:
                 jobs = ex.submit_array(workers) if size > 1 else [ex.submit(workers[0])]
             except Exception as exc:

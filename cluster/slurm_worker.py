@@ -32,9 +32,12 @@ class PullWorker(Checkpointable):
     """
 
     def __init__(self, backend, tasks: list[CheckTask], plan, out: Path, writer_prefix: str,
-                 threads: int):
+                 threads: int, node_factor=None):
         self.backend, self.tasks, self.plan, self.out = backend, tasks, plan, Path(out)
         self.writer_prefix, self.threads = writer_prefix, threads
+        # runner.maps.node_factor.NodeFactorSpec: this task resolves its node's
+        # own host factor before its first check; None: the limits as they are.
+        self.node_factor = node_factor
 
     def __call__(self) -> int:
         done = shards.scan(self.out, repair=False, columns=LIGHT).done
@@ -74,7 +77,8 @@ class PullWorker(Checkpointable):
             # TMPDIR, not the shared OUT) and publishes shards and boards to OUT.
             try:
                 LocalExecutor(workers=self.threads, claim=Claimer(pool, recorded)).execute(
-                    SweepJob(self.backend, todo, self.out, prefix, plan), self._finished.append)
+                    SweepJob(self.backend, todo, self.out, prefix, plan,
+                             node_factor=self.node_factor), self._finished.append)
             finally:
                 self._finished = []
             return len(todo)

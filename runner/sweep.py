@@ -31,7 +31,7 @@ from .checks.priority import nice_refusal, resolve_nice
 from .checks.tasks import CheckTask
 from .corpus import Problem, corpus_fingerprint, corpus_notes, select_problems
 from .errors import InputError
-from .maps import host_factor, mem_needs, provenance as map_provenance, timeout_map
+from .maps import host_factor, mem_needs, node_factor, sweep_map, timeout_map
 from .maps.timeouts import TimeoutPolicy, load_category_timeouts, resolve_limits
 from .planning.inputs import plan_sweep
 from .planning.planner import PLAN_FILE, PlanConfig, Workers, write_plan
@@ -172,35 +172,20 @@ def _check_flags(config: SweepConfig) -> None:
         raise InputError("--host-factor", "scales a timeout map's limits, and no --timeout-map is given",
                          "pass --timeout-map MAP, or drop --host-factor")
     host_factor.parse(config.host_factor)
+    if not 0 <= config.calibration_budget <= 1:
+        raise InputError("--calibration-budget", f"{config.calibration_budget} is not a share of the "
+                         "sweep's expected core-hours", "pass a share from 0 to 1 (default 0.02)")
     if not 0 <= config.grace < 3600:
         raise InputError("--grace", f"{config.grace} is not a grace period in seconds",
                          "pass a number from 0 to 3600")
 
 
-def _load_map(config: SweepConfig, prover, problems: list[Problem]
-              ) -> tuple[map_provenance.LoadedMap | None, tuple[str, ...]]:
-    """The timeout map scaled by this host's factor, or None without
-    --timeout-map; and what to say of it (the factor, the problems it does
-    not cover). The map is read once, here; a map that cannot say what
-    measured it must be declared before anything is built
-    (runner/maps/provenance.py)."""
-    if not config.timeout_map:
-        return None, ()
-    loaded = map_provenance.load(config.timeout_map, config.map_mode, config.map_build)
-    map_provenance.require_mode(loaded, prover)
-    covered = map_provenance.coverage(loaded, [p.problem_id for p in problems])
-    # A map measured on a faster host: its limits scaled by this host's factor.
-    factor, said = host_factor.resolve(
-        config.host_factor, loaded.digest, config.timeout_map, str(config.mode),
-        str(config.limit_clock), config.corpus, recorded=sweep_dir.recorded_host_factor(config.out),
-        map_mode=loaded.provenance.mode)
-    return loaded.scaled(factor), tuple(said) + tuple(covered)
-
-
-def prepare(config: SweepConfig) -> PreparedSweep:
+def prepare(config: SweepConfig, *, per_node: bool = False) -> PreparedSweep:
     """Resolve and validate all input; raises InputError. Writes nothing
     but OUT/preparing.json while it reads, builds and compiles, which it
-    removes as it ends (runner/results/preparing.py)."""
+    removes as it ends (runner/results/preparing.py). ``per_node``: the
+    sweep runs on a cluster's nodes, each resolving --host-factor auto for
+    itself (runner/maps/node_factor.py)."""
     _check_flags(config)
     nice = resolve_nice(config.nice, config.limit_clock)
     check_out_dir(config)
@@ -209,10 +194,10 @@ def prepare(config: SweepConfig) -> PreparedSweep:
     # Minutes may pass before sweep.json and status.json exist: `status` says what happens.
     with Preparing(config.out, limit_clock=str(config.limit_clock), nice=nice,
                    host_factor=config.host_factor):
-        return _prepare(config, nice)
+        return _prepare(config, nice, per_node)
 
 
-def _prepare(config: SweepConfig, nice: int) -> PreparedSweep:
+def _prepare(config: SweepConfig, nice: int, per_node: bool = False) -> PreparedSweep:
     selected = backends.select(config)      # HOL Light or Isabelle: runner/prover_registry.py
     problems = selected.load(config.corpus, config.answers)
     # Said once: hidden problem folders skipped, setup.ml symlinks followed out of the corpus.
@@ -228,8 +213,11 @@ def _prepare(config: SweepConfig, nice: int) -> PreparedSweep:
     notes += sweep_dir.check_corpus(config, fingerprint)
     if config.problems:
         problems = select_problems(problems, config.problems)
-    loaded, said = _load_map(config, selected.prover, problems)
-    notes += said
+    swept_map = sweep_map.load(config, selected.prover, [p.problem_id for p in problems],
+                               sweep_dir.recorded_host_factor(config.out), per_node)
+    loaded, notes = swept_map.loaded, notes + swept_map.said
+    # Each node sets its own factor on its checks (None until it does).
+    factor = None if loaded is None or swept_map.per_node else loaded.host_factor
     policy = TimeoutPolicy(
         by_problem=loaded.limits() if loaded else {},
         by_category=load_category_timeouts(config.category_timeouts) if config.category_timeouts else None,
@@ -276,7 +264,7 @@ def _prepare(config: SweepConfig, nice: int) -> PreparedSweep:
         limit = backend.limits_for(p, CheckLimits(
             time_s=limits[p.problem_id].seconds, time_source=limits[p.problem_id].source,
             mem_bytes=m.guard, expected_mem_bytes=m.expected, clock=config.limit_clock, nice=nice,
-            mem_source=m.source, host_factor=None if loaded is None else loaded.host_factor))
+            mem_source=m.source, host_factor=factor))
         # After the mode's conversion: the bench's slack is wall seconds, not work.
         time_s = limit.time_s + config.limit_slack
         return dataclasses.replace(limit, time_s=time_s, backstop_s=backstop_s(
@@ -290,10 +278,14 @@ def _prepare(config: SweepConfig, nice: int) -> PreparedSweep:
     # contiguous run in attempt order: a worker drains the run against one
     # loaded context, stopping early and reusing duplicates as it goes.
     ordered, plan = order(tasks, backend, config, loaded)
+    spec = None
+    if swept_map.per_node:
+        spec, said = node_factor.for_sweep(tasks, problems, loaded, backend, config, plan)
+        notes += (said,)
     return PreparedSweep(config, problems, attempts.contiguous(ordered), backend,
                          warnings=notes + map_use.warnings + backend.warnings(), plan=plan,
                          corpus_fingerprint=fingerprint, corpus_size=corpus_size, not_native=not_native,
-                         host_factor=None if loaded is None else loaded.host_factor, nice=nice)
+                         host_factor=factor, nice=nice, node_factor=spec)
 
 
 def order(tasks: list[CheckTask], backend: ProverBackend, config: SweepConfig, loaded=None):
@@ -394,7 +386,10 @@ def _run_sweep(prepared: PreparedSweep, executor, on_row, on_start, on_skip, on_
             write_plan(cfg.out / PLAN_FILE, plan, predict(plan), run_id=run_id)
             beat.plan(plan, WorkLeft(plan))
         with beat:
-            executor.execute(SweepJob(prepared.backend, pending, cfg.out, run_id, plan=plan), row_in)
+            executor.execute(SweepJob(prepared.backend, pending, cfg.out, run_id, plan=plan,
+                                      node_factor=prepared.node_factor), row_in)
+        if prepared.node_factor is not None:
+            node_factor.record(cfg.out)       # each node's factor, into sweep.json
     with beat:
         table = shards.merge(cfg.out, ((t.problem.problem_id, t.attempt) for t in prepared.tasks))
         skipped = attempts.record_skipped(cfg.out, prepared.tasks, table)

@@ -215,9 +215,15 @@ def changed_limits(prepared: PreparedSweep, done: Done | None) -> str | None:
                       "attempt": pa.array([t.attempt for t in prepared.tasks], pa.int32()),
                       "limit_s": [float(t.limits.time_s) for t in prepared.tasks],
                       "limit_source": [t.limits.time_source for t in prepared.tasks]})
-    recorded = done.table.select(["problem_id", "attempt", "timeout_s"])
+    recorded, tolerance = done.table.select(["problem_id", "attempt", "timeout_s"]), 1e-6
+    if prepared.node_factor is not None:
+        # Each node scaled its map limits by its own factor, to the millisecond.
+        from .maps.node_factor import unscaled_limits
+
+        recorded, tolerance = unscaled_limits(prepared.config.out, prepared.config.limit_slack), 2e-3
     both = tasks.join(recorded, ["problem_id", "attempt"], join_type="inner")
-    changed = both.filter(pc.greater(pc.abs(pc.subtract(both["limit_s"], both["timeout_s"])), 1e-6))
+    changed = both.filter(pc.greater(pc.abs(pc.subtract(both["limit_s"], both["timeout_s"])),
+                                     tolerance))
     if changed.num_rows == 0:
         return None
     first = changed.slice(0, 1).to_pylist()[0]

@@ -33,13 +33,18 @@ def test_a_resume_under_another_host_factor_names_it_and_its_recorded_value(caps
     given = ("run", corpus, "--out", out, "--timeout-map", bench_map)
     assert run(capsys, *given, "--host-factor", "1.5")[0] == 0
     assert limits(out) == [45.0]
-    for now, said in ((("--host-factor", "2"), "2"), ((), "1")):
+    for now, said in ((("--host-factor", "2"), "2"), (("--host-factor", "1"), "1")):
         code, text = run(capsys, *given, *now)
         assert code == 2, text
         assert f"this sweep was run with --host-factor 1.5, not {said}:" in text, text
         assert "pass --host-factor 1.5" in text and "--default-timeout" not in text, text
     # As it says: the same factor resumes.
     assert run(capsys, *given, "--host-factor", "1.5")[0] == 0
+    # Issue 47: a map without a sidecar was measured elsewhere, so no
+    # --host-factor is auto, which keeps the factor the sweep recorded
+    # (before, no flag meant 1 and was refused here).
+    assert run(capsys, *given)[0] == 0
+    assert limits(out) == [45.0]
 
 
 def test_a_resume_under_another_slack_names_it_and_its_recorded_value(capsys, sweep):

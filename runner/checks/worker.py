@@ -40,7 +40,7 @@ def result_row(task: CheckTask, result: CheckResult, *, info: BackendInfo, worke
         prove_secs=result.prove_secs, wall_secs=result.wall_secs,
         peak_rss_mb=None if result.peak_rss_bytes is None else result.peak_rss_bytes / 2**20,
         timeout_s=task.limits.time_s, timeout_source=task.limits.time_source,
-        worker=worker, host=socket.gethostname(), started_at=started_at, finished_at=finished_at,
+        worker=worker, host=node_host(), started_at=started_at, finished_at=finished_at,
         image_key=result.image_key, prover_build=info.build, mode=str(result.mode or info.mode),
         exit_status=result.exit_status,
         # The hash of the answer as given, fenced or not: it names the
@@ -57,7 +57,17 @@ def result_row(task: CheckTask, result: CheckResult, *, info: BackendInfo, worke
         limit_clock=str(task.limits.clock), host_load=_load(), host_cpus=os.cpu_count(),
         problem_sha256=task.problem_sha256, cpu_model=cpu_model(), fallback=result.fallback,
         mem_limit_mb=task.limits.mem_bytes / 2**20, mem_source=task.limits.mem_source,
-        runtime=info.runtime, host_factor=task.limits.host_factor)
+        runtime=info.runtime, host_factor=task.limits.host_factor, gc=result.gc)
+
+
+# A node's name: the host's, unless this variable names it (a site whose
+# nodes share one host name in containers; a test giving two Dask workers of
+# one machine the calibrations of two nodes, runner/maps/node_factor.py).
+NODE_HOST_ENV = "PROOFBATCH_NODE_HOST"
+
+
+def node_host() -> str:
+    return os.environ.get(NODE_HOST_ENV) or socket.gethostname()
 
 
 @functools.cache

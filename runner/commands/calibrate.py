@@ -35,6 +35,7 @@ from cluster.local import LocalExecutor
 from .. import prover_registry as backends
 from .. import sweep_dir
 from ..checks.priority import niceness
+from ..checks.worker import cpu_model
 from ..errors import InputError
 from ..maps import host_factor, provenance
 from ..maps.host_factor import SLOW_HOST, Calibration
@@ -243,7 +244,8 @@ def calibrate(cfg: CalibrateConfig, the_plan: Plan, executor, *, prepared: Prepa
                       measured_at=dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
                       load=round(statistics.mean(loads), 2) if loads else None,
                       sweep=str(Path(the_plan.out).resolve()),
-                      ratios={p: _kept(r) for p, r in ratios.items()}, map_mode=the_plan.map_mode)
+                      ratios={p: _kept(r) for p, r in ratios.items()}, map_mode=the_plan.map_mode,
+                      cpu_model=cpu_model())
     host_factor.save(cal)
     return cal, summary, expected
 

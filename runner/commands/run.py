@@ -75,7 +75,7 @@ def run(args) -> int:
         agrees_with_server(remote, args.server, config)
     require_sweeps(config.costs_from or ())      # before a native sweep spends minutes compiling
     with progress.PrepareLog():        # --mode native compiles the contexts here
-        prepared = prepare(config)
+        prepared = prepare(config, per_node=cluster.per_node(args))
     for warning in prepared.warnings:
         progress.console.print(f"[bold yellow]warning:[/] {warning}")
     executor = cluster.make_executor(args, config.workers)

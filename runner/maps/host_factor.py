@@ -61,6 +61,10 @@ class Calibration:
     sweep: str                      # the calibration sweep's directory
     ratios: Mapping[str, float]     # problem id -> measured / map prove_secs (in the checks' mode)
     map_mode: str | None = None     # the mode the map was measured in; None: it says none (one-mode provers)
+    # The host's CPU model (/proc/cpuinfo's "model name") when measured; None:
+    # not recorded (before issue 47). A host name reused for another CPU (a
+    # cloud instance resized) is another node: its calibration does not apply.
+    cpu_model: str | None = None
 
     def describe(self) -> str:
         load = f", load {self.load:.1f}" if self.load is not None else ""
@@ -137,18 +141,24 @@ def save(cal: Calibration) -> Path:
     return path
 
 
-def load(map_sha256: str, map_mode: str | None, mode: str, clock: str) -> Calibration | None:
-    """This host's calibration against the map measured in ``map_mode``, of
-    checks in ``mode`` on ``clock``, or None when it has none."""
-    path = record_path(map_sha256, map_mode, mode, clock)
+def load(map_sha256: str, map_mode: str | None, mode: str, clock: str, *,
+         host: str | None = None, cpu_model: str | None = None) -> Calibration | None:
+    """This host's (or ``host``'s) calibration against the map measured in
+    ``map_mode``, of checks in ``mode`` on ``clock``, or None when it has
+    none, or when ``cpu_model`` is given and the calibration recorded
+    another."""
+    path = record_path(map_sha256, map_mode, mode, clock, host)
     try:
         data = json.loads(path.read_text())
-        return Calibration(**data)
+        cal = Calibration(**data)
     except FileNotFoundError:
         return None
     except (OSError, ValueError, TypeError) as exc:
         raise InputError(path, f"unreadable calibration ({exc})",
                          "delete it and run `proofbatch calibrate` again") from None
+    if cpu_model is not None and cal.cpu_model not in (None, cpu_model):
+        return None
+    return cal
 
 
 def parse(text: str | None) -> float | str | None:
@@ -167,16 +177,20 @@ def parse(text: str | None) -> float | str | None:
 
 def resolve(text: str | None, map_sha256: str, map_path: Path, mode: str, clock: str,
             corpus: Path, recorded: float | None = None, *,
-            map_mode: str | None) -> tuple[float, tuple[str, ...]]:
+            map_mode: str | None, elsewhere: str | None = None) -> tuple[float, tuple[str, ...]]:
     """The factor a sweep applies to its map, and what to say before it
     starts. ``recorded``: the factor the sweep being resumed ran with,
     which ``auto`` keeps (a new calibration must not change its limits).
     ``map_mode``: the mode the map was measured in (its sidecar's or
-    --map-mode), part of which calibration applies."""
+    --map-mode), part of which calibration applies. ``elsewhere``: why the
+    map was measured on another machine (provenance.measured_elsewhere);
+    then no --host-factor means auto (issue 47)."""
     chosen = parse(text)
     declared = f" --map-mode {map_mode}" if map_mode else ""
     calibrate = (f"proofbatch calibrate {corpus} --timeout-map {map_path}{declared} --mode {mode} "
                  f"--limit-clock {clock}")
+    if chosen is None and elsewhere:
+        return _by_default(map_sha256, map_path, mode, clock, recorded, map_mode, elsewhere, calibrate)
     if chosen is None:
         cal = load(map_sha256, map_mode, mode, clock)
         if cal is not None and cal.factor > SLOW_HOST:
@@ -199,6 +213,23 @@ def resolve(text: str | None, map_sha256: str, map_path: Path, mode: str, clock:
                             f"{shown(max(1.0, cal.factor))}",)
     return float(chosen), (f"host factor {given(float(chosen))} (given): the map's limits "
                            f"x{shown(max(1.0, float(chosen)))}",)
+
+
+def _by_default(map_sha256: str, map_path: Path, mode: str, clock: str, recorded: float | None,
+                map_mode: str | None, elsewhere: str, calibrate: str) -> tuple[float, tuple[str, ...]]:
+    """``auto`` taken by default for a map measured on another machine: this
+    host's calibration when it has one, else the map's limits as they are,
+    said with the command that measures it."""
+    if recorded is not None:
+        return recorded, ()
+    why = (f"the timeout map {map_path} was measured on another machine ({elsewhere}), so "
+           "--host-factor is auto by default (--host-factor 1 uses the map as it is)")
+    cal = load(map_sha256, map_mode, mode, clock)
+    if cal is None:
+        return 1.0, (f"{why}; this host ({socket.gethostname()}) has no calibration against it, so "
+                     f"its limits are used as they are: run `{calibrate}` to measure it",)
+    return cal.factor, (f"{why}: host factor {cal.describe()}: the map's limits "
+                        f"x{shown(max(1.0, cal.factor))}",)
 
 
 def shown(factor: float) -> str:

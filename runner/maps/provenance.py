@@ -198,6 +198,23 @@ def _sidecar(path: Path, meta: Mapping) -> Sidecar:
     return Sidecar(path, MappingProxyType(dict(prov)), MappingProxyType(typed))
 
 
+def measured_elsewhere(loaded: LoadedMap, host: str) -> str | None:
+    """Why ``loaded`` was measured on another machine than ``host``, or None:
+    a map without a sidecar (s2n-bignum-bench's own, measured on its authors'
+    machine), or one whose sidecar names the hosts its profile ran on and
+    not this one. A sidecar that names no hosts (written before they were
+    recorded) says nothing either way: None."""
+    if loaded.sidecar is None:
+        return "it has no sidecar saying where"
+    hosts = loaded.sidecar.provenance.get("hosts")
+    if not isinstance(hosts, list) or not hosts:
+        return None
+    names = sorted({h.get("host") for h in hosts if isinstance(h, dict) and h.get("host")})
+    if not names or host in names:
+        return None
+    return f"its sidecar names {', '.join(names[:3])}{', ...' if len(names) > 3 else ''}"
+
+
 def require_mode(loaded: LoadedMap, prover: str) -> None:
     """Refuse a map of unknown mode for a prover whose checks run in several
     modes: its limits may be 2.5-6x off in either direction."""

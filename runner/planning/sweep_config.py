@@ -119,10 +119,22 @@ class SweepConfig:
                              flag="--nice", type=niceness, metavar="auto|N")
     host_factor: str | None = _help("how much slower this host proves than the one the timeout "
                                     "map was measured on: a number, or auto (the factor `proofbatch "
-                                    "calibrate` measured for this map, mode and host); the map's "
-                                    "limits are multiplied by max(1, factor) and its times by the "
-                                    "factor (plan, ETA); recorded in sweep.json (docs/limits.md)",
+                                    "calibrate` measured for this map, mode and host; on --cluster "
+                                    "slurm/dask/dask-slurm each node's own); the map's limits are "
+                                    "multiplied by max(1, factor) and its times by the factor "
+                                    "(plan, ETA); recorded in sweep.json. Default: auto for a map "
+                                    "measured on another machine (no sidecar, as the bench's own, "
+                                    "or a sidecar naming other hosts), else 1; --host-factor 1 "
+                                    "uses the map as it is (docs/limits.md)",
                                     default=None, flag="--host-factor", metavar="auto|X")
+    calibration_budget: float = _help("--cluster slurm/dask/dask-slurm with --host-factor auto: "
+                                      "each node takes its cached calibration (host and CPU "
+                                      "model), else the first node of each CPU model measures "
+                                      "one on a sample of the sweep's ground truths whose "
+                                      "expected times add up to at most this share of the "
+                                      "sweep's expected core-hours (docs/limits.md)",
+                                      default=0.02, flag="--calibration-budget", type=float,
+                                      metavar="SHARE")
     policy: str = _help("dispatch order: planned (longest first, context affinity), naive "
                         "(corpus order) or shuffle (seeded random)", default="planned",
                         flag="--policy", choices=("planned", "naive", "shuffle"))
@@ -217,3 +229,6 @@ class PreparedSweep:
     not_native: Mapping[str, str] = field(default_factory=dict)
     host_factor: float | None = None    # the map's scaling for this host; None: no map
     nice: int = 0                       # the checks' niceness, --nice resolved (checks.priority.resolve_nice)
+    # runner.maps.node_factor.NodeFactorSpec: each node resolves --host-factor
+    # auto for itself (a cluster sweep); None: the sweep's one factor applies.
+    node_factor: object = None

@@ -144,10 +144,20 @@ def test_calibrate_measures_a_slower_host_and_auto_scales_the_map(capsys, toy, t
     # (about 4 here at load 3) or of nothing (1) is outside them.
     assert 1.5 <= cal["factor"] <= 3.2, cal
     assert f"host factor: {cal['factor']:.2f}x" in said
-    # Without --host-factor, a sweep under the map is told the host is slower.
     one = ("--problems", "cal.small")
-    code, said = run(capsys, "run", corpus, "--out", tmp_path / "plain", "--timeout-map", bench_map, *one)
-    assert code == 0 and "slower than the host the timeout map" in said, said
+    t = fast["cal.small"]
+    scaled = math.ceil(round(max(120, math.ceil(2 * t)) * cal["factor"], 3))
+    # Issue 47: a map without a sidecar was measured on another machine, so
+    # without --host-factor it is auto, said so, and scaled.
+    code, said = run(capsys, "run", corpus, "--out", tmp_path / "default", "--timeout-map", bench_map,
+                     *one)
+    assert code == 0 and "auto by default" in said and "--host-factor 1 uses the map as it is" in said
+    assert {r["timeout_s"] for r in _rows(tmp_path / "default")} == {scaled}
+    # --host-factor 1: the map as it is, and the sweep is told the host is slower.
+    code, said = run(capsys, "run", corpus, "--out", tmp_path / "plain", "--timeout-map", bench_map,
+                     "--host-factor", "1", *one)
+    assert code == 0 and "auto by default" not in said and "host factor 1 (given)" in said, said
+    assert {r["timeout_s"] for r in _rows(tmp_path / "plain")} == {max(120, math.ceil(2 * t))}
     # With auto, the map's limits are the factor times larger, and the sweep says and keeps it.
     code, said = run(capsys, "run", corpus, "--out", tmp_path / "auto", "--timeout-map", bench_map,
                      "--host-factor", "auto", *one)
@@ -155,8 +165,7 @@ def test_calibrate_measures_a_slower_host_and_auto_scales_the_map(capsys, toy, t
     manifest = json.loads((tmp_path / "auto" / "sweep.json").read_text())
     assert manifest["host_factor"] == cal["factor"]
     limits = {r["problem_id"]: r["timeout_s"] for r in _rows(tmp_path / "auto")}
-    t = fast["cal.small"]
-    assert limits == {"cal.small": math.ceil(round(max(120, math.ceil(2 * t)) * cal["factor"], 3))}
+    assert limits == {"cal.small": scaled}
     assert limits["cal.small"] > 120
 
 

@@ -51,3 +51,40 @@ def scheduler_and_worker(d: Path, *, memory: str, env: dict | None = None, cwd: 
                 p.wait(timeout=stop_s)
             except subprocess.TimeoutExpired:
                 p.kill()
+
+
+@contextlib.contextmanager
+def scheduler_and_workers(d: Path, workers: dict[str, dict], *, memory: str, nthreads: int = 1,
+                          stop_s: float = 30) -> Iterator[str]:
+    """A scheduler and one worker per entry of ``workers`` (its name -> its
+    environment), each ``nthreads`` threads and ``memory``; yields the
+    scheduler's address once all have joined, and stops them after."""
+    sched_file = d / "scheduler.json"
+    procs = [subprocess.Popen(
+        [sys.executable, "-m", "distributed.cli.dask_scheduler", "--host", "127.0.0.1",
+         "--port", "0", "--no-dashboard", "--scheduler-file", str(sched_file)],
+        stdout=(d / "scheduler.log").open("w"), stderr=subprocess.STDOUT)]
+    try:
+        deadline = time.monotonic() + 60
+        while not sched_file.exists():
+            if time.monotonic() > deadline:
+                raise AssertionError(f"no Dask scheduler file after 60 s: see {d / 'scheduler.log'}")
+            time.sleep(0.2)
+        for name, env in workers.items():
+            procs.append(subprocess.Popen(
+                [sys.executable, "-m", "distributed.cli.dask_worker", "--scheduler-file",
+                 str(sched_file), "--nthreads", str(nthreads), "--nworkers", "1", "--memory-limit",
+                 memory, "--no-dashboard", "--name", name],
+                env=env, stdout=(d / f"worker-{name}.log").open("w"), stderr=subprocess.STDOUT))
+        address = json.loads(sched_file.read_text())["address"]
+        with Client(address, timeout="60s") as client:
+            client.wait_for_workers(len(workers), timeout=180)
+        yield address
+    finally:
+        for p in reversed(procs):
+            p.terminate()
+        for p in reversed(procs):
+            try:
+                p.wait(timeout=stop_s)
+            except subprocess.TimeoutExpired:
+                p.kill()

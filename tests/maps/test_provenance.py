@@ -49,7 +49,8 @@ def test_the_command_refuses_it_in_one_line_with_exit_2(tmp_path, capsys):
     assert len(err.splitlines()) == 1 and str(tmap) in err and "--map-mode" in err
 
 
-def test_declared_native_in_a_bytecode_sweep_is_converted_and_warned(tmp_path):
+def test_declared_native_in_a_bytecode_sweep_is_converted_and_warned(tmp_path, monkeypatch):
+    monkeypatch.setenv("PROOFBATCH_CACHE", str(tmp_path / "cache"))     # no calibration here
     tmap = bench_map(tmp_path / "timeout-map.json")
     prepared = prepare(demo_config(tmp_path / "out", timeout_map=tmap, map_mode="native"))
     limits = {t.problem.problem_id: t.limits for t in prepared.tasks}
@@ -57,7 +58,10 @@ def test_declared_native_in_a_bytecode_sweep_is_converted_and_warned(tmp_path):
         assert limits[pid].time_s == pytest.approx(120 * RATIO_MAX)
         assert limits[pid].time_source == f"map (native x{RATIO_MAX:.2f})"
     assert limits["logic.drinker"].time_source == "category"          # not in the map: unchanged
-    [warning] = beside_coverage(prepared)
+    # Issue 47: a map without a sidecar was measured elsewhere: auto by
+    # default, said, and this host has no calibration (limits as they are).
+    [elsewhere, warning] = beside_coverage(prepared)
+    assert "measured on another machine" in elsewhere and "no calibration" in elsewhere
     assert "CONVERTED" in warning and f"{len(IDS)} checks run in bytecode mode" in warning
     assert str(tmap) in warning
     # The plan expects them in bytecode too: by the central ratio, not the
@@ -66,18 +70,25 @@ def test_declared_native_in_a_bytecode_sweep_is_converted_and_warned(tmp_path):
     assert all(expected[pid] == pytest.approx(0.5 * RATIO_CENTRAL) for pid in IDS)
 
 
-def test_declared_bytecode_in_a_bytecode_sweep_stands_as_it_is(tmp_path):
+def test_declared_bytecode_in_a_bytecode_sweep_stands_as_it_is(tmp_path, monkeypatch):
+    monkeypatch.setenv("PROOFBATCH_CACHE", str(tmp_path / "cache"))     # no calibration here
     tmap = bench_map(tmp_path / "timeout-map.json")
     prepared = prepare(demo_config(tmp_path / "out", timeout_map=tmap, map_mode="bytecode"))
     limits = {t.problem.problem_id: t.limits for t in prepared.tasks}
     assert all(limits[pid].time_s == 120 and limits[pid].time_source == "map" for pid in IDS)
-    assert beside_coverage(prepared) == ()
+    # Issue 47: the one note is that the map was measured elsewhere (auto by
+    # default; no calibration here, so its limits as they are).
+    [elsewhere] = beside_coverage(prepared)
+    assert "auto by default" in elsewhere and "no calibration" in elsewhere
+    [given] = beside_coverage(prepare(demo_config(tmp_path / "out1", timeout_map=tmap,
+                                                  map_mode="bytecode", host_factor="1")))
+    assert "host factor 1 (given)" in given and "another machine" not in given
     assert all(c.expected_s == 0.5 for c in prepared.plan.checks if c.problem_id in IDS)
     # Declared with another build than the sweep's: said before the sweep starts.
     other = prepare(demo_config(tmp_path / "out2", timeout_map=tmap, map_mode="bytecode",
-                                map_build="checkout-5e62421"))
-    [warning] = beside_coverage(other)
-    assert "checkout-5e62421" in warning and "prover_build" in warning
+                                map_build="checkout-5e62421", host_factor="1"))
+    [given, warning] = beside_coverage(other)
+    assert "(given)" in given and "checkout-5e62421" in warning and "prover_build" in warning
 
 
 def test_a_declaration_that_contradicts_the_sidecar_is_refused(tmp_path):
