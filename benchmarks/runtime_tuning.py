@@ -1,14 +1,20 @@
 """OCaml runtime settings for proof checking, measured ABBA against OCaml's defaults.
 
 A check's proof CPU time depends on the garbage collector's settings as well
-as on the proof (docs/native.md, "The OCaml runtime a check runs under").
+as on the proof (docs/native.md, "Runtime settings").
 This script runs the same s2n-bignum ground truths natively through
 ``proofbatch run --runtime SETTING`` for each setting of a grid, each in
 ABBA order against ``--runtime default`` (default, setting, setting,
 default, per round), so drift in the host's load favours neither, and
 records per setting: proof CPU and wall time against the defaults' (the
 median of per-problem ratios, and the worst problem), peak memory per check
-against the defaults', and whether any verdict changed.
+against the defaults', and whether any verdict changed. To see why a setting
+wins, it also reports the garbage collector's counters each check records
+over its proof (the rows' ``gc``: ``Gc.quick_stat`` before and after prove):
+per setting and for the defaults beside it, the median per proof of minor
+and major collections and promoted words, and the image's size after it
+settled (its major heap and that heap's peak as a check forked from it
+starts, plus the minor heap the setting asks for).
 
 The grid (``--grid``, settings separated by ``;``): the minor heap ``s`` at
 256k, 1M, 4M and 16M words; ``space_overhead`` ``o`` at 80, 120 and 200; the
@@ -31,6 +37,7 @@ leaves built under ``--work``:
 from __future__ import annotations
 
 import json
+import math
 import random
 import shutil
 import statistics
@@ -43,11 +50,19 @@ from common import ROOT, Goal, arg_parser, emit, log  # noqa: E402
 from s2n_readme_path import PROOFBATCH, LoadSampler, read_rows, step  # noqa: E402
 
 import record  # noqa: E402
+from runner.provers.hol_light import runtime  # noqa: E402
 
 GRID = ("s=1M;s=4M;s=16M;o=120;o=200;s=4M,o=120;s=4M,o=200;s=16M,o=200;i=4M;"
         "settle=compact;settle=none;s=4M,o=120,settle=compact")
 MEM_GOAL_MB = 256.0
 CPU_GOAL = 0.85
+# The counters reported per setting (of the rows' gc, verdict_record.GC_FIELDS),
+# and those that size the image a check forks from.
+GC_SHOWN = ("minor_collections", "major_collections", "promoted_words")
+GC_IMAGE = ("heap_words_before", "top_heap_words_before")
+WORD = 8                    # bytes in an OCaml word on a 64-bit host
+MINOR_DEFAULT = 256 << 10   # OCaml 4.13's minor heap, in words (s=256k)
+SUFFIX = {"k": 1 << 10, "M": 1 << 20, "G": 1 << 30}     # OCAMLRUNPARAM's multipliers
 
 
 def parse_args():
@@ -111,7 +126,42 @@ def cpu(row: dict) -> float:
     return float(row["prove_cpu_secs"] or row["cpu_secs"] or "nan")
 
 
-def compare(base: list[dict[str, dict]], tried: list[dict[str, dict]], ids: list[str]) -> dict:
+def gc_of(row: dict) -> dict | None:
+    """The counters a row's check recorded over its proof (None: none)."""
+    return json.loads(row["gc"]) if row.get("gc") else None
+
+
+def gc_medians(runs: list[dict[str, dict]], ids: list[str]) -> dict[str, float]:
+    """Per counter, the median over proofs (OK, with counters) of each
+    proof's median over the runs; {} when no row has counters."""
+    per: dict[str, list[float]] = defaultdict(list)
+    for pid in ids:
+        got = [gc for r in runs if pid in r and r[pid]["verdict"] == "OK" and (gc := gc_of(r[pid]))]
+        for name in (GC_SHOWN + GC_IMAGE if got else ()):
+            per[name].append(statistics.median(gc[name] for gc in got))
+    return {name: statistics.median(values) for name, values in per.items()}
+
+
+def minor_heap_words(setting: str) -> int:
+    """The minor heap a setting asks for, in words (OCaml's when it names none)."""
+    value = dict(runtime.parse(setting).params).get("s")
+    if value is None:
+        return MINOR_DEFAULT
+    return int(value[:-1]) * SUFFIX[value[-1]] if value[-1] in SUFFIX else int(value)
+
+
+def image_mb(gc: dict[str, float], setting: str) -> dict[str, float | None]:
+    """The image a check forks from, after it settled, in MB: its major heap
+    and that heap's peak as the check starts (before prove: the image's,
+    with the answer readied), and the minor heap the setting asks for."""
+    mb = WORD / 2**20
+    return {"major_heap_mb": gc["heap_words_before"] * mb if gc else None,
+            "peak_heap_mb": gc["top_heap_words_before"] * mb if gc else None,
+            "minor_heap_mb": minor_heap_words(setting) * mb}
+
+
+def compare(base: list[dict[str, dict]], tried: list[dict[str, dict]], ids: list[str],
+            setting: str = "default") -> dict:
     """A setting's runs against the defaults' runs beside them."""
     ratios, walls, mem, changed = [], [], [], []
     worst = (None, 0.0)
@@ -138,7 +188,47 @@ def compare(base: list[dict[str, dict]], tried: list[dict[str, dict]], ids: list
             "wall_ratio": statistics.median(walls) if walls else None,
             "peak_mb_delta": statistics.median(mem) if mem else None,
             "peak_mb_delta_max": max(mem) if mem else None,
-            "worst": worst, "proofs": len(ratios), "verdicts_changed": changed}
+            "worst": worst, "proofs": len(ratios), "verdicts_changed": changed,
+            "gc": (gc := gc_medians(tried, ids)), "gc_default": (gc0 := gc_medians(base, ids)),
+            "image": image_mb(gc, setting), "image_default": image_mb(gc0, "default")}
+
+
+def nan(x: float | None) -> float:
+    return float("nan") if x is None else x
+
+
+def gc_line(c: dict) -> str:
+    """Why a setting wins, from the counters: per proof (median), the
+    setting's against the defaults', and the image it forks from."""
+    gc, gc0, im, im0 = c["gc"], c["gc_default"], c["image"], c["image_default"]
+    if not gc or not gc0:
+        return "    GC: no counters recorded (rows without gc)"
+    counts = ", ".join(f"{name.replace('_', ' ')} {gc[name]:.0f} ({gc0[name]:.0f})" for name in GC_SHOWN)
+    return (f"    GC per proof, median (defaults'): {counts}; image major heap "
+            f"{nan(im['major_heap_mb']):.0f} MB ({nan(im0['major_heap_mb']):.0f}), peak "
+            f"{nan(im['peak_heap_mb']):.0f} MB ({nan(im0['peak_heap_mb']):.0f}), minor heap "
+            f"{im['minor_heap_mb']:.0f} MB ({im0['minor_heap_mb']:.0f})")
+
+
+def setting_lines(setting: str, c: dict) -> list[str]:
+    return [f"{setting:28} CPU {nan(c['cpu_ratio']):.3f}  wall {nan(c['wall_ratio']):.3f}  peak "
+            f"{c['peak_mb_delta'] or 0:+.0f} MB (at most {c['peak_mb_delta_max'] or 0:+.0f})  worst "
+            f"{c['worst'][0]} {c['worst'][1]:.3f}  {len(c['verdicts_changed'])} verdicts changed",
+            gc_line(c)]
+
+
+def judge(results: dict[str, dict]) -> tuple[str | None, list[str], list[Goal]]:
+    """The best setting that kept every verdict within the memory bound, its
+    line, and the goal the run passes on."""
+    fit = {s: c for s, c in results.items() if c["cpu_ratio"] is not None and not c["verdicts_changed"]
+           and (c["peak_mb_delta_max"] or 0) <= MEM_GOAL_MB and not math.isnan(c["cpu_ratio"])}
+    best = min(fit, key=lambda s: fit[s]["cpu_ratio"]) if fit else None
+    line = (f"best within {MEM_GOAL_MB:.0f} MB and unchanged verdicts: {best} "
+            f"({fit[best]['cpu_ratio']:.3f} of the defaults' proof CPU)" if best else
+            "no setting kept every verdict within the memory bound")
+    goals = [Goal("best proof CPU ratio", None if best is None else round(fit[best]["cpu_ratio"], 4),
+                  "<=", CPU_GOAL)]
+    return best, [line], goals
 
 
 def main() -> int:
@@ -167,21 +257,11 @@ def main() -> int:
                 tried.append(sweep(args, corpus, chosen, setting, f"B{k}a"))
                 tried.append(sweep(args, corpus, chosen, setting, f"B{k}b"))
                 base.append(sweep(args, corpus, chosen, "default", f"A{k}b"))
-            results[setting] = c = compare(base, tried, ids)
-            lines.append(f"{setting:28} CPU {c['cpu_ratio'] or float('nan'):.3f}  wall "
-                         f"{c['wall_ratio'] or float('nan'):.3f}  peak {c['peak_mb_delta'] or 0:+.0f} MB "
-                         f"(at most {c['peak_mb_delta_max'] or 0:+.0f})  worst {c['worst'][0]} "
-                         f"{c['worst'][1]:.3f}  {len(c['verdicts_changed'])} verdicts changed")
-    fit = {s: c for s, c in results.items() if c["cpu_ratio"] is not None and not c["verdicts_changed"]
-           and (c["peak_mb_delta_max"] or 0) <= MEM_GOAL_MB}
-    best = min(fit, key=lambda s: fit[s]["cpu_ratio"]) if fit else None
-    lines.append(f"best within {MEM_GOAL_MB:.0f} MB and unchanged verdicts: {best} "
-                 f"({fit[best]['cpu_ratio']:.3f} of the defaults' proof CPU)" if best else
-                 "no setting kept every verdict within the memory bound")
-    lines.append(load.text())
+            results[setting] = c = compare(base, tried, ids, setting)
+            lines += setting_lines(setting, c)
+    best, said, goals = judge(results)
+    lines += [*said, load.text()]
     figures = {"ids": ids, "files": files, "settings": results, "best": best, "load": load.text()}
-    goals = [Goal("best proof CPU ratio", None if best is None else round(fit[best]["cpu_ratio"], 4),
-                  "<=", CPU_GOAL)]
     return emit(args, "runtime_tuning", figures, lines,
                 f"a setting at <= {CPU_GOAL} of the defaults' proof CPU, peak memory +{MEM_GOAL_MB:.0f} MB "
                 "at most, verdicts unchanged", True, goals)

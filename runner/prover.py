@@ -122,6 +122,9 @@ class CheckResult:
     # its context cannot run in that one (HOL Light: a context that cannot be
     # compiled natively runs in bytecode): why. "" when it ran as asked.
     fallback: str = ""
+    # The prover's garbage-collector counters over the proof, as a JSON object
+    # (HOL Light: verdict_record.GC_FIELDS); "" when it reports none.
+    gc: str = ""
 
 
 @dataclass(frozen=True)

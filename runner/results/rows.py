@@ -93,6 +93,11 @@ class ResultRow:
     runtime: str = _help("HOL Light: the OCaml runtime setting the check ran under "
                          "(runner/provers/hol_light/runtime.py): default, or e.g. s=4M,o=120; empty "
                          "for other provers and in rows written before the column", default="")
+    gc: str = _help("HOL Light: the OCaml garbage collector's counters over prove(), a JSON object "
+                    "(Gc.quick_stat before and after: minor and major collections, compactions, "
+                    "minor, promoted and major words, the major heap and its peak in words before "
+                    "and after; runner/provers/hol_light/session/verdict_record.py); empty when "
+                    "none was reported and in rows written before the column", default="")
     mem_source: str = _help("where that guard came from (runner/maps/mem_needs.py): --mem-limit, "
                             "the map's profile, an estimate for the problem's time class, or the "
                             "default share; empty in rows written before the column", default="")
@@ -137,7 +142,7 @@ OPTIONAL_COLUMNS: tuple[str, ...] = ("dedup_of", "sandbox", "wait_secs", "answer
                                      "context_proofs", "infra_retries", "cpu_secs", "prove_cpu_secs",
                                      "limit_clock", "host_load", "host_cpus", "problem_sha256",
                                      "cpu_model", "fallback", "mem_limit_mb", "mem_source", "runtime",
-                                     "host_factor")
+                                     "host_factor", "gc")
 
 
 def rows_to_table(rows: list[ResultRow]) -> pa.Table:

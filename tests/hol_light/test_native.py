@@ -100,6 +100,12 @@ def test_example_corpus_gives_the_bytecode_verdicts(native_sweep, demo_sweep):
     assert {r["mode"] for r in rows.values()} == {MODE}
 
 
+def test_every_native_proof_records_its_gc_counters(native_sweep):
+    from .test_runtime import assert_gc_counters
+
+    assert_gc_counters(native_sweep[2].table.to_pylist())
+
+
 def test_nonallocating_loop_is_killed_from_outside(native_sweep):
     rows = {r["problem_id"]: r for r in native_sweep[2].table.to_pylist()}
     loop = rows["fault.loop_nonalloc"]

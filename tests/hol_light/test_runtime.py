@@ -68,3 +68,39 @@ def test_a_sweep_runs_under_its_setting_records_it_and_keeps_it_on_resume(tmp_pa
     r = run("--runtime", "default")
     assert r.returncode == 2 and "--runtime s=4M,settle=compact" in r.stderr, r.stderr
     assert len(r.stderr.strip().splitlines()) == 1
+
+
+# -- the garbage collector's counters over each proof (why a setting wins) ----
+
+def test_a_record_gives_its_gc_counters_and_one_without_them_still_reads():
+    from runner.provers.hol_light.session.verdict_record import GC_FIELDS, RECORD, gc_counters
+
+    fields = ",".join(str(n) for n in range(1, len(GC_FIELDS) + 1))
+    new = RECORD.match(f"PBV2\tab\tOK\t0.5\t0.4\t100\tgc={fields}\tproved in 0.500 s\n")
+    assert new["reason"] == "proved in 0.500 s"
+    assert json.loads(gc_counters(new["gc"])) == dict(zip(GC_FIELDS, range(1, len(GC_FIELDS) + 1)))
+    # Before prove ran (an answer that did not type): an empty field, no counters.
+    assert gc_counters(RECORD.match("PBV2\tab\tERROR\t0\t0\t100\tgc=\tanswer: x\n")["gc"]) == ""
+    old = RECORD.match("PBV2\tab\tOK\t0.5\t0.4\t100\tproved in 0.500 s\n")
+    assert old["reason"] == "proved in 0.500 s" and gc_counters(old["gc"]) == ""
+
+
+def assert_gc_counters(rows) -> None:
+    """Every proof that ran records the collector's counters over it, read
+    from the check itself: a forked check starts from its image's heap."""
+    from runner.provers.hol_light.session.verdict_record import GC_FIELDS
+
+    proved = [r for r in rows if r["verdict"] == "OK"]
+    assert proved
+    counters = [json.loads(r["gc"]) for r in proved]
+    for row, gc in zip(proved, counters):
+        assert set(gc) == set(GC_FIELDS), row
+        assert gc["minor_words"] > 0, row                   # every proof allocates
+        assert gc["heap_words_before"] > 0 and gc["top_heap_words"] >= gc["heap_words"], row
+        assert gc["top_heap_words"] >= gc["top_heap_words_before"], row
+    assert sum(gc["minor_collections"] for gc in counters) > 0
+
+
+@pytest.mark.hol
+def test_every_bytecode_proof_records_its_gc_counters(demo_rows):
+    assert_gc_counters(demo_rows.values())

@@ -15,8 +15,8 @@
 (*   QUIT                                                                    *)
 (*                                                                           *)
 (* and one verdict record per check, written to its verdict pipe:            *)
-(*   PBV2 <nonce> <verdict> <prove secs> <prove CPU secs> <peak kB> <reason> *)
-(*                                        (tab-separated)                    *)
+(*   PBV2 <nonce> <verdict> <prove secs> <prove CPU secs> <peak kB>         *)
+(*        gc=<counters> <reason>         (tab-separated; gc_fields)         *)
 (* A CHECK's limit is "cpu:<secs>" or "wall:<secs>": the clock it counts on. *)
 (*                                                                           *)
 (* What a mode loads and how it readies an answer is its own: the bytecode  *)
@@ -128,6 +128,24 @@ let timeout_reason (clock, timeout) =
   | Cpu_time -> Printf.sprintf "CPU time limit %g s reached inside the prover" timeout
   | Wall_time -> Printf.sprintf "time limit %g s (wall clock) reached inside the prover" timeout
 
+(* The garbage collector's counters over one proof (issue 48: why one
+   runtime setting proves faster than another): collections, compactions and
+   words allocated, promoted and allocated in the major heap during prove,
+   then the major heap's size in words before and after it and its peak
+   before and after (a forked check starts from its image's heap, so the
+   "before" figures are its image's, after the image settled). Comma-
+   separated, in verdict_record.py's GC_FIELDS order. Gc.quick_stat walks no
+   heap: it costs microseconds. *)
+let gc_fields g0 g1 =
+  Printf.sprintf "%d,%d,%d,%.0f,%.0f,%.0f,%d,%d,%d,%d"
+    (g1.Gc.minor_collections - g0.Gc.minor_collections)
+    (g1.Gc.major_collections - g0.Gc.major_collections)
+    (g1.Gc.compactions - g0.Gc.compactions)
+    (g1.Gc.minor_words -. g0.Gc.minor_words)
+    (g1.Gc.promoted_words -. g0.Gc.promoted_words)
+    (g1.Gc.major_words -. g0.Gc.major_words)
+    g0.Gc.heap_words g1.Gc.heap_words g0.Gc.top_heap_words g1.Gc.top_heap_words
+
 (* [answer ()] readies the answer and gives its tactic without running it;
    [describe] words an exception of the query's parser. *)
 let judge ~answer ~describe ~query_file ~limit ~jail =
@@ -138,7 +156,7 @@ let judge ~answer ~describe ~query_file ~limit ~jail =
      function it calls, and axioms() counts from here, after the context's
      trusted theorems. *)
   Hol_trust.trusting := false;
-  let prove_secs = ref 0.0 and prove_cpu = ref 0.0 in
+  let prove_secs = ref 0.0 and prove_cpu = ref 0.0 and gc = ref "" in
   let ax0 = List.length (kernel_axioms ()) in
   let outcome =
     try
@@ -146,9 +164,11 @@ let judge ~answer ~describe ~query_file ~limit ~jail =
       let tactic = answer () in
       let goal = read_query describe query_file in
       jail ();
+      let g0 = Gc.quick_stat () in
       let t0 = Unix.gettimeofday () and c0 = cpu_now () in
       let finish () =
-        prove_secs := Unix.gettimeofday () -. t0; prove_cpu := cpu_now () -. c0 in
+        prove_secs := Unix.gettimeofday () -. t0; prove_cpu := cpu_now () -. c0;
+        gc := gc_fields g0 (Gc.quick_stat ()) in
       let th =
         try let th = kernel_prove (goal, tactic ()) in finish (); th
         with exn -> finish (); raise exn in
@@ -170,7 +190,7 @@ let judge ~answer ~describe ~query_file ~limit ~jail =
       ("CHEATING", Printf.sprintf "axioms() grew by %d (new_axiom, mk_thm or CHEAT_TAC); was %s"
                      added (fst outcome))
     else outcome in
-  (verdict, !prove_secs, !prove_cpu, Hol_text.one_line reason)
+  (verdict, !prove_secs, !prove_cpu, !gc, Hol_text.one_line reason)
 
 let flush_all () =
   (try Format.print_flush (); Format.pp_print_flush Format.err_formatter () with _ -> ());
@@ -188,14 +208,14 @@ let run_check ~answer ~describe ~verdict_path ~query_file ~limit ~nonce ~scratch
     | Some uid ->
         enter_jail scratch uid;
         verdict_path := "/" ^ Filename.basename !verdict_path in
-  let verdict, secs, cpu, reason =
+  let verdict, secs, cpu, gc, reason =
     try judge ~answer ~describe ~query_file ~limit ~jail with
-    | Time_limit -> ("TIMEOUT", snd limit, snd limit, timeout_reason limit)
-    | exn -> ("ERROR", 0.0, 0.0, "driver: " ^ Hol_text.one_line (Printexc.to_string exn)) in
+    | Time_limit -> ("TIMEOUT", snd limit, snd limit, "", timeout_reason limit)
+    | exn -> ("ERROR", 0.0, 0.0, "", "driver: " ^ Hol_text.one_line (Printexc.to_string exn)) in
   (* HOL Light includes Format, so what the answer printed is still buffered. *)
   flush_all ();
-  let record = Printf.sprintf "PBV2\t%s\t%s\t%.6f\t%.6f\t%d\t%s\n"
-                 nonce verdict secs cpu (peak_rss_kb status) reason in
+  let record = Printf.sprintf "PBV2\t%s\t%s\t%.6f\t%.6f\t%d\tgc=%s\t%s\n"
+                 nonce verdict secs cpu (peak_rss_kb status) gc reason in
   (* The verdict pipe is opened only now, after the answer has stopped
      running: while it ran, there was no channel it could write to. *)
   let fd = Unix.openfile !verdict_path [Unix.O_WRONLY] 0 in

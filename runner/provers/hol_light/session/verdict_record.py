@@ -8,6 +8,7 @@ session they build on (fork_session.py).
 
 from __future__ import annotations
 
+import json
 import re
 
 from ....checks.guard import Observation, death_reason, signal_name
@@ -15,7 +16,24 @@ from ....prover import CheckResult, LimitClock
 from ....verdicts import Outcome, Verdict
 
 RECORD = re.compile(r"PBV2\t(?P<nonce>[0-9a-f]+)\t(?P<verdict>[A-Z]+)\t(?P<secs>[0-9.]+)\t"
-                    r"(?P<cpu>[0-9.]+)\t(?P<peak_kb>\d+)\t(?P<reason>[^\n]*)\n\Z")
+                    r"(?P<cpu>[0-9.]+)\t(?P<peak_kb>\d+)\t(?:gc=(?P<gc>[0-9,]*)\t)?"
+                    r"(?P<reason>[^\n]*)\n\Z")
+# The garbage collector's counters over prove(), in the order hol_check.ml's
+# gc_fields writes them: during the proof, then the major heap (words) before
+# and after it, and its peak before and after (a forked check starts from its
+# image's heap, so the "_before" figures are the image's, settled).
+GC_FIELDS = ("minor_collections", "major_collections", "compactions", "minor_words",
+             "promoted_words", "major_words", "heap_words_before", "heap_words",
+             "top_heap_words_before", "top_heap_words")
+
+
+def gc_counters(text: str | None) -> str:
+    """A record's ``gc=`` field as the row's ``gc`` column: a JSON object of
+    GC_FIELDS, or "" when the check wrote none (it never reached prove)."""
+    values = (text or "").split(",")
+    if len(values) != len(GC_FIELDS) or not all(values):
+        return ""
+    return json.dumps(dict(zip(GC_FIELDS, map(int, values))), separators=(",", ":"))
 
 
 def interpret(obs: Observation, status: str, nonce: str, key: str,
@@ -28,6 +46,7 @@ def interpret(obs: Observation, status: str, nonce: str, key: str,
     match = RECORD.match(obs.record.decode("utf-8", "replace"))
     peak = obs.peak_rss_bytes or None
     secs = cpu = None
+    gc = ""
     interrupted = obs.interrupted
     if obs.termination.outcome is not None:
         outcome = obs.termination.outcome
@@ -46,6 +65,7 @@ def interpret(obs: Observation, status: str, nonce: str, key: str,
         outcome = Outcome(Verdict.ERROR, "verdict record claims a proof longer than its check")
     else:
         secs, cpu = float(match["secs"]), float(match["cpu"])
+        gc = gc_counters(match["gc"])
         outcome = Outcome(Verdict(match["verdict"]), match["reason"])
         peak = max(peak or 0, int(match["peak_kb"]) * 1024) or None
     if outcome.verdict is Verdict.ERROR and not interrupted:
@@ -59,7 +79,7 @@ def interpret(obs: Observation, status: str, nonce: str, key: str,
         # (CPU time does not pass while a process is stopped.)
         interrupted = "paused"
     return CheckResult(outcome, secs, obs.wall_secs, peak, key, status, cpu_secs=obs.cpu_secs,
-                       prove_cpu_secs=cpu, interrupted=interrupted)
+                       prove_cpu_secs=cpu, interrupted=interrupted, gc=gc)
 
 
 INFRA = "infra: "      # how a fault of the machine begins (runner.checks.worker.INFRA)
