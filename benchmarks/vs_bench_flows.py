@@ -1,4 +1,6 @@
-"""Which kept flow ``vs_bench_harness.py --resume`` may reuse.
+"""Which kept flow ``vs_bench_harness.py --resume`` may reuse, and the
+environment the bench's flow runs in under a runtime setting
+(``bench_environment``).
 
 A flow's figures depend on more than its draw (seed, problems, answers,
 workers): on the project's commit, the HOL Light checkout and its native
@@ -21,6 +23,7 @@ import sys
 from pathlib import Path
 
 import record
+from runner.provers.hol_light import runtime
 
 FLOW_SCRIPT = "vs_bench_harness-flow"
 
@@ -98,3 +101,15 @@ def kept_flow(kept: Path, inputs: dict, round_: int, flow: str,
             data["kept"].get("sha256") != record.digest(kept):
         return None, f"{kept.name} was rewritten since its record {data['path']}"
     return json.loads(kept.read_text())["figures"], data["path"]
+
+
+def bench_environment(setting: runtime.Runtime) -> tuple[dict[str, str], str]:
+    """The environment the bench's flow runs in under ``setting``, and what
+    it says: OCAMLRUNPARAM of the setting's s, o and i (none: OCaml's
+    defaults, whatever this process was given), read by every OCaml
+    process of the flow, its proving program included. ``settle`` has no
+    equivalent: the bench's program has no image to settle."""
+    env = {k: v for k, v in setting.environment(dict(os.environ)).items()
+           if k != runtime.ENV_SETTLE}
+    said = f"OCAMLRUNPARAM={env['OCAMLRUNPARAM']}" if "OCAMLRUNPARAM" in env else "OCaml's defaults"
+    return env, said

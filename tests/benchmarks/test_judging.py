@@ -32,17 +32,18 @@ def missed(goals) -> list[str]:
 
 # -- vs_bench_harness.py's report ---------------------------------------------------------
 
-def vs_rounds(pb_prove_s=1.0, pb_wall_s=3.0, pb_verdict="OK"):
+def vs_rounds(pb_prove_s=1.0, pb_wall_s=3.0, pb_verdict="OK", pb_cpu_s=0.8):
     """One round: the bench's flow proved each problem in 1 s of PROFILE in 10 s
-    end to end; proofbatch in ``pb_prove_s`` each and ``pb_wall_s`` end to end."""
+    end to end; proofbatch in ``pb_prove_s`` each (``pb_cpu_s`` of CPU) and
+    ``pb_wall_s`` end to end."""
     bench = {"programs": 1, "bytecode_fallbacks": 0, "evaldir": "/w/bench/eval-1",
              "verdicts": {A: "OK", B: "OK"}, "profile": {A: (1.0, "OK"), B: (1.0, "OK")},
              "combine_s": 2.0, "run_s": 8.0, "wall_s": 10.0, "cpu_s": 20.0, "cpu_how": "cgroup",
              "load": "load 0.1-0.2"}
-    row = {"prove_secs": str(pb_prove_s), "prove_cpu_secs": str(pb_prove_s)}
+    row = {"prove_secs": str(pb_prove_s), "prove_cpu_secs": str(pb_cpu_s)}
     pb = {"rows": {A: row, B: row}, "verdicts": {A: "OK", B: pb_verdict}, "nice": -10,
           "extract_s": 1.0, "run_s": pb_wall_s - 1.0, "wall_s": pb_wall_s, "cpu_s": 5.0,
-          "cpu_how": "cgroup", "load": "load 0.1-0.3"}
+          "cpu_how": "cgroup", "load": "load 0.1-0.3", "runtime": "s=4M,o=120"}
     return [(bench, pb)]
 
 
@@ -60,6 +61,10 @@ def test_vs_bench_passes_only_when_verdicts_and_both_ratios_meet_their_goals(tmp
     _, _, goals = vs_report(vs_rounds(pb_prove_s=1.2))
     assert missed(goals) == ["proof time, proofbatch / bench (median)"]
     assert not passes(goals, tmp_path)
+    # Proof time as the bench's, but proof CPU 0.9 of its PROFILE: over 0.85 (issue 48).
+    _, _, goals = vs_report(vs_rounds(pb_cpu_s=0.9))
+    assert missed(goals) == ["proof CPU, proofbatch / bench PROFILE (median)"]
+    assert not passes(goals, tmp_path)
     # The whole flow in half the bench's wall time: over the third.
     _, _, goals = vs_report(vs_rounds(pb_wall_s=5.0))
     assert missed(goals) == ["end-to-end wall, proofbatch / bench flow (median)"]
@@ -75,7 +80,54 @@ def test_vs_bench_with_no_ratio_measured_misses_its_goal():
     args = SimpleNamespace(seed=1, workers=2, min_secs=5.0)
     listed = {A: {"prove_secs": "1.0"}, B: {"prove_secs": "1.0"}}
     _, _, goals = vs_bench_report.report(args, ["bignum_add"], [A, B], set(), listed, vs_rounds())
-    assert missed(goals) == ["proof time, proofbatch / bench (median)"]
+    assert missed(goals) == ["proof time, proofbatch / bench (median)",
+                             "proof CPU, proofbatch / bench PROFILE (median)"]
+
+
+def beside_flows(bench_tuned_s=0.95, pb_default_cpu_s=1.02, verdict="OK"):
+    """The flows a runtime setting adds: the bench's program under its
+    OCAMLRUNPARAM, and proofbatch under --runtime default."""
+    bench = {"verdicts": {A: "OK", B: verdict}, "profile": {A: (bench_tuned_s, "OK"),
+                                                          B: (bench_tuned_s, "OK")},
+             "runtime": "OCAMLRUNPARAM=s=4M,o=120", "load": "load 0.1"}
+    row = {"prove_secs": "1.0", "prove_cpu_secs": str(pb_default_cpu_s)}
+    pb = {"rows": {A: row, B: row}, "verdicts": {A: "OK", B: "OK"}, "runtime": "default",
+          "load": "load 0.1"}
+    return [{"bench-tuned": bench, "pb-default": pb}]
+
+
+def test_vs_bench_beside_a_runtime_setting_names_each_side_and_what_the_bench_gains(tmp_path):
+    args = SimpleNamespace(seed=1, workers=2, min_secs=0.5)
+    listed = {A: {"prove_secs": "1.0"}, B: {"prove_secs": "1.0"}}
+    figures, lines, goals = vs_bench_report.report(args, ["bignum_add"], [A, B], set(), listed,
+                                                   vs_rounds(), beside_flows())
+    assert figures["runtimes"]["proofbatch"] == "s=4M,o=120"
+    assert figures["runtimes"]["bench"] == "OCaml's defaults"
+    assert figures["runtimes"]["bench_tuned"] == "OCAMLRUNPARAM=s=4M,o=120"
+    assert "no equivalent" in figures["runtimes"]["bench_settle"]
+    assert figures["proof_cpu_ratio_median"] == 0.8                 # tuned, against the bench as it runs
+    assert figures["proof_cpu_ratio_default_median"] == 1.02        # proofbatch under the defaults
+    assert figures["bench_tuned_gain_median"] == 0.95               # the bench's own program, tuned
+    assert figures["proof_cpu_ratio_vs_tuned_bench_median"] == round(0.8 / 0.95, 4)
+    assert any("OCAMLRUNPARAM=s=4M,o=120: PROFILE" in line and "no equivalent" in line for line in lines)
+    assert missed(goals) == [] and passes(goals, tmp_path)
+    # A verdict of an added flow that differs from the bench's gates too.
+    _, lines, goals = vs_bench_report.report(args, ["bignum_add"], [A, B], set(), listed,
+                                             vs_rounds(), beside_flows(verdict="TIMEOUT"))
+    assert missed(goals) == ["verdicts differing between the flows"]
+    assert f"DIFFERS: round 1 {B}: bench OK, bench-tuned TIMEOUT" in lines
+
+
+def test_vs_bench_runs_the_bench_under_the_settings_ocamlrunparam_and_nothing_else(monkeypatch):
+    import vs_bench_flows
+    from runner.provers.hol_light import runtime
+
+    monkeypatch.setenv("OCAMLRUNPARAM", "v=0x400")
+    env, said = vs_bench_flows.bench_environment(runtime.parse("s=4M,o=120,settle=compact"))
+    assert env["OCAMLRUNPARAM"] == "s=4M,o=120" and said == "OCAMLRUNPARAM=s=4M,o=120"
+    assert runtime.ENV_SETTLE not in env and env["PATH"] == __import__("os").environ["PATH"]
+    env, said = vs_bench_flows.bench_environment(runtime.DEFAULT)
+    assert "OCAMLRUNPARAM" not in env and said == "OCaml's defaults"
 
 
 # -- loaded_host.py ---------------------------------------------------------------------------
@@ -181,3 +233,46 @@ def test_predictions_measures_each_class_and_gates_on_each(tmp_path):
     goals = predictions.judge(prediction(out, makespan_s=130.0), [])
     assert missed(goals) == ["native makespan |predicted / measured - 1|"]
     assert not passes(goals, tmp_path)
+
+
+# -- runtime_tuning.py ------------------------------------------------------------------------
+
+def tuning_runs(cpu_s: float, minor: int, peak_mb: float = 1000.0, verdict: str = "OK",
+                heap_words: int = 50 << 20):
+    """One sweep's rows of A and B: proof CPU, the minor collections its
+    proofs counted, each check's peak and the heap it forked from."""
+    gc = {"minor_collections": minor, "major_collections": 2, "promoted_words": 3 * minor,
+          "heap_words_before": heap_words, "top_heap_words_before": 2 * heap_words}
+    return {pid: {"verdict": verdict if pid == B else "OK", "prove_cpu_secs": str(cpu_s),
+                  "cpu_secs": "", "prove_secs": str(cpu_s), "peak_rss_mb": str(peak_mb),
+                  "gc": json.dumps(gc)} for pid in (A, B)}
+
+
+def test_runtime_tuning_reports_gc_counters_and_gates_on_cpu_memory_and_verdicts(tmp_path):
+    import runtime_tuning
+
+    base = [tuning_runs(10.0, 400), tuning_runs(10.0, 400)]
+    tuned = runtime_tuning.compare(base, [tuning_runs(8.0, 25, 1100.0)] * 2, [A, B], "s=4M,o=120")
+    assert tuned["cpu_ratio"] == 0.8 and tuned["peak_mb_delta_max"] == 100.0
+    assert tuned["gc"]["minor_collections"] == 25 and tuned["gc_default"]["minor_collections"] == 400
+    # The image: 50M words of major heap (400 MB), its peak 800 MB; s=4M is a 32 MB minor heap.
+    assert tuned["image"] == {"major_heap_mb": 400.0, "peak_heap_mb": 800.0, "minor_heap_mb": 32.0}
+    assert tuned["image_default"]["minor_heap_mb"] == 2.0
+    line = runtime_tuning.setting_lines("s=4M,o=120", tuned)[1]
+    assert "minor collections 25 (400)" in line and "minor heap 32 MB (2)" in line
+    best, _, goals = runtime_tuning.judge({"s=4M,o=120": tuned})
+    assert best == "s=4M,o=120" and missed(goals) == [] and passes(goals, tmp_path)
+    # Faster, but 300 MB more per check: over the bound, so no setting qualifies.
+    heavy = runtime_tuning.compare(base, [tuning_runs(7.0, 10, 1300.0)] * 2, [A, B], "s=16M")
+    slow = runtime_tuning.compare(base, [tuning_runs(9.0, 100)] * 2, [A, B], "o=120")
+    best, _, goals = runtime_tuning.judge({"s=16M": heavy, "o=120": slow})
+    assert best == "o=120" and missed(goals) == ["best proof CPU ratio"]      # 0.9 > 0.85
+    changed = runtime_tuning.compare(base, [tuning_runs(5.0, 10, verdict="TIMEOUT")] * 2, [A, B], "s=1M")
+    assert changed["verdicts_changed"] == [f"{B}: OK -> TIMEOUT"]
+    best, lines, goals = runtime_tuning.judge({"s=1M": changed})
+    assert best is None and lines == ["no setting kept every verdict within the memory bound"]
+    assert not passes(goals, tmp_path)
+    # Rows written before the gc column: said, not a crash.
+    old = [{pid: {k: v for k, v in row.items() if k != "gc"} for pid, row in tuning_runs(9.0, 1).items()}]
+    assert "no counters recorded" in runtime_tuning.setting_lines("o=120", runtime_tuning.compare(
+        old, old, [A, B], "o=120"))[1]
