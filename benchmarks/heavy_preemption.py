@@ -44,6 +44,7 @@ from s2n_readme_path import (PROOFBATCH, S2N_BIGNUM_PIN, HOL_LIGHT_PIN, LoadSamp
                              build_inputs, read_rows, step)
 
 import record  # noqa: E402
+from cluster.claims import Pool  # noqa: E402
 from cluster.slurm import Ledger  # noqa: E402
 from runner.reporting.status import read_status  # noqa: E402
 from runner.results import lost  # noqa: E402
@@ -148,7 +149,10 @@ def main() -> int:
             target = args.at * map_s * float(factor)
             cpu_at_cut = wait_for(lambda: (c := running_cpu(out, pid)) is not None and c >= target and c,
                                   3 * 3600, f"{pid} to use {target:.0f} s of CPU", driver, poll=5.0)
-            [job] = [r for r in Ledger(out / "slurm" / "jobs.json").records if r.settled is None]
+            # The array task that claimed the check (the others of its array idle).
+            pool = Pool(out / "slurm", "observer")
+            [job] = [r for r in Ledger(out / "slurm" / "jobs.json").records
+                     if r.settled is None and pid in pool.ever_held_by(r.job_id)]
             command = ["scontrol", "requeue", job.job_id] if args.how == "requeue" else ["scancel", job.job_id]
             log(f"{pid} at {cpu_at_cut:.0f} s of CPU (target {target:.0f} s): $ {' '.join(command)}")
             cut_at = time.monotonic()
