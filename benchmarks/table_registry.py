@@ -1,0 +1,153 @@
+"""Which records give each marked table of the docs, and how its cells are
+formatted: the registry benchmarks/tables.py renders and checks from.
+
+A ``Row`` names a script (its records under benchmarks/results/<script>/)
+and a format per column; a ``Table`` with ``scripts=`` only has no formats
+yet: it is kept as written until its script has a record. Add a table here
+and its marker in the page at once (benchmarks/README.md says how).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable, Union
+
+Cell = Union[str, Callable[[dict], str]]
+
+
+@dataclass(frozen=True)
+class Row:
+    """One row: its cells from the newest record of ``script``."""
+
+    key: str = field(metadata={"help": "the row's name in unrecorded.txt (TABLE/KEY)"})
+    script: str = field(metadata={"help": "records under benchmarks/results/<script>/"})
+    cells: tuple[Cell, ...] | None = field(default=None, metadata={
+        "help": "every column but the record's: a format string over the record's figures "
+                "or a function of them; None: no format written yet"})
+    args: tuple[str, ...] = field(default=(), metadata={
+        "help": "arguments the record's command must hold (a run of the row's settings)"})
+
+
+@dataclass(frozen=True)
+class Table:
+    """A marked table: rows formatted from records, or only its source scripts."""
+
+    name: str = field(metadata={"help": "the marker's name"})
+    file: str = field(metadata={"help": "README.md or docs/NAME.md"})
+    header: tuple[str, ...] = field(default=(), metadata={
+        "help": "column names before the record's"})
+    rows: tuple[Row, ...] = field(default=(), metadata={"help": "the rows, in order"})
+    scripts: tuple[str, ...] = field(default=(), metadata={
+        "help": "a table with no rows formatted yet: the scripts its figures came from"})
+
+    def sources(self) -> tuple[str, ...]:
+        return tuple(dict.fromkeys(r.script for r in self.rows)) or self.scripts
+
+
+def fig(path: str, fmt: str = "") -> Callable[[dict], str]:
+    """A cell of one figure at a dotted path (keys such as ``--version`` allowed)."""
+    def cell(figures: dict) -> str:
+        value = figures
+        for part in path.split("/"):
+            value = value[int(part)] if isinstance(value, list) else value[part]
+        return format(value, fmt)
+    return cell
+
+
+def planned_ratios(figures: dict) -> str:
+    """Planning's worst planned/bound ratio per worker count, equal ones joined."""
+    worst: dict[int, float] = {}
+    for m in figures["makespan"]:
+        worst[m["workers"]] = max(worst.get(m["workers"], 0.0), m["planned_ratio"])
+    groups: dict[str, list[int]] = {}
+    for workers in sorted(worst):
+        groups.setdefault(f"{worst[workers]:.3f}", []).append(workers)
+    parts = []
+    for value, counts in groups.items():
+        named = " and ".join(str(c) for c in counts) if len(counts) > 1 else str(counts[0])
+        parts.append(f"{value} on {named} workers" if not parts else f"{value} on {named}")
+    return ", ".join(parts)
+
+
+def startup_figures(figures: dict) -> str:
+    s = {name: figures[name]["median_s"] for name in ("--version", "--help", "status", "python -c pass")}
+    return (f"`--version` {s['--version']:.2f} s, `--help` {s['--help']:.2f} s, "
+            f"`status` {s['status']:.2f} s (bare Python {s['python -c pass']:.2f} s)")
+
+
+def _page(text: str, target: str) -> str:
+    return f"[{text}]({target})"
+
+
+def _headline() -> tuple[Row, ...]:
+    checks = _page("checks", "docs/checks.md#measured")
+    return (
+        Row("overhead", "overhead", ("per-check overhead, warm image",
+            "median {overhead_median_ms:.1f} ms (target ≤ 40 ms); a cold HOL Light start {cold_start_s:.1f} s",
+            checks)),
+        Row("throughput", "throughput", ("throughput, 2 workers vs 1",
+            "{checks_per_s_2_workers:.1f} vs {checks_per_s_1_worker:.1f} checks/s: {speedup:.2f}×", checks)),
+        Row("native", "native", ("native vs bytecode, heavy proofs",
+            "{heavy_speedup:.2f}×; start-up {native_start_s:.1f} s vs {bytecode_start_s:.1f} s",
+            _page("native", "docs/native.md#measured"))),
+        Row("planning", "planning", ("planned makespan / lower bound, 2,622 bench-shaped problems",
+            planned_ratios, _page("planning", "docs/planning.md#measured"))),
+        Row("predictions", "predictions"),      # seeds 5 and 9, both modes, a cold cache: 4+ records
+        Row("passk", "passk", ("pass@k, 32 attempts on one loaded context vs loading it per attempt",
+            "{speedup:.1f}×", _page("pass@k", "docs/pass-at-k.md#measured"))),
+        Row("context_proofs", "context_proofs", (
+            "`--context-proofs trust` vs replay, 150 contexts of `Library/card.ml`",
+            "image builds {trust_speedup_build:.1f}×", _page("trust", "docs/trust.md#measured"))),
+        Row("bench_prefix", "bench_prefix"),
+        Row("shards_scale", "shards_scale"),
+        Row("slurm_elastic", "slurm_elastic", ("elastic Slurm, a task cancelled halfway",
+            lambda f: f"{fig('scenarios/cancel/pulling/ratio', '.3f')(f)}× of the prediction "
+                      f"{'natively' if f['hol_mode'] == 'native' else 'in bytecode'}",
+            _page("Slurm", "docs/slurm.md#measured")), args=("--mode", "native")),
+        Row("startup", "startup", ("start-up (`.venv/bin/python benchmarks/startup.py`)",
+            startup_figures, _page("running", "docs/running.md#start-up"))),
+    )
+
+
+# Where a docs table names several scripts, its rows came from each of them.
+TABLES: dict[str, Table] = {t.name: t for t in (
+    Table("headline", "README.md", ("what", "figure", "page"), _headline()),
+    Table("readme-s2n", "README.md", ("run", "problems", "verdicts", "proof time", "end-to-end wall",
+                                      "host vs map"),
+          (Row("vs_bench_harness", "vs_bench_harness"), Row("s2n_readme_path", "s2n_readme_path"))),
+    Table("readme-whole-trees", "README.md", scripts=("whole_trees",)),
+    Table("checks-measured", "docs/checks.md", scripts=("overhead", "throughput", "guard_cost")),
+    Table("extract-measured", "docs/extract.md", scripts=("extract_scale",)),
+    Table("images-measured", "docs/images.md", scripts=("prefix_sharing", "context_keys", "bench_prefix")),
+    Table("limits-quiet-host", "docs/limits.md", scripts=("loaded_host",)),
+    Table("limits-issue-size", "docs/limits.md", scripts=("loaded_host",)),
+    Table("limits-cpu-drift", "docs/limits.md", scripts=("cpu_drift",)),
+    Table("limits-cpu-drift-niceness", "docs/limits.md", scripts=("cpu_drift",)),
+    Table("limits-loaded-problems", "docs/limits.md", scripts=("loaded_host",)),
+    Table("limits-loaded-runs", "docs/limits.md", scripts=("loaded_host",)),
+    Table("native-runtime", "docs/native.md", scripts=("runtime_tuning",)),
+    Table("native-tree-seeds", "docs/native.md", scripts=("native_tree",)),
+    Table("native-tree-whole", "docs/native.md", scripts=("native_tree",)),
+    Table("native-tree-only", "docs/native.md", scripts=("native_tree",)),
+    Table("native-tree-whole-again", "docs/native.md", scripts=("native_tree",)),
+    Table("native-measured", "docs/native.md", scripts=("native",)),
+    Table("passk-measured", "docs/pass-at-k.md", scripts=("passk",)),
+    Table("planning-whole-trees", "docs/planning.md", scripts=("whole_trees",)),
+    Table("planning-predictions", "docs/planning.md", scripts=("predictions",)),
+    Table("planning-measured", "docs/planning.md", scripts=("planning", "simulate_contexts")),
+    Table("timeout-map-regenerated", "docs/profiles-and-timeout-maps.md", scripts=("regenerate_bench_map",)),
+    Table("timeout-map-measured", "docs/profiles-and-timeout-maps.md", scripts=("timeout_map",)),
+    Table("startup-measured", "docs/running.md", scripts=("startup",)),
+    Table("s2n-first-problems", "docs/s2n.md", scripts=("vs_bench_harness",)),
+    Table("s2n-first-measures", "docs/s2n.md", scripts=("vs_bench_harness",)),
+    Table("s2n-issue-size", "docs/s2n.md", scripts=("vs_bench_harness",)),
+    Table("s2n-heap-fix", "docs/s2n.md", scripts=("vs_bench_harness",)),
+    Table("s2n-rounds-before", "docs/s2n.md", scripts=("vs_bench_harness",)),
+    Table("s2n-rounds", "docs/s2n.md", scripts=("vs_bench_harness",)),
+    Table("s2n-paired", "docs/s2n.md", scripts=("paired_proof",)),
+    Table("s2n-readme-path", "docs/s2n.md", scripts=("s2n_readme_path",)),
+    Table("sandbox-measured", "docs/sandbox.md", scripts=("sandbox_overhead",)),
+    Table("slurm-measured", "docs/slurm.md", scripts=("slurm_overhead", "slurm_elastic")),
+    Table("sweep-directory-scale", "docs/sweep-directory.md", scripts=("shards_scale",)),
+    Table("trust-measured", "docs/trust.md", scripts=("context_proofs",)),
+)}

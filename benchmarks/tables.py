@@ -1,0 +1,332 @@
+"""The docs' measured tables, written from the records under benchmarks/results/.
+
+A table of figures in README.md or docs/*.md sits right under a marker line
+naming it and the scripts whose records it comes from::
+
+    <!-- table: headline (from overhead.py, throughput.py, ...) -->
+    | what | figure | page | record |
+    |---|---|---|---|
+
+The table is the run of ``|`` lines after the marker (blank lines between
+them allowed), so no end marker can be forgotten, and the README, held to
+260 lines, pays one line per table. ``table_registry.TABLES`` says, per table, which
+script's records give each row and how its cells are formatted; a rendered
+row's last cell names its record's commit, the host's load during the run
+and its host factor.
+
+``python benchmarks/tables.py`` rewrites every marked table from the newest
+record (of a clean tree) of each row's script; ``--check`` changes nothing
+and exits 1 naming the file, table, row and column of every figure that
+differs from its record, and of every table of figures (a decimal number
+in a cell) or README figure outside a marked table. A row or table with no
+record yet must be listed in ``benchmarks/unrecorded.txt`` with the reason;
+a listed one that has a record now fails the check too, so the list only
+shrinks. A table registered with no row formats (``scripts=`` only) is kept
+as written until its script has a record; from then the check asks for them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import subprocess
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import record
+from table_registry import TABLES, Row, Table
+
+ROOT = record.ROOT
+MARKER = re.compile(r"^<!-- table: (?P<name>[\w-]+)(?: \(from (?P<scripts>[^)]*)\))? -->\s*$")
+# A figure: a decimal number, thousands allowed. In a table's cell it marks a
+# table of figures; in the README's prose only with a unit after it (4.13's
+# is OCaml's version, 1.44x a factor).
+DECIMAL = re.compile(r"(?<![\w.])\d[\d,]*\.\d+")
+PROSE_FIGURE = re.compile(r"(?<![\w.`-])\d[\d,]*\.\d+ ?(?:x|×|s|ms|%|core-h)(?![\w])")
+
+
+class TableError(ValueError):
+    """A marker, registry entry or unrecorded.txt line that cannot be read."""
+
+
+# -- reading the docs ----------------------------------------------------------
+
+@dataclass
+class Found:
+    """A marked table in a file: ``lines[start:end]`` are its ``|`` lines."""
+
+    file: str
+    name: str
+    marker_at: int
+    start: int
+    end: int
+    named_scripts: tuple[str, ...]
+
+
+def tables_in(rel: str, lines: list[str]) -> list[Found]:
+    found = []
+    for i, line in enumerate(lines):
+        m = MARKER.match(line)
+        if not m:
+            if line.startswith("<!-- table"):
+                raise TableError(f"{rel}:{i + 1}: a table marker must read "
+                                 "'<!-- table: NAME (from SCRIPT.py, ...) -->', not {line.strip()!r}")
+            continue
+        start = i + 1
+        while start < len(lines) and not lines[start].strip():
+            start += 1
+        end = start
+        while end < len(lines) and lines[end].startswith("|"):
+            end += 1
+        if end - start < 2:
+            raise TableError(f"{rel}:{i + 1}: marker of table {m['name']!r} is not followed by a table")
+        scripts = tuple(s.strip().removesuffix(".py") for s in (m["scripts"] or "").split(",") if s.strip())
+        found.append(Found(rel, m["name"], i, start, end, scripts))
+    return found
+
+
+def cells_of(line: str) -> list[str]:
+    return [c.strip() for c in line.strip().strip("|").split("|")]
+
+
+def row_line(cells) -> str:
+    return "| " + " | ".join(cells) + " |"
+
+
+def marker_line(table: Table) -> str:
+    return f"<!-- table: {table.name} (from {', '.join(s + '.py' for s in table.sources())}) -->"
+
+
+# -- records ---------------------------------------------------------------------
+
+def newest(script: str, args: tuple[str, ...], results: Path) -> dict | None:
+    """The newest record of ``script`` from a clean tree whose command holds ``args``."""
+    for data in reversed(record.records(script, results)):
+        command = " ".join(map(str, data.get("command", [])))
+        if not data.get("dirty") and all(a in command.split() for a in args):
+            return data
+    return None
+
+
+def record_cell(data: dict) -> str:
+    """The record's commit, the load during its run (before and after included)
+    and its host factor: what a reader needs to weigh the figures."""
+    parts = [f"`{(data.get('commit') or 'no commit')[:7]}`"]
+    load = data.get("load") or {}
+    seen = [v for v in (load.get("before"), (load.get("during") or {}).get("min"),
+                        (load.get("during") or {}).get("max"), load.get("after")) if v is not None]
+    if seen:
+        parts.append(f"load {min(seen):.1f}-{max(seen):.1f}")
+    if data.get("host_factor") is not None:
+        parts.append(f"factor {data['host_factor']:.2f}")
+    if not data.get("pass", True):
+        parts.append("MISS")
+    return ", ".join(parts)
+
+
+def render_cells(row: Row, data: dict) -> list[str]:
+    figures = data.get("figures", {})
+    out = []
+    for cell in row.cells or ():
+        try:
+            out.append(cell(figures) if callable(cell) else cell.format_map(figures))
+        except (KeyError, IndexError, TypeError, ValueError) as e:
+            raise TableError(f"{data.get('path')}: row {row.key}'s format needs a figure the record "
+                             f"lacks or cannot format ({type(e).__name__}: {e})") from e
+    return out + [record_cell(data)]
+
+
+def in_history(sha: str) -> bool:
+    return subprocess.run(["git", "-C", str(ROOT), "cat-file", "-e", f"{sha}^{{commit}}"],
+                          capture_output=True).returncode == 0
+
+
+# -- checking and writing -------------------------------------------------------
+
+@dataclass
+class Outcome:
+    """What the docs should hold, and what stands in the way."""
+
+    problems: list[str] = field(default_factory=list)
+    unrecorded: dict[str, str] = field(default_factory=dict)   # unit -> where
+    rewrites: dict[str, list[str]] = field(default_factory=dict)  # file -> its lines, rendered
+
+
+def expect(table: Table, found: Found, lines: list[str], results: Path, out: Outcome) -> list[str]:
+    """The table's lines as its records give them (a row with no record kept as written)."""
+    where = f"{found.file}: table {table.name}"
+    if not table.rows:
+        hits = [(s, newest(s, (), results)) for s in table.scripts]
+        hits = [(s, d) for s, d in hits if d is not None]
+        if hits:
+            out.problems.append(f"{where}: {hits[0][0]}.py has a record ({hits[0][1]['path']}), but "
+                                "tables.py formats none of this table's rows: write its rows in TABLES")
+        else:
+            out.unrecorded[table.name] = where
+        return lines[found.start:found.end]
+    header = [*table.header, "record"]
+    got = lines[found.start:found.end]
+    want = [row_line(header), row_line(["---"] * len(header))]
+    body = got[2:]
+    if len(body) != len(table.rows):
+        out.problems.append(f"{where}: {len(body)} rows in the file, {len(table.rows)} in TABLES")
+    for i, row in enumerate(table.rows):
+        data = newest(row.script, row.args, results)
+        if data is None:
+            out.unrecorded[f"{table.name}/{row.key}"] = f"{where}, row {row.key}"
+            want.append(body[i] if i < len(body) else row_line([*["—"] * len(table.header), "no record yet"]))
+            continue
+        if row.cells is None:
+            out.problems.append(f"{where}, row {row.key}: {row.script}.py has a record ({data['path']}), "
+                                "but TABLES has no format for the row: write its cells")
+            want.append(body[i] if i < len(body) else row_line(["—"] * len(header)))
+            continue
+        if not in_history(data.get("commit") or ""):
+            out.problems.append(f"{where}, row {row.key}: its record {data['path']} names commit "
+                                f"{data.get('commit')!r}, which is not in this repository's history")
+        want.append(row_line(render_cells(row, data)))
+    return want
+
+
+def compare(table: Table, found: Found, got: list[str], want: list[str], out: Outcome) -> None:
+    keys = ["header", "separator", *(r.key for r in table.rows)] if table.rows else []
+    for i, (g, w) in enumerate(zip(got, want)):
+        if g == w:
+            continue
+        row = keys[i] if i < len(keys) else f"line {i + 1}"
+        header = [*table.header, "record"]
+        gc, wc = cells_of(g), cells_of(w)
+        diffs = [(header[j] if j < len(header) else f"column {j + 1}", a, b)
+                 for j, (a, b) in enumerate(zip(gc, wc)) if a != b]
+        if len(gc) != len(wc):
+            diffs.append(("cells", f"{len(gc)} cells", f"{len(wc)} cells"))
+        for column, a, b in diffs:
+            out.problems.append(f"{found.file}:{found.start + i + 1}: table {table.name}, row {row}, "
+                                f"{column}: the file has {a!r}, its record gives {b!r}")
+
+
+def unmarked(rel: str, lines: list[str], marked: list[Found]) -> list[str]:
+    """Tables of figures outside any marker, and in the README figures in prose."""
+    inside = {i for f in marked for i in range(f.start, f.end)}
+    problems, fence, i = [], False, 0
+    while i < len(lines):
+        line = lines[i]
+        if line.lstrip().startswith("```"):
+            fence = not fence
+        elif not fence and line.startswith("|") and i not in inside:
+            j = i
+            while j < len(lines) and lines[j].startswith("|"):
+                j += 1
+            if any(DECIMAL.search(c) for c in lines[i:j]):
+                problems.append(f"{rel}:{i + 1}: a table of figures with no '<!-- table: NAME "
+                                "(from SCRIPT.py) -->' marker above it (and no entry in TABLES)")
+            i = j
+            continue
+        elif not fence and rel == "README.md" and i not in inside:
+            for m in PROSE_FIGURE.finditer(line):
+                problems.append(f"README.md:{i + 1}: figure {m.group(0)!r} outside any marked table")
+        i += 1
+    return problems
+
+
+def read_unrecorded(path: Path) -> dict[str, str]:
+    listed = {}
+    for n, line in enumerate(path.read_text().splitlines() if path.exists() else [], 1):
+        if not line.strip() or line.startswith("#"):
+            continue
+        unit, _, reason = line.strip().partition(" ")
+        if not reason.strip():
+            raise TableError(f"{path}:{n}: {unit!r} gives no reason; write 'TABLE[/ROW] why it has no record'")
+        listed[unit] = reason.strip()
+    return listed
+
+
+def run(root: Path = ROOT, results: Path | None = None, unrecorded: Path | None = None,
+        write: bool = False, tables: dict[str, Table] | None = None) -> list[str]:
+    """Check (or with ``write``, rewrite) every marked table under ``root``
+    against ``tables`` (the registry's by default); return what is wrong, one
+    line each."""
+    tables = TABLES if tables is None else tables
+    results = Path(results or root / "benchmarks" / "results")
+    listed = read_unrecorded(Path(unrecorded or root / "benchmarks" / "unrecorded.txt"))
+    out, seen = Outcome(), {}
+    prose: set[str] = set()
+    for path in [root / "README.md", *sorted((root / "docs").glob("*.md"))]:
+        rel = str(path.relative_to(root))
+        lines = path.read_text().splitlines()
+        found = tables_in(rel, lines)
+        new = list(lines)
+        for f in reversed(found):          # bottom up: a rewrite keeps earlier lines' numbers
+            table = tables.get(f.name)
+            if table is None:
+                out.problems.append(f"{rel}:{f.marker_at + 1}: marker of table {f.name!r}, which TABLES lacks")
+                continue
+            if table.file != rel or f.name in seen:
+                out.problems.append(f"{rel}:{f.marker_at + 1}: table {f.name!r} belongs in {table.file}, "
+                                    "once" + (f" (also {seen[f.name]})" if f.name in seen else ""))
+            seen[f.name] = rel
+            want = expect(table, f, lines, results, out)
+            if lines[f.marker_at] != marker_line(table):
+                out.problems.append(f"{rel}:{f.marker_at + 1}: table {f.name}'s marker should read "
+                                    f"{marker_line(table)!r}")
+            compare(table, f, lines[f.start:f.end], want, out)
+            new[f.start:f.end] = want
+            new[f.marker_at] = marker_line(table)
+        out.problems += unmarked(rel, lines, found)
+        if rel == "README.md":
+            prose = {m.group(0) for line in lines for m in PROSE_FIGURE.finditer(line)}
+        if new != lines:
+            out.rewrites[rel] = new
+    out.problems += [f"{t.file}: table {t.name} is in TABLES but no marker names it"
+                     for t in tables.values() if t.name not in seen]
+    # README prose figures listed in unrecorded.txt as README.md:FIGURE are allowed.
+    out.problems = [p for p in out.problems if not any(
+        p.startswith("README.md:") and f"figure {u.split(':', 1)[1]!r} outside" in p
+        for u in listed if u.startswith("README.md:"))]
+    for unit, where in out.unrecorded.items():
+        if unit not in listed:
+            out.problems.append(f"{where}: no record yet; run its script, or list {unit!r} in "
+                                "benchmarks/unrecorded.txt with the reason")
+    units = {t.name for t in tables.values() if not t.rows} | {
+        f"{t.name}/{r.key}" for t in tables.values() for r in t.rows}
+    for unit in listed:
+        if unit.startswith("README.md:"):
+            if unit.split(":", 1)[1] not in prose:
+                out.problems.append(f"benchmarks/unrecorded.txt: {unit} is no longer in README.md: drop the line")
+        elif unit not in units:
+            out.problems.append(f"benchmarks/unrecorded.txt: {unit} names no table or row of TABLES")
+        elif unit not in out.unrecorded:
+            out.problems.append(f"benchmarks/unrecorded.txt: {unit} has a record now: render it "
+                                "(benchmarks/tables.py) and drop the line")
+    if write:
+        for rel, new in out.rewrites.items():
+            (root / rel).write_text("\n".join(new) + "\n")
+    return out.problems
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--check", action="store_true",
+                        help="change nothing; exit 1 naming every figure that differs from its record "
+                             "or has none (and is not in benchmarks/unrecorded.txt)")
+    parser.add_argument("--root", type=Path, default=ROOT, help="the checkout (README.md, docs/)")
+    parser.add_argument("--results", type=Path, default=None,
+                        help="the records' folder (default ROOT/benchmarks/results)")
+    parser.add_argument("--unrecorded", type=Path, default=None,
+                        help="the allowance list (default ROOT/benchmarks/unrecorded.txt)")
+    args = parser.parse_args(argv)
+    try:
+        problems = run(args.root, args.results, args.unrecorded, write=not args.check)
+    except (TableError, OSError) as e:
+        print(f"tables.py: {e}", file=sys.stderr)
+        return 2
+    for p in problems:
+        print(p, file=sys.stderr)
+    if not args.check and not problems:
+        print("tables: every marked table matches its records", file=sys.stderr)
+    return 1 if problems else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
