@@ -2,8 +2,9 @@
 a booted HOL Light session, percentiles, and the report/--json output.
 
 The scripts run from a checkout without installing anything beyond the
-project's virtualenv: ``.venv/bin/python benchmarks/overhead.py``. Every
-script imports this module first, for the path set-up below. Importing it
+project's virtualenv: ``.venv/bin/python benchmarks/checks/overhead.py``. Every
+script imports ``on_path`` (benchmarks/ and its groups on the path), then
+this module, for the project root's set-up below. Importing it
 costs the standard library only (the runner's modules and psutil load where
 used), so a script that times its own start-up or memory, as shards_scale.py
 does in its children, measures itself, not this module.

@@ -104,7 +104,7 @@ def _headline() -> tuple[Row, ...]:
             lambda f: f"{fig('scenarios/cancel/pulling/ratio', '.3f')(f)}× of the prediction "
                       f"{'natively' if f['hol_mode'] == 'native' else 'in bytecode'}",
             _page("Slurm", "docs/slurm.md#measured")), args=("--mode", "native")),
-        Row("startup", "startup", ("start-up (`.venv/bin/python benchmarks/startup.py`)",
+        Row("startup", "startup", ("start-up (`.venv/bin/python benchmarks/checks/startup.py`)",
             startup_figures, _page("running", "docs/running.md#start-up"))),
     )
 

@@ -73,14 +73,18 @@ def _exists(root: Path, module: str) -> bool:
 
 def imports_of(root: Path, path: Path, module: str):
     """(line, imported module of runner/, cluster/ or benchmarks/) for every
-    import in ``path``. A benchmark script imports its neighbours by bare name
-    (``import common``): Python puts the script's folder first on sys.path."""
+    import in ``path``. A benchmark script imports the modules of benchmarks/
+    and of its group folders by bare name (``import common``): Python puts the
+    script's folder first on sys.path, and benchmarks/on_path.py the others."""
     package = module.split(".") if path.name == "__init__.py" else module.split(".")[:-1]
     script = module.startswith("benchmarks.")
+    folders = ["benchmarks", *(f"benchmarks.{p.parent.name}"
+                               for p in sorted((root / "benchmarks").glob("*/on_path.py")))]
 
     def ours(name: str) -> str | None:
-        if script and _exists(root, f"benchmarks.{name}"):
-            return f"benchmarks.{name}"
+        for folder in folders if script else ():
+            if _exists(root, f"{folder}.{name}"):
+                return f"{folder}.{name}"
         return name if name.split(".")[0] in ("runner", "cluster", "benchmarks") else None
 
     for node in ast.walk(ast.parse(path.read_text())):

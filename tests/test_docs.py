@@ -1,7 +1,7 @@
 """The guide cannot rot: README.md and docs/*.md name only real things.
 
 - every relative link (``[text](path)``, ``![alt](path)``) names a file or
-  folder of the repository (benchmarks/README.md's links too) (an ``#anchor`` is optional and not checked);
+  folder of the repository (benchmarks/README.md's and its groups' links too) (an ``#anchor`` is optional and not checked);
 - every ``proofbatch ...`` command line in a ```sh fence is read by the real
   parser (runner.cli.build_parser, every subcommand registered, the provers'
   included): its subcommand exists, every ``--flag`` it names (inside
@@ -12,7 +12,7 @@
 - a ``proofbatch ...`` in an inline code span names a real subcommand and
   real flags of it;
 - a repository path in a code span (``runner/sweep.py``,
-  ``benchmarks/native.py``) exists.
+  ``benchmarks/native/native.py``) exists.
 
 The last tests feed the checker deliberately bad snippets, so that a checker
 that accepts everything fails here.
@@ -276,7 +276,7 @@ def test_the_documents_exist():
     assert len(DOCS) > 5, "docs/ holds the guide"
 
 
-@pytest.mark.parametrize("path", [*DOCS, ROOT / "benchmarks" / "README.md"], ids=doc_id)
+@pytest.mark.parametrize("path", [*DOCS, *sorted((ROOT / "benchmarks").glob("**/README.md"))], ids=doc_id)
 def test_every_relative_link_names_a_real_file(path):
     assert broken_links(path) == []
 

@@ -2,7 +2,7 @@
 
 A corpus cut from a real development (`proofbatch extract` of whole proof
 files) holds every lemma of those files; a map is often wanted for a drawn
-sample of them (benchmarks/regenerate_bench_map.py profiles 40 of the
+sample of them (benchmarks/limits/regenerate_bench_map.py profiles 40 of the
 bench's problems). The selection takes the patterns `run --problems` takes;
 only the selected problems are timed, and a later, wider selection is new
 problems, profiled with --incremental as a changed corpus is.

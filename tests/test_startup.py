@@ -3,7 +3,7 @@ import only what they use. Building the parser used to import every
 subcommand, report's matplotlib included, and took seconds on a loaded host.
 
 Each command runs in a fresh interpreter, which then lists the heavy modules
-it holds. No timings here (benchmarks/startup.py measures them): a heavy
+it holds. No timings here (benchmarks/checks/startup.py measures them): a heavy
 import is a fact, on any host.
 """
 

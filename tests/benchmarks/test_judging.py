@@ -11,6 +11,7 @@ from types import SimpleNamespace
 from ..helpers import ROOT
 
 sys.path.insert(0, str(ROOT / "benchmarks"))
+import on_path  # noqa: E402,F401  (the groups' folders too)
 import loaded_host  # noqa: E402
 import predictions  # noqa: E402
 import record  # noqa: E402

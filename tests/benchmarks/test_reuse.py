@@ -14,6 +14,7 @@ from types import SimpleNamespace
 from ..helpers import ROOT
 
 sys.path.insert(0, str(ROOT / "benchmarks"))
+import on_path  # noqa: E402,F401  (the groups' folders too)
 import record  # noqa: E402
 import regenerate_bench_map  # noqa: E402
 import vs_bench_flows  # noqa: E402

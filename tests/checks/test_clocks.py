@@ -125,7 +125,7 @@ def test_a_check_records_its_cpu_time_beside_its_wall_time(hol_session, warm):
 
 def test_a_check_runs_at_the_niceness_it_was_given(hol_session, warm):
     """A check sharing its core with busy processes needs about 1.2x its
-    quiet CPU time (benchmarks/cpu_drift.py); ``--nice`` gives it priority,
+    quiet CPU time (benchmarks/limits/cpu_drift.py); ``--nice`` gives it priority,
     set from outside on the forked check, not on its image."""
     p = warm("clocks.nice", WORK)
     seen: list[tuple[int, int]] = []

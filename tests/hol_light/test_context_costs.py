@@ -315,7 +315,7 @@ def test_s2n_bignums_base_is_priced_by_its_files():
     tree = build_context_tree({"arm.x.X": 'needs "arm/proofs/base.ml";;\n'}, "salt")
     [cost] = estimate(tree, {}, files=files).values()
     assert len(cost.files) >= 30 and cost.unknown == () and cost.dropped == 1
-    assert len(cost.measured_files) >= 25           # benchmarks/load_cost.py measured them whole
+    assert len(cost.measured_files) >= 25           # benchmarks/images/load_cost.py measured them whole
     assert cost.phrases > 3500 and cost.proofs > 2000
     # Far above the one-phrase stand-in it was charged before (12.0 s under trust).
     assert cost.build_s(ContextProofs.TRUST) > 30

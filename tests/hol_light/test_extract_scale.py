@@ -5,7 +5,7 @@ from a proof file walked every file for each file (50, 100, 200 files: 1.0,
 2.6, 8.3 s). The loads are now indexed once (LoadGraph.loaders). What grew
 with the square of the file count is counted here, not timed, so a loaded
 host cannot fail it: the loads read and the paths resolved. The times are
-benchmarks/extract_scale.py's (docs/extract.md). Text only: no HOL Light boot.
+benchmarks/scale/extract_scale.py's (docs/extract.md). Text only: no HOL Light boot.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from runner.provers.hol_light.load_graph import LoadGraph
 
 
 def one_theorem_files(folder: Path, n: int) -> list[Path]:
-    """``n`` files of one theorem each, as benchmarks/extract_scale.py makes them."""
+    """``n`` files of one theorem each, as benchmarks/scale/extract_scale.py makes them."""
     folder.mkdir(parents=True)
     files = []
     for k in range(n):

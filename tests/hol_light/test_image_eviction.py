@@ -28,7 +28,7 @@ pytestmark = pytest.mark.hol
 LIMITS = CheckLimits(time_s=120.0, time_source="default", mem_bytes=TEST_MEM_LIMIT,
                      expected_mem_bytes=0)
 QUERY, ANSWER = "`1 + 1 = 2`", "ARITH_TAC"
-# About a second of bytecode work to load (benchmarks/prefix_sharing.py's part).
+# About a second of bytecode work to load (benchmarks/images/prefix_sharing.py's part).
 DEAR = ("let pb_poly = new_definition `pb_poly (a:num) b c d = (a + b + c + d) EXP 7`;;\n"
         "let PB_POLY_SYM = prove(`!a b c d. pb_poly a b c d = pb_poly d c b a`,\n"
         "  REWRITE_TAC[pb_poly] THEN ARITH_TAC);;\n"

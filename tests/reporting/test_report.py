@@ -126,7 +126,7 @@ def test_a_planned_sweep_against_its_prediction(hol_session, demo_rows, tmp_path
     predicted, actual = p["predicted_makespan_s"], p["actual_makespan_s"]
     # The report's prediction is the plan's, and its actual makespan is the
     # run's: at least its heavy check's wall time. How close the two come is
-    # a timed figure of the host's load, measured by benchmarks/predictions.py
+    # a timed figure of the host's load, measured by benchmarks/planning/predictions.py
     # (here it missed 30% at load 8 while passing on a quiet host).
     assert predicted == plan["predicted"]["makespan_s"] >= p["lower_bound_s"] > 0
     heavy = next(r for r in summary.table.to_pylist() if r["problem_id"] == HEAVY)

@@ -143,7 +143,7 @@ def test_the_plans_predicted_core_hours_stand_beside_the_measured_ones(sweep, ca
 def test_a_native_images_measured_build_counts_its_compiles(sweep):
     """A native image's plan prices its context's compile and its answers'
     (runner/provers/hol_light/session/native_session.py records them under native-compile:),
-    so its class is measured with them, as benchmarks/predictions.py does."""
+    so its class is measured with them, as benchmarks/planning/predictions.py does."""
     (sweep / "plan.json").write_text(json.dumps(PLAN))
     compiles = [{"key": "native-compile:A", "parent": None, "secs": 2.0, "finished_at": T0.timestamp()},
                 {"key": "native-compile:answers:A", "parent": "A", "secs": 0.5,

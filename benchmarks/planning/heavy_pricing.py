@@ -1,0 +1,146 @@
+"""The bench's whole heavy tail priced before it runs, and the price checked on the checks that ran.
+
+``proofbatch simulate`` prices the map's problems of 120 s or more (both
+trees: 242 in the bench's map) with this host's factor, as a user would
+before renting a cluster:
+
+1. ``proofbatch extract`` of every file that holds one (the corpus gives
+   simulate each problem's context, so image builds are priced too);
+2. ``proofbatch simulate --timeout-map MAP --map-mode native --mode native
+   --context-proofs trust --corpus CORPUS --problems @HEAVY --host-factor F
+   --costs-from OUT --workers W --json`` at each of ``--workers`` (64 and 512),
+   and on one 32-core node of 128 GB (``--nodes 1 --cores-per-node 32
+   --mem-per-node 128G``), the node the bench's README sizes (cores = RAM / 4-6);
+3. the prediction against what benchmarks/s2n/heavy_tail.py measured: for each of
+   its checks, the planned proof time (map time x factor) against the CPU and
+   wall time it took.
+
+F is the factor heavy_tail's sweep ran with (its sweep.json), and OUT that
+sweep, whose measured image builds price the images. PASS: every planned
+proof time of the heavy_tail checks is within 15% of the measured CPU time,
+and no measured peak is above the memory guard simulate gives its class.
+
+    .venv/bin/python benchmarks/planning/heavy_pricing.py --work ~/heavy \\
+        --bench-map s2n-bignum-bench/timeout-map.json --seed 1
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import on_path  # noqa: F401  (benchmarks/ and its groups on sys.path)
+import common  # noqa: F401  (puts the project root on sys.path)
+from common import ROOT, Goal, arg_parser, emit, log  # noqa: E402
+from s2n_readme_path import PROOFBATCH, read_rows, step  # noqa: E402
+
+import record  # noqa: E402
+from runner.maps import mem_needs  # noqa: E402
+
+HEAVY_S = 120.0           # the heavy-tail issue's line: the map's prove_secs
+TOLERANCE = 0.15          # planned proof time against measured CPU
+
+
+def parse_args():
+    parser = arg_parser(__doc__.splitlines()[0])
+    parser.add_argument("--work", type=Path, required=True,
+                        help="benchmarks/s2n/heavy_tail.py's --work: its trees and its sweep out-SEED")
+    parser.add_argument("--bench-map", type=Path, required=True, help="the bench's timeout-map.json")
+    parser.add_argument("--seed", type=int, default=1, help="heavy_tail's seed: its sweep is WORK/out-SEED")
+    parser.add_argument("--workers", default="64,512", help="worker counts to price (default 64,512)")
+    args = parser.parse_args()
+    args.work, args.bench_map = args.work.resolve(), args.bench_map.resolve()
+    args.workers = [int(w) for w in args.workers.split(",")]
+    return args
+
+
+def simulate(flags: list) -> dict:
+    argv = [str(a) for a in PROOFBATCH + ["simulate", *flags, "--json"]]
+    log("$ " + " ".join(argv))
+    r = subprocess.run(argv, cwd=ROOT, capture_output=True, text=True)
+    if r.returncode != 0:
+        raise SystemExit(f"simulate failed with exit {r.returncode}: {r.stderr.strip()}")
+    return json.loads(r.stdout)
+
+
+def main() -> int:
+    args = parse_args()
+    rec = record.current()
+    out = args.work / f"out-{args.seed}"
+    if not (out / "sweep.json").is_file():
+        raise SystemExit(f"{out}: no sweep; run benchmarks/s2n/heavy_tail.py --work {args.work} first")
+    factor = float(json.loads((out / "sweep.json").read_text())["config"]["host_factor"])
+    bench_map = json.loads(args.bench_map.read_text())
+    heavy = sorted(e["problem_id"] for e in bench_map if float(e["prove_secs"]) >= HEAVY_S)
+    map_s = {e["problem_id"]: float(e["prove_secs"]) for e in bench_map}
+    s2n, hol = args.work / "s2n-bignum", args.work / "hol-light"
+    files = sorted({str(s2n / p.split(".")[0] / "proofs" / f"{p.split('.')[1]}.ml") for p in heavy})
+    corpus, ids = args.work / "heavy-corpus", args.work / "heavy-ids.txt"
+    shutil.rmtree(corpus, ignore_errors=True)
+    extract_s = step(PROOFBATCH + ["extract", *files, "--out", corpus, "--hol-light", hol,
+                                   "--context-root", s2n], cwd=ROOT)
+    ids.write_text("".join(f"{p}\n" for p in heavy))
+    rec.input("ids", heavy)
+    rec.input("bench_map", path=args.bench_map)
+    rec.input("heavy_tail_sweep", str(out))
+    rec.set("host_factor", factor)
+    base = ["--timeout-map", args.bench_map, "--map-mode", "native", "--mode", "native",
+            "--context-proofs", "trust", "--corpus", corpus, "--problems", f"@{ids}",
+            "--host-factor", factor, "--costs-from", out, "--hol-light", hol, "--context-root", s2n]
+    priced = {w: simulate(base + ["--workers", w]) for w in args.workers}
+    node = simulate(base + ["--nodes", 1, "--cores-per-node", 32, "--mem-per-node", "128G"])
+
+    # The prediction against the checks heavy_tail ran.
+    rows = read_rows(out)
+    checks = []
+    for pid, r in sorted(rows.items()):
+        if map_s.get(pid, 0) < HEAVY_S or r["verdict"] != "OK":
+            continue
+        planned = map_s[pid] * factor
+        cpu, wall = float(r["prove_cpu_secs"]), float(r["prove_secs"])
+        limit = mem_needs.mem_limit(map_s[pid] * factor, None, cap=None,
+                                    default=node["memory"]["default_share_bytes"],
+                                    node=node["memory"]["mem_per_node"], default_expected=0)
+        checks.append({"problem_id": pid, "map_s": map_s[pid], "planned_s": round(planned, 1),
+                       "cpu_s": round(cpu, 1), "wall_s": round(wall, 1),
+                       "planned_over_cpu": round(planned / cpu, 3), "planned_over_wall": round(planned / wall, 3),
+                       "peak_rss_mb": float(r["peak_rss_mb"]), "guard_on_32_core_node_mb": limit.guard // 2**20,
+                       "guard_source": limit.source})
+    worst = max((abs(c["planned_over_cpu"] - 1) for c in checks), default=None)
+    over_guard = [c["problem_id"] for c in checks if c["peak_rss_mb"] > c["guard_on_32_core_node_mb"]]
+
+    lines = [f"{len(heavy)} problems of {HEAVY_S:g} s or more in {len(files)} files; host factor {factor} "
+             f"(heavy_tail's sweep {out}); extract {extract_s:.0f} s"]
+    for w, f in priced.items():
+        lines.append(f"{w:4} workers: makespan {f['makespan_s']:,.0f} s, lower bound {f['lower_bound_s']:,.0f} s "
+                     f"(set by {f['longest_check']}), {f['core_hours']:.1f} core-hours, of which images "
+                     f"{f['image_build_core_hours']:.2f}, utilization {f['utilization']:.1%}")
+    m = node["memory"]
+    lines.append(f"one 32-core node of 128 GB: makespan {node['makespan_s']:,.0f} s; default share "
+                 f"{m['default_share_bytes'] / 2**30:.1f} GiB; {m['above_share']} of {m['checks']} checks get "
+                 f"more (up to {m['max_guard_bytes'] / 2**30:.1f} GiB); {m['largest_at_once']} of the "
+                 "largest fit at once")
+    for c in checks:
+        lines.append(f"  {c['problem_id']:62} planned {c['planned_s']:7.0f} s, CPU {c['cpu_s']:7.0f} s "
+                     f"({c['planned_over_cpu']:.3f}), wall {c['wall_s']:7.0f} s ({c['planned_over_wall']:.3f}); "
+                     f"peak {c['peak_rss_mb']:.0f} MB, guard on the node {c['guard_on_32_core_node_mb']} MB")
+    figures = {"problems": len(heavy), "files": len(files), "host_factor": factor,
+               "priced": {str(w): {k: f[k] for k in ("makespan_s", "lower_bound_s", "lower_bound_terms",
+                                                     "longest_check", "core_hours", "image_build_core_hours",
+                                                     "utilization", "naive_makespan_s")}
+                          for w, f in priced.items()},
+               "node_32_128g": {"makespan_s": node["makespan_s"], "memory": m},
+               "checks": checks, "worst_planned_over_cpu_off": worst, "over_guard": over_guard,
+               "extract_s": round(extract_s)}
+    goals = [Goal("heavy_tail checks compared", len(checks), ">=", 1),
+             Goal("worst |planned / CPU - 1|", None if worst is None else round(worst, 3), "<=", TOLERANCE),
+             Goal("peaks above the node's guard", len(over_guard), "==", 0)]
+    return emit(args, "heavy_pricing", figures, lines,
+                f"planned proof time within {TOLERANCE:.0%} of measured CPU; no peak above its guard", True, goals)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
