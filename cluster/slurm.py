@@ -371,7 +371,7 @@ class SlurmExecutor(Executor):
         unsettled, in the plan's order, not only the ended jobs' claims. The
         survivors take those claims while the new task boots (65-80 s for
         HOL Light), so a task held to them would boot for nothing; measured
-        in benchmarks/slurm_elastic.py. Claims keep any check from running
+        in benchmarks/slurm/slurm_elastic.py. Claims keep any check from running
         twice; ``retry`` alone counted a try."""
         left = set(self._unsettled(sweep.wanted, sweep.by_key)) | {task_key(t) for t in retry}
         return [t for t in sweep.job.tasks if task_key(t) in left]

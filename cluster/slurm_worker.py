@@ -51,7 +51,7 @@ class PullWorker(Checkpointable):
             # a pool others have already taken.
             if not any(pool.claimable(t.problem.problem_id) for t in todo):
                 return 0
-            # For the log, and for benchmarks/slurm_overhead.py (start cost of a task).
+            # For the log, and for benchmarks/slurm/slurm_overhead.py (start cost of a task).
             print(f"proofbatch: pulling from {len(todo)} checks, started at {time.time():.3f}",
                   flush=True)
             # Slurm sets SLURM_RESTART_COUNT on a requeued job: a fresh writer id

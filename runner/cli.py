@@ -15,7 +15,7 @@ It starts fast: only the module of the command being run is imported
 (runner.commands.all_commands lists the others' names and helps), so
 ``--version``, ``--help`` and ``status`` never load matplotlib, pyarrow,
 dask, submitit or a prover's backend (tests/test_startup.py,
-benchmarks/startup.py).
+benchmarks/checks/startup.py).
 """
 
 from __future__ import annotations

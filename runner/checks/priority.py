@@ -2,7 +2,7 @@
 
 A check that shares its core with busy processes needs about 1.2x the CPU
 time it needs alone on this project's VMs (every switch away refills its
-caches: benchmarks/cpu_drift.py), so a verdict on CPU time would depend on
+caches: benchmarks/limits/cpu_drift.py), so a verdict on CPU time would depend on
 what else the host runs. With priority a check keeps its core nearly to
 itself. The guard (runner.checks.guard) sets it from outside as a check
 starts; a sweep resolves ``--nice`` once, before anything runs.
@@ -24,7 +24,7 @@ from ..prover import LimitClock
 PRIORITY_WAIT_S = 1.0
 # --nice auto under the cpu clock, where allowed: the scheduler weighs -10
 # about 9x a niceness of 0, and a check beside three busy sessions then
-# needs 1.03x its quiet CPU time, against 1.2x at 0 (benchmarks/cpu_drift.py).
+# needs 1.03x its quiet CPU time, against 1.2x at 0 (benchmarks/limits/cpu_drift.py).
 AUTO_NICE = -10
 
 
@@ -111,7 +111,7 @@ def give_priority(proc: psutil.Process, nice: int) -> bool:
     core with busy processes needs about 1.2x its quiet CPU time on this
     project's VMs, whatever the clock it is limited on: every switch away
     refills its caches. With priority it keeps its core nearly to itself and
-    its CPU time near quiet (benchmarks/cpu_drift.py, docs/limits.md).
+    its CPU time near quiet (benchmarks/limits/cpu_drift.py, docs/limits.md).
 
     A process's niceness weighs only against processes of its own session
     when the kernel groups sessions (sched_autogroup, on by default in

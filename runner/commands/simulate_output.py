@@ -46,7 +46,7 @@ def account_line(acc: dict | None) -> str:
     for m, t in acc["by_mode"].items():
         bits = [f"{m}: {t['images']} images estimated from {t['phrases']:,} phrases",
                 f"loads: {t['files_loaded']} files found and priced by what they load "
-                f"({t['files_measured']} measured whole by benchmarks/load_cost.py, "
+                f"({t['files_measured']} measured whole by benchmarks/images/load_cost.py, "
                 f"{t['files_loaded'] - t['files_measured']} estimated by phrase size), "
                 f"{t['unknown_loads']} unknown (a stand-in each), {t['dropped_loads']} dropped"]
         if t["trusted_proofs"]:

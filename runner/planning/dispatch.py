@@ -202,7 +202,7 @@ class Dispatcher(ImageAffinity):
         order (each image is forked from its parent): two workers sent down
         one chain (a proof file's problems, each context extending the last)
         took turns waiting for each other, while the next file needed only
-        the library (benchmarks/bench_prefix.py)."""
+        the library (benchmarks/images/bench_prefix.py)."""
         best, least = pick, self._waits(pick, node)
         deadline = least
         seen, looked = {self.image[pick]}, 0

@@ -29,7 +29,7 @@ from ..maps.profile_data import load_profile
 from .simulate import guard
 
 # ../shared/notes/hol-light.md: HOL Light starts cold in 75-90 s of CPU
-# (benchmarks/overhead.py measured 65.8 s here); `needs "Library/words.ml"`
+# (benchmarks/checks/overhead.py measured 65.8 s here); `needs "Library/words.ml"`
 # takes about 25 s more.
 DEFAULT_BASE_BUILD_S = 70.0
 DEFAULT_CONTEXT_BUILD_S = 25.0

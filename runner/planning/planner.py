@@ -126,7 +126,7 @@ class PlanConfig:
                         "or shuffle (seeded random)", default="planned")
     seed: int = _help("seed of the shuffle policy and of tie-breaking between equal checks",
                       default=0)
-    dispatch_s: float = _help("overhead per check with a warm image: benchmarks/overhead.py "
+    dispatch_s: float = _help("overhead per check with a warm image: benchmarks/checks/overhead.py "
                               "measured 11.8 ms median, 15.4 ms p99", default=0.02)
     critical_share: float = _help("a check at least this share of the work left per worker "
                                   "starts at once, even on a node that must build its image",
@@ -316,7 +316,7 @@ def _reach(units, lead, load: Mapping[str, float],
     and none is built while deeper ones hold the node's images: a session
     keeps a few (``images_per_node``), and a deepest-first order evicted the
     shallow images of a 13-image chain before their problems ran, to build
-    them again (benchmarks/bench_prefix.py)."""
+    them again (benchmarks/images/bench_prefix.py)."""
     reach: dict[str, float] = {}
     for u, first in zip(units, lead):
         if not first:

@@ -22,7 +22,7 @@ cannot be read is reported unreadable, and one deleted since it was listed
 
 Per file, at load 1.4-4 on 2 cores: 0.35-0.42 ms of CPU here against
 0.49-0.56 through ``pq.ParquetFile``; ``pyarrow.dataset`` over the same
-files costs more, 0.75-0.9 ms (``benchmarks/shards_scale.py --ops
+files costs more, 0.75-0.9 ms (``benchmarks/scale/shards_scale.py --ops
 scan-dataset``). What is left is Parquet's own work on each file.
 """
 

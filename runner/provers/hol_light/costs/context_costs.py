@@ -102,7 +102,7 @@ class SegmentCost:
     unpriced_kb: float = 0.0
     in_measured: int = 0        # proofs inside files measured whole under replay
     files: tuple[str, ...] = ()         # files loaded here, in order
-    measured_files: tuple[str, ...] = ()  # of them, charged as benchmarks/load_cost.py measured
+    measured_files: tuple[str, ...] = ()  # of them, charged as benchmarks/images/load_cost.py measured
     unknown: tuple[str, ...] = ()       # loads found nowhere (charged the stand-in)
     dropped: int = 0
     chunks: int = 0

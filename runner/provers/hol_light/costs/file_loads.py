@@ -199,7 +199,7 @@ class FileLoads:
 
     def order(self, path: Path, loaded: set | None = None) -> list[tuple[Path, Phrase]]:
         """The phrases the toplevel runs for ``loadt path``, files inlined in
-        load order, each ``needs``'d file once (benchmarks/load_cost.py)."""
+        load order, each ``needs``'d file once (benchmarks/images/load_cost.py)."""
         loaded = set(self.core) if loaded is None else loaded
         out: list[tuple[Path, Phrase]] = []
 

@@ -1,6 +1,6 @@
 """What phrases cost to load, by mode: the model context_costs.py prices
-images with, and the figures measured for it (benchmarks/load_cost.py on
-s2n-bignum's base.ml; benchmarks/file_head_cost.py over real sweeps' builds).
+images with, and the figures measured for it (benchmarks/images/load_cost.py on
+s2n-bignum's base.ml; benchmarks/planning/file_head_cost.py over real sweeps' builds).
 See context_costs.py's doc for how an image is priced with it."""
 
 from __future__ import annotations
@@ -64,7 +64,7 @@ def flat_model(phrase_s: float, mode: str = "bytecode") -> LoadModel:
 
 
 # -- measured figures ----------------------------------------------------------
-# Bytecode: `nice .venv/bin/python benchmarks/load_cost.py --skip-native
+# Bytecode: `nice .venv/bin/python benchmarks/images/load_cost.py --skip-native
 # --budget 120` here (2 shared cores, load average 6.1-9.9 during the run,
 # 5.8 at its end): the bench's HOL Light checkout (5e62421, module build,
 # OCaml 4.13.1) booted by hol.sh, s2n-bignum 51147aa's arm/proofs/base.ml
@@ -84,7 +84,7 @@ def flat_model(phrase_s: float, mode: str = "bytecode") -> LoadModel:
 # measured + 11.2 s fitted), replay 224 s (121.7 s measured + 87.0 s of the
 # rest measured under trust + 15.4 s of its proofs fitted); the bench's whole
 # contexts measured 114-337 s. Cross-check, Debian's toplevel
-# (benchmarks/phrase_cost.py): Library/words.ml 12.04 s trust, 29.74 s
+# (benchmarks/images/phrase_cost.py): Library/words.ml 12.04 s trust, 29.74 s
 # replay; here the checkout's words.ml 14.26 s and 38.21 s.
 MEASURED_BYTECODE: dict[tuple[str, str], tuple[float, float | None]] = {
     ("Library/iter.ml", "fef70bb7ab3c"): (0.27, 1.03),
@@ -118,9 +118,9 @@ MEASURED_BYTECODE: dict[tuple[str, str], tuple[float, float | None]] = {
     ("arm/proofs/instruction.ml", "7c000ae11e7f"): (55.81, None),
 }
 # A load found nowhere: Library/words.ml as Debian's toplevel loads it
-# (benchmarks/phrase_cost.py), a stand-in for a file of unknown size.
+# (benchmarks/images/phrase_cost.py), a stand-in for a file of unknown size.
 LOAD_S = {"replay": 29.74, "trust": 12.04}
-# Native: `nice .venv/bin/python benchmarks/load_cost.py --skip-bytecode
+# Native: `nice .venv/bin/python benchmarks/images/load_cost.py --skip-bytecode
 # [--native-choice trust]` here, the same base.ml compiled into 39 modules
 # (1,778 KB of source; camlp5 + ocamlopt, CPU of the children): 22.6 s CPU
 # compiled for replay at load 7.8, 19.5 s for trust at load 1.9; per KB of
@@ -137,8 +137,8 @@ LOAD_S = {"replay": 29.74, "trust": 12.04}
 NATIVE_REPLAY_RATIO = 5.78
 NATIVE_TRUST_RATIO = 3.81
 # What sweeps' image builds measured beyond the phrase model, by
-# `.venv/bin/python benchmarks/file_head_cost.py OUT...` over the 6 sweeps of
-# benchmarks/predictions.py's seeds 6-8 run on a quiet host (2026-11-26
+# `.venv/bin/python benchmarks/planning/file_head_cost.py OUT...` over the 6 sweeps of
+# benchmarks/planning/predictions.py's seeds 6-8 run on a quiet host (2026-11-26
 # 02:59-03:14, load 0.9-1.4; 2 workers, --context-proofs trust, 4 random arm
 # files each, natively with a warm compile cache and in bytecode): an
 # image's own cost beyond its phrases (image_s; 7 chain images a mode), the
@@ -167,18 +167,18 @@ _B = dict(phrase_s=0.03049, per_kb_s=0.06272, trusted_proof_s=-0.00164,
 MODELS: dict[str, LoadModel] = {
     "bytecode": LoadModel("bytecode", **_B, load_s=LOAD_S, measured_files=MEASURED_BYTECODE,
                           **SWEEP_FIT["bytecode"],
-                          source="benchmarks/load_cost.py, the bench's bytecode toplevel; "
-                                 "benchmarks/file_head_cost.py"),
+                          source="benchmarks/images/load_cost.py, the bench's bytecode toplevel; "
+                                 "benchmarks/planning/file_head_cost.py"),
     "native": LoadModel(
         "native", **{k: v / NATIVE_REPLAY_RATIO if k.startswith("proof")
                      else v / NATIVE_TRUST_RATIO * NATIVE_LOAD_FACTOR for k, v in _B.items()},
         compile_per_kb_s=NATIVE_COMPILE_PER_KB_S, **SWEEP_FIT["native"],
         load_s={"replay": LOAD_S["replay"] / NATIVE_REPLAY_RATIO,
                 "trust": LOAD_S["trust"] / NATIVE_TRUST_RATIO},
-        source="benchmarks/load_cost.py, bytecode figures over the measured native ratios; "
-               "benchmarks/file_head_cost.py"),
+        source="benchmarks/images/load_cost.py, bytecode figures over the measured native ratios; "
+               "benchmarks/planning/file_head_cost.py"),
 }
-# The flat figure charged before (benchmarks/phrase_cost.py, Debian's
+# The flat figure charged before (benchmarks/images/phrase_cost.py, Debian's
 # words.ml and prime.ml, trust): kept for flat_model and old benchmarks.
 PHRASE_S = 0.015
-PHRASE_SOURCE = "benchmarks/load_cost.py"
+PHRASE_SOURCE = "benchmarks/images/load_cost.py"

@@ -10,7 +10,7 @@ decoding it (``arm/proofs/bignum_even.ml``)::
 The definition is a short phrase, but ``ARM_MK_EXEC_RULE`` (``X86_MK_EXEC_RULE``,
 ``X86_MK_CORE_EXEC_RULE``) decodes every instruction by inference, so the
 phrase costs in proportion to the code, not to its own size: measured over
-sweeps' file heads (benchmarks/file_head_cost.py), 5-131 arm instructions
+sweeps' file heads (benchmarks/planning/file_head_cost.py), 5-131 arm instructions
 took 0.3-8 s natively and 1.6-19 s in bytecode where the size model gave
 0.02-0.3 s. ``exec_bytes`` finds, for each such phrase, the bytes of the code
 it decodes: the hex literals of its definition in the same text (arm: 32-bit

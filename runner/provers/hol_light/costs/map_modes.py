@@ -5,7 +5,7 @@ A timeout map is valid for the mode it was measured in (its sidecar's
 provenance says which, or --map-mode declares it: runner/maps/provenance.py).
 A check that runs in the other mode gets the map's limit converted with
 the bytecode/native ratios measured on this project's machine
-(benchmarks/native.py), conservatively: a bytecode limit becomes a
+(benchmarks/native/native.py), conservatively: a bytecode limit becomes a
 native one divided by the *smallest* ratio, a native limit a bytecode one
 multiplied by the *largest*, so a correct proof is not cut short. Every
 conversion is announced before the sweep starts (``converted_warning``).
@@ -24,7 +24,7 @@ from ....prover import CheckLimits, Mode
 # The modes HOL Light checks run in, as rows and maps record them.
 BYTECODE_MODE, NATIVE_MODE = Mode.BYTECODE, Mode.NATIVE
 # Bytecode time / native time: 4.0-7.4x for the example corpus's heavy proofs
-# in three runs of benchmarks/native.py here (README), 2.5-6x for real
+# in three runs of benchmarks/native/native.py here (README), 2.5-6x for real
 # s2n-bignum proofs (../shared/notes/hol-light.md). Conversions take the end
 # of the range that lengthens the limit.
 RATIO_MIN, RATIO_MAX = 2.5, 7.4

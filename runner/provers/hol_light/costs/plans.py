@@ -38,17 +38,17 @@ from .file_loads import FileLoads
 from .map_modes import expected_in
 
 # ../shared/notes/hol-light.md: HOL Light starts cold in 75-90 s of CPU
-# (benchmarks/overhead.py measured Debian's in 65.8 s here, and 74.9 s on a
+# (benchmarks/checks/overhead.py measured Debian's in 65.8 s here, and 74.9 s on a
 # quiet host on 2026-11-26).
 BOOT_S = 70.0
 # A checkout built with its compiled module (HOLLIGHT_USE_MODULE=1, as the
 # bench's setup.sh builds it; install.uses_module) boots from hol_lib.cmo,
 # not from its sources: the bench's 5e62421 reached READY in 57.2, 57.5 and
-# 56.6 s (benchmarks/predictions.py, seeds 6-8, quiet host) where Debian's
+# 56.6 s (benchmarks/planning/predictions.py, seeds 6-8, quiet host) where Debian's
 # took 74.9 s the same day, and was planned at BOOT_S, 23-30% high.
 MODULE_BOOT_S = 57.2
 # The native server, HOL Light compiled in, reaches READY in 12-14 s here
-# (benchmarks/native.py: 13.7 s; benchmarks/slurm_elastic.py --mode native: 12.2 s).
+# (benchmarks/native/native.py: 13.7 s; benchmarks/slurm/slurm_elastic.py --mode native: 12.2 s).
 NATIVE_BOOT_S = 14.0
 ALLOWANCES = JobAllowances(
     # A task holds the base image and its contexts besides the checks; forked

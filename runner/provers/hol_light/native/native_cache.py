@@ -4,7 +4,7 @@ A native sweep compiles every library file its contexts load (camlp5 +
 ocamlopt, about 23 s for s2n-bignum's arm/proofs/base.ml at load 1) into
 the build's cache (native_compile.py, ``libs/``), where every later session of
 that build finds it: the same library prefix measured 22.8 s of compiles in a
-sweep on an empty cache and 2.3 s on a warm one (benchmarks/predictions.py,
+sweep on an empty cache and 2.3 s on a warm one (benchmarks/planning/predictions.py,
 seeds 5 and 6). The cached modules are named by digests of translated
 chunks, which pricing cannot recompute without the compiler, so the compiler
 leaves a marker per library file whose modules all went into the cache

@@ -126,7 +126,7 @@ class NativeHolLightBackend(ProverBackend):
         self._compiles += compiles
         self.tree = tree
         # Units that left weak values for the next to bind again, and cuts
-        # (native_weak.py): what benchmarks/native_tree.py reports.
+        # (native_weak.py): what benchmarks/native/native_tree.py reports.
         self.weak_settled, self.weak_cuts = list(compiler.settled), compiler.cuts
         self.scopes.update(scopes)
         self.not_native = {pid: self.refused[key] for pid, key in tree.image_of.items()
