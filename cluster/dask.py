@@ -86,15 +86,19 @@ def check_on_worker(run: list[CheckTask], context: tuple, out: str, run_id: str,
 def _check(plugin, worker, run, backend, problems, out: str, run_id: str, stopped,
            spec=None) -> list[dict]:
     session = plugin.session(backend, run_id, problems)
+    canary = None
     if spec is not None:
-        # This worker's own factor, resolved by its first check of the sweep.
-        run = plugin.on_this_node(spec, session, out, run_id, run)
+        # This worker's own factor, resolved by its first check of the sweep,
+        # and its canary between checks (runner/maps/canary.py).
+        run, canary = plugin.on_this_node(spec, session, out, run_id, run)
     thread = threading.get_ident()
     board = RunningBoard(Path(out), f"{run_id}-dask-{plugin.safe_name}-t{thread}",
                          f"{worker.name}/t{thread}")
     rows: list[ResultRow] = []
     # No new check once the run's driver has gone: a resumed driver checks it.
     tasks = (task for task in run if not stopped())
+    if canary is not None:
+        tasks = canary.between(tasks)
     work(session, tasks, plugin.writer(out, run_id), worker=f"{worker.name}/t{thread}",
          run_id=run_id, on_row=rows.append, board=board)
     board.clear()

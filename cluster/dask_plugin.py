@@ -14,6 +14,7 @@ from pathlib import Path
 from distributed import Reschedule, WorkerPlugin
 
 from runner.maps import node_factor
+from runner.maps.canary import NodeCanary
 from runner.results import shards
 
 PLUGIN = "proofbatch-prover"
@@ -46,6 +47,8 @@ class ProverPlugin(WorkerPlugin):
         self.writers: dict[tuple[str, str], shards.ShardWriter] = {}
         # (out, run id) -> this worker's host factor for that sweep.
         self.factors: dict[tuple[str, str], node_factor.NodeFactor] = {}
+        # (out, run id) -> this worker's canary for that sweep (runner/maps/canary.py).
+        self.canaries: dict[tuple[str, str], object] = {}
         # Runs whose driver finished or stopped: Dask cannot stop a task
         # already running, so its tasks look here before each check.
         self.closed: set[tuple[str, str]] = set()
@@ -91,11 +94,12 @@ class ProverPlugin(WorkerPlugin):
                     self.prepared.add((backend.salt, run_id))
             return session
 
-    def on_this_node(self, spec, session, out: str, run_id: str, run: list) -> list:
+    def on_this_node(self, spec, session, out: str, run_id: str, run: list):
         """``run``'s checks with their map limits scaled by this worker's
         factor for the sweep: resolved once, by the first of its threads to
         get there (runner/maps/node_factor.resolve), while the others wait,
-        off the event loop, as for a boot."""
+        off the event loop, as for a boot; and the worker's canary, its
+        baseline checked then too (None without one)."""
         with self.lock:
             gate = self.gates.setdefault(f"factor {out} {run_id}", threading.Lock())
         with gate:
@@ -103,9 +107,16 @@ class ProverPlugin(WorkerPlugin):
                 found = self.factors.get((out, run_id))
             if found is None:
                 found = node_factor.resolve(spec, session, Path(out))
+                watch = None
+                if spec.canary is not None:
+                    watch = NodeCanary(spec.canary, session, Path(out))
+                    watch.start()
                 with self.lock:
                     self.factors[(out, run_id)] = found
-        return node_factor.scale_tasks(run, found.factor, spec)
+                    self.canaries[(out, run_id)] = watch
+            with self.lock:
+                watch = self.canaries.get((out, run_id))
+        return node_factor.scale_tasks(run, found.factor, spec), watch
 
     def writer(self, out: str, run_id: str) -> shards.ShardWriter:
         with self.lock:

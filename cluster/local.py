@@ -61,9 +61,10 @@ class LocalExecutor(Executor):
             known = set() if own else {id(b) for b in session.image_builds}
             try:
                 session.prepare([t.problem for t in job.tasks])
+                canary = None
                 if job.node_factor is not None:
-                    job = _on_this_node(job, session)
-                self._run_threads(session, job, on_row)
+                    job, canary = _on_this_node(job, session)
+                self._run_threads(session, job, on_row, canary)
             finally:
                 record_image_builds(job, [b for b in session.image_builds if id(b) not in known])
                 if own:
@@ -72,7 +73,7 @@ class LocalExecutor(Executor):
             shutil.rmtree(workdir, ignore_errors=True)
 
     def _run_threads(self, session: ProverSession, job: SweepJob,
-                     on_row: Callable[[ResultRow], None]) -> None:
+                     on_row: Callable[[ResultRow], None], canary=None) -> None:
         # A worker takes all attempts of a problem at once and drains them:
         # early stop and reuse of duplicate answers are per worker.
         runs = problem_runs(job.tasks)
@@ -115,7 +116,8 @@ class LocalExecutor(Executor):
             board = RunningBoard(job.out, writer_id, name)
             try:
                 with ShardWriter(job.out, writer_id) as writer:
-                    work(session, tasks(i), writer, worker=name, run_id=job.run_id,
+                    # A node's canary between its checks (runner/maps/canary.py).
+                    work(session, canary.between(tasks(i)) if canary else tasks(i), writer, worker=name, run_id=job.run_id,
                          on_row=on_row, stop=stop, board=board)
             except BaseException as exc:   # recorded, then re-raised by the driver
                 errors.append(exc)
@@ -148,16 +150,23 @@ class LocalExecutor(Executor):
             raise errors[0]
 
 
-def _on_this_node(job: SweepJob, session: ProverSession) -> SweepJob:
+def _on_this_node(job: SweepJob, session: ProverSession):
     """The job with its map limits scaled by this node's own host factor
     (a Slurm array task: runner/maps/node_factor.py), resolved before its
-    first check. A local sweep's job has no node spec: its one factor was
-    applied when it was prepared."""
+    first check, and the node's canary, its baseline checked
+    (runner/maps/canary.py; None without one). A local sweep's job has no
+    node spec: its one factor was applied when it was prepared."""
     from runner.maps import node_factor
+    from runner.maps.canary import NodeCanary
 
-    found = node_factor.resolve(job.node_factor, session, job.out)
-    return dataclasses.replace(job, tasks=node_factor.scale_tasks(job.tasks, found.factor,
-                                                                  job.node_factor))
+    spec = job.node_factor
+    found = node_factor.resolve(spec, session, job.out)
+    canary = None
+    if spec.canary is not None:
+        canary = NodeCanary(spec.canary, session, job.out)
+        canary.start()
+    return (dataclasses.replace(job, tasks=node_factor.scale_tasks(job.tasks, found.factor, spec)),
+            canary)
 
 
 def _planned_queue(job: SweepJob, runs: list[list[CheckTask]], workers: int):

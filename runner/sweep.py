@@ -31,7 +31,7 @@ from .checks.priority import nice_refusal, resolve_nice
 from .checks.tasks import CheckTask
 from .corpus import Problem, corpus_fingerprint, corpus_notes, select_problems
 from .errors import InputError
-from .maps import host_factor, mem_needs, node_factor, sweep_map, timeout_map
+from .maps import canary, drift_confirm, host_factor, mem_needs, node_factor, sweep_map, timeout_map
 from .maps.timeouts import TimeoutPolicy, load_category_timeouts, resolve_limits
 from .planning.inputs import plan_sweep
 from .planning.planner import PLAN_FILE, PlanConfig, Workers, write_plan
@@ -175,6 +175,7 @@ def _check_flags(config: SweepConfig) -> None:
     if not 0 <= config.calibration_budget <= 1:
         raise InputError("--calibration-budget", f"{config.calibration_budget} is not a share of the "
                          "sweep's expected core-hours", "pass a share from 0 to 1 (default 0.02)")
+    canary.check_flags(config)
     if not 0 <= config.grace < 3600:
         raise InputError("--grace", f"{config.grace} is not a grace period in seconds",
                          "pass a number from 0 to 3600")
@@ -388,8 +389,10 @@ def _run_sweep(prepared: PreparedSweep, executor, on_row, on_start, on_skip, on_
         with beat:
             executor.execute(SweepJob(prepared.backend, pending, cfg.out, run_id, plan=plan,
                                       node_factor=prepared.node_factor), row_in)
-        if prepared.node_factor is not None:
-            node_factor.record(cfg.out)       # each node's factor, into sweep.json
+    if prepared.node_factor is not None:      # factors and canaries kept; drifting TIMEOUTs confirmed
+        drift_confirm.after_sweep(prepared, lambda tasks, on: executor.execute(SweepJob(
+            prepared.backend, tasks, cfg.out, f"{run_id}-confirm", node_factor=prepared.node_factor), on),
+            on_note)
     with beat:
         table = shards.merge(cfg.out, ((t.problem.problem_id, t.attempt) for t in prepared.tasks))
         skipped = attempts.record_skipped(cfg.out, prepared.tasks, table)

@@ -33,3 +33,10 @@ class CheckTask:
     # again; only a row finished after it settles the task
     # (runner/checks/attempts.py). None: any row of its version does.
     recheck_after: object = None
+    # A node's canary (runner/maps/canary.py): its speed when this check
+    # started, its latest canary's time over its first; recorded in the row
+    # (node_drift). None: no canary ran.
+    node_drift: float | None = None
+    # runner.maps.drift_confirm.Confirmation: this check runs again to
+    # confirm a TIMEOUT a drifting node gave it; None: a check as any.
+    confirms: object = None

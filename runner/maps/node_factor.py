@@ -31,10 +31,8 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
-import hashlib
 import json
 import os
-import re
 import statistics
 import threading
 import time
@@ -47,9 +45,9 @@ from ..checks.worker import check_retrying, cpu_model, node_host
 from ..prover import CheckLimits, LimitClock, backstop_s
 from ..results.publish import publish_json
 from ..verdicts import Verdict
-from . import host_factor
+from . import canary, host_factor
+from .node_files import NODE_DIR, node_dir, slug as _slug  # noqa: F401  (NODE_DIR: callers' name)
 
-NODE_DIR = "node-factors"
 # A sampled ground truth may take this many times its sweep limit: every one
 # is a correct proof, and a node many times slower is what is measured
 # (runner/commands/calibrate.py gives its sample the same room).
@@ -82,6 +80,7 @@ class NodeFactorSpec:
     slack_s: float           # --limit-slack: wall seconds added after scaling
     backstop_factor: float
     backstop_extra: float
+    canary: object = None    # runner.maps.canary.CanarySpec; None: no canary
 
     @property
     def cost_s(self) -> float:
@@ -112,16 +111,6 @@ class NodeFactor:
         note = f"; {self.note}" if self.note else ""
         return (f"node {self.host} ({self.cpu_model}): host factor {host_factor.shown(self.factor)} "
                 f"({got}{cost}){note}")
-
-
-def node_dir(out: Path) -> Path:
-    return Path(out) / NODE_DIR
-
-
-def _slug(text: str) -> str:
-    """A file name for a host or CPU model: readable, and unique by a hash."""
-    readable = re.sub(r"[^A-Za-z0-9._-]+", "-", text).strip("-")[:40]
-    return f"{readable}-{hashlib.sha256(text.encode()).hexdigest()[:8]}"
 
 
 def _read(path: Path) -> NodeFactor | None:
@@ -161,17 +150,31 @@ def resolve(spec: NodeFactorSpec, session, out: Path,
     kept = _read(mine)
     if kept is not None and kept.cpu_model == cpu:
         return kept
-    cal = host_factor.load(spec.map_sha256, spec.map_mode, spec.mode, spec.clock, host=host,
-                           cpu_model=cpu)
-    if cal is not None:
-        found = NodeFactor(host, cpu, cal.factor, "cached", cal.host, cal.problems, cal.low, cal.high,
-                           at=cal.measured_at)
-    else:
-        found = _shared_or_measured(spec, session, out, host, cpu, say)
+    found = _cached(spec, host, cpu) or _shared_or_measured(spec, session, out, host, cpu, say)
     mine.parent.mkdir(parents=True, exist_ok=True)
     publish_json(mine, dataclasses.asdict(found), indent=1)
     say(found.describe())
     return found
+
+
+def _cached(spec: NodeFactorSpec, host: str, cpu: str) -> NodeFactor | None:
+    cal = host_factor.load(spec.map_sha256, spec.map_mode, spec.mode, spec.clock, host=host,
+                           cpu_model=cpu)
+    return None if cal is None else NodeFactor(host, cpu, cal.factor, "cached", cal.host,
+                                               cal.problems, cal.low, cal.high, at=cal.measured_at)
+
+
+def known(spec: NodeFactorSpec, out: Path) -> NodeFactor | None:
+    """This node's factor for the sweep in ``out`` when it can be had
+    without measuring (kept, cached, or a peer's of its CPU model), else
+    None: what a driver asks its workers before it places checks by speed
+    (cluster/dask.py)."""
+    host, cpu = node_host(), cpu_model()
+    kept = _read(node_dir(out) / "nodes" / f"{_slug(host)}.json")
+    if kept is not None and kept.cpu_model == cpu:
+        return kept
+    peer = _read(node_dir(out) / f"cpu-{_slug(cpu)}.json")
+    return _cached(spec, host, cpu) or (None if peer is None else dataclasses.replace(peer, host=host))
 
 
 def _shared_or_measured(spec: NodeFactorSpec, session, out: Path, host: str, cpu: str,
@@ -276,31 +279,43 @@ def ground_truths(problems, answers_given: bool) -> dict[str, object]:
     return found
 
 
-def spec_for(tasks: Sequence[CheckTask], problems, loaded, backend, *, budget_share: float,
-             expected_core_s: float, answers_given: bool, slack_s: float, backstop_factor: float,
-             backstop_extra: float, clock: str, mode: str) -> NodeFactorSpec:
-    """The spec every node of the sweep resolves its factor by: the sample of
-    its ground truths (host_factor.sample: stratified by log time in the
-    calibration band, cheapest slices first) whose expected times, in the
-    checks' mode, add up to at most ``budget_share`` of the sweep's
-    expected core-seconds."""
-    budget_s = budget_share * expected_core_s
+def truth_checks(tasks: Sequence[CheckTask], problems, loaded, backend, answers_given: bool
+                 ) -> tuple[dict[str, float], dict[str, CheckTask]]:
+    """The ground truths of the sweep's ``tasks`` as checks a node measures
+    itself by, each under SAMPLE_LIMIT_MULTIPLE x its sweep limit, and the
+    map's times of them moved to the checks' mode."""
     truths = ground_truths(problems, answers_given)
     expected = dict(backend.expected_in_mode(list(truths.values()), {
         pid: secs for pid, secs in loaded.prove_secs().items() if pid in truths}))
     first = {}
     for t in tasks:
         first.setdefault(t.problem.problem_id, t)
-    chosen = host_factor.sample(expected, sorted(p for p in truths if p in first), budget_s=budget_s)
-    sample = []
-    for pid in chosen:
+    checks = {}
+    for pid in sorted(p for p in truths if p in first):
         limits = first[pid].limits
         time_s = min(SAMPLE_LIMIT_CAP_S, SAMPLE_LIMIT_MULTIPLE * limits.time_s)
-        sample.append(Sample(CheckTask(truths[pid], dataclasses.replace(
-            limits, time_s=time_s, backstop_s=None, host_factor=None)), expected[pid]))
+        checks[pid] = CheckTask(truths[pid], dataclasses.replace(
+            limits, time_s=time_s, backstop_s=None, host_factor=None))
+    return expected, checks
+
+
+def spec_for(tasks: Sequence[CheckTask], problems, loaded, backend, *, budget_share: float,
+             expected_core_s: float, answers_given: bool, slack_s: float, backstop_factor: float,
+             backstop_extra: float, clock: str, mode: str, canary_config=None) -> NodeFactorSpec:
+    """The spec every node of the sweep resolves its factor by: the sample of
+    its ground truths (host_factor.sample: stratified by log time in the
+    calibration band, cheapest slices first) whose expected times, in the
+    checks' mode, add up to at most ``budget_share`` of the sweep's
+    expected core-seconds; and the sweep's canary (runner/maps/canary.py)
+    when ``canary_config`` (its SweepConfig) is given."""
+    budget_s = budget_share * expected_core_s
+    expected, checks = truth_checks(tasks, problems, loaded, backend, answers_given)
+    chosen = host_factor.sample(expected, sorted(checks), budget_s=budget_s)
+    sample = [Sample(checks[pid], expected[pid]) for pid in chosen]
+    watch = None if canary_config is None else canary.choose(expected, checks, canary_config)
     return NodeFactorSpec(loaded.digest, None if loaded.provenance.mode is None
                           else str(loaded.provenance.mode), mode, clock, tuple(sample), budget_s,
-                          slack_s, backstop_factor, backstop_extra)
+                          slack_s, backstop_factor, backstop_extra, watch)
 
 
 def cost_note(spec: NodeFactorSpec, where: str, expected_core_s: float, share: float) -> str:
@@ -331,21 +346,22 @@ def for_sweep(tasks: Sequence[CheckTask], problems, loaded, backend, config, pla
                     answers_given=config.answers is not None, slack_s=float(config.limit_slack),
                     backstop_factor=float(config.backstop_factor),
                     backstop_extra=float(config.backstop_extra), clock=str(config.limit_clock),
-                    mode=str(config.mode))
-    return spec, cost_note(spec, "a cluster", expected, share)
+                    mode=str(config.mode), canary_config=config)
+    return spec, cost_note(spec, "a cluster", expected, share) + canary.cost_note(spec.canary)
 
 
 def record(out: Path) -> None:
     """Copy each node's factor and how it was had into OUT/sweep.json
     (``node_factors``), beside the sweep's own ``host_factor`` (null: each
-    node's)."""
+    node's), and what each node's canary saw (``node_canaries``)."""
     from ..results.sweep_manifest import NAME, read_sweep_manifest
-
-    nodes = recorded(out)
+    nodes, watched = recorded(out), canary.recorded(out)
     manifest = read_sweep_manifest(out)
-    if manifest.get("node_factors") == nodes:
+    if manifest.get("node_factors") == nodes and manifest.get("node_canaries", []) == watched:
         return
     manifest["node_factors"] = nodes
+    if watched:
+        manifest["node_canaries"] = watched
     publish_json(Path(out) / NAME, manifest, indent=2)
 
 

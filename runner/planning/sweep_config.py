@@ -135,6 +135,28 @@ class SweepConfig:
                                       "sweep's expected core-hours (docs/limits.md)",
                                       default=0.02, flag="--calibration-budget", type=float,
                                       metavar="SHARE")
+    # Kept live (issue 47): a node's speed moves within a sweep (thermal
+    # throttling, a noisy neighbour). Every 100 checks or 10 minutes, whichever
+    # comes first: a throttled node is seen within minutes, and a canary of a
+    # few seconds (runner/maps/canary.py picks one near 2 s) every 10 minutes
+    # costs under 1% of one core per node. The drift that counts is 0.25:
+    # above the 1.17-1.22x CPU time a proof needs on a core shared with busy
+    # processes and the 0.93-1.09 a quiet host drifts by itself (docs/limits.md,
+    # "Why a shared core costs CPU time"), so load alone names no node.
+    canary_checks: int = _help("--cluster slurm/dask/dask-slurm with --host-factor auto: each node "
+                               "checks a canary ground truth of the sweep after every N checks "
+                               "(and every --canary-minutes), to keep its factor current; 0: not "
+                               "by count (docs/limits.md)", default=100, flag="--canary-checks",
+                               type=int, metavar="N")
+    canary_minutes: float = _help("each node checks its canary ground truth every M minutes of "
+                                  "checking; 0: not by time; both 0: no canary (docs/limits.md)",
+                                  default=10.0, flag="--canary-minutes", type=float, metavar="M")
+    canary_drift: float = _help("a node whose canary takes more than 1 + SHARE (or less than 1 - "
+                                "SHARE) times its first is drifting: the report names it, its rows "
+                                "say so (node_drift), and its TIMEOUTs within the drift of their "
+                                "limit are checked again at the end of the sweep on another node, "
+                                "or on the same once its canary is back (docs/limits.md)",
+                                default=0.25, flag="--canary-drift", type=float, metavar="SHARE")
     policy: str = _help("dispatch order: planned (longest first, context affinity), naive "
                         "(corpus order) or shuffle (seeded random)", default="planned",
                         flag="--policy", choices=("planned", "naive", "shuffle"))

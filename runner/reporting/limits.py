@@ -30,7 +30,7 @@ TIGHT = 0.8
 # looked unmeasured, every TIMEOUT's load unknown and no check retried).
 COLUMNS = ("problem_id", "verdict", "reason", "prove_secs", "prove_cpu_secs", "cpu_secs",
            "timeout_s", "host_load", "host_cpus", "infra_retries", "limit_clock", "host",
-           "host_factor")
+           "host_factor", "node_drift", "confirmed")
 # Proofs shorter than this measure the clock more than the host.
 FACTOR_MIN_S = 0.5
 
@@ -53,6 +53,13 @@ class LimitsCheck:
     # (host, its factor, checks) of the rows that record a factor: the speed
     # each node's limits were scaled by (issue 47: each node its own).
     by_node: list[tuple[str, float, int]] = field(default_factory=list)
+    # (host, its canary's drift furthest from 1, checks it marked) of the
+    # nodes whose canary drifted past --canary-drift (runner/maps/canary.py).
+    drifting: list[tuple[str, float, int]] = field(default_factory=list)
+    drift: float = 0.25
+    # (problem, the confirming run's verdict, its host, what the first gave)
+    # of TIMEOUTs of drifting nodes checked again (runner/maps/drift_confirm.py).
+    confirmed: list[tuple[str, str, str, str]] = field(default_factory=list)
 
 
 def _col(table: pa.Table, name: str) -> list:
@@ -92,12 +99,31 @@ def check(table: pa.Table, manifest: dict) -> LimitsCheck:
                                                                   _col(rows, "host_factor"))
                     if factor is not None)
     ratio, n_ratio = _against_map(measured, manifest)
+    drift = float((manifest.get("config") or {}).get("canary_drift") or 0.25)
+    drifting = _drifting(_col(rows, "host"), _col(rows, "node_drift"), drift)
+    confirmed = [(pid, v, host or "?", note) for pid, v, host, note in zip(
+        ids, verdicts, _col(rows, "host"), _col(rows, "confirmed")) if note]
     nice = manifest.get("nice")
     return LimitsCheck(clock, manifest.get("host_factor"), sum(v == "OK" for v in verdicts),
                        nice if isinstance(nice, int) and not isinstance(nice, bool) else None,
                        unmeasured, sorted(tight, key=lambda t: -t[1] / t[2]), timeouts, loaded,
                        unknown, starved, retried, ratio, n_ratio,
-                       [(h, f, n) for (h, f), n in sorted(nodes.items())])
+                       [(h, f, n) for (h, f), n in sorted(nodes.items())], drifting, drift,
+                       confirmed)
+
+
+def _drifting(hosts: list, drifts: list, drift: float) -> list[tuple[str, float, int]]:
+    """The nodes whose rows say their canary drifted past ``drift``."""
+    worst: dict[str, float] = {}
+    marked: Counter = Counter()
+    for host, ratio in zip(hosts, drifts):
+        if ratio is None or abs(ratio - 1.0) <= drift:
+            continue
+        host = host or "?"
+        marked[host] += 1
+        if host not in worst or abs(ratio - 1.0) > abs(worst[host] - 1.0):
+            worst[host] = ratio
+    return [(h, worst[h], marked[h]) for h in sorted(worst)]
 
 
 def _against_map(measured: dict[str, float], manifest: dict) -> tuple[float | None, int]:
@@ -132,6 +158,16 @@ def lines(c: LimitsCheck) -> list[str]:
     if len(c.by_node) > 1 or (c.by_node and c.by_node[0][1] != c.host_factor):
         out.append("host factors by node: " + "; ".join(
             f"{host} x{shown(f)} ({plural(n, 'check')})" for host, f, n in c.by_node))
+    if c.drifting:
+        out.append(f"nodes whose canary drifted past --canary-drift {c.drift:g} (its time over its "
+                   "first; their checks are marked in node_drift): " + "; ".join(
+                       f"{host} up to {ratio:.2f}x ({plural(n, 'check')})"
+                       for host, ratio, n in c.drifting))
+    if c.confirmed:
+        shown_ = ", ".join(f"{pid} {verdict} on {host}" for pid, verdict, host, _ in c.confirmed[:5])
+        out.append(f"{plural(len(c.confirmed), 'TIMEOUT')} of drifting nodes checked again at the "
+                   f"end of the sweep, the confirming verdict recorded: {shown_}"
+                   + (", ..." if len(c.confirmed) > 5 else ""))
     if c.map_ratio is not None:
         out.append(f"proof times against the map's: median {c.map_ratio:.2f}x over {c.map_ratio_n} "
                    f"proofs of {FACTOR_MIN_S:g} s or more ({c.clock} seconds against the map's)")

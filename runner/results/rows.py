@@ -98,6 +98,17 @@ class ResultRow:
                     "minor, promoted and major words, the major heap and its peak in words before "
                     "and after; runner/provers/hol_light/session/verdict_record.py); empty when "
                     "none was reported and in rows written before the column", default="")
+    node_drift: float | None = _help("the speed of the node that ran the check against its own "
+                                     "at the sweep's start, by its canary (runner/maps/canary.py): "
+                                     "its latest canary's time over its first, 2.0 for a node "
+                                     "running at half speed; a node past --canary-drift is named "
+                                     "by the report; empty without a canary and in rows written "
+                                     "before the column", default=None)
+    confirmed: str = _help("set on the row of a check run again at the end of its sweep to "
+                           "confirm a TIMEOUT given on a drifting node (runner/maps/"
+                           "drift_confirm.py): what that first run gave, where and at which "
+                           "drift; this row's verdict is the confirming run's. Empty otherwise "
+                           "and in rows written before the column", default="")
     mem_source: str = _help("where that guard came from (runner/maps/mem_needs.py): --mem-limit, "
                             "the map's profile, an estimate for the problem's time class, or the "
                             "default share; empty in rows written before the column", default="")
@@ -124,6 +135,7 @@ _ARROW_TYPES = {
     "peak_rss_mb": pa.float64(),
     "mem_limit_mb": pa.float64(),
     "host_factor": pa.float64(),
+    "node_drift": pa.float64(),
     "timeout_s": pa.float64(),
     "wait_secs": pa.float64(),
     "started_at": _TS,
@@ -142,7 +154,7 @@ OPTIONAL_COLUMNS: tuple[str, ...] = ("dedup_of", "sandbox", "wait_secs", "answer
                                      "context_proofs", "infra_retries", "cpu_secs", "prove_cpu_secs",
                                      "limit_clock", "host_load", "host_cpus", "problem_sha256",
                                      "cpu_model", "fallback", "mem_limit_mb", "mem_source", "runtime",
-                                     "host_factor", "gc")
+                                     "host_factor", "gc", "node_drift", "confirmed")
 
 
 def rows_to_table(rows: list[ResultRow]) -> pa.Table:
