@@ -42,6 +42,20 @@ from runner.maps import mem_needs  # noqa: E402
 
 HEAVY_S = 120.0           # the heavy-tail issue's line: the map's prove_secs
 TOLERANCE = 0.15          # planned proof time against measured CPU
+# The map's time classes the heavy-tail issue counts compute in (seconds).
+BANDS = ((0.0, 120.0), (120.0, 300.0), (300.0, 1000.0), (1000.0, 3000.0), (3000.0, float("inf")))
+
+
+def shares(map_s: dict[str, float]) -> list[dict]:
+    """Problems and core-hours of the map in each band, and the band's share of the whole."""
+    total = sum(map_s.values())
+    out = []
+    for lo, hi in BANDS:
+        secs = [t for t in map_s.values() if lo <= t < hi]
+        out.append({"band": f"{lo:,.0f}-{hi:,.0f} s" if hi != float("inf") else f"{lo:,.0f} s or more",
+                    "problems": len(secs), "core_hours": round(sum(secs) / 3600, 1),
+                    "share": round(sum(secs) / total, 3)})
+    return out
 
 
 def parse_args():
@@ -127,7 +141,11 @@ def main() -> int:
         lines.append(f"  {c['problem_id']:62} planned {c['planned_s']:7.0f} s, CPU {c['cpu_s']:7.0f} s "
                      f"({c['planned_over_cpu']:.3f}), wall {c['wall_s']:7.0f} s ({c['planned_over_wall']:.3f}); "
                      f"peak {c['peak_rss_mb']:.0f} MB, guard on the node {c['guard_on_32_core_node_mb']} MB")
-    figures = {"problems": len(heavy), "files": len(files), "host_factor": factor,
+    bands = shares(map_s)
+    lines[1:1] = [f"  map {b['band']:>15}: {b['problems']:5} problems, {b['core_hours']:5.1f} core-hours "
+                  f"({b['share']:.0%})" for b in bands]
+    figures = {"problems": len(heavy), "files": len(files), "host_factor": factor, "map_bands": bands,
+               "map_core_hours": round(sum(map_s.values()) / 3600, 1),
                "priced": {str(w): {k: f[k] for k in ("makespan_s", "lower_bound_s", "lower_bound_terms",
                                                      "longest_check", "core_hours", "image_build_core_hours",
                                                      "utilization", "naive_makespan_s")}
