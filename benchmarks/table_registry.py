@@ -109,6 +109,79 @@ def _headline() -> tuple[Row, ...]:
     )
 
 
+def _item(i: int, key: str, fmt: str = "") -> Callable[[dict], str]:
+    return fig(f"problems/{i}/{key}", fmt)
+
+
+# heavy_tail.py's seed-1 draw: 12 light, 2 medium, 1 long (issue 44's size).
+HEAVY_DRAWN = 15
+
+
+def _heavy_problems() -> tuple[Row, ...]:
+    return tuple(Row(f"p{i}", "heavy_tail", (
+        _item(i, "class"), lambda f, i=i: f"`{f['problems'][i]['problem_id']}`", _item(i, "map_s", ",.0f"),
+        _item(i, "verdict"), _item(i, "prove_cpu_s", ",.0f"), _item(i, "cpu_ratio", ".2f"),
+        _item(i, "wall_ratio", ".2f"), _item(i, "peak_rss_mb", ",.0f"), _item(i, "image_build_s", ",.0f"),
+        _item(i, "headroom", ".1f"))) for i in range(HEAVY_DRAWN))
+
+
+def _heavy_classes() -> tuple[Row, ...]:
+    return tuple(Row(name, "heavy_tail", (
+        name, "{by_class[%s][ok]} of {by_class[%s][drawn]}" % (name, name),
+        fig(f"by_class/{name}/cpu_ratio_median", ".2f"), fig(f"by_class/{name}/peak_rss_mb_max", ",.0f")))
+        for name in ("light", "medium", "long"))
+
+
+def _priced(workers: str) -> Row:
+    return Row(f"w{workers}", "heavy_pricing", (
+        workers, fig(f"priced/{workers}/makespan_s", ",.0f"), fig(f"priced/{workers}/lower_bound_s", ",.0f"),
+        lambda f: f"`{f['priced'][workers]['longest_check']}`", fig(f"priced/{workers}/core_hours", ".1f"),
+        fig(f"priced/{workers}/image_build_core_hours", ".2f"), fig(f"priced/{workers}/utilization", ".1%")))
+
+
+def _planned_against_measured(f: dict) -> str:
+    import statistics
+    cpu = [c["planned_over_cpu"] for c in f["checks"]]
+    wall = [c["planned_over_wall"] for c in f["checks"]]
+    return (f"{len(cpu)} checks: planned / CPU median {statistics.median(cpu):.2f} "
+            f"({min(cpu):.2f}-{max(cpu):.2f}), planned / wall median {statistics.median(wall):.2f}")
+
+
+def _heavy_tables() -> tuple[Table, ...]:
+    gib = 2 ** 30
+    return (
+        Table("heavy-map-bands", "docs/heavy-tail.md", ("map time", "problems", "core-hours", "share"),
+              tuple(Row(f"b{i}", "heavy_pricing", (
+                  fig(f"map_bands/{i}/band"), fig(f"map_bands/{i}/problems", ","),
+                  fig(f"map_bands/{i}/core_hours", ".1f"), fig(f"map_bands/{i}/share", ".0%")))
+                  for i in range(5))),
+        Table("heavy-tail-problems", "docs/heavy-tail.md",
+              ("class", "problem", "map s", "verdict", "CPU s", "CPU / map", "wall / map", "peak MB",
+               "image s", "headroom"), _heavy_problems()),
+        Table("heavy-tail-classes", "docs/heavy-tail.md",
+              ("class", "OK", "CPU / map, median", "highest peak MB"), _heavy_classes()),
+        Table("heavy-preemption", "docs/heavy-tail.md",
+              ("problem", "map s", "requeued at CPU s", "lost CPU s", "rerun", "rerun CPU s",
+               "lost / rerun CPU", "cut to end s"),
+              (Row("requeue", "heavy_preemption", (
+                  lambda f: f"`{f['problem_id']}`", "{map_s:,.0f}", "{cpu_at_cut_s:,}", "{lost_cpu_s:,.0f}",
+                  "{verdict}", "{final_cpu_s:,.0f}", "{extra_cpu_share:.2f}", "{cut_to_end_s:,}"),
+                  args=("--how", "requeue")),)),
+        Table("heavy-pricing", "docs/heavy-tail.md",
+              ("workers", "makespan s", "lower bound s", "set by", "core-hours", "of which images",
+               "utilization"), (_priced("64"), _priced("512"))),
+        Table("heavy-pricing-node", "docs/heavy-tail.md",
+              ("node", "default share", "checks above it", "largest guard", "largest at once",
+               "planned against measured"),
+              (Row("node", "heavy_pricing", (
+                  "32 cores, 128 GB",
+                  lambda f: f"{f['node_32_128g']['memory']['default_share_bytes'] / gib:.1f} GiB",
+                  lambda f: f"{f['node_32_128g']['memory']['above_share']} of {f['node_32_128g']['memory']['checks']}",
+                  lambda f: f"{f['node_32_128g']['memory']['max_guard_bytes'] / gib:.1f} GiB",
+                  fig("node_32_128g/memory/largest_at_once"), _planned_against_measured)),)),
+    )
+
+
 # Where a docs table names several scripts, its rows came from each of them.
 TABLES: dict[str, Table] = {t.name: t for t in (
     Table("headline", "README.md", ("what", "figure", "page"), _headline()),
@@ -150,4 +223,5 @@ TABLES: dict[str, Table] = {t.name: t for t in (
     Table("slurm-measured", "docs/slurm.md", scripts=("slurm_overhead", "slurm_elastic")),
     Table("sweep-directory-scale", "docs/sweep-directory.md", scripts=("shards_scale",)),
     Table("trust-measured", "docs/trust.md", scripts=("context_proofs",)),
+    *_heavy_tables(),
 )}
