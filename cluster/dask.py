@@ -56,7 +56,7 @@ from runner.results.running import RunningBoard
 from runner.checks.tasks import CheckTask
 from runner.checks.worker import lost_row, work
 
-from . import cpu_slots
+from . import cpu_slots, dask_placement
 from .base import Executor, SweepJob
 from .dask_plugin import PLUGIN, ProverPlugin
 
@@ -187,7 +187,13 @@ class DaskExecutor(Executor):
                                 key=f"context-{job.run_id}", pure=False)
         # Asked of the scheduler: scheduler_info() is the client's cache,
         # which may not list the workers waited for above yet.
-        workers = sorted(client.ncores())
+        threads = client.ncores()
+        workers = sorted(threads)
+        # Each worker's node and known factor: the heaviest checks to the
+        # fastest nodes, confirmations away from a drifting one.
+        nodes = client.run(dask_placement.node_of, job.node_factor, out) \
+            if job.node_factor is not None else {}
+        fastest = dask_placement.by_speed(workers, threads, nodes) if nodes else []
         image_of = job.backend.image_plan(problems, {}).image_of
         group_of: dict[str, int] = {}
         futures = {}
@@ -199,10 +205,12 @@ class DaskExecutor(Executor):
         for rank, run in enumerate(runs):
             problem = run[0].problem
             group = group_of.setdefault(image_of[problem.problem_id], len(group_of))
+            hinted, loose = dask_placement.hint(run, rank, fastest, workers, nodes,
+                                                workers[group % len(workers)])
             fut = client.submit(check_on_worker, run, context, out, job.run_id, self.one_check_per_core,
                                 key=f"problem-{job.run_id}-{problem.problem_id}",
                                 priority=len(runs) - rank, pure=False,
-                                workers=[workers[group % len(workers)]], allow_other_workers=True)
+                                workers=hinted, allow_other_workers=loose)
             futures[fut] = run
         received: dict[tuple[str, int], dict] = {}
         lost: list[tuple[list[CheckTask], str]] = []

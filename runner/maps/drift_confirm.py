@@ -99,5 +99,14 @@ def after_sweep(prepared, run: Callable[[list[CheckTask], Callable], None],
     rows = []
     run(confirm, rows.append)
     node_factor.record(out)
+    # What the shards say now, not what the executor reported: a row it
+    # reported may be the first run's, read back.
+    rows = [r for r in rows if r.confirmed]
+    asked = {(t.problem.problem_id, t.attempt) for t in confirm}
+    left = {(t.problem.problem_id, t.attempt) for t in to_confirm(out, prepared.tasks,
+                                                                   spec.canary.drift)} & asked
     gave = ", ".join(f"{r.problem_id} {r.verdict} on {r.host}" for r in rows[:5])
-    on_note(f"confirmed {len(rows)} of {len(confirm)}: {gave}{', ...' if len(rows) > 5 else ''}")
+    on_note(f"confirmed {len(rows)} of {len(confirm)}"
+            + (f": {gave}{', ...' if len(rows) > 5 else ''}" if rows else "")
+            + (f"; not confirmed ({len(left)}, the first TIMEOUT stands; a resume tries again): "
+               + ", ".join(sorted(pid for pid, _ in left)[:5]) if left else ""))

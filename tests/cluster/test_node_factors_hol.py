@@ -134,3 +134,28 @@ def test_two_dask_workers_each_scale_limits_by_their_own_cached_factor(two_nodes
     assert {n["host"]: (n["factor"], n["how"]) for n in manifest["node_factors"]} == \
         {h: (f, "cached") for h, f in FACTORS.items()}
     assert summary.counts.total() == len(LIGHT)
+
+
+def test_the_heaviest_checks_go_first_to_the_fastest_node(two_nodes, tmp_path):
+    # The two heavy proofs are the plan's heaviest checks; the workers'
+    # factors are their cached calibrations, known before any check: the
+    # fastest node's two threads take the two heaviest (cluster/dask_placement.py,
+    # the order simulate --node-factors prices). No canary: placement alone.
+    out = tmp_path / "out"
+    only = HEAVY + LIGHT[:4]
+    prepared = prepare(demo_config(out, only=only, mode="native", timeout_map=DEMO_MAP,
+                                   host_factor="auto", canary_checks=0, canary_minutes=0),
+                       per_node=True)
+    heaviest = [t.problem.problem_id for t in prepared.tasks[:2]]
+    assert sorted(heaviest) == sorted(HEAVY), [t.problem.problem_id for t in prepared.tasks]
+    run_sweep(prepared, DaskExecutor(two_nodes))
+    rows = {r["problem_id"]: r for r in rows_of(out)}
+    wanted = expected_verdicts()
+    assert {p: r["verdict"] for p, r in rows.items()} == {p: wanted[p] for p in only}
+    fastest, slowest = sorted(FACTORS, key=FACTORS.get)
+    assert {p: rows[p]["host"] for p in heaviest} == {p: fastest for p in heaviest}
+    assert {rows[p]["host_factor"] for p in heaviest} == {FACTORS[fastest]}
+    # The next two, one per thread of the slower node: without placement by
+    # speed, image affinity hints all of them (one empty context) to one worker.
+    after = [t.problem.problem_id for t in prepared.tasks[2:4]]
+    assert {p: rows[p]["host"] for p in after} == {p: slowest for p in after}

@@ -1,6 +1,9 @@
 """A node's canary and the confirmation of its TIMEOUTs (runner/maps/canary.py,
-runner/maps/drift_confirm.py),: the choices, from planted rows and settings. The canary
-and the confirmation on HOL Light are in tests/cluster/test_node_canary.py."""
+runner/maps/drift_confirm.py), and where the Dask executors place checks
+(cluster/dask_placement.py): the choices, from planted rows and settings.
+The canary and the confirmation on HOL Light are in
+tests/cluster/test_node_canary.py; placement by speed on a real Dask in
+tests/cluster/test_node_factors_hol.py."""
 
 from __future__ import annotations
 
@@ -9,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from cluster import dask_placement
 from runner.checks.tasks import CheckTask
 from runner.corpus import Problem
 from runner.errors import InputError
@@ -71,3 +75,41 @@ def test_timeouts_of_a_drifting_node_within_its_drift_are_confirmed(tmp_path):
     assert found.confirms.host == "node-a"
     assert found.confirms.note.startswith("TIMEOUT on node-a (10.0 s of CPU time, limit 10 s) "
                                           "while its canary ran 2.00x its first")
+
+
+def test_a_timeout_the_executor_did_not_confirm_is_named_and_stands(tmp_path, monkeypatch):
+    # An executor that ran no confirming check (one that read the first
+    # row back as done): the sweep says the TIMEOUT stands unconfirmed.
+    from types import SimpleNamespace
+
+    from runner.maps import node_factor
+
+    monkeypatch.setattr(node_factor, "record", lambda out: None)
+    with ShardWriter(tmp_path, "w0") as writer:
+        writer.add(dataclasses.replace(row("drifted", verdict="TIMEOUT"), timeout_s=10.0,
+                                       limit_clock="cpu", cpu_secs=10.0, node_drift=2.0))
+    spec = SimpleNamespace(canary=SimpleNamespace(drift=0.25))
+    prepared = SimpleNamespace(config=SimpleNamespace(out=tmp_path), tasks=[task("drifted")],
+                               node_factor=spec)
+    ran, notes = [], []
+    drift_confirm.after_sweep(prepared, lambda tasks, on_row: ran.extend(tasks), notes.append)
+    assert [t.problem.problem_id for t in ran] == ["drifted"]
+    assert notes[-1] == ("confirmed 0 of 1; not confirmed (1, the first TIMEOUT stands; a resume "
+                         "tries again): drifted"), notes
+
+
+def test_dask_places_the_heaviest_on_the_fastest_and_confirmations_elsewhere():
+    workers = ["tcp://a:1", "tcp://b:2", "tcp://c:3"]
+    nodes = {"tcp://a:1": ("slow", 3.0), "tcp://b:2": ("fast", 1.0), "tcp://c:3": ("new", None)}
+    threads = {w: 2 for w in workers}
+    fastest = dask_placement.by_speed(workers, threads, nodes)
+    # The fast node's two slots first, then the unmeasured one (at the
+    # median of the others, 2.0), then the slow one.
+    assert fastest == ["tcp://b:2", "tcp://b:2", "tcp://c:3", "tcp://c:3", "tcp://a:1", "tcp://a:1"]
+    assert dask_placement.by_speed(workers[:2], threads, {w: ("n", 1.5) for w in workers}) == []
+    heavy = [task("heavy")]
+    assert dask_placement.hint(heavy, 0, fastest, workers, nodes, "tcp://a:1") == (["tcp://b:2"], True)
+    assert dask_placement.hint(heavy, 9, fastest, workers, nodes, "tcp://a:1") == (["tcp://a:1"], True)
+    again = [dataclasses.replace(heavy[0], confirms=drift_confirm.Confirmation("fast", "note"))]
+    assert dask_placement.hint(again, 0, fastest, workers, nodes, "tcp://b:2") == \
+        (["tcp://a:1", "tcp://c:3"], False)
