@@ -282,6 +282,14 @@ def work(session: ProverSession, tasks: Iterator[CheckTask], writer: ShardWriter
                 result, retries = check_retrying(
                     session, task, stop, lambda r: board and board.lost(
                         lost_checks.RETRIED, r.cpu_secs, r.wall_secs))
+            except BaseException:
+                # A stop closes the session under its checks, and a check in
+                # a context image may then raise instead of returning: HOL
+                # Light's ForkSession finds the base image dead (ProverError).
+                # It is still a check cut short, and its cost so far a loss.
+                if stop.is_set() and board:
+                    board.lost(stop.cause if isinstance(stop, Stop) else lost_checks.stop_cause(None))
+                raise
             finally:
                 unlisten()
                 events.say("checked", key=key, name=task.problem.problem_id, worker=worker)

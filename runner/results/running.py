@@ -63,6 +63,8 @@ class RunningBoard:
         if not self._entry:
             return
         started = self._entry.get("started")
+        if started is None and not cpu_s and not wall_s:
+            return                  # still waiting for its image: no check of it ran
         if not wall_s and started is not None:
             wall_s = time.time() - float(started)
         cpu_s = max(float(cpu_s or 0.0), float(self._entry.get("cpu_s") or 0.0))
