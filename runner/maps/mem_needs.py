@@ -47,9 +47,13 @@ class HeavyClass:
 
 # The highest peak RSS of heavy ground truths run natively with trusted
 # contexts on this project's host, by class (the first look of issue 44: a
-# 182 s problem peaked at 346 MB, 328 s at 479 MB, 1,046 s at 1,036 MB). No
-# problem of 3,000 s or more had been measured here: s2n-bignum-bench's
-# README advises about 5 GB per heavy proof, which stands until one is.
+# 182 s problem peaked at 346 MB, 328 s at 479 MB, 1,046 s at 1,036 MB;
+# heavy_tail.py's seed 1 then gave 312 MB at 2,362 s and 609 MB at 1,387 s,
+# and bignum_mul_p521's 2,131 s problem 379 MB, all under the 1,036 MB kept).
+# Of 3,000 s or more, one problem has run here: x86.p521_jadd_alt's 3,431 s
+# proof peaked at 850 MB. s2n-bignum-bench's README advises about 5 GB per
+# heavy proof; that stays the class's estimate, the safer bound, until the
+# longest of the class (up to 5,991 s) have been measured.
 HEAVY_ESTIMATES: tuple[HeavyClass, ...] = (
     HeavyClass(120, 300, 346 * MB, "measured peak 346 MB of a 182 s problem"),
     HeavyClass(300, 1000, 479 * MB, "measured peak 479 MB of a 328 s problem"),
