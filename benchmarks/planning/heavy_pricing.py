@@ -34,7 +34,7 @@ from pathlib import Path
 
 import on_path  # noqa: F401  (benchmarks/ and its groups on sys.path)
 import common  # noqa: F401  (puts the project root on sys.path)
-from common import ROOT, Goal, arg_parser, emit, log  # noqa: E402
+from common import ROOT, Goal, arg_parser, emit, log, sweep_host_factor  # noqa: E402
 from s2n_readme_path import PROOFBATCH, read_rows, step  # noqa: E402
 
 import record  # noqa: E402
@@ -86,7 +86,9 @@ def main() -> int:
     out = args.work / f"out-{args.seed}"
     if not (out / "sweep.json").is_file():
         raise SystemExit(f"{out}: no sweep; run benchmarks/s2n/heavy_tail.py --work {args.work} first")
-    factor = float(json.loads((out / "sweep.json").read_text())["config"]["host_factor"])
+    factor = sweep_host_factor(out)
+    if factor is None:
+        raise SystemExit(f"{out}/sweep.json: no host factor resolved; run heavy_tail.py to its end first")
     bench_map = json.loads(args.bench_map.read_text())
     heavy = sorted(e["problem_id"] for e in bench_map if float(e["prove_secs"]) >= HEAVY_S)
     map_s = {e["problem_id"]: float(e["prove_secs"]) for e in bench_map}

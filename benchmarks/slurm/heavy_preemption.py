@@ -40,7 +40,7 @@ from pathlib import Path
 
 import on_path  # noqa: F401  (benchmarks/ and its groups on sys.path)
 import common  # noqa: F401  (puts the project root on sys.path)
-from common import ROOT, Goal, arg_parser, emit, log  # noqa: E402
+from common import ROOT, Goal, arg_parser, emit, log, sweep_host_factor  # noqa: E402
 from s2n_readme_path import (PROOFBATCH, S2N_BIGNUM_PIN, HOL_LIGHT_PIN, LoadSampler,  # noqa: E402
                              build_inputs, read_rows, step)
 
@@ -112,14 +112,6 @@ def running_cpu(out: Path, pid: str) -> float | None:
     return None
 
 
-def sweep_factor(out: Path) -> float | None:
-    """The host factor the sweep resolved, once its sweep.json is written."""
-    try:
-        return float((json.loads((out / "sweep.json").read_text()).get("config") or {})["host_factor"])
-    except (OSError, ValueError, KeyError, TypeError):
-        return None
-
-
 def main() -> int:
     args = parse_args()
     rec = record.current()
@@ -146,7 +138,7 @@ def main() -> int:
     with LoadSampler() as load:
         driver = subprocess.Popen([str(a) for a in argv], cwd=ROOT, stdout=sys.stderr)
         try:
-            factor = wait_for(lambda: sweep_factor(out), 3600, "the sweep's host factor", driver)
+            factor = wait_for(lambda: sweep_host_factor(out), 3 * 3600, "the sweep's host factor", driver)
             target = args.at * map_s * float(factor)
             cpu_at_cut = wait_for(lambda: (c := running_cpu(out, pid)) is not None and c >= target and c,
                                   3 * 3600, f"{pid} to use {target:.0f} s of CPU", driver, poll=5.0)

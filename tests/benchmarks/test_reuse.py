@@ -139,3 +139,18 @@ def test_regenerate_keeps_a_corpus_only_once_extracted(tmp_path):
                                          directory=tmp_path)
     assert not regenerate_bench_map.reusable("corpus", corpus, {**inputs, "files": ["other"]},
                                              corpus / ".extracted", directory=tmp_path)
+
+
+def test_a_sweeps_host_factor_is_the_one_it_resolved_not_the_one_asked(tmp_path):
+    """sweep.json keeps ``--host-factor auto`` in its config and the factor
+    auto resolved to beside it; heavy_tail.py recorded "auto" as its figure,
+    and heavy_preemption.py waited for a number that never came."""
+    import common
+
+    out = tmp_path / "out"
+    assert common.sweep_host_factor(out) is None                 # no sweep yet
+    out.mkdir()
+    (out / "sweep.json").write_text(json.dumps({"config": {"host_factor": "auto"}, "host_factor": None}))
+    assert common.sweep_host_factor(out) is None                 # not resolved yet
+    (out / "sweep.json").write_text(json.dumps({"config": {"host_factor": "auto"}, "host_factor": 0.9702}))
+    assert common.sweep_host_factor(out) == 0.9702
