@@ -246,3 +246,14 @@ class TreeCpu:
         self.thread.join()
         self._sample()
         return sum(v - self.before.get(k, 0.0) for k, v in self.seen.items())
+
+
+def sweep_host_factor(out: Path) -> float | None:
+    """The host factor a sweep's limits were scaled by: sweep.json's resolved
+    ``host_factor`` (its ``config`` keeps what was asked, such as ``auto``);
+    None before the sweep has resolved one, or when it has none."""
+    try:
+        value = json.loads((Path(out) / "sweep.json").read_text()).get("host_factor")
+        return None if value is None else float(value)
+    except (OSError, ValueError, TypeError):
+        return None

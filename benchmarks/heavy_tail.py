@@ -46,7 +46,7 @@ from collections import defaultdict
 from pathlib import Path
 
 import common  # noqa: F401  (puts the project root on sys.path)
-from common import ROOT, Goal, arg_parser, emit, log  # noqa: E402
+from common import ROOT, Goal, arg_parser, emit, log, sweep_host_factor  # noqa: E402
 from s2n_readme_path import (PROOFBATCH, S2N_BIGNUM_PIN, HOL_LIGHT_PIN, LoadSampler,  # noqa: E402
                              build_inputs, read_rows, step)
 
@@ -180,7 +180,7 @@ def main() -> int:
                                    "--workers", str(args.workers)], cwd=ROOT)
     rows = read_rows(out)
     manifest = json.loads((out / "sweep.json").read_text())
-    factor = (manifest.get("config") or {}).get("host_factor")
+    factor = sweep_host_factor(out)
     rec.set("host_factor", factor)
     rec.niceness("checks", (manifest.get("config") or {}).get("nice"))
     reused = sorted(before & set(ids))
