@@ -49,7 +49,7 @@ import on_path  # noqa: F401  (benchmarks/ and its groups on sys.path)
 import common  # noqa: F401  (puts the project root on sys.path)
 from common import ROOT, Goal, arg_parser, emit, log, sweep_host_factor  # noqa: E402
 from s2n_readme_path import (PROOFBATCH, S2N_BIGNUM_PIN, HOL_LIGHT_PIN, LoadSampler,  # noqa: E402
-                             build_inputs, read_rows, step)
+                             build_inputs, read_rows, source_arguments, step)
 
 import record  # noqa: E402
 
@@ -59,10 +59,7 @@ CLASSES = {"light": (120.0, 1000.0), "medium": (1000.0, 3000.0), "long": (3000.0
 
 def parse_args():
     parser = arg_parser(__doc__.splitlines()[0])
-    parser.add_argument("--work", type=Path, required=True, help="folder for the builds and the sweep")
-    parser.add_argument("--hol-light-src", required=True, help="what `git clone` takes for HOL Light")
-    parser.add_argument("--s2n-bignum-src", required=True, help="what `git clone` takes for s2n-bignum")
-    parser.add_argument("--bench-map", type=Path, required=True, help="the bench's timeout-map.json")
+    source_arguments(parser, bench_map=True)
     parser.add_argument("--seed", type=int, default=1, help="seed of the draw (default 1)")
     parser.add_argument("--light", type=int, default=12, help="problems of 120-1,000 s (default 12)")
     parser.add_argument("--files-per-arch", type=int, default=4,

@@ -200,12 +200,20 @@ def sample_arguments(parser) -> None:
     parser.add_argument("--modes", default="native,bytecode")
 
 
-def parse_args():
-    """The command line's flags, --work and --bench-map resolved and --work made."""
-    parser = arg_parser(__doc__.splitlines()[0])
+def source_arguments(parser, bench_map: bool = False) -> None:
+    """``--work`` and what build_inputs clones (and ``--bench-map``): the
+    options of the scripts that build the trees themselves."""
     parser.add_argument("--work", type=Path, required=True, help="folder for the builds and sweeps")
     parser.add_argument("--hol-light-src", required=True, help="what `git clone` takes for HOL Light")
     parser.add_argument("--s2n-bignum-src", required=True, help="what `git clone` takes for s2n-bignum")
+    if bench_map:
+        parser.add_argument("--bench-map", type=Path, required=True, help="the bench's timeout-map.json")
+
+
+def parse_args():
+    """The command line's flags, --work and --bench-map resolved and --work made."""
+    parser = arg_parser(__doc__.splitlines()[0])
+    source_arguments(parser)
     parser.add_argument("--arch", choices=("arm", "x86"), default="arm",
                         help="the s2n-bignum tree whose proof files are drawn")
     parser.add_argument("--file", action="append", metavar="STEM",

@@ -42,7 +42,7 @@ import on_path  # noqa: F401  (benchmarks/ and its groups on sys.path)
 import common  # noqa: F401  (puts the project root on sys.path)
 from common import ROOT, Goal, arg_parser, emit, log, sweep_host_factor  # noqa: E402
 from s2n_readme_path import (PROOFBATCH, S2N_BIGNUM_PIN, HOL_LIGHT_PIN, LoadSampler,  # noqa: E402
-                             build_inputs, read_rows, step)
+                             build_inputs, read_rows, source_arguments, step)
 
 import record  # noqa: E402
 from cluster.claims import Pool  # noqa: E402
@@ -53,10 +53,7 @@ from runner.results import lost  # noqa: E402
 
 def parse_args():
     parser = arg_parser(__doc__.splitlines()[0])
-    parser.add_argument("--work", type=Path, required=True, help="folder for the builds and the sweep")
-    parser.add_argument("--hol-light-src", required=True, help="what `git clone` takes for HOL Light")
-    parser.add_argument("--s2n-bignum-src", required=True, help="what `git clone` takes for s2n-bignum")
-    parser.add_argument("--bench-map", type=Path, required=True, help="the bench's timeout-map.json")
+    source_arguments(parser, bench_map=True)
     parser.add_argument("--problem", help="the check to preempt (default: a seeded draw, see --min-secs)")
     parser.add_argument("--min-secs", type=float, default=300.0,
                         help="draw among the map's problems of this many seconds up to 1.33x it (default 300)")

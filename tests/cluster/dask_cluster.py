@@ -44,13 +44,7 @@ def scheduler_and_worker(d: Path, *, memory: str, env: dict | None = None, cwd: 
             client.wait_for_workers(1, timeout=120)
         yield address
     finally:
-        for p in reversed(procs):
-            p.terminate()
-        for p in reversed(procs):
-            try:
-                p.wait(timeout=stop_s)
-            except subprocess.TimeoutExpired:
-                p.kill()
+        _stop(procs, stop_s)
 
 
 @contextlib.contextmanager
@@ -81,10 +75,16 @@ def scheduler_and_workers(d: Path, workers: dict[str, dict], *, memory: str, nth
             client.wait_for_workers(len(workers), timeout=180)
         yield address
     finally:
-        for p in reversed(procs):
-            p.terminate()
-        for p in reversed(procs):
-            try:
-                p.wait(timeout=stop_s)
-            except subprocess.TimeoutExpired:
-                p.kill()
+        _stop(procs, stop_s)
+
+
+def _stop(procs: list[subprocess.Popen], stop_s: float) -> None:
+    """Terminate the processes, last started first, and kill any that
+    outlive ``stop_s``."""
+    for p in reversed(procs):
+        p.terminate()
+    for p in reversed(procs):
+        try:
+            p.wait(timeout=stop_s)
+        except subprocess.TimeoutExpired:
+            p.kill()
