@@ -22,17 +22,8 @@ def scheduler_and_worker(d: Path, *, memory: str, env: dict | None = None, cwd: 
     """A scheduler and one worker ``w0`` of two threads and ``memory``, their
     files and logs in ``d``; yields the scheduler's address once the worker
     has joined, and stops both after."""
-    sched_file = d / "scheduler.json"
-    procs = [subprocess.Popen(
-        [sys.executable, "-m", "distributed.cli.dask_scheduler", "--host", "127.0.0.1",
-         "--port", "0", "--no-dashboard", "--scheduler-file", str(sched_file)],
-        cwd=cwd, env=env, stdout=(d / "scheduler.log").open("w"), stderr=subprocess.STDOUT)]
+    sched_file, procs = _scheduler(d, cwd=cwd, env=env)
     try:
-        deadline = time.monotonic() + 60
-        while not sched_file.exists():
-            if time.monotonic() > deadline:
-                raise AssertionError(f"no Dask scheduler file after 60 s: see {d / 'scheduler.log'}")
-            time.sleep(0.2)
         procs.append(subprocess.Popen(
             [sys.executable, "-m", "distributed.cli.dask_worker", "--scheduler-file", str(sched_file),
              "--nthreads", "2", "--nworkers", "1", "--memory-limit", memory, "--no-dashboard",
@@ -53,17 +44,8 @@ def scheduler_and_workers(d: Path, workers: dict[str, dict], *, memory: str, nth
     """A scheduler and one worker per entry of ``workers`` (its name -> its
     environment), each ``nthreads`` threads and ``memory``; yields the
     scheduler's address once all have joined, and stops them after."""
-    sched_file = d / "scheduler.json"
-    procs = [subprocess.Popen(
-        [sys.executable, "-m", "distributed.cli.dask_scheduler", "--host", "127.0.0.1",
-         "--port", "0", "--no-dashboard", "--scheduler-file", str(sched_file)],
-        stdout=(d / "scheduler.log").open("w"), stderr=subprocess.STDOUT)]
+    sched_file, procs = _scheduler(d)
     try:
-        deadline = time.monotonic() + 60
-        while not sched_file.exists():
-            if time.monotonic() > deadline:
-                raise AssertionError(f"no Dask scheduler file after 60 s: see {d / 'scheduler.log'}")
-            time.sleep(0.2)
         for name, env in workers.items():
             procs.append(subprocess.Popen(
                 [sys.executable, "-m", "distributed.cli.dask_worker", "--scheduler-file",
@@ -88,3 +70,21 @@ def _stop(procs: list[subprocess.Popen], stop_s: float) -> None:
             p.wait(timeout=stop_s)
         except subprocess.TimeoutExpired:
             p.kill()
+
+
+def _scheduler(d: Path, cwd: Path | None = None,
+               env: dict | None = None) -> tuple[Path, list[subprocess.Popen]]:
+    """A scheduler started with its scheduler file in ``d``, once the file is
+    there: the file, and the process list the caller's workers join."""
+    sched_file = d / "scheduler.json"
+    procs = [subprocess.Popen(
+        [sys.executable, "-m", "distributed.cli.dask_scheduler", "--host", "127.0.0.1",
+         "--port", "0", "--no-dashboard", "--scheduler-file", str(sched_file)],
+        cwd=cwd, env=env, stdout=(d / "scheduler.log").open("w"), stderr=subprocess.STDOUT)]
+    deadline = time.monotonic() + 60
+    while not sched_file.exists():
+        if time.monotonic() > deadline:
+            _stop(procs, 5)
+            raise AssertionError(f"no Dask scheduler file after 60 s: see {d / 'scheduler.log'}")
+        time.sleep(0.2)
+    return sched_file, procs
