@@ -112,10 +112,12 @@ def running_cpu(out: Path, pid: str) -> float | None:
 
 
 def sweep_factor(out: Path) -> float | None:
-    """The host factor the sweep resolved, once its sweep.json is written."""
+    """The host factor the sweep resolved: sweep.json's own ``host_factor``
+    (its config keeps what was asked: auto)."""
     try:
-        return float((json.loads((out / "sweep.json").read_text()).get("config") or {})["host_factor"])
-    except (OSError, ValueError, KeyError, TypeError):
+        value = json.loads((out / "sweep.json").read_text()).get("host_factor")
+        return None if value is None else float(value)
+    except (OSError, ValueError, TypeError):
         return None
 
 
@@ -145,7 +147,7 @@ def main() -> int:
     with LoadSampler() as load:
         driver = subprocess.Popen([str(a) for a in argv], cwd=ROOT, stdout=sys.stderr)
         try:
-            factor = wait_for(lambda: sweep_factor(out), 3600, "the sweep's host factor", driver)
+            factor = wait_for(lambda: sweep_factor(out), 3 * 3600, "the sweep's host factor", driver)
             target = args.at * map_s * float(factor)
             cpu_at_cut = wait_for(lambda: (c := running_cpu(out, pid)) is not None and c >= target and c,
                                   3 * 3600, f"{pid} to use {target:.0f} s of CPU", driver, poll=5.0)
