@@ -7,6 +7,8 @@ HOL Light is booted: everything is refused or resolved in ``prepare``."""
 from __future__ import annotations
 
 import json
+import os
+from pathlib import Path
 
 import pytest
 
@@ -102,10 +104,14 @@ def test_a_declaration_that_contradicts_the_sidecar_is_refused(tmp_path):
     assert beside_coverage(prepared) == ()
 
 
-def test_a_native_sweep_converts_a_declared_bytecode_map(native_build, tmp_path):
+def test_a_native_sweep_converts_a_declared_bytecode_map(native_build, tmp_path, monkeypatch):
     """--mode native: the backend routes and converts by the map the sweep read."""
     from runner.provers.hol_light.costs.map_modes import RATIO_MIN
 
+    # No calibration here, and the session's native build (native_build) still found.
+    (tmp_path / "cache").mkdir()
+    (tmp_path / "cache" / "native").symlink_to(Path(os.environ["PROOFBATCH_CACHE"]) / "native")
+    monkeypatch.setenv("PROOFBATCH_CACHE", str(tmp_path / "cache"))
     tmap = bench_map(tmp_path / "timeout-map.json")
     with pytest.raises(InputError, match="--map-mode"):
         prepare(demo_config(tmp_path / "out", mode="native", timeout_map=tmap))
@@ -115,7 +121,10 @@ def test_a_native_sweep_converts_a_declared_bytecode_map(native_build, tmp_path)
     for pid in IDS:
         assert limits[pid].time_s == round(120 / RATIO_MIN, 1)
         assert limits[pid].time_source == f"map (bytecode x{1 / RATIO_MIN:.2f})"
-    [warning] = beside_coverage(prepared)
+    # Issue 47: a map without a sidecar was measured elsewhere: auto by
+    # default, said, and this host has no calibration (limits as they are).
+    [elsewhere, warning] = beside_coverage(prepared)
+    assert "measured on another machine" in elsewhere and "no calibration" in elsewhere
     assert "CONVERTED" in warning and f"{len(IDS)} checks run in native mode" in warning
 
 
