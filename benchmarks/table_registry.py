@@ -166,7 +166,7 @@ def _heavy_tables() -> tuple[Table, ...]:
               (Row("requeue", "heavy_preemption", (
                   lambda f: f"`{f['problem_id']}`", "{map_s:,.0f}", "{cpu_at_cut_s:,}", "{lost_cpu_s:,.0f}",
                   "{verdict}", "{final_cpu_s:,.0f}", "{extra_cpu_share:.2f}", "{cut_to_end_s:,}"),
-                  args=("--how", "requeue")),)),
+                  args=()),)),        # requeue is heavy_preemption's default: no --how in its command
         Table("heavy-pricing", "docs/heavy-tail.md",
               ("workers", "makespan s", "lower bound s", "set by", "core-hours", "of which images",
                "utilization"), (_priced("64"), _priced("512"))),
