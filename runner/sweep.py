@@ -31,14 +31,16 @@ from .checks.priority import nice_refusal, resolve_nice
 from .checks.tasks import CheckTask
 from .corpus import Problem, corpus_fingerprint, corpus_notes, select_problems
 from .errors import InputError
-from .maps import canary, drift_confirm, host_factor, mem_needs, node_factor, sweep_map, timeout_map
+from .maps import (calibration_corpus, canary, drift_confirm, host_factor, node_factor, sweep_map,
+                   timeout_map)
+from .maps.sweep_limits import SweepLimits
 from .maps.timeouts import TimeoutPolicy, load_category_timeouts, resolve_limits
 from .planning.inputs import plan_sweep
 from .planning.planner import PLAN_FILE, PlanConfig, Workers, write_plan
 from .planning.simulate import predict
 from .planning.sweep_config import PreparedSweep, SweepConfig, default_mem_limit
 from .planning.work_left import WorkLeft
-from .prover import CheckLimits, LimitClock, Mode, ProverBackend, backstop_s
+from .prover import LimitClock, Mode, ProverBackend
 from .results import heartbeat, shards, lock as sweep_lock
 from .results.preparing import Preparing
 from .results.done import LIGHT, Done
@@ -176,6 +178,10 @@ def _check_flags(config: SweepConfig) -> None:
         raise InputError("--calibration-budget", f"{config.calibration_budget} is not a share of the "
                          "sweep's expected core-hours", "pass a share from 0 to 1 (default 0.02)")
     canary.check_flags(config)
+    if config.calibration_corpus is not None and config.timeout_map is None:
+        raise InputError("--calibration-corpus", "draws ground truths by their times in the timeout "
+                         "map, and no --timeout-map is given",
+                         "pass --timeout-map MAP, or drop --calibration-corpus")
     if not 0 <= config.grace < 3600:
         raise InputError("--grace", f"{config.grace} is not a grace period in seconds",
                          "pass a number from 0 to 3600")
@@ -217,6 +223,9 @@ def _prepare(config: SweepConfig, nice: int, per_node: bool = False) -> Prepared
     swept_map = sweep_map.load(config, selected.prover, [p.problem_id for p in problems],
                                sweep_dir.recorded_host_factor(config.out), per_node)
     loaded, notes = swept_map.loaded, notes + swept_map.said
+    # Read before anything is built: a bad DIR costs nothing.
+    calibration = (calibration_corpus.load(config, selected.load, problems, loaded)
+                   if swept_map.per_node else None)
     # Each node sets its own factor on its checks (None until it does).
     factor = None if loaded is None or swept_map.per_node else loaded.host_factor
     policy = TimeoutPolicy(
@@ -224,7 +233,7 @@ def _prepare(config: SweepConfig, nice: int, per_node: bool = False) -> Prepared
         by_category=load_category_timeouts(config.category_timeouts) if config.category_timeouts else None,
         default=config.default_timeout, map_path=config.timeout_map,
         category_path=config.category_timeouts)
-    limits = resolve_limits(problems, policy)
+    resolve_limits(problems, policy)    # an unknown category refused before anything is built
     mem = config.mem_limit or default_mem_limit(config.workers)
     if config.mem_limit and (beyond := beyond_ram(config.mem_limit)):
         notes += (beyond,)      # warned, not refused: a cluster node may have more
@@ -247,44 +256,34 @@ def _prepare(config: SweepConfig, nice: int, per_node: bool = False) -> Prepared
     # A backend that compiles contexts before it can say which mode a check
     # runs in (native HOL Light: a context that cannot be compiled runs in
     # bytecode, under a bytecode limit) compiles them now, before any limit.
-    not_native = dict(backend.classify(problems))
+    # With the few ground truths of --calibration-corpus a node may check: timed in their mode.
+    chosen = calibration_corpus.candidates(calibration, backend, config)
+    ids = {p.problem_id for p in problems}
+    not_native = {pid: why for pid, why in backend.classify(problems + chosen).items() if pid in ids}
     # What each problem's verdicts depend on besides the answer, hashed into
     # its rows: a resume checks again the problems whose hash changed.
     inputs = problem_hash.digests(problems, backend.problem_inputs(problems))
 
-    # Each problem's memory: measured, estimated from its time class, or the
-    # default share, within 80% of this node's memory.
-    mems, said = mem_needs.sweep_limits(
-        [p.problem_id for p in problems], loaded.prove_secs() if loaded else {}, map_use.mem,
-        cap=config.mem_limit, default=mem, node=int(0.8 * psutil.virtual_memory().total),
-        default_expected=min(config.expected_mem, mem))
+    limits_in = SweepLimits(config, policy, loaded, map_use.mem, backend, mem, nice, factor).of
+    by_problem, said = limits_in(problems)
     notes += said
-
-    def limits_of(p: Problem) -> CheckLimits:
-        m = mems[p.problem_id]
-        limit = backend.limits_for(p, CheckLimits(
-            time_s=limits[p.problem_id].seconds, time_source=limits[p.problem_id].source,
-            mem_bytes=m.guard, expected_mem_bytes=m.expected, clock=config.limit_clock, nice=nice,
-            mem_source=m.source, host_factor=factor))
-        # After the mode's conversion: the bench's slack is wall seconds, not work.
-        time_s = limit.time_s + config.limit_slack
-        return dataclasses.replace(limit, time_s=time_s, backstop_s=backstop_s(
-            time_s, config.backstop_factor, config.backstop_extra))
-
     # One task per attempt of each problem (runner/checks/attempts.py).
     tasks = [task for p in problems
-             for task in attempts.tasks_for(p, limits_of(p), stop_on_first_ok=config.stop_on_first_ok,
+             for task in attempts.tasks_for(p, by_problem[p.problem_id],
+                                            stop_on_first_ok=config.stop_on_first_ok,
                                             problem_sha256=inputs[p.problem_id])]
     # Whatever the order of problems, a problem's attempts must stay one
     # contiguous run in attempt order: a worker drains the run against one
     # loaded context, stopping early and reusing duplicates as it goes.
     ordered, plan = order(tasks, backend, config, loaded)
+    converted = backend.warnings()      # of the sweep's limits, not of the calibration corpus's
     spec = None
     if swept_map.per_node:
-        spec, said = node_factor.for_sweep(tasks, problems, loaded, backend, config, plan)
+        spec, said = node_factor.for_sweep(tasks, problems, loaded, backend, config, plan,
+                                           calibration_corpus.truths(calibration, chosen, limits_in))
         notes += (said,)
     return PreparedSweep(config, problems, attempts.contiguous(ordered), backend,
-                         warnings=notes + map_use.warnings + backend.warnings(), plan=plan,
+                         warnings=notes + map_use.warnings + converted, plan=plan,
                          corpus_fingerprint=fingerprint, corpus_size=corpus_size, not_native=not_native,
                          host_factor=factor, nice=nice, node_factor=spec)
 

@@ -46,7 +46,7 @@ def check_reads_fields(command: str, cls, renamed: dict[str, str] = {}) -> int:
 
 def test_run_reads_every_option_from_the_sweep_config():
     # All of run's options but --server and the executors' set a SweepConfig field.
-    assert check_reads_fields("run", SweepConfig) == 37
+    assert check_reads_fields("run", SweepConfig) == 38
 
 
 def test_profile_reads_every_option_from_the_profile_config():

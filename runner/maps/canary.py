@@ -97,20 +97,32 @@ def choose(expected: Mapping[str, float], tasks: Mapping[str, CheckTask], config
     ``expected`` time is nearest CANARY_TARGET_S in log-time among those
     of at least CANARY_MIN_S (a shorter one measures the clock); None when
     the canary is off or there is none."""
-    if not config.canary_checks and not config.canary_minutes:
+    pid = nearest(expected, tasks) if wanted(config) else None
+    if pid is None:
         return None
-    long_enough = {pid: expected[pid] for pid in tasks if (expected.get(pid) or 0) >= CANARY_MIN_S}
-    if not long_enough:
-        return None
-    pid = min(long_enough, key=lambda p: (abs(math.log(long_enough[p] / CANARY_TARGET_S)), p))
-    return CanarySpec(tasks[pid], long_enough[pid], int(config.canary_checks),
+    return CanarySpec(tasks[pid], expected[pid], int(config.canary_checks),
                       60.0 * float(config.canary_minutes), float(config.canary_drift))
 
 
-def cost_note(spec: CanarySpec | None) -> str:
-    """What the canary costs, said with the per-node factor's cost."""
+def wanted(config) -> bool:
+    """Whether a sweep of ``config`` checks a canary at all."""
+    return bool(config.canary_checks or config.canary_minutes)
+
+
+def nearest(expected: Mapping[str, float], candidates: Iterable[str]) -> str | None:
+    """Of ``candidates``, the one whose ``expected`` time is nearest
+    CANARY_TARGET_S in log-time among those of at least CANARY_MIN_S."""
+    long_enough = {pid: expected[pid] for pid in candidates if (expected.get(pid) or 0) >= CANARY_MIN_S}
+    if not long_enough:
+        return None
+    return min(long_enough, key=lambda p: (abs(math.log(long_enough[p] / CANARY_TARGET_S)), p))
+
+
+def cost_note(spec: CanarySpec | None, source: str = "the sweep") -> str:
+    """What the canary costs, said with the per-node factor's cost;
+    ``source``: what its ground truths were drawn from."""
     if spec is None:
-        return ("; no canary keeps the factors current (off, or no ground truth of the sweep has "
+        return (f"; no canary keeps the factors current (off, or no ground truth of {source} has "
                 f"a map time of {CANARY_MIN_S:g} s or more)")
     every = " or ".join(x for x in (f"{spec.every_checks} checks" if spec.every_checks else "",
                                     f"{spec.every_s / 60:g} minutes" if spec.every_s else "") if x)

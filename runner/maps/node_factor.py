@@ -13,7 +13,8 @@ Dask worker resolves its own factor (``resolve``), in this order:
    a cache may be shared by a cluster's nodes);
 3. the factor a peer of the same CPU model measured for this sweep
    (``OUT/node-factors/cpu-<model>.json``);
-4. else it measures one: the sweep's sample of its own ground truths
+4. else it measures one: the sweep's sample of its own ground truths, or of
+   those of ``--calibration-corpus`` (runner/maps/calibration_corpus.py)
    (``Sample``, drawn by host_factor.sample within ``--calibration-budget``),
    each checked in this node's session under a generous limit; the median of
    measured / map time. The first node of a CPU model claims the
@@ -81,6 +82,7 @@ class NodeFactorSpec:
     backstop_factor: float
     backstop_extra: float
     canary: object = None    # runner.maps.canary.CanarySpec; None: no canary
+    source: str = "the sweep"    # what the sample and canary were drawn from
 
     @property
     def cost_s(self) -> float:
@@ -217,10 +219,10 @@ def measure(spec: NodeFactorSpec, session, host: str, cpu: str, say) -> NodeFact
     of it, keeps the map's limits (factor 1) and says why."""
     if not spec.sample:
         return NodeFactor(host, cpu, 1.0, "unmeasured", host, at=_now(),
-                          note="no ground truth of the sweep fits --calibration-budget "
+                          note=f"no ground truth of {spec.source} fits --calibration-budget "
                                f"({spec.budget_s:.0f} s): the map's limits as they are")
     say(f"node {host} ({cpu}): measuring its host factor on {len(spec.sample)} ground truths of "
-        f"the sweep, about {spec.cost_s:.0f} s of proofs expected at the map's speed (within "
+        f"{spec.source}, about {spec.cost_s:.0f} s of proofs expected at the map's speed (within "
         f"--calibration-budget, {spec.budget_s:.0f} s)")
     session.prepare([s.task.problem for s in spec.sample])
     key = "prove_cpu_secs" if spec.clock == LimitClock.CPU else "prove_secs"
@@ -301,7 +303,8 @@ def truth_checks(tasks: Sequence[CheckTask], problems, loaded, backend, answers_
 
 def spec_for(tasks: Sequence[CheckTask], problems, loaded, backend, *, budget_share: float,
              expected_core_s: float, answers_given: bool, slack_s: float, backstop_factor: float,
-             backstop_extra: float, clock: str, mode: str, canary_config=None) -> NodeFactorSpec:
+             backstop_extra: float, clock: str, mode: str, canary_config=None,
+             source: str = "the sweep") -> NodeFactorSpec:
     """The spec every node of the sweep resolves its factor by: the sample of
     its ground truths (host_factor.sample: stratified by log time in the
     calibration band, cheapest slices first) whose expected times, in the
@@ -315,39 +318,43 @@ def spec_for(tasks: Sequence[CheckTask], problems, loaded, backend, *, budget_sh
     watch = None if canary_config is None else canary.choose(expected, checks, canary_config)
     return NodeFactorSpec(loaded.digest, None if loaded.provenance.mode is None
                           else str(loaded.provenance.mode), mode, clock, tuple(sample), budget_s,
-                          slack_s, backstop_factor, backstop_extra, watch)
+                          slack_s, backstop_factor, backstop_extra, watch, source)
 
 
 def cost_note(spec: NodeFactorSpec, where: str, expected_core_s: float, share: float) -> str:
     """What the per-node factor costs, said before the sweep starts."""
     if not spec.sample:
         return (f"--host-factor auto on {where}: each node uses its cached calibration, else one a "
-                f"peer of its CPU model measured; no ground truth of the sweep fits "
+                f"peer of its CPU model measured; no ground truth of {spec.source} fits "
                 f"--calibration-budget {share:g} ({spec.budget_s:.0f} s of the sweep's "
                 f"{expected_core_s / 3600:.2f} expected core-hours), so a node without one keeps "
                 "the map's limits")
     return (f"--host-factor auto on {where}: each node uses its cached calibration (host and CPU "
             f"model), else the first node of each CPU model measures one on {len(spec.sample)} "
-            f"ground truths of the sweep, about {spec.cost_s:.0f} s of proofs at the map's speed "
+            f"ground truths of {spec.source}, about {spec.cost_s:.0f} s of proofs at the map's speed "
             f"(times its factor), {spec.cost_s / max(expected_core_s, 1e-9):.1%} of the sweep's "
             f"{expected_core_s / 3600:.2f} expected core-hours (--calibration-budget {share:g})")
 
 
-def for_sweep(tasks: Sequence[CheckTask], problems, loaded, backend, config, plan
+def for_sweep(tasks: Sequence[CheckTask], problems, loaded, backend, config, plan, truths=None
               ) -> tuple[NodeFactorSpec, str]:
     """The spec of a sweep of ``config`` (a SweepConfig) whose nodes each
     resolve their factor, and what it costs, said before it starts. The
     sweep's expected core-seconds are its plan's (the map's times moved to
-    the checks' mode), else its limits'."""
+    the checks' mode), else its limits'. ``truths``: (tasks, problems,
+    source) whose answer.txt ground truths the sample and the canary are
+    drawn from instead of the sweep's (runner/maps/calibration_corpus.py)."""
     expected = (sum(c.expected_s for c in plan.checks) if plan is not None
                 else sum(t.limits.time_s for t in tasks))
     share = float(config.calibration_budget)
-    spec = spec_for(tasks, problems, loaded, backend, budget_share=share, expected_core_s=expected,
-                    answers_given=config.answers is not None, slack_s=float(config.limit_slack),
-                    backstop_factor=float(config.backstop_factor),
+    drawn, among, source = truths or (tasks, problems, "the sweep")
+    spec = spec_for(drawn, among, loaded, backend, budget_share=share, expected_core_s=expected,
+                    answers_given=truths is not None or config.answers is not None,
+                    slack_s=float(config.limit_slack), backstop_factor=float(config.backstop_factor),
                     backstop_extra=float(config.backstop_extra), clock=str(config.limit_clock),
-                    mode=str(config.mode), canary_config=config)
-    return spec, cost_note(spec, "a cluster", expected, share) + canary.cost_note(spec.canary)
+                    mode=str(config.mode), canary_config=config, source=source)
+    return spec, (cost_note(spec, "a cluster", expected, share)
+                  + canary.cost_note(spec.canary, source))
 
 
 def record(out: Path) -> None:

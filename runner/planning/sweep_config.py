@@ -135,6 +135,14 @@ class SweepConfig:
                                       "sweep's expected core-hours (docs/limits.md)",
                                       default=0.02, flag="--calibration-budget", type=float,
                                       metavar="SHARE")
+    calibration_corpus: Path | None = _help("with --calibration-budget: draw each node's sample and "
+                                            "its canary from the ground truths (answer.txt) of this "
+                                            "corpus, in the sweep's layout and with times in its "
+                                            "timeout map, instead of the sweep's own (which --answers "
+                                            "or missing answer.txt leave none of); each checked under "
+                                            "the limit the sweep would give it (docs/limits.md)",
+                                            default=None, flag="--calibration-corpus", type=Path,
+                                            metavar="DIR")
     # Kept live (issue 47): a node's speed moves within a sweep (thermal
     # throttling, a noisy neighbour). Every 100 checks or 10 minutes, whichever
     # comes first: a throttled node is seen within minutes, and a canary of a
