@@ -116,6 +116,7 @@ class SlurmExecutor(Executor):
         self._seen_shards: set[Path] = set()
         self._reported: set[tuple[str, int]] = set()
         self._solved: set[str] = set()      # problems with an OK row (early stop)
+        self._cuts: dict = {}               # check -> the recorded row it runs again to replace
 
     # -- requests ------------------------------------------------------------
 
@@ -205,12 +206,20 @@ class SlurmExecutor(Executor):
                 # ``wanted`` maps each check to its answer's hash: a row of an
                 # answer changed since settles nothing (runner/checks/attempts.py).
                 if key in wanted and key not in self._reported \
-                        and settles(row_version(row), wanted[key]):
+                        and settles(row_version(row), wanted[key]) \
+                        and not self._rechecked(key, row):
                     self._reported.add(key)
                     rows.append(row)
                     if row["verdict"] == Verdict.OK.value:
                         self._solved.add(key[0])
         return rows
+
+    def _rechecked(self, key: tuple[str, int], row: dict) -> bool:
+        """Whether ``row`` is one its check runs again to replace (`run
+        --recheck`, a drifting node's TIMEOUT confirmed: CheckTask.recheck_after):
+        only a row finished after it settles the check."""
+        cut = self._cuts.get(key)
+        return cut is not None and row["finished_at"] <= cut
 
     def _unsettled(self, keys, by_key: dict) -> list[tuple[str, int]]:
         """Of ``keys``, the checks of this sweep with no row yet, less the
@@ -247,6 +256,11 @@ class SlurmExecutor(Executor):
         pool = Pool(job.out / "slurm", holder="driver")
         by_key = {task_key(t): t for t in job.tasks}
         wanted = dict(zip(*attempts.task_hashes(job.tasks)))
+        # Each execute is a job of its own (a sweep's drifting TIMEOUTs are
+        # confirmed by a second one, runner/maps/drift_confirm.py): the rows
+        # an earlier one reported settle nothing of this one by themselves.
+        self._seen_shards, self._reported, self._solved = set(), set(), set()
+        self._cuts = {k: t.recheck_after for k, t in by_key.items() if t.recheck_after is not None}
         by_problem: dict[str, list[tuple[str, int]]] = {}
         for k in by_key:
             by_problem.setdefault(k[0], []).append(k)

@@ -6,6 +6,8 @@ buffers published when Slurm preempts or times it out."""
 from __future__ import annotations
 
 import os
+import signal
+import threading
 import time
 from pathlib import Path
 
@@ -21,6 +23,21 @@ from .base import SweepJob
 from .claims import Claimer, Pool, holder_name
 from .local import LocalExecutor
 from .slurm_jobs import task_key
+
+
+# After Slurm's SIGTERM, how long a task waits for what follows it: the
+# SIGKILL of a scancel or preemption (KillWait, 30 s by default) or, for a
+# task submitit requeues, its USR2. A task still alive then fails, and the
+# driver gives its claims to another.
+SIGTERM_WAIT_S = 180.0
+
+
+class SlurmTerminated(KeyboardInterrupt):
+    """Slurm's SIGTERM to the task: a preemption, a scancel or a requeue.
+    Slurm signals every process of the job step, the prover's among them,
+    and may follow with submitit's USR2 (a requeue) or a SIGKILL; the task
+    stops as on Ctrl-C (its running checks recorded as lost, with this
+    cause) and waits for that instead of failing on its killed prover."""
 
 
 class PullWorker(Checkpointable):
@@ -40,6 +57,23 @@ class PullWorker(Checkpointable):
         self.node_factor = node_factor
 
     def __call__(self) -> int:
+        # submitit bypasses SIGTERM (it acts on USR2 alone); ours stops the
+        # checks that Slurm's SIGTERM killed under us as a stop, not an error.
+        if threading.current_thread() is threading.main_thread():
+            bypass = signal.signal(signal.SIGTERM, _terminated)
+            try:
+                return self._pull()
+            except SlurmTerminated:
+                signal.signal(signal.SIGTERM, bypass)       # Slurm may send it again
+                deadline = time.monotonic() + SIGTERM_WAIT_S
+                while time.monotonic() < deadline:      # submitit's USR2 exits from here
+                    time.sleep(1.0)
+                raise
+            finally:
+                signal.signal(signal.SIGTERM, bypass)
+        return self._pull()
+
+    def _pull(self) -> int:
         done = shards.scan(self.out, repair=False, columns=LIGHT).done
         # Less what is recorded and what early stop skips; a repeated answer
         # whose original is recorded reuses its verdict (runner/checks/attempts.py).
@@ -101,3 +135,7 @@ class PullWorker(Checkpointable):
                     for row in rows:
                         writer.add(row)
         return super().checkpoint(*args, **kwargs)
+
+
+def _terminated(signum, frame):
+    raise SlurmTerminated()

@@ -34,7 +34,9 @@ LOST_DIR = "lost"
 
 # Causes, as `report` groups them.
 STOPPED = {"KeyboardInterrupt": "Ctrl-C", "Terminated": "SIGTERM", "HungUp": "SIGHUP",
-           "SystemExit": "Slurm preemption, timeout or requeue (submitit's checkpoint)"}
+           "SystemExit": "Slurm preemption, timeout or requeue (submitit's checkpoint)",
+           # cluster/slurm_worker.py: a task's stop on the SIGTERM Slurm sends first.
+           "SlurmTerminated": "Slurm's SIGTERM (a preemption, scancel or requeue)"}
 RETRIED = "killed from outside, run again on a fresh fork"
 SILENT = "its runner was killed without a word (kill -9, the OOM killer, a lost node or job)"
 REQUEUED = "its Slurm task was requeued, preempted or cancelled and killed without a word"

@@ -1,12 +1,14 @@
 """A node's canary and the confirmation of its TIMEOUTs (issue 47, "kept
 live"), on HOL Light's example corpus and the demo map, natively checked.
 
-The node is this machine under the local executor, as a Slurm array task
+The node is this machine: under the local executor, as a Slurm array task
 runs its checks (cluster/slurm_worker.py hands its job, node spec and all,
-to the local executor): one worker thread and corpus order, so which check
-comes after which canary is known. The canary's drift is the test hook's
-(runner/maps/canary.TEST_DRIFT_ENV): its three canaries after its first
-take twice their time, then the node is back.
+to the local executor), and on the dev Slurm itself, where the
+confirmation is a second job of the sweep. One worker thread and corpus
+order, so which check comes after which canary is known. The canary's
+drift is the test hook's (runner/maps/canary.TEST_DRIFT_ENV, which the
+array tasks inherit from the driver's environment): its three canaries
+after its first take twice their time, then the node is back.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from cluster.local import LocalExecutor
+from cluster.slurm import SlurmExecutor, SlurmOptions
 from runner.checks.worker import NODE_HOST_ENV, cpu_model
 from runner.maps import host_factor, provenance
 from runner.maps.canary import TEST_DRIFT_ENV
@@ -39,8 +42,27 @@ NODE = "pb-canary-node"
 ONLY = ("arith.add_comm", "fault.loop_nonalloc", "heavy.arith_cases", "logic.drinker")
 
 
+def local_node(prepared, tmp_path, notes):
+    session = prepared.backend.start(tmp_path / "session")
+    try:
+        return run_sweep(prepared, LocalExecutor(workers=1, session=session), on_note=notes.append)
+    finally:
+        session.close()
+
+
+def slurm_node(prepared, tmp_path, notes):
+    return run_sweep(prepared, SlurmExecutor(SlurmOptions(nodes=1, cpus_per_task=1, poll_s=1.0)),
+                     on_note=notes.append)
+
+
+@pytest.mark.parametrize("executor", [
+    pytest.param(local_node, id="local"),
+    pytest.param(slurm_node, id="slurm", marks=pytest.mark.slurm)])
 def test_a_timeout_on_a_drifting_node_is_confirmed_once_its_canary_is_back(native_build, tmp_path,
-                                                                           monkeypatch):
+                                                                           monkeypatch, executor,
+                                                                           request):
+    if executor is slurm_node:
+        request.getfixturevalue("slurm_cluster")
     monkeypatch.setenv(NODE_HOST_ENV, NODE)
     monkeypatch.setenv(TEST_DRIFT_ENV, "2.0:3")
     digest = provenance.load(DEMO_MAP).digest
@@ -57,11 +79,7 @@ def test_a_timeout_on_a_drifting_node_is_confirmed_once_its_canary_is_back(nativ
     assert [t.problem.problem_id for t in prepared.tasks] == list(ONLY)
     notes: list[str] = []
     load_before = os.getloadavg()[0]
-    session = prepared.backend.start(tmp_path / "session")
-    try:
-        summary = run_sweep(prepared, LocalExecutor(workers=1, session=session), on_note=notes.append)
-    finally:
-        session.close()
+    summary = executor(prepared, tmp_path, notes)
     rows = {r["problem_id"]: r for r in pq.read_table(out / "results.parquet").to_pylist()}
     assert {p: r["verdict"] for p, r in rows.items()} == {
         "arith.add_comm": "OK", "fault.loop_nonalloc": "TIMEOUT", "heavy.arith_cases": "OK",
@@ -74,7 +92,8 @@ def test_a_timeout_on_a_drifting_node_is_confirmed_once_its_canary_is_back(nativ
     # The TIMEOUT came at twice the node's speed: checked again at the end,
     # once the canary was back, and that run's row is the one recorded.
     confirmed = rows["fault.loop_nonalloc"]
-    assert confirmed["run_id"].endswith("-confirm"), confirmed
+    # (Its run id: the sweep's with -confirm; on Slurm, its array task's after that.)
+    assert "-confirm" in confirmed["run_id"] and confirmed["run_id"] != rows["arith.add_comm"]["run_id"]
     assert confirmed["confirmed"].startswith(f"TIMEOUT on {NODE} ("), confirmed["confirmed"]
     assert "x its first" in confirmed["confirmed"]
     assert 0.75 <= confirmed["node_drift"] <= 1.25, confirmed

@@ -23,7 +23,7 @@ import time
 from pathlib import Path
 
 import pytest
-from submitit.slurm.slurm import SlurmJob
+from submitit.slurm.slurm import SlurmJobEnvironment
 
 from cluster.claims import Pool
 from cluster.slurm import Ledger
@@ -34,6 +34,10 @@ from ..helpers import DEMO, expected_verdicts, ROOT, sacct, TEST_MEM_LIMIT
 from ..test_stopping import SIGNALS_AT_DEFAULT
 
 pytestmark = [pytest.mark.hol, pytest.mark.slurm, pytest.mark.usefixtures("slurm_cluster")]
+
+# Seconds between a preemption's SIGTERM and submitit's USR2: enough for the
+# task's checks to find their prover killed.
+PREEMPT_GAP_S = 3.0
 
 
 
@@ -146,7 +150,14 @@ def run_bad_day(tmp_path_factory, holder: dict) -> dict:
             return bool(claimed_by(out, preempted.job_id) & done)
         wait_for(preempted_has_some_and_more_to_do, 900, "a verdict from the other array task",
                  poll=0.5)
-        SlurmJob(preempted.folder, preempted.job_id)._interrupt()     # preemption, as Slurm signals it
+        # A preemption as Slurm signals it: SIGTERM to every process of the
+        # task, its prover's included, then submitit's USR2. submitit's
+        # _interrupt sends both within milliseconds; seconds apart, the
+        # task failed on its killed prover before the USR2 came (CI, stop 51).
+        subprocess.run(["scancel", "--signal", "TERM", preempted.job_id], check=True)
+        time.sleep(PREEMPT_GAP_S)
+        subprocess.run(["scancel", "--signal", SlurmJobEnvironment.USR_SIG, preempted.job_id],
+                       check=True)
     finally:
         os.killpg(first.pid, signal.SIGINT)
         story["first_output"] = first.communicate(timeout=60)[0]
