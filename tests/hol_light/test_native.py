@@ -222,6 +222,27 @@ def test_workers_checking_one_batch_at_once_load_it_into_their_image_once(native
         [r.outcome.reason for r in results]
 
 
+def test_answers_of_two_batches_in_one_image_each_run_their_own(native_sweep, tmp_path):
+    """Each batch's plugin registers its answers in the image's one table:
+    an answer compiled and loaded alone, then another, then the first checked
+    again, must run the first answer (it ran the second's, FAIL for OK: both
+    were entry a0; a Dask worker, given problems one by one, compiles them so)."""
+    native: NativeSession = native_sweep[1]._session(MODE)
+    query = "`!m n. m * n = n * m`"        # answers no other test here compiles
+    first, second = (load_corpus(make_corpus(tmp_path / name, {f"two.{name}": ("", query, answer)}),
+                                 None)[0]
+                     for name, answer in (("ok", "REWRITE_TAC[MULT_SYM]"),
+                                          ("fail", "GEN_TAC THEN GEN_TAC THEN ALL_TAC")))
+    native.prepare([first])
+    assert native.check(first, LIMITS).outcome.verdict.value == "OK"
+    native.prepare([second])
+    assert native.check(second, LIMITS).outcome.verdict.value == "FAIL"
+    key = native._check_image(first.problem_id)
+    assert native._compiled[(key, first.answer)].plugin != native._compiled[(key, second.answer)].plugin
+    again = native.check(first, LIMITS)
+    assert again.outcome.verdict.value == "OK", again.outcome.reason
+
+
 # -- fallback ------------------------------------------------------------------
 
 def test_what_cannot_compile_runs_in_bytecode_and_says_why(native_build, hol_session, tmp_path):

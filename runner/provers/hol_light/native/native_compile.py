@@ -178,7 +178,12 @@ class NativeCompiler(UnitCompiler):
         name = self._name("pb_batch")
         folder = self.workdir / name
         folder.mkdir()
-        entries = {f"a{i}": k for i, k in enumerate(keys)}
+        # Its thunks go into one table per image (hol_native_slot.ml), which
+        # holds every batch loaded into it: an entry named within the batch
+        # alone (a0, a1, ...) was replaced by the next batch's a0, and a check
+        # ran another answer (a false verdict, seen on Dask, where a worker
+        # compiles the answers of one image in several batches as they come).
+        entries = {f"{name}_a{i}": k for i, k in enumerate(keys)}
         lines = []
         for entry, key in entries.items():
             path = folder / f"{entry}.txt"
