@@ -45,13 +45,17 @@ from ..errors import InputError
 from ..prover import LimitClock
 from ..results.publish import publish_json
 from ..verdicts import Verdict
+from .host_factor import BAND_S
 from .node_files import node_dir, slug
 
 # The canary is the ground truth whose expected time is nearest this (in
 # log-time), among those of at least CANARY_MIN_S: long enough to measure
 # the node rather than the fork and the clock (reporting/limits.FACTOR_MIN_S),
-# short enough to be cheap at every check interval.
-CANARY_TARGET_S, CANARY_MIN_S = 2.0, 0.5
+# short enough to be cheap at every check interval: at most the top of the
+# calibration band (host_factor.BAND_S). A sweep of heavy proofs alone has
+# none: its one 321 s ground truth was chosen once (heavy_preemption.py), a
+# node's baseline alone costing as much as the sweep's one check.
+CANARY_TARGET_S, CANARY_MIN_S, CANARY_MAX_S = 2.0, 0.5, BAND_S[1]
 # How long a node waits for its canary to come back before it confirms a
 # TIMEOUT anyway (its row then says the drift it ran at): the default
 # canary interval, the time a passing neighbour or throttle is given.
@@ -95,8 +99,8 @@ def choose(expected: Mapping[str, float], tasks: Mapping[str, CheckTask], config
     """The canary of a sweep of ``config``: of the ground truths' ``tasks``
     (problem id -> its check under a sample's limit), the one whose
     ``expected`` time is nearest CANARY_TARGET_S in log-time among those
-    of at least CANARY_MIN_S (a shorter one measures the clock); None when
-    the canary is off or there is none."""
+    of CANARY_MIN_S (a shorter one measures the clock) to CANARY_MAX_S; None
+    when the canary is off or there is none."""
     pid = nearest(expected, tasks) if wanted(config) else None
     if pid is None:
         return None
@@ -111,8 +115,9 @@ def wanted(config) -> bool:
 
 def nearest(expected: Mapping[str, float], candidates: Iterable[str]) -> str | None:
     """Of ``candidates``, the one whose ``expected`` time is nearest
-    CANARY_TARGET_S in log-time among those of at least CANARY_MIN_S."""
-    long_enough = {pid: expected[pid] for pid in candidates if (expected.get(pid) or 0) >= CANARY_MIN_S}
+    CANARY_TARGET_S in log-time among those of CANARY_MIN_S to CANARY_MAX_S."""
+    long_enough = {pid: expected[pid] for pid in candidates
+                   if CANARY_MIN_S <= (expected.get(pid) or 0) <= CANARY_MAX_S}
     if not long_enough:
         return None
     return min(long_enough, key=lambda p: (abs(math.log(long_enough[p] / CANARY_TARGET_S)), p))
@@ -123,7 +128,7 @@ def cost_note(spec: CanarySpec | None, source: str = "the sweep") -> str:
     ``source``: what its ground truths were drawn from."""
     if spec is None:
         return (f"; no canary keeps the factors current (off, or no ground truth of {source} has "
-                f"a map time of {CANARY_MIN_S:g} s or more)")
+                f"a map time of {CANARY_MIN_S:g} to {CANARY_MAX_S:g} s)")
     every = " or ".join(x for x in (f"{spec.every_checks} checks" if spec.every_checks else "",
                                     f"{spec.every_s / 60:g} minutes" if spec.every_s else "") if x)
     return (f"; each node checks the canary {spec.task.problem.problem_id} (about "

@@ -52,8 +52,10 @@ def test_the_canary_is_the_ground_truth_nearest_two_seconds_of_those_long_enough
     spec = canary.choose(expected, tasks, config())
     assert spec.task.problem.problem_id == "near" and spec.expected_s == 3.0
     assert (spec.every_checks, spec.every_s, spec.drift) == (100, 600.0, 0.25)
-    # A proof shorter than CANARY_MIN_S measures the clock: no canary then.
+    # A proof shorter than CANARY_MIN_S measures the clock, and one longer
+    # than CANARY_MAX_S costs a node more than its checks: no canary then.
     assert canary.choose({"tiny": 0.05}, tasks, config()) is None
+    assert canary.choose({"tiny": 0.05, "far": 321.0}, tasks, config()) is None
     assert canary.choose(expected, tasks, config(canary_checks=0, canary_minutes=0)) is None
 
 
