@@ -16,6 +16,7 @@ fraction of the time.
 
 from __future__ import annotations
 
+import json
 import signal
 import subprocess
 import sys
@@ -165,3 +166,10 @@ def test_a_signal_while_images_load_and_checks_run_leaves_nothing(native_build, 
     signal_when(tmp_path, sig, busy=True, mode=mode, ready=busy, within_s=300,
                 what="a check and an image build at once")
     lost_loop(tmp_path / "out", sig)
+    if sig is not signal.SIGKILL:
+        # The images the stopped run built are recorded, its base boot among
+        # them: the stop closes the session before the record is written.
+        (record,) = (tmp_path / "out" / "images").glob("*.json")
+        builds = json.loads(record.read_text())["builds"]
+        assert any(b["parent"] is None and b["secs"] > 0 and not b["key"].startswith("native-compile:")
+                   for b in builds), builds

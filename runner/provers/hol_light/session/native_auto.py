@@ -136,10 +136,16 @@ class ModeSession(ProverSession):
         self._native: NativeSession | None = None
         self._bytecode: ProverSession | None = None
         self._route: dict[str, str] = {}
+        # What its sessions built, kept past close: a stopped run still
+        # records its image builds (cluster/base.record_image_builds runs
+        # after the stop closed the session; heavy_tail's stopped sweep
+        # recorded none, its images' costs lost).
+        self._closed_builds: list[ImageBuild] = []
 
     @property
     def image_builds(self) -> list[ImageBuild]:
-        return [b for s in (self._native, self._bytecode) if s is not None for b in s.image_builds]
+        return self._closed_builds + [b for s in (self._native, self._bytecode) if s is not None
+                                      for b in s.image_builds]
 
     def _session(self, mode: str) -> ProverSession:
         with self._lock:
@@ -190,6 +196,7 @@ class ModeSession(ProverSession):
     def close(self) -> None:
         with self._lock:
             sessions, self._native, self._bytecode = [self._native, self._bytecode], None, None
+            self._closed_builds += [b for s in sessions if s is not None for b in s.image_builds]
         for s in sessions:
             if s is not None:
                 s.close()
