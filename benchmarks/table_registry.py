@@ -9,6 +9,8 @@ and its marker in the page at once (benchmarks/README.md says how).
 
 from __future__ import annotations
 
+import math
+
 from dataclasses import dataclass, field
 from typing import Callable, Union
 
@@ -50,6 +52,8 @@ def fig(path: str, fmt: str = "") -> Callable[[dict], str]:
         value = figures
         for part in path.split("/"):
             value = value[int(part)] if isinstance(value, list) else value[part]
+        if value is None or (isinstance(value, float) and math.isnan(value)):
+            return "—"              # the run recorded it as not measured
         return format(value, fmt)
     return cell
 
