@@ -251,10 +251,17 @@ class TreeCpu:
 
 def sweep_host_factor(out: Path) -> float | None:
     """The host factor a sweep's limits were scaled by: sweep.json's resolved
-    ``host_factor`` (its ``config`` keeps what was asked, such as ``auto``);
+    ``host_factor`` (its ``config`` keeps what was asked, such as ``auto``),
+    else, on a cluster where each node resolves its own (sweep.json keeps
+    null), the one its nodes resolved when they agree (OUT/node-factors/);
     None before the sweep has resolved one, or when it has none."""
+    from runner.maps import node_factor
+
     try:
         value = json.loads((Path(out) / "sweep.json").read_text()).get("host_factor")
-        return None if value is None else float(value)
     except (OSError, ValueError, TypeError):
         return None
+    if value is not None:
+        return float(value)
+    nodes = {float(n["factor"]) for n in node_factor.recorded(Path(out))}
+    return nodes.pop() if len(nodes) == 1 else None

@@ -6,6 +6,7 @@ this run's inputs (it used to keep any it found)."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import subprocess
 import sys
@@ -154,3 +155,25 @@ def test_a_sweeps_host_factor_is_the_one_it_resolved_not_the_one_asked(tmp_path)
     assert common.sweep_host_factor(out) is None                 # not resolved yet
     (out / "sweep.json").write_text(json.dumps({"config": {"host_factor": "auto"}, "host_factor": 0.9702}))
     assert common.sweep_host_factor(out) == 0.9702
+
+
+def test_a_cluster_sweeps_host_factor_is_its_nodes_when_they_agree(tmp_path):
+    """On Slurm each node resolves --host-factor auto itself and sweep.json
+    keeps null: heavy_preemption.py waited for sweep.json's factor while its
+    one node checked under 0.9702."""
+    import common
+    from runner.maps.node_factor import NodeFactor
+    from runner.maps.node_files import node_dir
+
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "sweep.json").write_text(json.dumps({"config": {"host_factor": "auto"}, "host_factor": None}))
+    assert common.sweep_host_factor(out) is None                 # no node has resolved one yet
+    nodes = node_dir(out) / "nodes"
+    nodes.mkdir(parents=True)
+    node = NodeFactor(host="node-a", cpu_model="AMD EPYC", factor=0.9702, how="cached")
+    (nodes / "node-a.json").write_text(json.dumps(dataclasses.asdict(node)))
+    assert common.sweep_host_factor(out) == 0.9702
+    other = dataclasses.replace(node, host="node-b", factor=1.5)
+    (nodes / "node-b.json").write_text(json.dumps(dataclasses.asdict(other)))
+    assert common.sweep_host_factor(out) is None                 # nodes of two speeds: no one factor
