@@ -364,10 +364,22 @@ def test_live_check_theory_catches_what_the_screen_would(tmp_path, edit, reason)
 def test_sandboxed_check_cannot_write_read_ground_truth_or_reach_the_network(standin, corpus,
                                                                             monkeypatch):
     """--sandbox bwrap, on the stand-in: the same probe that escapes without
-    the box finds nothing to escape to inside it."""
+    the box finds nothing to escape to inside it. The corpus lies off /tmp,
+    as a user's does: there the box hides a ground truth under an empty
+    file, not under its private /tmp."""
     from runner.checks.sandbox import for_sweep
 
+    corpus = shutil.copytree(corpus, Path("/var/tmp") / f"proofbatch-probe-corpus-{os.getpid()}",
+                             dirs_exist_ok=True)
+    try:
+        _probe_inside_and_outside_the_box(standin, corpus, monkeypatch, for_sweep)
+    finally:
+        shutil.rmtree(corpus, ignore_errors=True)
+
+
+def _probe_inside_and_outside_the_box(standin, corpus, monkeypatch, for_sweep):
     secret = corpus / "lists.rev_rev" / "answer.txt"            # another problem's ground truth
+    assert secret.read_bytes(), "the probe needs a ground truth with something in it to leak"
     # Off /tmp, which the box replaces by its own: the host's disk, read-only inside.
     outside = Path("/var/tmp") / f"proofbatch-probe-{os.getpid()}"
     outside.unlink(missing_ok=True)
