@@ -93,6 +93,10 @@ class CheckLimits:
         "help": "the niceness the check's processes run at (the guard sets it from outside)"})
     mem_source: str = field(default="", metadata={
         "help": "where mem_bytes came from (runner/maps/mem_needs.py), recorded in the check's row"})
+    runtime: str = field(default="", metadata={
+        "help": "the prover's runtime setting the check runs under, as the runner's backend "
+                "names it (HOL Light: runtime.py's key), recorded in the check's row; an image "
+                "server runs the check under it, not under its own; \"\": the session's"})
     host_factor: float | None = field(default=None, metadata={
         "help": "the factor the map's limits were scaled by for the host the check runs on "
                 "(--host-factor); None: no map, recorded in the check's row"})

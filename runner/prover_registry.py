@@ -133,6 +133,11 @@ class ProverDescriptor:
     modal_maps: bool = setting(
         "its checks run in several modes whose times differ (e.g. bytecode and native): a "
         "timeout map must say which it was measured in (runner/maps/provenance.py)", default=False)
+    served_runtime: Callable[[str, str | None], str | None] | None = setting(
+        "why an image server's images cannot run a runner's checks under its runtime setting: "
+        "(the server's BackendInfo.runtime, the run's --runtime or None) -> the problem in a "
+        "phrase, or None when the server can (its checks set their own); None: no setting",
+        default=None)
 
     def corpus_phrase(self) -> str:
         """'an <title> corpus' or 'a <title> corpus'."""

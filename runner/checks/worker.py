@@ -57,7 +57,7 @@ def result_row(task: CheckTask, result: CheckResult, *, info: BackendInfo, worke
         limit_clock=str(task.limits.clock), host_load=_load(), host_cpus=os.cpu_count(),
         problem_sha256=task.problem_sha256, cpu_model=cpu_model(), fallback=result.fallback,
         mem_limit_mb=task.limits.mem_bytes / 2**20, mem_source=task.limits.mem_source,
-        runtime=info.runtime, host_factor=task.limits.host_factor, gc=result.gc,
+        runtime=task.limits.runtime or info.runtime, host_factor=task.limits.host_factor, gc=result.gc,
         node_drift=task.node_drift,
         confirmed="" if task.confirms is None else task.confirms.note)
 

@@ -50,6 +50,10 @@ def agrees_with_server(remote: RemoteSession, server: Path, config: SweepConfig)
         raise InputError(server, f"serves images with --context-proofs {served}, not "
                          f"{config.context_proofs}", f"pass --context-proofs {served}, or serve "
                          f"with --context-proofs {config.context_proofs}")
+    served_runtime = provers.descriptor(remote.info.prover).served_runtime
+    if served_runtime and (why := served_runtime(remote.info.runtime, config.runtime)):
+        raise InputError(server, why, f"pass a --runtime with the server's settle, or serve "
+                         f"with --runtime {config.runtime or 'default'}")
     if (clock := remote.clock()) not in (None, str(config.limit_clock)):
         raise InputError(server, f"serves checks limited on the {clock} clock, not "
                          f"{config.limit_clock}", f"pass --limit-clock {clock}, or serve with "

@@ -48,7 +48,7 @@ def test_serve_says_run_s_words_for_the_settings_they_share_without_importing_pl
 
     shared = [f.name for f in dataclasses.fields(command_serve.ServeSettings)]
     assert shared == ["hol_light", "context_root", "max_images", "grace", "context_proofs",
-                      "no_fallback"]
+                      "no_fallback", "runtime"]
     for name in shared:
         assert help_of(command_serve.ServeSettings, name) == help_of(SweepConfig, name), name
         assert default_of(command_serve.ServeSettings, name) == default_of(SweepConfig, name), name
@@ -189,6 +189,56 @@ def test_a_native_server_s_images_serve_a_second_runner_without_loading_again(na
         for out, got in rows.items():
             assert {p: r["verdict"] for p, r in got.items()} == {p: expected[p] for p in picked}, out
             assert {r["mode"] for r in got.values()} == {"native"}, out
+    finally:
+        _stop(server, 60)
+
+
+# A context whose function reads, when the proof runs, the minor heap of the
+# check's own process (an answer may not name Gc: the screen refuses it),
+# and an answer that proves only under 4M words of it (OCaml's default: 256k).
+READS_ITS_HEAP = "let pb_minor_words () = (Gc.get ()).Gc.minor_heap_size;;\n"
+PROVES_UNDER_4M = ('(fun g -> if pb_minor_words () = 4194304 then ARITH_TAC g '
+                   'else failwith "not the runtime asked for")\n')
+
+
+def test_served_checks_run_under_their_runner_s_runtime_in_the_server_s_images(native_build, tmp_path):
+    """One server's images serve runners of several --runtime settings: a
+    check sets its own minor heap, space_overhead and major increment as it
+    starts (hol_check.ml), whatever the server's images started with, and
+    its row says the runner's setting. What an image did before it served
+    (settle) it cannot redo: a runner asking for another is refused."""
+    from ..helpers import ROOT, make_corpus
+
+    corpus = make_corpus(tmp_path / "corpus", {"rt.heap": (READS_ITS_HEAP, "`x + 0 = x`\n",
+                                                           PROVES_UNDER_4M)})
+    folder, log = tmp_path / "srv", tmp_path / "serve.log"
+    with open(log, "w") as err:
+        server = subprocess.Popen([sys.executable, "-m", "runner.cli", "serve", str(folder), "--mode",
+                                   "native", "--context-root", str(corpus)], cwd=ROOT, stderr=err,
+                                  start_new_session=True)
+
+    def run(out: str, *extra: str):
+        return subprocess.run([sys.executable, "-m", "runner.cli", "run", str(corpus), "--out",
+                               str(tmp_path / out), "--mode", "native", "--server", str(folder),
+                               "--default-timeout", "300", *extra], cwd=ROOT, capture_output=True,
+                              text=True, stdin=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 600
+        while "serving HOL Light images" not in log.read_text():
+            assert server.poll() is None and time.monotonic() < deadline, log.read_text()
+            time.sleep(0.5)
+        tuned, plain = run("tuned", "--runtime", "s=4M"), run("plain")
+        assert tuned.returncode == 0 and plain.returncode == 0, (tuned.stderr, plain.stderr)
+        (row,) = _csv_rows(tmp_path / "tuned" / "results.csv")
+        assert (row["verdict"], row["runtime"]) == ("OK", "s=4M"), row
+        (row,) = _csv_rows(tmp_path / "plain" / "results.csv")
+        assert (row["verdict"], row["runtime"]) == ("FAIL", "default"), row
+        assert "not the runtime asked for" in row["reason"], row
+        refused = run("compact", "--runtime", "s=4M,settle=compact")
+        assert refused.returncode == 2, refused.stderr
+        (line,) = refused.stderr.strip().splitlines()
+        assert "settled with settle=collect" in line and "not settle=compact" in line, line
+        assert not (tmp_path / "compact").exists()
     finally:
         _stop(server, 60)
 

@@ -59,6 +59,18 @@ def _refuses(text: str) -> str | None:
     return None
 
 
+def _served_runtime(served: str, asked: str | None) -> str | None:
+    from .runtime import DEFAULT, parse
+
+    # A served check sets its own s, o and i (hol_check.ml); its image
+    # settled before serving, as the server's setting said.
+    own, want = parse(served or "default", "the server's runtime"), parse(asked) if asked else DEFAULT
+    if own.settle != want.settle:
+        return (f"serves images that settled with settle={own.settle} (--runtime {own.key}), "
+                f"not settle={want.settle}")
+    return None
+
+
 def _offline_mode(request):
     from .costs.simulate_modes import offline_mode
 
@@ -93,4 +105,5 @@ PROVER = ProverDescriptor(
          "cut HOL Light proof files into a corpus: one problem per top-level theorem"),
     ),
     modal_maps=True,
+    served_runtime=_served_runtime,
 )

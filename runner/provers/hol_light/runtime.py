@@ -47,13 +47,19 @@ class Runtime:
             parts.append(f"settle={self.settle}")
         return ",".join(parts) or "default"
 
+    @property
+    def gc(self) -> str:
+        """The parameters alone, as a CHECK's limit carries them to the
+        forked check (hol_check.ml, apply_runtime): e.g. ``s=4M,o=120``."""
+        return ",".join(f"{k}={v}" for k, v in self.params)
+
     def environment(self, base: dict[str, str]) -> dict[str, str]:
         """``base`` with this setting's variables: OCAMLRUNPARAM set to its
         parameters (or removed, so a runner's own environment never sets a
         check's heap unsaid), and the settle mode."""
         env = {k: v for k, v in base.items() if k not in ("OCAMLRUNPARAM", "CAMLRUNPARAM")}
         if self.params:
-            env["OCAMLRUNPARAM"] = ",".join(f"{k}={v}" for k, v in self.params)
+            env["OCAMLRUNPARAM"] = self.gc
         env[ENV_SETTLE] = self.settle
         return env
 

@@ -17,7 +17,8 @@
 (* and one verdict record per check, written to its verdict pipe:            *)
 (*   PBV2 <nonce> <verdict> <prove secs> <prove CPU secs> <peak kB>         *)
 (*        gc=<counters> <reason>         (tab-separated; gc_fields)         *)
-(* A CHECK's limit is "cpu:<secs>" or "wall:<secs>": the clock it counts on. *)
+(* A CHECK's limit is "cpu:<secs>" or "wall:<secs>": the clock it counts on; *)
+(* ":<s=..,o=..,i=..>" after it sets the GC the check's proof runs under.    *)
 (*                                                                           *)
 (* What a mode loads and how it readies an answer is its own: the bytecode  *)
 (* driver (hol_light_driver.ml) reads source text into the toplevel, the    *)
@@ -69,12 +70,42 @@ let peak_rss_kb status =
    default; wall time is s2n-bignum-bench's own (its Unix.alarm). *)
 type clock = Cpu_time | Wall_time
 
-(* "cpu:120" or "wall:120", as the runner writes a CHECK's limit. *)
+(* "cpu:120" or "wall:120", as the runner writes a CHECK's limit, with the
+   check's runtime setting after a third colon when it names one
+   ("cpu:120:s=4M,o=120"): the limit, and that setting ("" for none). *)
 let limit_of_string text =
-  match String.split_on_char ':' text with
-  | ["cpu"; secs] -> (Cpu_time, float_of_string secs)
-  | ["wall"; secs] -> (Wall_time, float_of_string secs)
+  let clock, rest =
+    match String.split_on_char ':' text with
+    | "cpu" :: rest -> (Cpu_time, rest)
+    | "wall" :: rest -> (Wall_time, rest)
+    | _ -> failwith ("not a time limit: " ^ text) in
+  match rest with
+  | [secs] -> ((clock, float_of_string secs), "")
+  | [secs; setting] -> ((clock, float_of_string secs), setting)
   | _ -> failwith ("not a time limit: " ^ text)
+
+(* A count as OCAMLRUNPARAM writes it: digits, then k, M or G at most. *)
+let count_of text =
+  let n = String.length text in
+  let scale = match text.[n - 1] with
+    | 'k' -> 1024 | 'M' -> 1024 * 1024 | 'G' -> 1024 * 1024 * 1024 | _ -> 1 in
+  if scale = 1 then int_of_string text else scale * int_of_string (String.sub text 0 (n - 1))
+
+(* The check's own runtime setting (runtime.py, --runtime): OCAMLRUNPARAM's
+   s, o and i, set in the forked check before its answer is read. Its image
+   started under the sweep's setting already; a check served by an image
+   server (`run --server`) runs under its runner's, whatever the server's
+   images started with. Gc.set with another minor heap size empties the
+   minor heap and allocates the new one: microseconds, before any proof. *)
+let apply_runtime setting =
+  if setting <> "" then
+    Gc.set (List.fold_left (fun c part ->
+        match String.split_on_char '=' part with
+        | ["s"; v] -> { c with Gc.minor_heap_size = count_of v }
+        | ["o"; v] -> { c with Gc.space_overhead = count_of v }
+        | ["i"; v] -> { c with Gc.major_heap_increment = count_of v }
+        | _ -> failwith ("not a runtime setting: " ^ part))
+      (Gc.get ()) (String.split_on_char ',' setting))
 
 (* ITIMER_PROF counts the process's user and system CPU time (SIGPROF);
    a forked child starts with no timer and no CPU time of its own. *)
@@ -197,7 +228,8 @@ let flush_all () =
   (try flush stdout; flush stderr with _ -> ())
 
 let run_check ~answer ~describe ~verdict_path ~query_file ~limit ~nonce ~scratch ~jail_uid =
-  let limit = limit_of_string limit in
+  let limit, setting = limit_of_string limit in
+  apply_runtime setting;
   let status = try Some (open_in "/proc/self/status") with _ -> None in
   (* Inside the jail the scratch directory is "/", and the verdict pipe the
      runner made there is "/verdict". *)

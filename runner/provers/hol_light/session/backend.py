@@ -11,6 +11,7 @@ references) reaches the image or the next check.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 from pathlib import Path
 from typing import Sequence
@@ -135,7 +136,7 @@ class HolLightBackend(ProverBackend):
         adjusted = self._maps.convert(limits, MODE)
         if adjusted is not limits:
             self._converted.append(problem.problem_id)
-        return adjusted
+        return dataclasses.replace(adjusted, runtime=self.runtime.key)
 
     def expected_in_mode(self, problems: Sequence[Problem], prove_secs) -> dict[str, float]:
         """A native map's expected times moved to bytecode (map_modes.RATIO_CENTRAL)."""

@@ -46,6 +46,13 @@ class ServeSettings:
         "toplevel directive, a computed load, a compile error) is ERROR with the reason, instead "
         "of running in bytecode 4-7x slower under a converted limit; the other checks still run. "
         "Recorded in sweep.json; a resume must keep it when such checks exist", default=False)
+    runtime: str | None = setting(
+        "HOL Light: the OCaml runtime setting checks run under: default "
+        "(OCaml's, as the bench's program runs), or e.g. s=4M,o=120,settle=compact "
+        "(OCAMLRUNPARAM's minor heap s, space_overhead o and major increment i, and "
+        "whether an image collects, compacts or neither before it serves); recorded "
+        "in rows, sweep.json and maps, and a resume must keep it (default: "
+        "default); see docs/native.md", default=None)
 
 
 def add_arguments(p) -> None:
@@ -64,6 +71,9 @@ def add_arguments(p) -> None:
                    help="the images served: bytecode (HOL Light's toplevel) or native (compiled; "
                    "runners pass the same --mode; docs/native.md)")
     p.add_argument("--no-fallback", action="store_true", **option(ServeSettings, "no_fallback"))
+    # The images start under it; a runner's check sets its own s, o and i
+    # (`run --server --runtime`), so only its settle must be the server's.
+    p.add_argument("--runtime", metavar="SETTING", **option(ServeSettings, "runtime"))
     p.add_argument("--limit-clock", choices=("cpu", "wall"), default=None,
                    help="the one clock this server's checks may be limited on (runners on another "
                    "are refused); default: each runner's own (docs/limits.md)")
@@ -127,10 +137,12 @@ def served_backend(args):
     from .backend import HolLightBackend
     from ..install import find_hol_light
     from .native_auto import mode_backend
+    from ..runtime import DEFAULT, parse
 
     install, root = find_hol_light(args.hol_light), args.context_root or Path.cwd()
     common = dict(max_images=args.max_images, grace_s=args.grace, context_proofs=args.context_proofs,
-                  sandbox_config=SandboxConfig(kind=args.sandbox), log_dir=Path(args.dir) / "logs")
+                  sandbox_config=SandboxConfig(kind=args.sandbox), log_dir=Path(args.dir) / "logs",
+                  runtime=parse(args.runtime) if args.runtime else DEFAULT)
     if args.mode == "native":
         return mode_backend("native", install, root, no_fallback=args.no_fallback, **common)
     return HolLightBackend(install, root, **common)

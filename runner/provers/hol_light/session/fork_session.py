@@ -23,6 +23,8 @@ from typing import Callable, Sequence
 
 from .. import contexts
 from .... import events
+from .. import runtime
+from ..runtime import Runtime
 from ....checks import sandbox
 from ....corpus import Problem
 from ....errors import ProverError
@@ -236,6 +238,19 @@ class ForkSession(ImageTree, ProverSession):
         publish(target, lambda tmp: tmp.write_bytes(data))
         return target
 
+    def _runtime_of(self, limits: CheckLimits) -> Runtime:
+        """The OCaml runtime setting a check runs under: the one its limits
+        name (its runner's, when this session serves `run --server`), else
+        this session's. Its s, o and i the check sets itself; its settle is
+        the image's, done before the image served (hol_check.ml), so a
+        setting that asks for another cannot be honoured here."""
+        own = self.backend.runtime
+        asked = runtime.parse(limits.runtime, "a check's runtime") if limits.runtime else own
+        if asked.settle != own.settle:
+            raise ProverError(f"a check asks for --runtime {asked.key}, but its images settled with "
+                              f"settle={own.settle} (--runtime {own.key}) before they served")
+        return asked
+
     def _jailed_check(self, image: ImageProcess, problem: Problem, limits: CheckLimits,
                       answer_fields: Callable[[Path], Sequence[str]],
                       log_dir: Path | None = None) -> CheckResult:
@@ -255,7 +270,8 @@ class ForkSession(ImageTree, ProverSession):
             self._running += 1
         try:
             obs, status, forked_at = jailed_check.run(image, problem, limits, files, fields, uid,
-                                                      verdict_fd, nonce, guard, kind, cfg)
+                                                      verdict_fd, nonce, guard, kind, cfg,
+                                                      gc=self._runtime_of(limits).gc)
         finally:
             with self._lock:
                 self._running -= 1

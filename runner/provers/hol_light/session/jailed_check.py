@@ -109,10 +109,11 @@ def prepare(files: CheckFiles, problem: Problem, answer_fields: Callable[[Path],
 
 def run(image: ImageProcess, problem: Problem, limits: CheckLimits, files: CheckFiles,
         fields: Sequence[str], uid: str, verdict_fd: int, nonce: str, guard: GuardLimits,
-        kind: str, cfg: SandboxConfig) -> tuple[Observation, str, float]:
+        kind: str, cfg: SandboxConfig, gc: str = "") -> tuple[Observation, str, float]:
     """Start the prepared check in ``image`` (CHECK), box it (sandbox
     ``kind``), watch it under ``guard`` until its verdict or its kill, and
-    reap it (REAP). Returns what the runner saw, how the check ended (as
+    reap it (REAP). ``gc``: the OCaml runtime parameters the check sets as it
+    starts (runtime.py's ``Runtime.gc``; "" for its image's). Returns what the runner saw, how the check ended (as
     hol_check.ml's REAP says) and when it was forked (epoch seconds). Raises
     ProverError, its ``check_started`` saying whether the check had started,
     when the image fails it; a check started is killed."""
@@ -122,7 +123,8 @@ def run(image: ImageProcess, problem: Problem, limits: CheckLimits, files: Check
         # Its image is loaded: from here on the check's own time runs.
         events.say("forked", name=problem.problem_id, limit_s=limits.time_s)
         reply = image.request("CHECK", str(files.verdict_fifo), str(files.query), *fields,
-                              f"{limits.clock}:{float(limits.time_s)!r}", str(files.log),
+                              f"{limits.clock}:{float(limits.time_s)!r}" + (f":{gc}" if gc else ""),
+                              str(files.log),
                               str(files.scratch), nonce, uid)
         pid = int(reply.split()[1])
         if kind != "none":

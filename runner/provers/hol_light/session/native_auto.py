@@ -99,7 +99,7 @@ class ModeBackend(ProverBackend):
         adjusted = self.maps.convert(limits, self.runs_in(problem))
         if adjusted is not limits:
             self.converted.append(problem.problem_id)
-        return adjusted
+        return replace(adjusted, runtime=self.native.runtime.key)
 
     def expected_in_mode(self, problems: Sequence[Problem], prove_secs) -> dict[str, float]:
         """The map's expected times in the mode each check runs in (``runs_in``:
