@@ -2,11 +2,22 @@
 
 A check's proof CPU time depends on the garbage collector's settings as well
 as on the proof (docs/native.md, "Runtime settings").
-This script runs the same s2n-bignum ground truths natively through
-``proofbatch run --runtime SETTING`` for each setting of a grid, each in
-ABBA order against ``--runtime default`` (default, setting, setting,
-default, per round), so drift in the host's load favours neither, and
-records per setting: proof CPU and wall time against the defaults' (the
+This script runs the same s2n-bignum ground truths natively through the
+README's commands: ``proofbatch serve`` keeps their images loaded (one server
+per ``settle`` the grid names), and ``proofbatch run --server DIR --runtime
+SETTING`` checks them in it, each check setting its own minor heap,
+space_overhead and major increment as it starts. Loading the images once
+for every setting is what makes a grid affordable here: an s2n-bignum
+context takes minutes to load, a light proof seconds.
+
+Two stages, each in palindromic order so that drift in the host's load
+favours no setting: per round the defaults, every setting, every setting
+again in reverse, the defaults (ABBA for each setting against the runs of
+the defaults around it).
+1. The screen: every setting of the grid on the light draw.
+2. The finals: the ``--finalists`` best of the screen (verdicts kept, within
+   the memory bound) on the light and the heavy draw together.
+Per setting it records proof CPU and wall time against the defaults' (the
 median of per-problem ratios, and the worst problem), peak memory per check
 against the defaults', and whether any verdict changed. To see why a setting
 wins, it also reports the garbage collector's counters each check records
@@ -17,13 +28,14 @@ settled (its major heap and that heap's peak as a check forked from it
 starts, plus the minor heap the setting asks for).
 
 The grid (``--grid``, settings separated by ``;``): the minor heap ``s`` at
-256k, 1M, 4M and 16M words; ``space_overhead`` ``o`` at 80, 120 and 200; the
-major heap increment ``i``; and whether the image collects (the default),
-compacts or neither before it serves. The draw: ``--light`` ground truths
-of 1 s or more (map time) from at least ``--files`` s2n-bignum files of both
-trees, and ``--heavy`` of 120 s or more.
+256k (the default), 1M, 4M and 16M words; ``space_overhead`` ``o`` at 80
+(the default), 120 and 200; the major heap increment ``i``; and whether the
+image collects (the default), compacts or neither before it serves. The
+draw: ``--light`` ground truths of 1-``--light-max`` s (map time) from
+``--files`` s2n-bignum files, half of each tree, and ``--heavy`` of
+120-``--heavy-max`` s.
 
-Goal: the best setting saves at least 15% of proof CPU (median ratio
+Goal: the best finalist saves at least 15% of proof CPU (median ratio
 <= 0.85) with peak memory per check up by at most 256 MB and every verdict
 unchanged.
 
@@ -38,10 +50,14 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import random
 import shutil
+import signal
 import statistics
+import subprocess
 import sys
+import time
 from collections import defaultdict
 from pathlib import Path
 
@@ -53,8 +69,7 @@ from s2n_readme_path import PROOFBATCH, LoadSampler, read_rows, step  # noqa: E4
 import record  # noqa: E402
 from runner.provers.hol_light import runtime  # noqa: E402
 
-GRID = ("s=1M;s=4M;s=16M;o=120;o=200;s=4M,o=120;s=4M,o=200;s=16M,o=200;i=4M;"
-        "settle=compact;settle=none;s=4M,o=120,settle=compact")
+GRID = "s=1M;s=4M;s=16M;o=120;o=200;s=16M,o=200;i=4M;settle=compact;settle=none"
 MEM_GOAL_MB = 256.0
 CPU_GOAL = 0.85
 # The counters reported per setting (of the rows' gc, verdict_record.GC_FIELDS),
@@ -73,22 +88,33 @@ def parse_args():
                         "(made, unopt and winobj too), as benchmarks/s2n/heavy_tail.py leaves them")
     parser.add_argument("--bench-map", type=Path, required=True, help="the bench's timeout-map.json")
     parser.add_argument("--seed", type=int, default=1, help="seed of the draw (default 1)")
-    parser.add_argument("--light", type=int, default=20, help="ground truths of 1-60 s (default 20)")
+    parser.add_argument("--light", type=int, default=20, help="ground truths of 1 s or more, at "
+                        "least (default 20)")
+    parser.add_argument("--light-max", type=float, default=30.0,
+                        help="the light ones' map time at most, in seconds (default 30)")
     parser.add_argument("--files", type=int, default=6,
                         help="the light ones come from at least this many files, half of each tree "
                         "(default 6)")
-    parser.add_argument("--heavy", type=int, default=3, help="ground truths of 120-600 s (default 3)")
+    parser.add_argument("--heavy", type=int, default=3, help="ground truths of 120 s or more "
+                        "(default 3)")
+    parser.add_argument("--heavy-max", type=float, default=160.0,
+                        help="the heavy ones' map time at most, in seconds (default 160)")
     parser.add_argument("--grid", default=GRID, help="settings to measure, separated by ';' "
                         f"(default: {GRID})")
-    parser.add_argument("--rounds", type=int, default=1, help="ABBA rounds per setting (default 1)")
+    parser.add_argument("--finalists", type=int, default=2,
+                        help="the screen's best settings measured on the heavy draw too (default 2)")
+    parser.add_argument("--rounds", type=int, default=1, help="palindromic rounds per stage (default 1)")
+    parser.add_argument("--workers", type=int, default=2, help="checks at once (default 2)")
     args = parser.parse_args()
     args.work, args.bench_map = args.work.resolve(), args.bench_map.resolve()
     return args
 
 
-def draw(bench_map: list[dict], s2n: Path, args) -> list[dict]:
-    """Seeded: ``--light`` of 1-60 s, one file's several at most, from
-    ``--files`` files of both trees; ``--heavy`` of 120-600 s."""
+def draw(bench_map: list[dict], s2n: Path, args) -> tuple[list[dict], list[dict]]:
+    """Seeded: ``--light`` ground truths (or a few more) of 1-``--light-max``
+    s, the same share from each of ``--files`` files, half of each tree,
+    among the files that hold that share (few files: each is an image every
+    server keeps loaded); ``--heavy`` of 120-``--heavy-max`` s."""
     rng = random.Random(args.seed)
     light: dict[str, dict[str, list[dict]]] = {"arm": defaultdict(list), "x86": defaultdict(list)}
     heavy = []
@@ -98,29 +124,107 @@ def draw(bench_map: list[dict], s2n: Path, args) -> list[dict]:
         if not path.is_file():
             continue
         secs = float(e["prove_secs"])
-        if 1.0 <= secs < 60.0:
+        if 1.0 <= secs <= args.light_max:
             light[arch][str(path)].append({**e, "file": str(path)})
-        elif 120.0 <= secs < 600.0:
+        elif 120.0 <= secs <= args.heavy_max:
             heavy.append({**e, "file": str(path)})
+    per = -(-args.light // args.files)
     chosen = []
-    for arch in ("arm", "x86"):
-        files = rng.sample(sorted(light[arch]), args.files // 2 + args.files % 2 * (arch == "arm"))
-        per = -(-args.light // args.files)
-        for f in files:
-            chosen += rng.sample(light[arch][f], min(per, len(light[arch][f])))
-    chosen = chosen[:args.light]
-    return chosen + rng.sample(heavy, args.heavy)
+    for arch, count in (("arm", -(-args.files // 2)), ("x86", args.files // 2)):
+        roomy = sorted(f for f, problems in light[arch].items() if len(problems) >= per)
+        for f in rng.sample(roomy, min(count, len(roomy))):
+            chosen += rng.sample(light[arch][f], per)
+    return chosen, rng.sample(heavy, min(args.heavy, len(heavy)))
 
 
-def sweep(args, corpus: Path, chosen: Path, setting: str, tag: str) -> dict[str, dict]:
+class Servers:
+    """One ``proofbatch serve`` per ``settle`` the settings name, each
+    started when first needed and stopped at the end; a check sets its own
+    s, o and i in them (hol_check.ml), its settle is its images'."""
+
+    def __init__(self, args):
+        self.args, self.running = args, {}
+
+    def folder(self, setting: str) -> Path:
+        settle = runtime.parse(setting).settle
+        if settle not in self.running:
+            folder, log_path = self.args.work / f"runtime-serve-{settle}", \
+                self.args.work / f"runtime-serve-{settle}.log"
+            shutil.rmtree(folder, ignore_errors=True)
+            argv = PROOFBATCH + ["serve", folder, "--mode", "native", "--context-proofs", "trust",
+                                 "--hol-light", self.args.work / "hol-light", "--context-root",
+                                 self.args.work / "s2n-bignum", "--max-images", "16",
+                                 "--runtime", f"settle={settle}"]
+            log("$ " + " ".join(str(a) for a in argv))
+            with open(log_path, "w") as err:
+                server = subprocess.Popen([str(a) for a in argv], cwd=ROOT, stderr=err,
+                                          start_new_session=True)
+            while "serving HOL Light images" not in log_path.read_text():
+                if server.poll() is not None:
+                    raise SystemExit(f"proofbatch serve ended with exit {server.returncode}: "
+                                     f"{log_path.read_text()[-2000:]}")
+                time.sleep(1)
+            self.running[settle] = (server, folder)
+        return self.running[settle][1]
+
+    def close(self):
+        for server, _ in self.running.values():
+            os.killpg(server.pid, signal.SIGTERM)
+            try:
+                server.wait(timeout=120)
+            except subprocess.TimeoutExpired:
+                os.killpg(server.pid, signal.SIGKILL)
+
+
+def sweep(args, servers: Servers, corpus: Path, chosen: Path, setting: str, tag: str,
+          *extra) -> dict[str, dict]:
     out = args.work / f"runtime-{tag}"
     shutil.rmtree(out, ignore_errors=True)        # never resume another run's rows
     step(PROOFBATCH + ["run", corpus, "--problems", f"@{chosen}", "--out", out,
-                       "--hol-light", args.work / "hol-light", "--context-root", args.work / "s2n-bignum",
-                       "--context-proofs", "trust", "--mode", "native", "--no-fallback",
-                       "--timeout-map", args.bench_map, "--map-mode", "native", "--host-factor", "auto",
-                       "--workers", "1", "--runtime", setting], cwd=ROOT)
+                       "--server", servers.folder(setting), "--hol-light", args.work / "hol-light",
+                       "--context-root", args.work / "s2n-bignum", "--context-proofs", "trust",
+                       "--mode", "native", "--no-fallback", "--workers", str(args.workers),
+                       "--runtime", setting, *(extra or ("--timeout-map", args.bench_map, "--map-mode",
+                                                         "native", "--host-factor", "auto"))],
+         cwd=ROOT)
     return read_rows(out)
+
+
+def warm_up(args, servers: Servers, corpus: Path, chosen: Path, settings: list[str],
+            stage: str) -> dict[str, int]:
+    """Each server the defaults and ``settings`` use loads the images of the
+    ``chosen`` problems before anything is measured (a check of a second's
+    limit each; its verdict is not looked at): an image loading beside a
+    measured check would take its cores. Wall seconds per server."""
+    took = {}
+    for settle in dict.fromkeys(runtime.parse(s).settle for s in ["default", *settings]):
+        started = time.monotonic()
+        sweep(args, servers, corpus, chosen, "default" if settle == "collect" else f"settle={settle}",
+              f"{stage}-warm-{settle}", "--default-timeout", "1")
+        took[settle] = round(time.monotonic() - started)
+    return took
+
+
+def palindrome(args, servers: Servers, corpus: Path, chosen: Path, settings: list[str],
+               stage: str) -> tuple[dict[str, list], dict[str, list]]:
+    """Per round: the defaults, each setting, each again in reverse, the
+    defaults. Returns the defaults' runs by round and each setting's."""
+    base, tried = defaultdict(list), defaultdict(list)
+    for k in range(args.rounds):
+        log(f"{stage}: round {k + 1} of {args.rounds}")
+        base[k].append(sweep(args, servers, corpus, chosen, "default", f"{stage}-{k}-A0"))
+        for i, setting in enumerate(settings + settings[::-1]):
+            tried[setting].append((k, sweep(args, servers, corpus, chosen, setting,
+                                            f"{stage}-{k}-B{i}")))
+        base[k].append(sweep(args, servers, corpus, chosen, "default", f"{stage}-{k}-A1"))
+    return base, tried
+
+
+def stage_results(base, tried, ids: list[str]) -> dict[str, dict]:
+    """Each setting against the defaults' runs of its rounds."""
+    return {setting: compare([r for k in sorted({k for k, _ in runs}) for r in base[k]],
+                             [r for _, r in runs], ids, setting)
+            for setting, runs in tried.items()}
 
 
 def cpu(row: dict) -> float:
@@ -218,9 +322,9 @@ def setting_lines(setting: str, c: dict) -> list[str]:
             gc_line(c)]
 
 
-def judge(results: dict[str, dict]) -> tuple[str | None, list[str], list[Goal]]:
+def judge(results: dict[str, dict]) -> tuple[str | None, list[str], list[Goal], dict[str, dict]]:
     """The best setting that kept every verdict within the memory bound, its
-    line, and the goal the run passes on."""
+    line, the goal the run passes on, and every setting that kept them."""
     fit = {s: c for s, c in results.items() if c["cpu_ratio"] is not None and not c["verdicts_changed"]
            and (c["peak_mb_delta_max"] or 0) <= MEM_GOAL_MB and not math.isnan(c["cpu_ratio"])}
     best = min(fit, key=lambda s: fit[s]["cpu_ratio"]) if fit else None
@@ -229,7 +333,7 @@ def judge(results: dict[str, dict]) -> tuple[str | None, list[str], list[Goal]]:
             "no setting kept every verdict within the memory bound")
     goals = [Goal("best proof CPU ratio", None if best is None else round(fit[best]["cpu_ratio"], 4),
                   "<=", CPU_GOAL)]
-    return best, [line], goals
+    return best, [line], goals, fit
 
 
 def main() -> int:
@@ -237,32 +341,56 @@ def main() -> int:
     rec = record.current()
     s2n = args.work / "s2n-bignum"
     bench_map = json.loads(args.bench_map.read_text())
-    drawn = draw(bench_map, s2n, args)
-    ids = [e["problem_id"] for e in drawn]
-    files = sorted({e["file"] for e in drawn})
+    light, heavy = draw(bench_map, s2n, args)
+    light_ids, heavy_ids = [e["problem_id"] for e in light], [e["problem_id"] for e in heavy]
+    ids = light_ids + heavy_ids
+    files = sorted({e["file"] for e in light + heavy})
     rec.input("seed", args.seed)
     rec.input("ids", ids)
     rec.input("bench_map", path=args.bench_map)
     rec.input("grid", args.grid)
-    corpus, chosen = args.work / "runtime-corpus", args.work / "runtime-drawn.txt"
+    corpus = args.work / "runtime-corpus"
+    shutil.rmtree(corpus, ignore_errors=True)
     step(PROOFBATCH + ["extract", *files, "--out", corpus, "--hol-light", args.work / "hol-light",
                        "--context-root", s2n], cwd=ROOT)
-    chosen.write_text("".join(f"{i}\n" for i in ids))
-    results, lines = {}, []
-    with LoadSampler() as load:
-        for setting in [s.strip() for s in args.grid.split(";") if s.strip()]:
-            base, tried = [], []
-            for k in range(args.rounds):
-                log(f"{setting}: round {k + 1}, ABBA")
-                base.append(sweep(args, corpus, chosen, "default", f"A{k}a"))
-                tried.append(sweep(args, corpus, chosen, setting, f"B{k}a"))
-                tried.append(sweep(args, corpus, chosen, setting, f"B{k}b"))
-                base.append(sweep(args, corpus, chosen, "default", f"A{k}b"))
-            results[setting] = c = compare(base, tried, ids, setting)
-            lines += setting_lines(setting, c)
-    best, said, goals = judge(results)
+    chosen_light, chosen_all = args.work / "runtime-light.txt", args.work / "runtime-all.txt"
+    chosen_light.write_text("".join(f"{i}\n" for i in light_ids))
+    chosen_all.write_text("".join(f"{i}\n" for i in ids))
+    grid = [s.strip() for s in args.grid.split(";") if s.strip()]
+    servers = Servers(args)
+    lines: list[str] = []
+    try:
+        with LoadSampler() as load:
+            warm = warm_up(args, servers, corpus, chosen_light, grid, "screen")
+            lines.append("images loaded (s): " + ", ".join(f"settle={k} {v}" for k, v in warm.items()))
+            base, tried = palindrome(args, servers, corpus, chosen_light, grid, "screen")
+            screen = stage_results(base, tried, light_ids)
+            lines.append(f"screen: {len(light_ids)} light proofs of {len(files)} files, each setting "
+                         "against the defaults")
+            for setting in grid:
+                lines += setting_lines(setting, screen[setting])
+            fit = judge(screen)[3]
+            finalists = sorted(fit, key=lambda s: fit[s]["cpu_ratio"])[:args.finalists]
+            warm_final = warm_up(args, servers, corpus, chosen_all, finalists, "final")
+            lines.append("heavy images loaded (s): " + ", ".join(f"settle={k} {v}"
+                                                                   for k, v in warm_final.items()))
+            base, tried = palindrome(args, servers, corpus, chosen_all, finalists, "final")
+            final = stage_results(base, tried, ids)
+            final_heavy = stage_results(base, tried, heavy_ids)
+            lines.append(f"finals: the light and {len(heavy_ids)} heavy proofs")
+            for setting in finalists:
+                lines += setting_lines(setting, final[setting])
+                lines.append(f"    heavy alone: CPU {nan(final_heavy[setting]['cpu_ratio']):.3f}  wall "
+                             f"{nan(final_heavy[setting]['wall_ratio']):.3f}")
+    finally:
+        servers.close()
+    best, said, goals, _ = judge(final)
     lines += [*said, load.text()]
-    figures = {"ids": ids, "files": files, "settings": results, "best": best, "load": load.text()}
+    figures = {"ids": ids, "light_ids": light_ids, "heavy_ids": heavy_ids, "files": files,
+               "map_s": {e["problem_id"]: float(e["prove_secs"]) for e in light + heavy},
+               "workers": args.workers, "images_loaded_s": warm, "heavy_images_loaded_s": warm_final, "screen": screen,
+               "finalists": finalists, "settings": final, "heavy": final_heavy, "best": best,
+               "load": load.text()}
     return emit(args, "runtime_tuning", figures, lines,
                 f"a setting at <= {CPU_GOAL} of the defaults' proof CPU, peak memory +{MEM_GOAL_MB:.0f} MB "
                 "at most, verdicts unchanged", True, goals)

@@ -261,16 +261,16 @@ def test_runtime_tuning_reports_gc_counters_and_gates_on_cpu_memory_and_verdicts
     assert tuned["image_default"]["minor_heap_mb"] == 2.0
     line = runtime_tuning.setting_lines("s=4M,o=120", tuned)[1]
     assert "minor collections 25 (400)" in line and "minor heap 32 MB (2)" in line
-    best, _, goals = runtime_tuning.judge({"s=4M,o=120": tuned})
+    best, _, goals, _ = runtime_tuning.judge({"s=4M,o=120": tuned})
     assert best == "s=4M,o=120" and missed(goals) == [] and passes(goals, tmp_path)
     # Faster, but 300 MB more per check: over the bound, so no setting qualifies.
     heavy = runtime_tuning.compare(base, [tuning_runs(7.0, 10, 1300.0)] * 2, [A, B], "s=16M")
     slow = runtime_tuning.compare(base, [tuning_runs(9.0, 100)] * 2, [A, B], "o=120")
-    best, _, goals = runtime_tuning.judge({"s=16M": heavy, "o=120": slow})
+    best, _, goals, _ = runtime_tuning.judge({"s=16M": heavy, "o=120": slow})
     assert best == "o=120" and missed(goals) == ["best proof CPU ratio"]      # 0.9 > 0.85
     changed = runtime_tuning.compare(base, [tuning_runs(5.0, 10, verdict="TIMEOUT")] * 2, [A, B], "s=1M")
     assert changed["verdicts_changed"] == [f"{B}: OK -> TIMEOUT"]
-    best, lines, goals = runtime_tuning.judge({"s=1M": changed})
+    best, lines, goals, _ = runtime_tuning.judge({"s=1M": changed})
     assert best is None and lines == ["no setting kept every verdict within the memory bound"]
     assert not passes(goals, tmp_path)
     # Rows written before the gc column: said, not a crash.
