@@ -151,9 +151,12 @@ class Servers:
             folder, log_path = self.args.work / f"runtime-serve-{settle}", \
                 self.args.work / f"runtime-serve-{settle}.log"
             shutil.rmtree(folder, ignore_errors=True)
+            # Every theorem of a file is a context of its own (the file up to
+            # it): two dozen images for six files. An image evicted would load
+            # again beside a measured check.
             argv = PROOFBATCH + ["serve", folder, "--mode", "native", "--context-proofs", "trust",
                                  "--hol-light", self.args.work / "hol-light", "--context-root",
-                                 self.args.work / "s2n-bignum", "--max-images", "16",
+                                 self.args.work / "s2n-bignum", "--max-images", "64",
                                  "--runtime", f"settle={settle}"]
             log("$ " + " ".join(str(a) for a in argv))
             with open(log_path, "w") as err:
