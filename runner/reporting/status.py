@@ -47,6 +47,7 @@ class RunningCheck:
     clock: str | None = None
     host: str = ""
     host_factor: float | None = None    # what its limit was scaled by on its node
+    started: bool = True    # False: it waits for its image (or memory); no time of its limit ran
 
     @property
     def used_s(self) -> float:
@@ -56,6 +57,10 @@ class RunningCheck:
 
     def against_limit(self) -> str:
         """``412 s of 1,639 s CPU``: what a heavy check has used of its limit."""
+        if not self.started:
+            # An image build of a heavy context takes minutes: "0 s of 1,639 s
+            # wall" read as a check that had started and stood still.
+            return f"waiting {self.waiting_s:,.0f} s for its image; limit {self.timeout_s:,.0f} s"
         if self.clock == "cpu" and self.cpu_s is not None:
             return f"{self.cpu_s:,.0f} s of {self.timeout_s:,.0f} s CPU"
         return f"{self.elapsed_s:,.0f} s of {self.timeout_s:,.0f} s wall"
@@ -105,7 +110,8 @@ def _board(out: Path) -> list[tuple[dict, RunningCheck]]:
                                           elapsed, entry["timeout_s"], worker_alive(entry), waited,
                                           cpu_s=entry.get("cpu_s"), peak_rss_mb=entry.get("peak_rss_mb"),
                                           clock=entry.get("clock"), host=entry.get("host", ""),
-                                          host_factor=entry.get("host_factor"))))
+                                          host_factor=entry.get("host_factor"),
+                                          started=started is not None)))
     return found
 
 

@@ -444,7 +444,12 @@ def test_a_heavy_checks_cpu_time_against_its_limit_and_what_it_has_left(tmp_path
     assert heavy in printed and "412 s of 1,639 s CPU" in printed and " 900 " in printed
     import socket as _socket
     assert f"host factors by node: {_socket.gethostname()} x1.25 (1 running)" in printed
-    # Before its guard has said anything, its wall time stands in, and says so.
+    # While it waits for its image, none of its limit has run, and it says so.
     board.start("arm.x.Y", 0, 300.0)
+    (r,) = read_status(out).running
+    assert r.against_limit().startswith("waiting ") and r.against_limit().endswith(
+        " s for its image; limit 300 s"), r.against_limit()
+    # Once it runs, before its guard has said anything, its wall time stands in, and says so.
+    board.started()
     (r,) = read_status(out).running
     assert r.against_limit().endswith("s of 300 s wall")
