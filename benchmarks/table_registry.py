@@ -151,6 +151,44 @@ def _planned_against_measured(f: dict) -> str:
             f"({min(cpu):.2f}-{max(cpu):.2f}), planned / wall median {statistics.median(wall):.2f}")
 
 
+# runtime_tuning.py's grid (its GRID) and how many of it go to the finals.
+RUNTIME_SCREENED, RUNTIME_FINALISTS = 9, 2
+
+
+def _runtime_row(stage: str, i: int) -> Row:
+    """One setting of runtime_tuning.py: the ``i``-th of the screen (light
+    proofs) or of the finals (light and heavy), against the defaults."""
+    def one(f: dict) -> tuple[str, dict]:
+        name = list(f["screen"])[i] if stage == "screen" else f["finalists"][i]
+        return name, (f["screen"] if stage == "screen" else f["settings"])[name]
+
+    def gc(c: dict, key: str) -> str:
+        g = c[key]
+        return (f"{g['minor_collections']:,.0f} / {g['major_collections']:,.0f} / "
+                f"{g['promoted_words'] / 1e6:.1f}M" if g else "—")
+
+    def cpu(f: dict) -> str:
+        name, c = one(f)
+        ratio = "—" if c["cpu_ratio"] is None else f"{c['cpu_ratio']:.3f}"
+        if stage == "final" and f["heavy"][name]["cpu_ratio"] is not None:
+            ratio += f" (heavy {f['heavy'][name]['cpu_ratio']:.3f})"
+        return ratio
+
+    def image(f: dict) -> str:
+        im = one(f)[1]["image"]
+        return "—" if im["major_heap_mb"] is None else \
+            f"{im['major_heap_mb']:.0f} / {im['peak_heap_mb']:.0f} / {im['minor_heap_mb']:.0f}"
+
+    return Row(f"{stage}-{i}", "runtime_tuning", (
+        lambda f: f"`{one(f)[0]}`", "screen: light" if stage == "screen" else "finals: light + heavy",
+        cpu, lambda f: "—" if one(f)[1]["worst"][0] is None else
+        f"`{one(f)[1]['worst'][0]}` {one(f)[1]['worst'][1]:.3f}",
+        lambda f: f"{round(one(f)[1]['peak_mb_delta'] or 0):+d} (at most "
+                  f"{round(one(f)[1]['peak_mb_delta_max'] or 0):+d})",
+        image, lambda f: f"{gc(one(f)[1], 'gc')} ({gc(one(f)[1], 'gc_default')})",
+        lambda f: str(len(one(f)[1]["verdicts_changed"]))))
+
+
 def _heavy_tables() -> tuple[Table, ...]:
     gib = 2 ** 30
     return (
@@ -202,7 +240,13 @@ TABLES: dict[str, Table] = {t.name: t for t in (
     Table("limits-cpu-drift-niceness", "docs/limits.md", scripts=("cpu_drift",)),
     Table("limits-loaded-problems", "docs/limits.md", scripts=("loaded_host",)),
     Table("limits-loaded-runs", "docs/limits.md", scripts=("loaded_host",)),
-    Table("native-runtime", "docs/native.md", scripts=("runtime_tuning",)),
+    Table("native-runtime", "docs/native.md",
+          ("setting", "stage", "proof CPU / default, median", "worst problem",
+           "peak MB / check vs default", "image MB (major heap, peak, minor)",
+           "minor / major collections / promoted words per proof, median (default's)",
+           "verdicts changed"),
+          tuple(_runtime_row("screen", i) for i in range(RUNTIME_SCREENED))
+          + tuple(_runtime_row("final", i) for i in range(RUNTIME_FINALISTS))),
     Table("native-tree-seeds", "docs/native.md", scripts=("native_tree",)),
     Table("native-tree-whole", "docs/native.md", scripts=("native_tree",)),
     Table("native-tree-only", "docs/native.md", scripts=("native_tree",)),

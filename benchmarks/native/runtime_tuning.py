@@ -368,7 +368,8 @@ def main() -> int:
             lines.append("images loaded (s): " + ", ".join(f"settle={k} {v}" for k, v in warm.items()))
             base, tried = palindrome(args, servers, corpus, chosen_light, grid, "screen")
             screen = stage_results(base, tried, light_ids)
-            lines.append(f"screen: {len(light_ids)} light proofs of {len(files)} files, each setting "
+            lines.append(f"screen: {len(light_ids)} light proofs of {len({e['file'] for e in light})} "
+                         "files, each setting "
                          "against the defaults")
             for setting in grid:
                 lines += setting_lines(setting, screen[setting])
