@@ -112,9 +112,9 @@ def run(image: ImageProcess, problem: Problem, limits: CheckLimits, files: Check
         kind: str, cfg: SandboxConfig, gc: str = "") -> tuple[Observation, str, float]:
     """Start the prepared check in ``image`` (CHECK), box it (sandbox
     ``kind``), watch it under ``guard`` until its verdict or its kill, and
-    reap it (REAP). ``gc``: the OCaml runtime parameters the check sets as it
-    starts (runtime.py's ``Runtime.gc``; "" for its image's). Returns what the runner saw, how the check ended (as
-    hol_check.ml's REAP says) and when it was forked (epoch seconds). Raises
+    reap it (REAP). ``gc``: the OCaml runtime parameters the check sets as
+    it starts (runtime.py's ``Runtime.gc``; "" for its image's). Returns
+    what the runner saw, how the check ended (as hol_check.ml's REAP says) and when it was forked (epoch seconds). Raises
     ProverError, its ``check_started`` saying whether the check had started,
     when the image fails it; a check started is killed."""
     pid, obs = None, None
@@ -124,8 +124,7 @@ def run(image: ImageProcess, problem: Problem, limits: CheckLimits, files: Check
         events.say("forked", name=problem.problem_id, limit_s=limits.time_s)
         reply = image.request("CHECK", str(files.verdict_fifo), str(files.query), *fields,
                               f"{limits.clock}:{float(limits.time_s)!r}" + (f":{gc}" if gc else ""),
-                              str(files.log),
-                              str(files.scratch), nonce, uid)
+                              str(files.log), str(files.scratch), nonce, uid)
         pid = int(reply.split()[1])
         if kind != "none":
             try:
