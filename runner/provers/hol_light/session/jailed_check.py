@@ -114,9 +114,10 @@ def run(image: ImageProcess, problem: Problem, limits: CheckLimits, files: Check
     ``kind``), watch it under ``guard`` until its verdict or its kill, and
     reap it (REAP). ``gc``: the OCaml runtime parameters the check sets as
     it starts (runtime.py's ``Runtime.gc``; "" for its image's). Returns
-    what the runner saw, how the check ended (as hol_check.ml's REAP says) and when it was forked (epoch seconds). Raises
-    ProverError, its ``check_started`` saying whether the check had started,
-    when the image fails it; a check started is killed."""
+    what the runner saw, how the check ended (as hol_check.ml's REAP says)
+    and when it was forked (epoch seconds). Raises ProverError, its
+    ``check_started`` saying whether the check had started, when the image
+    fails it; a check started is killed."""
     pid, obs = None, None
     try:
         started, forked_at = time.monotonic(), time.time()
