@@ -109,16 +109,16 @@ class Busy:
 class Server:
     """``proofbatch serve --mode native`` for the script's sweeps: each sweep
     pays the proofs, not the loading of their contexts again (up to 3,183 s
-    of image loads per sweep here, most of each sweep)."""
+    of image loads per sweep here, most of each sweep). ``extra``: serve's
+    flags besides the mode, context proofs and the trees under ``--work``."""
 
-    def __init__(self, args, folder: Path):
-        self.args, self.dir, self.log = args, folder, folder.with_suffix(".log")
+    def __init__(self, args, folder: Path, *extra):
+        self.args, self.dir, self.log, self.extra = args, folder, folder.with_suffix(".log"), extra
 
     def __enter__(self) -> "Server":
         argv = PROOFBATCH + ["serve", self.dir, "--mode", "native", "--context-proofs", "trust",
-                             "--no-fallback", "--hol-light", self.args.work / "hol-light",
-                             "--context-root", self.args.work / "s2n-bignum",
-                             "--max-images", str(self.args.max_images)]
+                             "--hol-light", self.args.work / "hol-light",
+                             "--context-root", self.args.work / "s2n-bignum", *self.extra]
         log("$ " + " ".join(map(str, argv)) + f" 2> {self.log}")
         with open(self.log, "w") as err:
             self.proc = subprocess.Popen([str(a) for a in argv], cwd=ROOT, stderr=err,
@@ -131,7 +131,11 @@ class Server:
 
     def __exit__(self, *exc):
         os.killpg(self.proc.pid, signal.SIGTERM)
-        self.proc.wait()
+        try:
+            self.proc.wait(timeout=120)
+        except subprocess.TimeoutExpired:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+            self.proc.wait()
 
 
 def serve_dir(args) -> Path:
@@ -200,7 +204,7 @@ def run_all(args, s2n: Path, corpus: Path, chosen: Path, busy: int) -> tuple[dic
     for the checks (sweep.json's), and how it was asked."""
     runs = {}
     nice = [] if args.check_nice is None else ["--nice", str(args.check_nice)]
-    with Server(args, serve_dir(args)):
+    with Server(args, serve_dir(args), "--no-fallback", "--max-images", str(args.max_images)):
         runs["quiet"] = sweep(args, "quiet", corpus, chosen, *nice)
         check_nice = json.loads((args.work / f"loaded-{args.seed}-quiet" / "sweep.json").read_text()
                                 ).get("nice")

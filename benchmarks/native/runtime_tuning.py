@@ -48,14 +48,12 @@ leaves built under ``--work``:
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
-import os
 import random
 import shutil
-import signal
 import statistics
-import subprocess
 import sys
 import time
 from collections import defaultdict
@@ -65,6 +63,7 @@ import on_path  # noqa: F401  (benchmarks/ and its groups on sys.path)
 import common  # noqa: F401  (puts the project root on sys.path)
 from common import ROOT, Goal, arg_parser, emit, log  # noqa: E402
 from s2n_readme_path import PROOFBATCH, LoadSampler, read_rows, step  # noqa: E402
+from loaded_host import Server  # noqa: E402
 
 import record  # noqa: E402
 from runner.provers.hol_light import runtime  # noqa: E402
@@ -138,45 +137,27 @@ def draw(bench_map: list[dict], s2n: Path, args) -> tuple[list[dict], list[dict]
 
 
 class Servers:
-    """One ``proofbatch serve`` per ``settle`` the settings name, each
-    started when first needed and stopped at the end; a check sets its own
-    s, o and i in them (hol_check.ml), its settle is its images'."""
+    """One ``proofbatch serve`` per ``settle`` the settings name (loaded_host's
+    Server), each started when first needed and stopped at the end; a check
+    sets its own s, o and i in them (hol_check.ml), its settle is its images'."""
 
     def __init__(self, args):
-        self.args, self.running = args, {}
+        self.args, self.running, self.stack = args, {}, contextlib.ExitStack()
 
     def folder(self, setting: str) -> Path:
         settle = runtime.parse(setting).settle
         if settle not in self.running:
-            folder, log_path = self.args.work / f"runtime-serve-{settle}", \
-                self.args.work / f"runtime-serve-{settle}.log"
+            folder = self.args.work / f"runtime-serve-{settle}"
             shutil.rmtree(folder, ignore_errors=True)
             # Every theorem of a file is a context of its own (the file up to
             # it): two dozen images for six files. An image evicted would load
             # again beside a measured check.
-            argv = PROOFBATCH + ["serve", folder, "--mode", "native", "--context-proofs", "trust",
-                                 "--hol-light", self.args.work / "hol-light", "--context-root",
-                                 self.args.work / "s2n-bignum", "--max-images", "64",
-                                 "--runtime", f"settle={settle}"]
-            log("$ " + " ".join(str(a) for a in argv))
-            with open(log_path, "w") as err:
-                server = subprocess.Popen([str(a) for a in argv], cwd=ROOT, stderr=err,
-                                          start_new_session=True)
-            while "serving HOL Light images" not in log_path.read_text():
-                if server.poll() is not None:
-                    raise SystemExit(f"proofbatch serve ended with exit {server.returncode}: "
-                                     f"{log_path.read_text()[-2000:]}")
-                time.sleep(1)
-            self.running[settle] = (server, folder)
-        return self.running[settle][1]
+            self.running[settle] = self.stack.enter_context(Server(
+                self.args, folder, "--max-images", "64", "--runtime", f"settle={settle}"))
+        return self.running[settle].dir
 
     def close(self):
-        for server, _ in self.running.values():
-            os.killpg(server.pid, signal.SIGTERM)
-            try:
-                server.wait(timeout=120)
-            except subprocess.TimeoutExpired:
-                os.killpg(server.pid, signal.SIGKILL)
+        self.stack.close()
 
 
 def sweep(args, servers: Servers, corpus: Path, chosen: Path, setting: str, tag: str,
@@ -202,7 +183,7 @@ def warm_up(args, servers: Servers, corpus: Path, chosen: Path, settings: list[s
     took = {}
     for settle in dict.fromkeys(runtime.parse(s).settle for s in ["default", *settings]):
         started = time.monotonic()
-        sweep(args, servers, corpus, chosen, "default" if settle == "collect" else f"settle={settle}",
+        sweep(args, servers, corpus, chosen, runtime.Runtime(settle=settle).key,
               f"{stage}-warm-{settle}", "--default-timeout", "1")
         took[settle] = round(time.monotonic() - started)
     return took
@@ -369,8 +350,7 @@ def main() -> int:
             base, tried = palindrome(args, servers, corpus, chosen_light, grid, "screen")
             screen = stage_results(base, tried, light_ids)
             lines.append(f"screen: {len(light_ids)} light proofs of {len({e['file'] for e in light})} "
-                         "files, each setting "
-                         "against the defaults")
+                         "files, each setting against the defaults")
             for setting in grid:
                 lines += setting_lines(setting, screen[setting])
             fit = judge(screen)[3]
@@ -392,7 +372,8 @@ def main() -> int:
     lines += [*said, load.text()]
     figures = {"ids": ids, "light_ids": light_ids, "heavy_ids": heavy_ids, "files": files,
                "map_s": {e["problem_id"]: float(e["prove_secs"]) for e in light + heavy},
-               "workers": args.workers, "images_loaded_s": warm, "heavy_images_loaded_s": warm_final, "screen": screen,
+               "workers": args.workers, "images_loaded_s": warm, "heavy_images_loaded_s": warm_final,
+               "screen": screen,
                "finalists": finalists, "settings": final, "heavy": final_heavy, "best": best,
                "load": load.text()}
     return emit(args, "runtime_tuning", figures, lines,
