@@ -138,6 +138,10 @@ class ProverDescriptor:
         "(the server's BackendInfo.runtime, the run's --runtime or None) -> the problem in a "
         "phrase, or None when the server can (its checks set their own); None: no setting",
         default=None)
+    map_runtime_holds: Callable[[str, str], bool] | None = setting(
+        "whether a map's times, measured under one runtime setting, hold for checks under "
+        "another: (the map's provenance runtime, the backend's BackendInfo.runtime) -> bool; "
+        "None: only under the same setting", default=None)
 
     def corpus_phrase(self) -> str:
         """'an <title> corpus' or 'a <title> corpus'."""

@@ -250,7 +250,8 @@ def _prepare(config: SweepConfig, nice: int, per_node: bool = False) -> Prepared
     info = backend.info
     # A map's sidecar gives each problem its profiled memory need and guard;
     # the backend turns its limits into those of the mode a check runs in.
-    map_use = timeout_map.use_map(loaded, info.prover, info.build, info.mode, info.runtime)
+    map_use = timeout_map.use_map(loaded, info.prover, info.build, info.mode, info.runtime,
+                                  backends.descriptor(selected.prover).map_runtime_holds)
     backend.use_map(loaded)
     _say_reading(problems)
     # A backend that compiles contexts before it can say which mode a check

@@ -313,12 +313,13 @@ def main() -> int:
                         help="ratios over proofs of at least this long (shorter: the clock's noise)")
     parser.add_argument("--runtime", metavar="SETTING", default=None,
                         help="proofbatch's checks run under this OCaml runtime setting (`run "
-                        "--runtime`; default: proofbatch's); one other than OCaml's defaults adds "
-                        "per round the bench's program under its OCAMLRUNPARAM and proofbatch "
-                        "under --runtime default")
+                        "--runtime`; default: proofbatch's native default); one other than "
+                        "OCaml's defaults adds per round the bench's program under its "
+                        "OCAMLRUNPARAM and proofbatch under --runtime default")
     args = parser.parse_args()
     try:
-        tuned = runtime.of_config(args)
+        # proofbatch's flow runs natively: without --runtime, under native's default.
+        tuned = runtime.parse(args.runtime) if args.runtime else runtime.default_for("native")
     except InputError as exc:       # one line, exit 2, nothing run
         print(f"vs_bench_harness.py: error: {exc}", file=sys.stderr)
         return 2

@@ -52,8 +52,8 @@ def agrees_with_server(remote: RemoteSession, server: Path, config: SweepConfig)
                          f"with --context-proofs {config.context_proofs}")
     served_runtime = provers.descriptor(remote.info.prover).served_runtime
     if served_runtime and (why := served_runtime(remote.info.runtime, config.runtime)):
-        raise InputError(server, why, f"pass a --runtime with the server's settle, or serve "
-                         f"with --runtime {config.runtime or 'default'}")
+        serve = f"with --runtime {config.runtime}" if config.runtime else "without --runtime"
+        raise InputError(server, why, f"pass a --runtime with the server's settle, or serve {serve}")
     if (clock := remote.clock()) not in (None, str(config.limit_clock)):
         raise InputError(server, f"serves checks limited on the {clock} clock, not "
                          f"{config.limit_clock}", f"pass --limit-clock {clock}, or serve with "

@@ -295,7 +295,8 @@ class MapUse:
     warnings: tuple[str, ...]
 
 
-def use_map(loaded, prover: str, build: str, mode: str, runtime: str = "") -> MapUse:
+def use_map(loaded, prover: str, build: str, mode: str, runtime: str = "",
+            runtime_holds=None) -> MapUse:
     """What a sweep needs from ``loaded`` (runner.maps.provenance.LoadedMap,
     or None): memory from its sidecar, and a warning when the map was
     measured with another prover or build, or in a mode whose limits cannot
@@ -304,7 +305,9 @@ def use_map(loaded, prover: str, build: str, mode: str, runtime: str = "") -> Ma
     runner.provers.hol_light.costs.map_modes.MapModes, which says so itself),
     or under another OCaml runtime setting than the sweep's ``runtime`` (the
     backend's key; "" for provers without one): the garbage collector's
-    settings change proof times, so its times and limits hold for another."""
+    settings change proof times, so its times and limits may not hold for
+    another, unless the prover's ``runtime_holds(measured, swept)`` (its
+    descriptor's map_runtime_holds) says they do."""
     if loaded is None:
         return MapUse({}, ())
     mem = {pid: (p.mem_guard_bytes, p.expected_mem_bytes) for pid, p in loaded.problems.items()
@@ -319,7 +322,7 @@ def use_map(loaded, prover: str, build: str, mode: str, runtime: str = "") -> Ma
             warnings.append(f"{loaded.path}: this map was measured with {what} '{theirs}', but the "
                             f"sweep runs {what} '{ours}'; its limits may be wrong for these checks "
                             "(profile again with this prover and mode)")
-    if runtime and prov.runtime != runtime:
+    if runtime and prov.runtime != runtime and not (runtime_holds and runtime_holds(prov.runtime, runtime)):
         warnings.append(f"{loaded.path}: the map's times were measured under another runtime "
                         f"({prov.runtime}) than the sweep's --runtime {runtime}; its limits and "
                         f"expected times may be off (profile again under --runtime {runtime})")

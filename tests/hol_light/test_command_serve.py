@@ -193,20 +193,25 @@ def test_a_native_server_s_images_serve_a_second_runner_without_loading_again(na
         _stop(server, 60)
 
 
-# A context whose function reads, when the proof runs, the minor heap of the
-# check's own process (an answer may not name Gc: the screen refuses it),
-# and an answer that proves only under 4M words of it (OCaml's default: 256k).
-READS_ITS_HEAP = "let pb_minor_words () = (Gc.get ()).Gc.minor_heap_size;;\n"
-PROVES_UNDER_4M = ('(fun g -> if pb_minor_words () = 4194304 then ARITH_TAC g '
-                   'else failwith "not the runtime asked for")\n')
+# A context whose function reads, when the proof runs, the collector's
+# settings in the check's own process (an answer may not name Gc: the screen
+# refuses it), and an answer that proves only under a 4M-word minor heap,
+# and else says what it ran under.
+READS_ITS_HEAP = ('let pb_minor_words () = (Gc.get ()).Gc.minor_heap_size;;\n'
+                  'let pb_gc () = let c = Gc.get () in Printf.sprintf "s=%d,o=%d,i=%d" '
+                  'c.Gc.minor_heap_size c.Gc.space_overhead c.Gc.major_heap_increment;;\n')
+PROVES_UNDER_4M = ('(fun g -> if pb_minor_words () = 4194304 then ARITH_TAC g else '
+                   'failwith ("not the runtime asked for: " ^ pb_gc ()))\n')
 
 
 def test_served_checks_run_under_their_runner_s_runtime_in_the_server_s_images(native_build, tmp_path):
     """One server's images serve runners of several --runtime settings: a
     check sets its own minor heap, space_overhead and major increment as it
     starts (hol_check.ml), whatever the server's images started with, and
-    its row says the runner's setting. What an image did before it served
-    (settle) it cannot redo: a runner asking for another is refused."""
+    its row says the runner's setting; without one, native's default (the
+    tuned setting), and OCaml's own under --runtime default. What an image
+    did before it served (settle) it cannot redo: a runner asking for
+    another is refused."""
     from ..helpers import ROOT, make_corpus
 
     corpus = make_corpus(tmp_path / "corpus", {"rt.heap": (READS_ITS_HEAP, "`x + 0 = x`\n",
@@ -227,13 +232,19 @@ def test_served_checks_run_under_their_runner_s_runtime_in_the_server_s_images(n
         while "serving HOL Light images" not in log.read_text():
             assert server.poll() is None and time.monotonic() < deadline, log.read_text()
             time.sleep(0.5)
-        tuned, plain = run("tuned", "--runtime", "s=4M"), run("plain")
-        assert tuned.returncode == 0 and plain.returncode == 0, (tuned.stderr, plain.stderr)
-        (row,) = _csv_rows(tmp_path / "tuned" / "results.csv")
+        asked, plain, ocaml = run("asked", "--runtime", "s=4M"), run("plain"), \
+            run("ocaml", "--runtime", "default")
+        assert {asked.returncode, plain.returncode, ocaml.returncode} == {0}, (asked.stderr, plain.stderr,
+                                                                              ocaml.stderr)
+        (row,) = _csv_rows(tmp_path / "asked" / "results.csv")
         assert (row["verdict"], row["runtime"]) == ("OK", "s=4M"), row
-        (row,) = _csv_rows(tmp_path / "plain" / "results.csv")
-        assert (row["verdict"], row["runtime"]) == ("FAIL", "default"), row
-        assert "not the runtime asked for" in row["reason"], row
+        # Without --runtime: native's default. Under `default`: OCaml 4.13.1's
+        # own values, though the server's images started under native's.
+        for out, key, gc in (("plain", "s=16M,o=200", f"s={16 << 20},o=200,i=15"),
+                             ("ocaml", "default", f"s={256 << 10},o=120,i=15")):
+            (row,) = _csv_rows(tmp_path / out / "results.csv")
+            assert (row["verdict"], row["runtime"]) == ("FAIL", key), row
+            assert f"not the runtime asked for: {gc}" in row["reason"], row
         refused = run("compact", "--runtime", "s=4M,settle=compact")
         assert refused.returncode == 2, refused.stderr
         (line,) = refused.stderr.strip().splitlines()

@@ -29,6 +29,32 @@ def test_a_setting_has_one_canonical_key_and_sets_only_its_own_environment():
     assert "OCAMLRUNPARAM" not in runtime.DEFAULT.environment({"OCAMLRUNPARAM": "s=16M"})
 
 
+def test_native_checks_default_to_the_grid_s_best_and_bytecode_to_ocaml_s():
+    class Config:
+        runtime = None
+
+    for mode, want in (("native", "s=16M,o=200"), ("auto", "s=16M,o=200"), ("bytecode", "default")):
+        Config.mode = mode
+        assert runtime.default_for(mode).key == want and runtime.of_config(Config).key == want
+    Config.runtime = "default"      # as the bench's program runs
+    assert runtime.of_config(Config) is runtime.DEFAULT
+
+
+def test_a_check_sets_every_parameter_ocaml_s_own_where_its_setting_names_none():
+    # Its image may have started under another setting (`serve --runtime`).
+    assert runtime.DEFAULT.check_gc == "s=256k,o=120,i=15"
+    assert runtime.parse("i=4M,settle=compact").check_gc == "s=256k,o=120,i=4M"
+    assert runtime.TUNED.check_gc == "s=16M,o=200,i=15"
+
+
+def test_a_map_of_ocaml_s_defaults_holds_under_the_native_default_and_no_other():
+    assert runtime.holds_under("default", runtime.TUNED.key)
+    assert runtime.holds_under("s=4M", "s=4M")
+    # Measured only for the grid's best; a map of it is not a map of the defaults.
+    assert not runtime.holds_under("default", "s=4M")
+    assert not runtime.holds_under(runtime.TUNED.key, "default")
+
+
 @pytest.mark.parametrize("spec, said", [
     ("", "is empty"), ("s=0", "whole number above 0"), ("s=4X", "whole number above 0"),
     ("q=1", "'q' is not a setting"), ("s=1M,s=2M", "given twice"), ("settle=sometimes", "settle="),

@@ -57,6 +57,20 @@ def test_a_sweep_under_another_runtime_than_its_maps_says_so_in_one_line(tmp_pat
     assert "another runtime (default)" in line and "--runtime o=200,settle=compact" in line
 
 
+def test_the_bench_s_map_holds_under_the_native_default_without_a_word(tmp_path):
+    from runner.maps.timeout_map import use_map
+    from runner.provers import hol_light
+
+    # What a native sweep (runtime.TUNED, by default) asks of the map it reads.
+    holds, old = hol_light.PROVER.map_runtime_holds, load(derived_map(tmp_path / "old.json"))
+    assert use_map(old, "hol-light", "", "native", "s=16M,o=200", holds).warnings == ()
+    [line] = use_map(old, "hol-light", "", "native", "s=4M", holds).warnings
+    assert "another runtime (default)" in line and "--runtime s=4M" in line
+    tuned = load(derived_map(tmp_path / "tuned.json", runtime="s=16M,o=200"))
+    [line] = use_map(tuned, "hol-light", "", "native", "default", holds).warnings
+    assert "another runtime (s=16M,o=200)" in line
+
+
 def test_a_sidecar_whose_runtime_is_not_text_is_refused_naming_it(tmp_path):
     tmap = derived_map(tmp_path / "m.json")
     meta = read_sidecar(tmap)

@@ -71,6 +71,12 @@ def _served_runtime(served: str, asked: str | None) -> str | None:
     return None
 
 
+def _map_runtime_holds(measured: str, swept: str) -> bool:
+    from .runtime import holds_under
+
+    return holds_under(measured, swept)
+
+
 def _offline_mode(request):
     from .costs.simulate_modes import offline_mode
 
@@ -106,4 +112,5 @@ PROVER = ProverDescriptor(
     ),
     modal_maps=True,
     served_runtime=_served_runtime,
+    map_runtime_holds=_map_runtime_holds,
 )

@@ -1,12 +1,13 @@
 """The OCaml runtime settings a HOL Light check runs under: ``--runtime``.
 
 A proof is a long run of short-lived terms, many of which live just long
-enough to be promoted. OCaml 4.13's defaults (a 256k-word minor heap, a
-``space_overhead`` of 80) were tuned for general programs, and the bench's
+enough to be promoted. OCaml 4.13.1's defaults (a 256k-word minor heap, a
+``space_overhead`` of 120) were tuned for general programs, and the bench's
 harness runs every proof with them. A runner that owns its prover processes
 can set them: the image processes start with ``OCAMLRUNPARAM`` (the native
 server and the bytecode toplevel both read it), and every check forked from
-an image inherits its heap and its settings. Whether an image collects
+an image inherits its heap and its settings, then sets its own s, o and i
+as it starts (a served check's may differ from its image's). Whether an image collects
 (``Gc.full_major``) or compacts (``Gc.compact``) its load's garbage before it
 serves is the driver's (hol_check.ml, ``settle_heap``), told by
 ``PROOFBATCH_SETTLE``.
@@ -15,7 +16,10 @@ A setting changes proof times, so it is part of what a check ran under: the
 rows, ``sweep.json`` and a map's provenance record its key, and a resume
 with another setting is refused. ``default`` is OCaml's defaults (with the
 collection before serving that issue 32 measured), as the bench's program
-runs: pass it to compare with the bench.
+runs: pass it to compare with the bench. Without ``--runtime``, native
+checks (``--mode native`` and ``auto``, their bytecode fallback with them)
+run under ``TUNED``, the setting issue 48's grid measured best; bytecode
+sweeps keep OCaml's defaults, as the grid ran natively only.
 """
 
 from __future__ import annotations
@@ -31,6 +35,10 @@ PARAMS = {"s": "minor heap size", "o": "space_overhead", "i": "major heap increm
 SETTLES = ("collect", "compact", "none")
 ENV_SETTLE = "PROOFBATCH_SETTLE"
 _VALUE = re.compile(r"^[1-9][0-9]*[kMG]?$")
+# OCaml 4.13.1's own values (Debian 12's, read from Gc.get () with no
+# OCAMLRUNPARAM): what a check under a setting that names no value of a
+# parameter sets it to, as its image may have started under another.
+OCAML_DEFAULTS = {"s": "256k", "o": "120", "i": "15"}
 
 
 @dataclass(frozen=True)
@@ -53,6 +61,15 @@ class Runtime:
         forked check (hol_check.ml, apply_runtime): e.g. ``s=4M,o=120``."""
         return ",".join(f"{k}={v}" for k, v in self.params)
 
+    @property
+    def check_gc(self) -> str:
+        """What a forked check sets as it starts (hol_check.ml,
+        apply_runtime): every parameter, OCaml's own value where this setting
+        names none, so that a check served by images started under another
+        setting (`serve --runtime`) runs wholly under its own."""
+        given = dict(self.params)
+        return ",".join(f"{k}={given.get(k, OCAML_DEFAULTS[k])}" for k in PARAMS)
+
     def environment(self, base: dict[str, str]) -> dict[str, str]:
         """``base`` with this setting's variables: OCAMLRUNPARAM set to its
         parameters (or removed, so a runner's own environment never sets a
@@ -65,6 +82,13 @@ class Runtime:
 
 
 DEFAULT = Runtime()
+# What issue 48's grid measured best (docs/native.md, table native-runtime;
+# benchmarks/results/runtime_tuning/20261129T112748Z-72e8d56a33.json): proof
+# CPU 0.949 of OCaml's defaults' over 24 light proofs and 0.971 with 3 heavy
+# ones (median; worst problem 1.030), peak memory +124-208 MB per check, no
+# verdict changed. A 16M-word minor heap holds most of a proof's short-lived
+# terms until they die: minor collections per proof fell from 3,109 to 48.
+TUNED = Runtime((("s", "16M"), ("o", "200")))
 
 
 def parse(spec: str, where: str = "--runtime") -> Runtime:
@@ -99,6 +123,22 @@ def parse(spec: str, where: str = "--runtime") -> Runtime:
     return Runtime(tuple((k, params[k]) for k in PARAMS if k in params), settle)
 
 
+def default_for(mode: str) -> Runtime:
+    """The setting checks of ``--mode MODE`` run under without ``--runtime``:
+    TUNED natively (``native``, ``auto``), OCaml's defaults in bytecode."""
+    return DEFAULT if mode == "bytecode" else TUNED
+
+
 def of_config(config) -> Runtime:
-    """The setting a sweep's config names (SweepConfig.runtime; None: default)."""
-    return DEFAULT if config.runtime is None else parse(config.runtime)
+    """The setting a sweep's config names (SweepConfig.runtime), or its
+    mode's default (``default_for``)."""
+    return default_for(config.mode) if config.runtime is None else parse(config.runtime)
+
+
+def holds_under(measured: str, swept: str) -> bool:
+    """Whether times measured under the setting keyed ``measured`` (a map's
+    provenance) hold for checks under ``swept``: the same setting, or a map
+    of OCaml's defaults (the bench's own) under TUNED, whose proofs the grid
+    measured at 0.95-0.97 of their CPU, and at worst 1.03: far inside the
+    default margins on a map's times (2x light, 3x heavy; MapPolicy)."""
+    return measured == swept or (measured == DEFAULT.key and swept == TUNED.key)

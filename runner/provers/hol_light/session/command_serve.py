@@ -52,7 +52,8 @@ class ServeSettings:
         "(OCAMLRUNPARAM's minor heap s, space_overhead o and major increment i, and "
         "whether an image collects, compacts or neither before it serves); recorded "
         "in rows, sweep.json and maps, and a resume must keep it (default: "
-        "default); see docs/native.md", default=None)
+        "s=16M,o=200, the setting measured best, with --mode native or auto; default "
+        "in bytecode); see docs/native.md", default=None)
 
 
 def add_arguments(p) -> None:
@@ -137,12 +138,12 @@ def served_backend(args):
     from .backend import HolLightBackend
     from ..install import find_hol_light
     from .native_auto import mode_backend
-    from ..runtime import DEFAULT, parse
+    from ..runtime import default_for, parse
 
     install, root = find_hol_light(args.hol_light), args.context_root or Path.cwd()
     common = dict(max_images=args.max_images, grace_s=args.grace, context_proofs=args.context_proofs,
                   sandbox_config=SandboxConfig(kind=args.sandbox), log_dir=Path(args.dir) / "logs",
-                  runtime=parse(args.runtime) if args.runtime else DEFAULT)
+                  runtime=parse(args.runtime) if args.runtime else default_for(args.mode))
     if args.mode == "native":
         return mode_backend("native", install, root, no_fallback=args.no_fallback, **common)
     return HolLightBackend(install, root, **common)

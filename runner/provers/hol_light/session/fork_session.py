@@ -271,7 +271,7 @@ class ForkSession(ImageTree, ProverSession):
         try:
             obs, status, forked_at = jailed_check.run(image, problem, limits, files, fields, uid,
                                                       verdict_fd, nonce, guard, kind, cfg,
-                                                      gc=self._runtime_of(limits).gc)
+                                                      gc=self._runtime_of(limits).check_gc)
         finally:
             with self._lock:
                 self._running -= 1

@@ -113,7 +113,7 @@ def run(image: ImageProcess, problem: Problem, limits: CheckLimits, files: Check
     """Start the prepared check in ``image`` (CHECK), box it (sandbox
     ``kind``), watch it under ``guard`` until its verdict or its kill, and
     reap it (REAP). ``gc``: the OCaml runtime parameters the check sets as
-    it starts (runtime.py's ``Runtime.gc``; "" for its image's). Returns
+    it starts (runtime.py's ``Runtime.check_gc``; "" for its image's). Returns
     what the runner saw, how the check ended (as hol_check.ml's REAP says)
     and when it was forked (epoch seconds). Raises ProverError, its
     ``check_started`` saying whether the check had started, when the image
