@@ -149,6 +149,14 @@ def test_unmarked_figures_and_tables_without_formats_are_named(tree):
                                            "| what | figure |\n|---|---|\n| speed | 7.25 s |\n")
     assert any("table bare: overhead.py has a record" in p and "write its rows" in p
                for p in check(root, results, registry=registry))
+    # One that describes the run of given arguments takes no record of another run.
+    registry["bare"] = Table("bare", "docs/page.md", scripts=("overhead",), args=("--seed", "1"))
+    plant(results, "overhead", {"overhead_median_ms": 9.0, "cold_start_s": 60.0}, stamp="20260106T000000Z",
+          command=["overhead.py", "--seed", "48", "--files", "1"])
+    unlisted = check(root, results, registry=registry)
+    assert not any("table bare" in p and "has a record" in p for p in unlisted), unlisted
+    assert "docs/page.md: table bare: no record yet; run its script, or list 'bare' in " \
+        "benchmarks/unrecorded.txt with the reason" in unlisted, unlisted
 
 
 def test_markers_must_name_a_registered_table_and_its_scripts(tree):
