@@ -154,6 +154,37 @@ def _planned_against_measured(f: dict) -> str:
             f"({min(cpu):.2f}-{max(cpu):.2f}), planned / wall median {statistics.median(wall):.2f}")
 
 
+def _vs_bench_cells() -> tuple[Cell, ...]:
+    """vs_bench_harness.py's run as the README's s2n-bignum table gives it."""
+    def walls(f: dict, side: str) -> str:
+        secs = [r[side]["wall_s"] for r in f["rounds"]]
+        return f"{min(secs):,.0f}-{max(secs):,.0f} s" if len(secs) > 1 else f"{secs[0]:,.0f} s"
+
+    def run(f: dict) -> str:
+        return (f"`vs_bench_harness.py --rounds {len(f['rounds'])}` seed {f['seed']} ({len(f['files'])} "
+                f"arm files), proofbatch under `--runtime {f['runtimes']['proofbatch']}`")
+
+    def verdicts(f: dict) -> str:
+        first = [p["proofbatch"] for p in f["per_problem"] if p["round"] == 1]
+        counts = ", ".join(f"{first.count(v)} {v}" for v in sorted(set(first)))
+        same = "the same in every flow" if not f["differ"] else f"{len(f['differ'])} differ"
+        return f"{same} of all {len(f['rounds'])} rounds: {counts}"
+
+    def proof(f: dict) -> str:
+        text = (f"`prove_secs` / bench `PROFILE` median {f['proof_ratio_median']:.3f} over "
+                f"{f['ratio_checks']} proofs, CPU {f['proof_cpu_ratio_median']:.3f}")
+        if f.get("proof_cpu_ratio_default_median") is not None:
+            text += (f"; under `--runtime default` CPU {f['proof_cpu_ratio_default_median']:.3f}; the "
+                     f"bench's program under `{f['runtimes']['bench_tuned']}`: "
+                     f"{f['bench_tuned_gain_median']:.3f} of its own `PROFILE`")
+        return text
+
+    return (run, lambda f: f"{f['problems']}, {len(f['wrong'])} wrong answers", verdicts, proof,
+            lambda f: f"proofbatch {walls(f, 'proofbatch')} vs bench {walls(f, 'bench')}: median "
+                      f"{f['wall_ratio']:.3f}",
+            lambda f: f"bench `PROFILE` / map median {f['host_factor']:.2f}")
+
+
 # runtime_tuning.py's grid (its GRID) and how many of it go to the finals.
 RUNTIME_SCREENED, RUNTIME_FINALISTS = 9, 2
 
@@ -236,7 +267,8 @@ TABLES: dict[str, Table] = {t.name: t for t in (
     Table("headline", "README.md", ("what", "figure", "page"), _headline()),
     Table("readme-s2n", "README.md", ("run", "problems", "verdicts", "proof time", "end-to-end wall",
                                       "host vs map"),
-          (Row("vs_bench_harness", "vs_bench_harness"), Row("s2n_readme_path", "s2n_readme_path"))),
+          (Row("vs_bench_harness", "vs_bench_harness", _vs_bench_cells()),
+           Row("s2n_readme_path", "s2n_readme_path"))),
     Table("readme-whole-trees", "README.md", scripts=("whole_trees",)),
     Table("checks-measured", "docs/checks.md", scripts=("overhead", "throughput", "guard_cost")),
     Table("extract-measured", "docs/extract.md", scripts=("extract_scale",)),

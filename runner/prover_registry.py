@@ -138,6 +138,10 @@ class ProverDescriptor:
         "(the server's BackendInfo.runtime, the run's --runtime or None) -> the problem in a "
         "phrase, or None when the server can (its checks set their own); None: no setting",
         default=None)
+    runtime_of: Callable[[object], str] | None = setting(
+        "the runtime key (BackendInfo.runtime) checks of a config will run under, known before "
+        "any backend is built: (an object with the config's mode and runtime) -> the key; None: "
+        "no setting", default=None)
     map_runtime_holds: Callable[[str, str], bool] | None = setting(
         "whether a map's times, measured under one runtime setting, hold for checks under "
         "another: (the map's provenance runtime, the backend's BackendInfo.runtime) -> bool; "

@@ -26,6 +26,7 @@ import socket
 import statistics
 from dataclasses import dataclass, fields
 from pathlib import Path
+from types import SimpleNamespace
 
 from rich.console import Console
 from rich.table import Table
@@ -87,6 +88,9 @@ class CalibrateConfig:
                                       default=None)
     context_proofs: str = _help("replay or trust, as for `run`", default="replay")
     mem_limit: int | None = _help("memory limit per check, as for `run`", default=None)
+    runtime: str | None = _help("HOL Light: the OCaml runtime setting the sampled checks run "
+                                "under, as for `run`: calibrate under the one your sweeps will use, "
+                                "as a factor is kept per setting (default: as for `run`)", default=None)
 
 
 @dataclass(frozen=True)
@@ -129,8 +133,12 @@ def plan(cfg: CalibrateConfig) -> Plan:
     answered = [p.problem_id for p in problems if p.answer is not None]
     times = loaded.prove_secs()
     chosen = _sample(cfg, times, answered)
+    # A setting changes proof times: each has its own calibration (the
+    # prover's key, e.g. HOL Light's s=16M,o=200, as `run` resolves it).
+    resolve = backends.descriptor(prover).runtime_of
+    runtime = resolve(SimpleNamespace(mode=cfg.mode, runtime=cfg.runtime)) if resolve else ""
     out = Path(cfg.out or host_factor.record_path(loaded.digest, loaded.provenance.mode, cfg.mode,
-                                                  cfg.limit_clock).with_suffix(""))
+                                                  cfg.limit_clock, runtime=runtime).with_suffix(""))
     limit = _limit(out, min(LIMIT_CAP_S, LIMIT_MULTIPLE * max(loaded.entries[p].timeout_sec
                                                                  for p in chosen)))
     # Where needs/loadt resolved, for a resume from another directory.
@@ -140,7 +148,7 @@ def plan(cfg: CalibrateConfig) -> Plan:
                         default_timeout=limit, mem_limit=cfg.mem_limit, hol_light=cfg.hol_light,
                         context_root=cfg.context_root, only=tuple(sorted(chosen)), mode=cfg.mode,
                         context_proofs=cfg.context_proofs, limit_clock=cfg.limit_clock, seed=cfg.seed,
-                        nice=cfg.nice, command=resume_argv(cfg, out, root))
+                        nice=cfg.nice, runtime=cfg.runtime, command=resume_argv(cfg, out, root))
     return Plan(chosen, {p: times[p] for p in chosen}, out, sweep, loaded)
 
 
@@ -245,7 +253,7 @@ def calibrate(cfg: CalibrateConfig, the_plan: Plan, executor, *, prepared: Prepa
                       load=round(statistics.mean(loads), 2) if loads else None,
                       sweep=str(Path(the_plan.out).resolve()),
                       ratios={p: _kept(r) for p, r in ratios.items()}, map_mode=the_plan.map_mode,
-                      cpu_model=cpu_model())
+                      cpu_model=cpu_model(), runtime=prepared.backend.info.runtime)
     host_factor.save(cal)
     return cal, summary, expected
 
@@ -275,6 +283,7 @@ def add_arguments(p) -> None:
     p.add_argument("--context-root", type=Path, **opt("context_root"))
     p.add_argument("--context-proofs", choices=("replay", "trust"), **opt("context_proofs"))
     p.add_argument("--mem-limit", type=memory_size, **opt("mem_limit"))
+    p.add_argument("--runtime", metavar="SETTING", **opt("runtime"))
 
 
 def run(args) -> int:

@@ -65,12 +65,19 @@ class Calibration:
     # not recorded (before issue 47). A host name reused for another CPU (a
     # cloud instance resized) is another node: its calibration does not apply.
     cpu_model: str | None = None
+    # The runtime setting its checks ran under (BackendInfo.runtime, e.g.
+    # HOL Light's OCaml GC setting): proof times differ between settings.
+    # "" (before the record, and provers without one) or "default": the
+    # prover's own defaults.
+    runtime: str = ""
 
     def describe(self) -> str:
         load = f", load {self.load:.1f}" if self.load is not None else ""
         against = f" against a {self.map_mode} map" if self.map_mode else ""
+        under = f", runtime {self.runtime}" if self.runtime not in ("", "default") else ""
         return (f"{self.factor:.2f}x (quartiles {self.low:.2f}-{self.high:.2f} over {self.problems} "
-                f"proofs, {self.clock} clock, {self.mode}{against}, measured {self.measured_at}{load})")
+                f"proofs, {self.clock} clock, {self.mode}{against}{under}, measured "
+                f"{self.measured_at}{load})")
 
 
 def cache_root() -> Path:
@@ -79,11 +86,14 @@ def cache_root() -> Path:
 
 
 def record_path(map_sha256: str, map_mode: str | None, mode: str, clock: str,
-                host: str | None = None) -> Path:
+                host: str | None = None, runtime: str = "") -> Path:
     """Where the calibration against the map of ``map_sha256`` measured in
-    ``map_mode`` (None: unknown), of checks run in ``mode`` on ``clock``, is kept."""
+    ``map_mode`` (None: unknown), of checks run in ``mode`` on ``clock``
+    under the runtime setting ``runtime``, is kept. The prover's defaults
+    keep the name calibrations had before the setting was recorded."""
+    setting = "" if runtime in ("", "default") else f"-{runtime}"
     return cache_root() / (host or socket.gethostname()) / \
-        f"{map_sha256[:16]}-{map_mode or 'any'}-map-{mode}-{clock}.json"
+        f"{map_sha256[:16]}-{map_mode or 'any'}-map-{mode}-{clock}{setting}.json"
 
 
 def sample(map_times: Mapping[str, float], candidates: Sequence[str], *, n: int = 10, seed: int = 0,
@@ -135,19 +145,19 @@ def median_quartiles(values) -> tuple[float, float, float]:
 
 
 def save(cal: Calibration) -> Path:
-    path = record_path(cal.map_sha256, cal.map_mode, cal.mode, cal.clock, cal.host)
+    path = record_path(cal.map_sha256, cal.map_mode, cal.mode, cal.clock, cal.host, cal.runtime)
     path.parent.mkdir(parents=True, exist_ok=True)
     publish_json(path, asdict(cal), indent=1)
     return path
 
 
 def load(map_sha256: str, map_mode: str | None, mode: str, clock: str, *,
-         host: str | None = None, cpu_model: str | None = None) -> Calibration | None:
+         host: str | None = None, cpu_model: str | None = None, runtime: str = "") -> Calibration | None:
     """This host's (or ``host``'s) calibration against the map measured in
-    ``map_mode``, of checks in ``mode`` on ``clock``, or None when it has
-    none, or when ``cpu_model`` is given and the calibration recorded
-    another."""
-    path = record_path(map_sha256, map_mode, mode, clock, host)
+    ``map_mode``, of checks in ``mode`` on ``clock`` under ``runtime``, or
+    None when it has none, or when ``cpu_model`` is given and the
+    calibration recorded another."""
+    path = record_path(map_sha256, map_mode, mode, clock, host, runtime)
     try:
         data = json.loads(path.read_text())
         cal = Calibration(**data)
@@ -177,22 +187,27 @@ def parse(text: str | None) -> float | str | None:
 
 def resolve(text: str | None, map_sha256: str, map_path: Path, mode: str, clock: str,
             corpus: Path, recorded: float | None = None, *,
-            map_mode: str | None, elsewhere: str | None = None) -> tuple[float, tuple[str, ...]]:
+            map_mode: str | None, elsewhere: str | None = None, runtime: str = "",
+            runtime_flag: str | None = None) -> tuple[float, tuple[str, ...]]:
     """The factor a sweep applies to its map, and what to say before it
     starts. ``recorded``: the factor the sweep being resumed ran with,
     which ``auto`` keeps (a new calibration must not change its limits).
     ``map_mode``: the mode the map was measured in (its sidecar's or
     --map-mode), part of which calibration applies. ``elsewhere``: why the
     map was measured on another machine (provenance.measured_elsewhere);
-    then no --host-factor means auto (issue 47)."""
+    then no --host-factor means auto (issue 47). ``runtime``: the key of the
+    runtime setting the checks run under (a calibration is kept per
+    setting), given to the sweep as ``runtime_flag`` (its --runtime, or None)."""
     chosen = parse(text)
     declared = f" --map-mode {map_mode}" if map_mode else ""
+    under = f" --runtime {runtime_flag}" if runtime_flag else ""
     calibrate = (f"proofbatch calibrate {corpus} --timeout-map {map_path}{declared} --mode {mode} "
-                 f"--limit-clock {clock}")
+                 f"--limit-clock {clock}{under}")
     if chosen is None and elsewhere:
-        return _by_default(map_sha256, map_path, mode, clock, recorded, map_mode, elsewhere, calibrate)
+        return _by_default(map_sha256, map_path, mode, clock, recorded, map_mode, elsewhere, calibrate,
+                           runtime)
     if chosen is None:
-        cal = load(map_sha256, map_mode, mode, clock)
+        cal = load(map_sha256, map_mode, mode, clock, runtime=runtime)
         if cal is not None and cal.factor > SLOW_HOST:
             return 1.0, (f"this host proves {cal.describe()} slower than the host the timeout map "
                          f"{map_path} was measured on, and its limits are used as they are: pass "
@@ -202,12 +217,13 @@ def resolve(text: str | None, map_sha256: str, map_path: Path, mode: str, clock:
     if chosen == "auto":
         if recorded is not None:
             return recorded, ()
-        cal = load(map_sha256, map_mode, mode, clock)
+        cal = load(map_sha256, map_mode, mode, clock, runtime=runtime)
         if cal is None:
             measured = f" (a {map_mode} map)" if map_mode else ""
+            setting = f" under the runtime {runtime}" if runtime not in ("", "default") else ""
             raise InputError("--host-factor auto", f"this host ({socket.gethostname()}) has no "
                              f"calibration against {map_path}{measured} in {mode} mode on the "
-                             f"{clock} clock",
+                             f"{clock} clock{setting}",
                              f"run `{calibrate}` first, or pass a number")
         return cal.factor, (f"host factor {cal.describe()}: the map's limits x"
                             f"{shown(max(1.0, cal.factor))}",)
@@ -216,7 +232,8 @@ def resolve(text: str | None, map_sha256: str, map_path: Path, mode: str, clock:
 
 
 def _by_default(map_sha256: str, map_path: Path, mode: str, clock: str, recorded: float | None,
-                map_mode: str | None, elsewhere: str, calibrate: str) -> tuple[float, tuple[str, ...]]:
+                map_mode: str | None, elsewhere: str, calibrate: str,
+                runtime: str = "") -> tuple[float, tuple[str, ...]]:
     """``auto`` taken by default for a map measured on another machine: this
     host's calibration when it has one, else the map's limits as they are,
     said with the command that measures it."""
@@ -224,7 +241,7 @@ def _by_default(map_sha256: str, map_path: Path, mode: str, clock: str, recorded
         return recorded, ()
     why = (f"the timeout map {map_path} was measured on another machine ({elsewhere}), so "
            "--host-factor is auto by default (--host-factor 1 uses the map as it is)")
-    cal = load(map_sha256, map_mode, mode, clock)
+    cal = load(map_sha256, map_mode, mode, clock, runtime=runtime)
     if cal is None:
         return 1.0, (f"{why}; this host ({socket.gethostname()}) has no calibration against it, so "
                      f"its limits are used as they are: run `{calibrate}` to measure it",)

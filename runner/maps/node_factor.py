@@ -83,6 +83,7 @@ class NodeFactorSpec:
     backstop_extra: float
     canary: object = None    # runner.maps.canary.CanarySpec; None: no canary
     source: str = "the sweep"    # what the sample and canary were drawn from
+    runtime: str = ""        # the checks' runtime setting (BackendInfo.runtime; part of the key)
 
     @property
     def cost_s(self) -> float:
@@ -161,7 +162,7 @@ def resolve(spec: NodeFactorSpec, session, out: Path,
 
 def _cached(spec: NodeFactorSpec, host: str, cpu: str) -> NodeFactor | None:
     cal = host_factor.load(spec.map_sha256, spec.map_mode, spec.mode, spec.clock, host=host,
-                           cpu_model=cpu)
+                           cpu_model=cpu, runtime=spec.runtime)
     return None if cal is None else NodeFactor(host, cpu, cal.factor, "cached", cal.host,
                                                cal.problems, cal.low, cal.high, at=cal.measured_at)
 
@@ -249,7 +250,7 @@ def measure(spec: NodeFactorSpec, session, host: str, cpu: str, say) -> NodeFact
         low=kept[1], high=kept[2], problems=len(ratios), measured_at=_now(),
         load=round(statistics.mean(loads), 2) if loads else None, sweep="",
         ratios={p: float(f"{r:.4g}") for p, r in ratios.items()}, map_mode=spec.map_mode,
-        cpu_model=cpu)
+        cpu_model=cpu, runtime=spec.runtime)
     host_factor.save(cal)
     return NodeFactor(host, cpu, kept[0], "measured", host, len(ratios), kept[1], kept[2],
                       round(cost, 2), cal.measured_at,
@@ -318,7 +319,8 @@ def spec_for(tasks: Sequence[CheckTask], problems, loaded, backend, *, budget_sh
     watch = None if canary_config is None else canary.choose(expected, checks, canary_config)
     return NodeFactorSpec(loaded.digest, None if loaded.provenance.mode is None
                           else str(loaded.provenance.mode), mode, clock, tuple(sample), budget_s,
-                          slack_s, backstop_factor, backstop_extra, watch, source)
+                          slack_s, backstop_factor, backstop_extra, watch, source,
+                          backend.info.runtime)
 
 
 def cost_note(spec: NodeFactorSpec, where: str, expected_core_s: float, share: float) -> str:

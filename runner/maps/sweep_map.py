@@ -16,6 +16,7 @@ import socket
 from dataclasses import dataclass
 from pathlib import Path
 
+from .. import prover_registry
 from . import host_factor, provenance
 
 
@@ -47,8 +48,11 @@ def load(config, prover: str, problem_ids: list[str], recorded: float | None,
         return SweepMap(loaded, (f"{how}each node scales the map's limits by its own host factor",)
                         + tuple(covered), per_node=True)
     # A map measured on a faster host: its limits scaled by this host's factor.
+    # A calibration is kept per runtime setting (the prover's key for the config).
+    runtime_of = prover_registry.descriptor(prover).runtime_of
     factor, said = host_factor.resolve(
         config.host_factor, loaded.digest, Path(config.timeout_map), str(config.mode),
         str(config.limit_clock), config.corpus, recorded=recorded,
-        map_mode=loaded.provenance.mode, elsewhere=elsewhere)
+        map_mode=loaded.provenance.mode, elsewhere=elsewhere,
+        runtime=runtime_of(config) if runtime_of else "", runtime_flag=getattr(config, "runtime", None))
     return SweepMap(loaded.scaled(factor), tuple(said) + tuple(covered))

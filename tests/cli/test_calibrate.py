@@ -21,6 +21,7 @@ from cluster.local import LocalExecutor
 from runner import cli
 from runner.commands import calibrate
 from runner.commands.calibrate import CalibrateConfig
+from runner.errors import InputError
 from runner.maps import host_factor
 from runner.provers.hol_light.costs.map_modes import RATIO_CENTRAL
 from runner.prover_registry import ENV
@@ -45,6 +46,24 @@ def write_map(path, times: dict[str, float]):
 
 # Map times of three light demo proofs, in three slices of the calibration band.
 LIGHT_MAP = dict(zip(LIGHT, (2.0, 5.0, 12.0)))
+
+
+def test_a_native_calibration_is_kept_under_its_runtime_setting_as_run_resolves_it(tmp_path):
+    """`run --mode native` checks under the tuned setting unless told
+    otherwise, and looks its factor up under that setting: calibrate keeps
+    the factor where that lookup finds it, and passes the setting on."""
+    path = write_map(tmp_path / "map.json", LIGHT_MAP)
+
+    def planned(**given):
+        return calibrate.plan(CalibrateConfig(corpus=DEMO, timeout_map=path, map_mode="native",
+                                              context_root=DEMO, **given))
+    native, ocaml = planned(mode="native"), planned(mode="native", runtime="default")
+    assert native.out.name.endswith("-map-native-cpu-s=16M,o=200") and native.sweep.runtime is None
+    assert ocaml.out.name.endswith("-map-native-cpu") and ocaml.sweep.runtime == "default"
+    assert "--runtime default" in " ".join(ocaml.sweep.command)
+    assert planned(mode="bytecode").out.name.endswith("-map-bytecode-cpu")
+    with pytest.raises(InputError, match="settle=sometimes"):
+        planned(mode="native", runtime="settle=sometimes")
 
 
 # -- defect 4: the map's mode ---------------------------------------------------------

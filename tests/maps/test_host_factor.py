@@ -57,11 +57,11 @@ def test_a_host_factor_that_is_no_factor_is_refused(text):
 
 
 def save(factor: float, digest: str = "ab" * 32, *, mode: str = "native",
-         map_mode: str | None = "native") -> Calibration:
+         map_mode: str | None = "native", runtime: str = "") -> Calibration:
     cal = Calibration(host=__import__("socket").gethostname(), map_sha256=digest, mode=mode,
                       clock="cpu", factor=factor, low=factor * 0.9, high=factor * 1.1, problems=5,
                       measured_at="2026-11-27T00:00:00+00:00", load=4.0, sweep="/tmp/x",
-                      ratios={"a": factor}, map_mode=map_mode)
+                      ratios={"a": factor}, map_mode=map_mode, runtime=runtime)
     host_factor.save(cal)
     return cal
 
@@ -120,6 +120,20 @@ def test_a_calibration_is_kept_per_map_mode():
     assert host_factor.load(digest, "native", "bytecode", "cpu") == as_native
     assert host_factor.load(digest, "bytecode", "bytecode", "cpu") == as_bytecode
     assert host_factor.load(digest, None, "bytecode", "cpu") is None
+
+
+def test_a_calibration_is_kept_per_runtime_setting_the_defaults_under_the_old_name():
+    """Proof times differ between runtime settings (HOL Light's GC): a
+    factor measured under OCaml's defaults is not one under the native
+    default, and one kept before the setting was recorded is the defaults'."""
+    digest = "cd" * 32
+    old = save(1.2, digest)                                  # before the record: ""
+    assert host_factor.load(digest, "native", "native", "cpu", runtime="default") == old
+    assert host_factor.load(digest, "native", "native", "cpu", runtime="s=16M,o=200") is None
+    tuned = save(1.1, digest, runtime="s=16M,o=200")
+    assert host_factor.load(digest, "native", "native", "cpu", runtime="s=16M,o=200") == tuned
+    assert host_factor.load(digest, "native", "native", "cpu") == old
+    assert "runtime s=16M,o=200" in tuned.describe() and "runtime" not in old.describe()
 
 
 def test_run_s_auto_takes_the_calibration_of_its_own_map_mode(tmp_path):

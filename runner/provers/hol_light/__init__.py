@@ -71,6 +71,12 @@ def _served_runtime(served: str, asked: str | None) -> str | None:
     return None
 
 
+def _runtime_of(config) -> str:
+    from .runtime import of_config
+
+    return of_config(config).key
+
+
 def _map_runtime_holds(measured: str, swept: str) -> bool:
     from .runtime import holds_under
 
@@ -112,5 +118,6 @@ PROVER = ProverDescriptor(
     ),
     modal_maps=True,
     served_runtime=_served_runtime,
+    runtime_of=_runtime_of,
     map_runtime_holds=_map_runtime_holds,
 )
