@@ -123,6 +123,23 @@ def draw_files(bench_map: list[dict], s2n: Path, args) -> list[str]:
     return sorted(files)
 
 
+def chosen_ids(text: str, listed: dict, s2n: Path) -> set[str]:
+    """``--only``: ids given inline or in @FILE, each an arm problem of the
+    map whose proof file is in the s2n-bignum tree; raises InputError."""
+    try:
+        raw = Path(text[1:]).read_text() if text.startswith("@") else text.replace(",", "\n")
+    except OSError as exc:
+        raise InputError(text[1:], f"cannot be read ({exc.strerror})", "pass --only @FILE of ids") from None
+    ids = {line.strip() for line in raw.splitlines() if line.strip()}
+    bad = sorted(i for i in ids if i not in listed or not i.startswith("arm.")
+                 or not (s2n / "arm/proofs" / f"{i.split('.')[1]}.ml").is_file())
+    if not ids or bad:
+        raise InputError("--only", f"{', '.join(bad) or 'no ids'}: not an arm problem of the bench's "
+                         "map with its proof file in --s2n-bignum", "pass arm.<file>.<theorem> ids "
+                         "the map lists")
+    return ids
+
+
 def cheat(phrase: str) -> str:
     """The phrase with its top-level ``prove``'s tactic replaced by
     ``CHEAT_TAC``, as collect-problems.py rewrites every proof of a template."""
@@ -311,6 +328,11 @@ def main() -> int:
                         "record has this run's commit, host, draw, builds, bench and --min-secs")
     parser.add_argument("--min-secs", type=float, default=0.5,
                         help="ratios over proofs of at least this long (shorter: the clock's noise)")
+    parser.add_argument("--only", metavar="IDS", default=None,
+                        help="check these arm problems of the map (comma-separated ids, or @FILE "
+                        "of one per line) instead of drawing files: e.g. heavy proofs; the bench's "
+                        "programs cheat every other proof of their files, and --files, --problems "
+                        "and --max-file-secs are not used")
     parser.add_argument("--runtime", metavar="SETTING", default=None,
                         help="proofbatch's checks run under this OCaml runtime setting (`run "
                         "--runtime`; default: proofbatch's native default); one other than "
@@ -330,13 +352,19 @@ def main() -> int:
 
     bench_map = json.loads(args.bench_map.read_text())
     listed = {e["problem_id"]: e for e in bench_map}
-    files = draw_files(bench_map, s2n, args)
+    try:
+        only = chosen_ids(args.only, listed, s2n) if args.only else None
+    except InputError as exc:       # one line, exit 2, nothing run
+        print(f"vs_bench_harness.py: error: {exc}", file=sys.stderr)
+        return 2
+    files = sorted({pid.split(".")[1] for pid in only}) if only else draw_files(bench_map, s2n, args)
     log(f"seed {args.seed}: {', '.join(files)}")
     corpus = args.work / "corpus"
     shutil.rmtree(corpus, ignore_errors=True)
     extract_s = step(PROOFBATCH + ["extract", *[s2n / "arm/proofs" / f"{f}.ml" for f in files],
                                    "--out", corpus, "--prefix", "arm", "--hol-light", hol], cwd=ROOT)
-    ids = sorted(p.name for p in corpus.iterdir() if p.name in listed and (p / "setup.ml").is_file())
+    ids = sorted(p.name for p in corpus.iterdir() if p.name in listed and (p / "setup.ml").is_file()
+                 and (only is None or p.name in only))
     chosen = args.work / "problems.txt"
     chosen.write_text("".join(f"{i}\n" for i in ids))
     wrong = set(random.Random(args.seed).sample(ids, min(args.wrong, len(ids))))

@@ -8,6 +8,8 @@ import json
 import sys
 from types import SimpleNamespace
 
+import pytest
+
 from ..helpers import ROOT
 
 sys.path.insert(0, str(ROOT / "benchmarks"))
@@ -129,6 +131,25 @@ def test_vs_bench_runs_the_bench_under_the_settings_ocamlrunparam_and_nothing_el
     assert runtime.ENV_SETTLE not in env and env["PATH"] == __import__("os").environ["PATH"]
     env, said = vs_bench_flows.bench_environment(runtime.DEFAULT)
     assert "OCAMLRUNPARAM" not in env and said == "OCaml's defaults"
+
+
+def test_vs_bench_checks_only_the_arm_problems_it_is_given_and_refuses_others(tmp_path):
+    import vs_bench_harness
+    from runner.errors import InputError
+
+    (tmp_path / "arm/proofs").mkdir(parents=True)
+    (tmp_path / "arm/proofs/bignum_kmul_16_32.ml").write_text("")
+    listed = {i: {} for i in ("arm.bignum_kmul_16_32.A", "arm.bignum_kmul_16_32.B", "arm.gone.C",
+                              "x86.bignum_kmul_16_32.A")}
+    ids = tmp_path / "ids.txt"
+    ids.write_text("arm.bignum_kmul_16_32.A\n\narm.bignum_kmul_16_32.B\n")
+    assert vs_bench_harness.chosen_ids(f"@{ids}", listed, tmp_path) == {"arm.bignum_kmul_16_32.A",
+                                                                         "arm.bignum_kmul_16_32.B"}
+    for given, named in (("arm.gone.C", "arm.gone.C"), ("x86.bignum_kmul_16_32.A", "x86."),
+                         ("arm.bignum_kmul_16_32.Z,arm.bignum_kmul_16_32.A", "Z"), (",", "no ids")):
+        with pytest.raises(InputError, match="--only") as err:
+            vs_bench_harness.chosen_ids(given, listed, tmp_path)
+        assert named in str(err.value) and "\n" not in str(err.value)
 
 
 # -- loaded_host.py ---------------------------------------------------------------------------
