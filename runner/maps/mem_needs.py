@@ -53,7 +53,10 @@ class HeavyClass:
 # Of 3,000 s or more, one problem has run here: x86.p521_jadd_alt's 3,431 s
 # proof peaked at 850 MB. s2n-bignum-bench's README advises about 5 GB per
 # heavy proof; that stays the class's estimate, the safer bound, until the
-# longest of the class (up to 5,991 s) have been measured.
+# longest of the class (up to 5,991 s) have been measured. These peaks were
+# measured under OCaml's GC defaults; under the native default (s=16M,o=200,
+# hol_light/runtime.py) a check peaked 124-208 MB higher (its 128 MB minor
+# heap: docs/native.md), inside the guard's 2x margin over each peak.
 HEAVY_ESTIMATES: tuple[HeavyClass, ...] = (
     HeavyClass(120, 300, 346 * MB, "measured peak 346 MB of a 182 s problem"),
     HeavyClass(300, 1000, 479 * MB, "measured peak 479 MB of a 328 s problem"),
