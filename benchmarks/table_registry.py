@@ -166,9 +166,9 @@ def _vs_bench_cells() -> tuple[Cell, ...]:
 
     def verdicts(f: dict) -> str:
         first = [p["proofbatch"] for p in f["per_problem"] if p["round"] == 1]
-        counts = ", ".join(f"{first.count(v)} {v}" for v in sorted(set(first)))
+        counts = ", ".join(f"{first.count(v)} {v}" for v in sorted(set(first), key=first.count, reverse=True))
         same = "the same in every flow" if not f["differ"] else f"{len(f['differ'])} differ"
-        return f"{same} of all {len(f['rounds'])} rounds: {counts}"
+        return f"{same}, {len(f['rounds'])} rounds: {counts}"
 
     def proof(f: dict) -> str:
         text = (f"`prove_secs` / bench `PROFILE` median {f['proof_ratio_median']:.3f} over "
