@@ -24,6 +24,7 @@ from cluster.slurm import SlurmExecutor, SlurmOptions
 from runner.checks.worker import NODE_HOST_ENV, cpu_model
 from runner.maps import host_factor, provenance
 from runner.maps.canary import TEST_DRIFT_ENV
+from runner.provers.hol_light import runtime
 from runner.reporting import limits
 from runner.results import shards
 from runner.results.shard_reads import read_shards
@@ -69,7 +70,7 @@ def test_a_timeout_on_a_drifting_node_is_confirmed_once_its_canary_is_back(nativ
     host_factor.save(host_factor.Calibration(
         host=NODE, map_sha256=digest, mode="native", clock="cpu", factor=1.0, low=1.0, high=1.0,
         problems=2, measured_at="2026-11-30T00:00:00+00:00", load=None, sweep="", ratios={},
-        map_mode="bytecode", cpu_model=cpu_model()))
+        map_mode="bytecode", cpu_model=cpu_model(), runtime=runtime.TUNED.key))   # native's default
     out = tmp_path / "out"
     prepared = prepare(demo_config(out, only=ONLY, mode="native", timeout_map=DEMO_MAP,
                                    host_factor="auto", canary_checks=1, policy="naive", workers=1),

@@ -24,6 +24,7 @@ from cluster.dask import DaskExecutor
 from cluster.slurm import SlurmExecutor, SlurmOptions
 from runner.checks.worker import NODE_HOST_ENV, cpu_model
 from runner.maps import host_factor, provenance
+from runner.provers.hol_light import runtime
 from runner.sweep import prepare, run_sweep
 
 from ..helpers import ROOT, demo_config, expected_verdicts
@@ -79,10 +80,13 @@ def test_a_slurm_task_with_nothing_cached_calibrates_on_its_node(native_build, s
         assert r["host_factor"] == factor, r
         scale = max(1.0, factor) if r["timeout_source"].startswith("map") else 1.0
         assert r["timeout_s"] == pytest.approx(round(base[r["problem_id"]] * scale, 3)), r
-    # Kept in the node's cache: its next sweep takes it without measuring.
+    # Kept in the node's cache, under the runtime setting its checks ran
+    # under (native's default): its next sweep takes it without measuring.
+    assert prepared.backend.info.runtime == runtime.TUNED.key
     cal = host_factor.load(digest, "bytecode", "native", "cpu", host=socket.gethostname(),
-                           cpu_model=cpu_model())
-    assert cal is not None and cal.factor == factor
+                           cpu_model=cpu_model(), runtime=runtime.TUNED.key)
+    assert cal is not None and cal.factor == factor and cal.runtime == runtime.TUNED.key
+    assert host_factor.load(digest, "bytecode", "native", "cpu", host=socket.gethostname()) is None
     # For docs/slurm.md: what the calibration cost on the dev cluster, and the load.
     print(f"\nSLURM CALIBRATION: factor {factor} on {node['problems']} ground truth, "
           f"{node['cost_cpu_s']} s of CPU, {node['note']}; sweep wall {wall:.0f} s, "
@@ -92,13 +96,15 @@ def test_a_slurm_task_with_nothing_cached_calibrates_on_its_node(native_build, s
 @pytest.fixture(scope="module")
 def two_nodes(native_build, tmp_path_factory):
     """Two Dask workers of two threads, named as nodes of the two cached
-    calibrations of FACTORS against the demo map (native checks, CPU clock)."""
+    calibrations of FACTORS against the demo map (native checks under
+    native's default runtime setting, CPU clock)."""
     digest = provenance.load(DEMO_MAP).digest
     for host, factor in FACTORS.items():
         host_factor.save(host_factor.Calibration(
             host=host, map_sha256=digest, mode="native", clock="cpu", factor=factor, low=factor,
             high=factor, problems=2, measured_at="2026-11-30T00:00:00+00:00", load=None,
-            sweep="", ratios={}, map_mode="bytecode", cpu_model=cpu_model()))
+            sweep="", ratios={}, map_mode="bytecode", cpu_model=cpu_model(),
+            runtime=runtime.TUNED.key))
     d = tmp_path_factory.mktemp("hol-nodes")
     workers = {host: {**os.environ, NODE_HOST_ENV: host} for host in FACTORS}
     with scheduler_and_workers(d, workers, memory="6GiB", nthreads=2, stop_s=60) as address:
