@@ -168,7 +168,8 @@ def _vs_bench_cells() -> tuple[Cell, ...]:
         first = [p["proofbatch"] for p in f["per_problem"] if p["round"] == 1]
         counts = ", ".join(f"{first.count(v)} {v}" for v in sorted(set(first), key=first.count, reverse=True))
         same = "the same in every flow" if not f["differ"] else f"{len(f['differ'])} differ"
-        return f"{same}, {len(f['rounds'])} rounds: {counts}"
+        n = len(f["rounds"])
+        return f"{same}, {n} round{'s' if n != 1 else ''}: {counts}"
 
     def proof(f: dict) -> str:
         text = (f"`prove_secs` / bench `PROFILE` median {f['proof_ratio_median']:.3f} over "
@@ -183,6 +184,21 @@ def _vs_bench_cells() -> tuple[Cell, ...]:
             lambda f: f"proofbatch {walls(f, 'proofbatch')} vs bench {walls(f, 'bench')}: median "
                       f"{f['wall_ratio']:.3f}",
             lambda f: f"bench `PROFILE` / map median {f['host_factor']:.2f}")
+
+
+def _vs_bench_heavy() -> Row:
+    """vs_bench_harness.py --only on heavy proofs: each flow's proof CPU as
+    docs/native.md gives it beside the bench's program."""
+    def problems(f: dict) -> str:
+        seen = {p["problem"]: p["map_s"] for p in f["per_problem"] if p["round"] == 1}
+        return ", ".join(f"`{pid.split('.', 2)[2]}` ({secs:,.0f} s)" for pid, secs in seen.items())
+
+    return Row("heavy", "vs_bench_harness", (
+        problems, _vs_bench_cells()[2],
+        lambda f: f"{f['proof_cpu_ratio_median']:.3f} over {f['ratio_checks']}",
+        fig("proof_cpu_ratio_default_median", ".3f"), fig("bench_tuned_gain_median", ".3f"),
+        fig("proof_cpu_ratio_vs_tuned_bench_median", ".3f"), fig("host_factor", ".2f")),
+        args=("--only",))
 
 
 # runtime_tuning.py's grid (its GRID) and how many of it go to the finals.
@@ -287,6 +303,10 @@ TABLES: dict[str, Table] = {t.name: t for t in (
            "verdicts changed"),
           tuple(_runtime_row("screen", i) for i in range(RUNTIME_SCREENED))
           + tuple(_runtime_row("final", i) for i in range(RUNTIME_FINALISTS))),
+    Table("native-vs-bench-heavy", "docs/native.md",
+          ("problems (map time)", "verdicts", "proof CPU / bench `PROFILE`, tuned",
+           "under `--runtime default`", "bench's program tuned / its own", "proofbatch tuned / bench tuned",
+           "bench `PROFILE` / map"), (_vs_bench_heavy(),)),
     Table("native-tree-seeds", "docs/native.md", scripts=("native_tree",)),
     Table("native-tree-whole", "docs/native.md", scripts=("native_tree",)),
     Table("native-tree-only", "docs/native.md", scripts=("native_tree",)),
