@@ -339,24 +339,20 @@ def main() -> int:
                         "OCaml's defaults adds per round the bench's program under its "
                         "OCAMLRUNPARAM and proofbatch under --runtime default")
     args = parser.parse_args()
-    try:
-        # proofbatch's flow runs natively: without --runtime, under native's default.
-        tuned = runtime.parse(args.runtime) if args.runtime else runtime.default_for("native")
-    except InputError as exc:       # one line, exit 2, nothing run
-        print(f"vs_bench_harness.py: error: {exc}", file=sys.stderr)
-        return 2
     for name in ("work", "hol_light", "s2n_bignum", "bench_repo", "bench_map"):
         setattr(args, name, getattr(args, name).resolve())
-    args.work.mkdir(parents=True, exist_ok=True)
     hol, s2n = args.hol_light, args.s2n_bignum
-
     bench_map = json.loads(args.bench_map.read_text())
     listed = {e["problem_id"]: e for e in bench_map}
     try:
+        # proofbatch's flow runs natively: without --runtime, under native's default.
+        tuned = runtime.parse(args.runtime) if args.runtime else runtime.default_for("native")
         only = chosen_ids(args.only, listed, s2n) if args.only else None
     except InputError as exc:       # one line, exit 2, nothing run
         print(f"vs_bench_harness.py: error: {exc}", file=sys.stderr)
         return 2
+    args.work.mkdir(parents=True, exist_ok=True)
+
     files = sorted({pid.split(".")[1] for pid in only}) if only else draw_files(bench_map, s2n, args)
     log(f"seed {args.seed}: {', '.join(files)}")
     corpus = args.work / "corpus"

@@ -74,7 +74,7 @@ class Calibration:
     def describe(self) -> str:
         load = f", load {self.load:.1f}" if self.load is not None else ""
         against = f" against a {self.map_mode} map" if self.map_mode else ""
-        under = f", runtime {self.runtime}" if self.runtime not in ("", "default") else ""
+        under = f", runtime {self.runtime}" if _named(self.runtime) else ""
         return (f"{self.factor:.2f}x (quartiles {self.low:.2f}-{self.high:.2f} over {self.problems} "
                 f"proofs, {self.clock} clock, {self.mode}{against}{under}, measured "
                 f"{self.measured_at}{load})")
@@ -85,13 +85,19 @@ def cache_root() -> Path:
     return (Path(env) if env else Path.home() / ".cache" / "proofbatch") / "calibrations"
 
 
+def _named(runtime: str) -> bool:
+    """Whether a runtime key names a setting other than the prover's
+    defaults ("" before the record, and for provers without one)."""
+    return runtime not in ("", "default")
+
+
 def record_path(map_sha256: str, map_mode: str | None, mode: str, clock: str,
                 host: str | None = None, runtime: str = "") -> Path:
     """Where the calibration against the map of ``map_sha256`` measured in
     ``map_mode`` (None: unknown), of checks run in ``mode`` on ``clock``
     under the runtime setting ``runtime``, is kept. The prover's defaults
     keep the name calibrations had before the setting was recorded."""
-    setting = "" if runtime in ("", "default") else f"-{runtime}"
+    setting = f"-{runtime}" if _named(runtime) else ""
     return cache_root() / (host or socket.gethostname()) / \
         f"{map_sha256[:16]}-{map_mode or 'any'}-map-{mode}-{clock}{setting}.json"
 
@@ -220,7 +226,7 @@ def resolve(text: str | None, map_sha256: str, map_path: Path, mode: str, clock:
         cal = load(map_sha256, map_mode, mode, clock, runtime=runtime)
         if cal is None:
             measured = f" (a {map_mode} map)" if map_mode else ""
-            setting = f" under the runtime {runtime}" if runtime not in ("", "default") else ""
+            setting = f" under the runtime {runtime}" if _named(runtime) else ""
             raise InputError("--host-factor auto", f"this host ({socket.gethostname()}) has no "
                              f"calibration against {map_path}{measured} in {mode} mode on the "
                              f"{clock} clock{setting}",

@@ -138,12 +138,12 @@ def served_backend(args):
     from .backend import HolLightBackend
     from ..install import find_hol_light
     from .native_auto import mode_backend
-    from ..runtime import default_for, parse
+    from ..runtime import of_config
 
     install, root = find_hol_light(args.hol_light), args.context_root or Path.cwd()
     common = dict(max_images=args.max_images, grace_s=args.grace, context_proofs=args.context_proofs,
                   sandbox_config=SandboxConfig(kind=args.sandbox), log_dir=Path(args.dir) / "logs",
-                  runtime=parse(args.runtime) if args.runtime else default_for(args.mode))
+                  runtime=of_config(args))
     if args.mode == "native":
         return mode_backend("native", install, root, no_fallback=args.no_fallback, **common)
     return HolLightBackend(install, root, **common)
