@@ -107,16 +107,18 @@ class Busy:
 
 
 class Server:
-    """``proofbatch serve --mode native`` for the script's sweeps: each sweep
-    pays the proofs, not the loading of their contexts again (up to 3,183 s
-    of image loads per sweep here, most of each sweep). ``extra``: serve's
-    flags besides the mode, context proofs and the trees under ``--work``."""
+    """``proofbatch serve --mode native`` (or ``mode``) for the script's
+    sweeps: each sweep pays the proofs, not the loading of their contexts
+    again (up to 3,183 s of image loads per sweep here, most of each sweep).
+    ``extra``: serve's flags besides the mode, context proofs and the trees
+    under ``--work``."""
 
-    def __init__(self, args, folder: Path, *extra):
+    def __init__(self, args, folder: Path, *extra, mode: str = "native"):
         self.args, self.dir, self.log, self.extra = args, folder, folder.with_suffix(".log"), extra
+        self.mode = mode
 
     def __enter__(self) -> "Server":
-        argv = PROOFBATCH + ["serve", self.dir, "--mode", "native", "--context-proofs", "trust",
+        argv = PROOFBATCH + ["serve", self.dir, "--mode", self.mode, "--context-proofs", "trust",
                              "--hol-light", self.args.work / "hol-light",
                              "--context-root", self.args.work / "s2n-bignum", *self.extra]
         log("$ " + " ".join(map(str, argv)) + f" 2> {self.log}")

@@ -2,8 +2,9 @@
 
 A check's proof CPU time depends on the garbage collector's settings as well
 as on the proof (docs/native.md, "Runtime settings").
-This script runs the same s2n-bignum ground truths natively through the
-README's commands: ``proofbatch serve`` keeps their images loaded (one server
+This script runs the same s2n-bignum ground truths natively (or, with
+``--mode bytecode``, in HOL Light's bytecode toplevel) through the README's
+commands: ``proofbatch serve`` keeps their images loaded (one server
 per ``settle`` the grid names), and ``proofbatch run --server DIR --runtime
 SETTING`` checks them in it, each check setting its own minor heap,
 space_overhead and major increment as it starts. Loading the images once
@@ -16,7 +17,10 @@ again in reverse, the defaults (ABBA for each setting against the runs of
 the defaults around it).
 1. The screen: every setting of the grid on the light draw.
 2. The finals: the ``--finalists`` best of the screen (verdicts kept, within
-   the memory bound) on the light and the heavy draw together.
+   the memory bound) on the light and the heavy draw together. With
+   ``--heavy 0`` or ``--finalists 0`` there are none, and the screen is
+   judged (a bytecode grid: a bytecode proof takes 2.5-6x its native time,
+   so a heavy one takes most of an hour here).
 Per setting it records proof CPU and wall time against the defaults' (the
 median of per-problem ratios, and the worst problem), peak memory per check
 against the defaults', and whether any verdict changed. To see why a setting
@@ -104,6 +108,8 @@ def parse_args():
                         help="the screen's best settings measured on the heavy draw too (default 2)")
     parser.add_argument("--rounds", type=int, default=1, help="palindromic rounds per stage (default 1)")
     parser.add_argument("--workers", type=int, default=2, help="checks at once (default 2)")
+    parser.add_argument("--mode", choices=("native", "bytecode"), default="native",
+                        help="the checks' and the images' mode, as for run and serve (default native)")
     args = parser.parse_args()
     args.work, args.bench_map = args.work.resolve(), args.bench_map.resolve()
     return args
@@ -153,7 +159,8 @@ class Servers:
             # it): two dozen images for six files. An image evicted would load
             # again beside a measured check.
             self.running[settle] = self.stack.enter_context(Server(
-                self.args, folder, "--max-images", "64", "--runtime", f"settle={settle}"))
+                self.args, folder, "--max-images", "64", "--runtime", f"settle={settle}",
+                mode=self.args.mode))
         return self.running[settle].dir
 
     def close(self):
@@ -162,14 +169,18 @@ class Servers:
 
 def sweep(args, servers: Servers, corpus: Path, chosen: Path, setting: str, tag: str,
           *extra) -> dict[str, dict]:
+    """The chosen problems checked under ``setting``, in a cleared --out.
+    The map's limits only stop a runaway check here, and a factor is kept
+    per runtime setting (the grid's have none): they are taken as they are."""
     out = args.work / f"runtime-{tag}"
     shutil.rmtree(out, ignore_errors=True)        # never resume another run's rows
     step(PROOFBATCH + ["run", corpus, "--problems", f"@{chosen}", "--out", out,
                        "--server", servers.folder(setting), "--hol-light", args.work / "hol-light",
                        "--context-root", args.work / "s2n-bignum", "--context-proofs", "trust",
-                       "--mode", "native", "--no-fallback", "--workers", str(args.workers),
+                       "--mode", args.mode, *(("--no-fallback",) if args.mode == "native" else ()),
+                       "--workers", str(args.workers),
                        "--runtime", setting, *(extra or ("--timeout-map", args.bench_map, "--map-mode",
-                                                         "native", "--host-factor", "auto"))],
+                                                         "native", "--host-factor", "1"))],
          cwd=ROOT)
     return read_rows(out)
 
@@ -333,6 +344,7 @@ def main() -> int:
     rec.input("ids", ids)
     rec.input("bench_map", path=args.bench_map)
     rec.input("grid", args.grid)
+    rec.input("mode", args.mode)
     corpus = args.work / "runtime-corpus"
     shutil.rmtree(corpus, ignore_errors=True)
     step(PROOFBATCH + ["extract", *files, "--out", corpus, "--hol-light", args.work / "hol-light",
@@ -355,24 +367,29 @@ def main() -> int:
                 lines += setting_lines(setting, screen[setting])
             fit = judge(screen)[3]
             finalists = sorted(fit, key=lambda s: fit[s]["cpu_ratio"])[:args.finalists]
-            warm_final = warm_up(args, servers, corpus, chosen_all, finalists, "final")
-            lines.append("heavy images loaded (s): " + ", ".join(f"settle={k} {v}"
-                                                                   for k, v in warm_final.items()))
-            base, tried = palindrome(args, servers, corpus, chosen_all, finalists, "final")
-            final = stage_results(base, tried, ids)
-            final_heavy = stage_results(base, tried, heavy_ids)
-            lines.append(f"finals: the light and {len(heavy_ids)} heavy proofs")
-            for setting in finalists:
-                lines += setting_lines(setting, final[setting])
-                lines.append(f"    heavy alone: CPU {nan(final_heavy[setting]['cpu_ratio']):.3f}  wall "
-                             f"{nan(final_heavy[setting]['wall_ratio']):.3f}")
+            final, final_heavy, warm_final = screen, {}, {}
+            if finalists and heavy_ids:
+                warm_final = warm_up(args, servers, corpus, chosen_all, finalists, "final")
+                lines.append("heavy images loaded (s): " + ", ".join(f"settle={k} {v}"
+                                                                       for k, v in warm_final.items()))
+                base, tried = palindrome(args, servers, corpus, chosen_all, finalists, "final")
+                final = stage_results(base, tried, ids)
+                final_heavy = stage_results(base, tried, heavy_ids)
+                lines.append(f"finals: the light and {len(heavy_ids)} heavy proofs")
+                for setting in finalists:
+                    lines += setting_lines(setting, final[setting])
+                    lines.append(f"    heavy alone: CPU {nan(final_heavy[setting]['cpu_ratio']):.3f}  "
+                                 f"wall {nan(final_heavy[setting]['wall_ratio']):.3f}")
+            else:
+                finalists = []
+                lines.append("no finals (no heavy draw or no finalists): the screen is judged")
     finally:
         servers.close()
     best, said, goals, _ = judge(final)
     lines += [*said, load.text()]
     figures = {"ids": ids, "light_ids": light_ids, "heavy_ids": heavy_ids, "files": files,
                "map_s": {e["problem_id"]: float(e["prove_secs"]) for e in light + heavy},
-               "workers": args.workers, "images_loaded_s": warm, "heavy_images_loaded_s": warm_final,
+               "workers": args.workers, "mode": args.mode, "images_loaded_s": warm, "heavy_images_loaded_s": warm_final,
                "screen": screen,
                "finalists": finalists, "settings": final, "heavy": final_heavy, "best": best,
                "load": load.text()}
