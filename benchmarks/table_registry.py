@@ -146,6 +146,16 @@ def _priced(workers: str) -> Row:
         fig(f"priced/{workers}/image_build_core_hours", ".2f"), fig(f"priced/{workers}/utilization", ".1%")))
 
 
+def _calibrated_at(workers: str) -> Row:
+    """calibrate_workers.py's factor at one --workers, judged on heavy_tail's checks."""
+    return Row(f"w{workers}", "calibrate_workers", (
+        f"`--workers {workers}`",
+        lambda f: "{factor} ({low}-{high})".format(**f["calibrations"][workers]),
+        fig(f"calibrations/{workers}/problems"), fig(f"calibrations/{workers}/load"),
+        fig(f"calibrations/{workers}/worst_off", ".3f"),
+        lambda f: f"{f['window'][0]:.3f}-{f['window'][1]:.3f}"))
+
+
 def _planned_against_measured(f: dict) -> str:
     import statistics
     cpu = [c["planned_over_cpu"] for c in f["checks"]]
@@ -201,13 +211,15 @@ def _vs_bench_heavy() -> Row:
         args=("--only",))
 
 
-# runtime_tuning.py's grid (its GRID) and how many of it go to the finals.
-RUNTIME_SCREENED, RUNTIME_FINALISTS = 9, 2
+# runtime_tuning.py's grid (its GRID) and how many of it go to the finals;
+# its bytecode grid's settings (the --grid of its run with --seed 2).
+RUNTIME_SCREENED, RUNTIME_FINALISTS, RUNTIME_BYTECODE = 9, 2, 2
 
 
-def _runtime_row(stage: str, i: int) -> Row:
+def _runtime_row(stage: str, i: int, args: tuple[str, ...] = ("--seed", "1")) -> Row:
     """One setting of runtime_tuning.py: the ``i``-th of the screen (light
-    proofs) or of the finals (light and heavy), against the defaults."""
+    proofs) or of the finals (light and heavy), against the defaults, of
+    the run whose command holds ``args`` (the native grid: --seed 1)."""
     def one(f: dict) -> tuple[str, dict]:
         name = list(f["screen"])[i] if stage == "screen" else f["finalists"][i]
         return name, (f["screen"] if stage == "screen" else f["settings"])[name]
@@ -236,7 +248,7 @@ def _runtime_row(stage: str, i: int) -> Row:
         lambda f: f"{round(one(f)[1]['peak_mb_delta'] or 0):+d} (at most "
                   f"{round(one(f)[1]['peak_mb_delta_max'] or 0):+d})",
         image, lambda f: f"{gc(one(f)[1], 'gc')} ({gc(one(f)[1], 'gc_default')})",
-        lambda f: str(len(one(f)[1]["verdicts_changed"]))))
+        lambda f: str(len(one(f)[1]["verdicts_changed"]))), args=args)
 
 
 def _heavy_tables() -> tuple[Table, ...]:
@@ -271,6 +283,9 @@ def _heavy_tables() -> tuple[Table, ...]:
                   lambda f: f"{f['node_32_128g']['memory']['above_share']} of {f['node_32_128g']['memory']['checks']}",
                   lambda f: f"{f['node_32_128g']['memory']['max_guard_bytes'] / gib:.1f} GiB",
                   fig("node_32_128g/memory/largest_at_once"), _planned_against_measured)),)),
+        Table("heavy-calibrate-workers", "docs/heavy-tail.md",
+              ("calibrate", "factor (quartiles)", "ground truths", "load", "worst heavy check off its CPU",
+               "factors within 15% of every one"), (_calibrated_at("1"), _calibrated_at("2"))),
     )
 
 
