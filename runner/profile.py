@@ -100,7 +100,7 @@ class ProfileConfig:
     runtime: str | None = _help("HOL Light: the OCaml runtime setting the profiled checks run "
                                 "under, as for `run`; recorded in provenance and in the map derived "
                                 "from it, whose times hold under it (default: as for `run`: "
-                                "s=16M,o=200 natively, default in bytecode)", default=None,
+                                "s=16M,o=200 natively, s=4M,o=200 in bytecode)", default=None,
                                 flag=flag_of(SweepConfig, "runtime"))
     verify_trust: bool = _help("after the runs, check every ground truth once more under the other "
                                "choice of context_proofs; a verdict that differs is a defect",

@@ -23,6 +23,7 @@ from cluster.local import LocalExecutor
 from runner import cli
 from runner.results import shards
 from runner.errors import InputError
+from runner.provers.hol_light import runtime
 from runner.profile import ProfileConfig, load_profile, profile, recorded_path
 from runner.maps.provenance import load
 
@@ -135,7 +136,8 @@ def test_the_profile_describes_itself(demo_profile):
     assert recorded_path(prov, "corpus", cfg.out) == DEMO.resolve() and prov["mode"] == "bytecode"
     assert not Path(prov["corpus"]).is_absolute()     # the profile moves with its corpus
     assert prov["prover_build"].startswith("debian-hol-light")
-    assert prov["runtime"] == "default"         # the OCaml runtime its times were measured under
+    # The OCaml runtime its times were measured under: bytecode's default.
+    assert prov["runtime"] == runtime.BYTECODE_TUNED.key
     assert set(prov["problems"]) == set(expected_verdicts())
     assert all(len(p["content_sha256"]) == 64 for p in prov["problems"].values())
     assert prov["generations"][0]["machine"]["cores"] >= 1
@@ -147,7 +149,7 @@ def test_derived_map_validates_with_no_false_timeout(demo_profile, hol_session, 
     map_path = tmp_path / "demo.json"
     assert cli.main(["timeout-map", str(cfg.out), "--out", str(map_path)]) == 0
     timeouts = load(map_path).limits()
-    assert load(map_path).sidecar.provenance["runtime"] == "default"      # the profile's, carried
+    assert load(map_path).sidecar.provenance["runtime"] == runtime.BYTECODE_TUNED.key     # the profile's
     assert set(timeouts) == ok_ids(), why(result)
     assert all(120 <= t <= 10800 for t in timeouts.values())
 

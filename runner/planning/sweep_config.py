@@ -188,8 +188,8 @@ class SweepConfig:
                          "(OCAMLRUNPARAM's minor heap s, space_overhead o and major increment i, and "
                          "whether an image collects, compacts or neither before it serves); recorded "
                          "in rows, sweep.json and maps, and a resume must keep it (default: "
-                         "s=16M,o=200, the setting measured best, with --mode native or auto; default "
-                         "in bytecode); see docs/native.md", default=None, flag="--runtime",
+                         "the setting measured best in the mode: s=16M,o=200 with --mode native or "
+                         "auto, s=4M,o=200 in bytecode); see docs/native.md", default=None, flag="--runtime",
                          metavar="SETTING")
     no_fallback: bool = _help("with --mode native or auto: a check whose context cannot be "
                               "compiled natively (a toplevel directive, a computed load, a compile "

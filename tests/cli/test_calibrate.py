@@ -61,7 +61,7 @@ def test_a_native_calibration_is_kept_under_its_runtime_setting_as_run_resolves_
     assert native.out.name.endswith("-map-native-cpu-s=16M,o=200") and native.sweep.runtime is None
     assert ocaml.out.name.endswith("-map-native-cpu") and ocaml.sweep.runtime == "default"
     assert "--runtime default" in " ".join(ocaml.sweep.command)
-    assert planned(mode="bytecode").out.name.endswith("-map-bytecode-cpu")
+    assert planned(mode="bytecode").out.name.endswith("-map-bytecode-cpu-s=4M,o=200")
     with pytest.raises(InputError, match="settle=sometimes"):
         planned(mode="native", runtime="settle=sometimes")
 

@@ -29,11 +29,11 @@ def test_a_setting_has_one_canonical_key_and_sets_only_its_own_environment():
     assert "OCAMLRUNPARAM" not in runtime.DEFAULT.environment({"OCAMLRUNPARAM": "s=16M"})
 
 
-def test_native_checks_default_to_the_grid_s_best_and_bytecode_to_ocaml_s():
+def test_checks_default_to_the_grid_s_best_in_their_mode():
     class Config:
         runtime = None
 
-    for mode, want in (("native", "s=16M,o=200"), ("auto", "s=16M,o=200"), ("bytecode", "default")):
+    for mode, want in (("native", "s=16M,o=200"), ("auto", "s=16M,o=200"), ("bytecode", "s=4M,o=200")):
         Config.mode = mode
         assert runtime.default_for(mode).key == want and runtime.of_config(Config).key == want
     Config.runtime = "default"      # as the bench's program runs
@@ -45,10 +45,12 @@ def test_a_check_sets_every_parameter_ocaml_s_own_where_its_setting_names_none()
     assert runtime.DEFAULT.check_gc == "s=256k,o=120,i=15"
     assert runtime.parse("i=4M,settle=compact").check_gc == "s=256k,o=120,i=4M"
     assert runtime.TUNED.check_gc == "s=16M,o=200,i=15"
+    assert runtime.BYTECODE_TUNED.check_gc == "s=4M,o=200,i=15"
 
 
-def test_a_map_of_ocaml_s_defaults_holds_under_the_native_default_and_no_other():
+def test_a_map_of_ocaml_s_defaults_holds_under_a_mode_s_default_and_no_other():
     assert runtime.holds_under("default", runtime.TUNED.key)
+    assert runtime.holds_under("default", runtime.BYTECODE_TUNED.key)
     assert runtime.holds_under("s=4M", "s=4M")
     # Measured only for the grid's best; a map of it is not a map of the defaults.
     assert not runtime.holds_under("default", "s=4M")

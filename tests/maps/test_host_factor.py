@@ -150,12 +150,13 @@ def test_run_s_auto_takes_the_calibration_of_its_own_map_mode(tmp_path):
     path = tmp_path / "map.json"
     path.write_text(json.dumps([{"problem_id": p, "prove_secs": 2.0, "timeout_sec": 60} for p in LIGHT]))
     digest = provenance.load(path, "native").digest
-    save(3.0, digest, mode="bytecode", map_mode="bytecode")
+    tuned = "s=4M,o=200"        # the setting bytecode checks run under by default (runtime.py)
+    save(3.0, digest, mode="bytecode", map_mode="bytecode", runtime=tuned)
     config = demo_config(tmp_path / "out", timeout_map=path, map_mode="native", host_factor="auto",
                          problems=(LIGHT[0],))
     with pytest.raises(InputError, match=r"no calibration against .*map.json \(a native map\)") as err:
         prepare(config)
     assert "--map-mode native --mode bytecode" in err.value.fix
-    save(1.4, digest, mode="bytecode", map_mode="native")
+    save(1.4, digest, mode="bytecode", map_mode="native", runtime=tuned)
     assert prepare(config).host_factor == 1.4
     assert prepare(replace(config, map_mode="bytecode")).host_factor == 3.0

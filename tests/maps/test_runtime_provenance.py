@@ -45,25 +45,28 @@ def test_a_map_without_the_record_counts_as_ocamls_defaults(tmp_path):
 def test_a_sweep_under_another_runtime_than_its_maps_says_so_in_one_line(tmp_path):
     tuned = derived_map(tmp_path / "tuned.json", runtime="s=4M")
     old = derived_map(tmp_path / "old.json")
-    # The same setting, or a map without the record under the defaults: nothing said.
+    # The same setting, or a map without the record under a mode's default
+    # (bytecode's here): nothing said.
     assert runtime_warnings(prepare(demo_config(tmp_path / "a", timeout_map=tuned, runtime="s=4M"))) == []
     assert runtime_warnings(prepare(demo_config(tmp_path / "b", timeout_map=old))) == []
     [line] = runtime_warnings(prepare(demo_config(tmp_path / "c", timeout_map=tuned)))
     assert "\n" not in line and str(tuned) in line
-    assert "measured under another runtime (s=4M)" in line and "--runtime default" in line
+    assert "measured under another runtime (s=4M)" in line and "--runtime s=4M,o=200" in line
     # The bench's map (no sidecar, declared native) ran under OCaml's defaults too.
     [line] = runtime_warnings(prepare(demo_config(tmp_path / "d", timeout_map=old,
                                                   runtime="o=200,settle=compact")))
     assert "another runtime (default)" in line and "--runtime o=200,settle=compact" in line
 
 
-def test_the_bench_s_map_holds_under_the_native_default_without_a_word(tmp_path):
+def test_the_bench_s_map_holds_under_each_mode_s_default_without_a_word(tmp_path):
     from runner.maps.timeout_map import use_map
     from runner.provers import hol_light
 
-    # What a native sweep (runtime.TUNED, by default) asks of the map it reads.
+    # What a native sweep (runtime.TUNED, by default) and a bytecode one
+    # (runtime.BYTECODE_TUNED) ask of the map they read.
     holds, old = hol_light.PROVER.map_runtime_holds, load(derived_map(tmp_path / "old.json"))
     assert use_map(old, "hol-light", "", "native", "s=16M,o=200", holds).warnings == ()
+    assert use_map(old, "hol-light", "", "bytecode", "s=4M,o=200", holds).warnings == ()
     [line] = use_map(old, "hol-light", "", "native", "s=4M", holds).warnings
     assert "another runtime (default)" in line and "--runtime s=4M" in line
     tuned = load(derived_map(tmp_path / "tuned.json", runtime="s=16M,o=200"))
@@ -104,7 +107,7 @@ def unfinished_profile(out, **provenance):
 
 
 @pytest.mark.parametrize("recorded, given, said", [
-    ({"runtime": "s=4M"}, None, "taken with --runtime s=4M, not default"),
+    ({"runtime": "s=4M"}, None, "taken with --runtime s=4M, not s=4M,o=200"),   # bytecode's default
     ({}, "s=4M", "taken with --runtime default, not s=4M"),      # before the record: the defaults
 ])
 def test_a_profile_resumed_under_another_runtime_is_refused(tmp_path, recorded, given, said):

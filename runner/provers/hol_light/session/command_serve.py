@@ -52,8 +52,8 @@ class ServeSettings:
         "(OCAMLRUNPARAM's minor heap s, space_overhead o and major increment i, and "
         "whether an image collects, compacts or neither before it serves); recorded "
         "in rows, sweep.json and maps, and a resume must keep it (default: "
-        "s=16M,o=200, the setting measured best, with --mode native or auto; default "
-        "in bytecode); see docs/native.md", default=None)
+        "the setting measured best in the mode: s=16M,o=200 with --mode native or "
+        "auto, s=4M,o=200 in bytecode); see docs/native.md", default=None)
 
 
 def add_arguments(p) -> None:
