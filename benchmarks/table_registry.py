@@ -318,6 +318,12 @@ TABLES: dict[str, Table] = {t.name: t for t in (
            "verdicts changed"),
           tuple(_runtime_row("screen", i) for i in range(RUNTIME_SCREENED))
           + tuple(_runtime_row("final", i) for i in range(RUNTIME_FINALISTS))),
+    Table("native-runtime-bytecode", "docs/native.md",
+          ("setting", "stage", "proof CPU / default, median", "worst problem",
+           "peak MB / check vs default", "image MB (major heap, peak, minor)",
+           "minor / major collections / promoted words per proof, median (default's)",
+           "verdicts changed"),
+          tuple(_runtime_row("screen", i, ("--mode", "bytecode")) for i in range(RUNTIME_BYTECODE))),
     Table("native-vs-bench-heavy", "docs/native.md",
           ("problems (map time)", "verdicts", "proof CPU / bench `PROFILE`, tuned",
            "under `--runtime default`", "bench's program tuned / its own", "proofbatch tuned / bench tuned",
