@@ -67,6 +67,10 @@ class TimedExecutor:
         finally:
             self.secs = time.monotonic() - started
 
+    def __getattr__(self, name):
+        # The rest of the executor interface (cluster/base.py) is the wrapped one's.
+        return getattr(self.inner, name)
+
 
 def sweep(session, root, corpus, workers: int, n: int) -> dict:
     out = temp_dir(f"out-w{workers}")
