@@ -9,56 +9,10 @@ and its marker in the page at once (benchmarks/README.md says how).
 
 from __future__ import annotations
 
-import math
+from typing import Callable
 
-from dataclasses import dataclass, field
-from typing import Callable, Union
-
-Cell = Union[str, Callable[[dict], str]]
-
-
-@dataclass(frozen=True)
-class Row:
-    """One row: its cells from the newest record of ``script``."""
-
-    key: str = field(metadata={"help": "the row's name in unrecorded.txt (TABLE/KEY)"})
-    script: str = field(metadata={"help": "records under benchmarks/results/<script>/"})
-    cells: tuple[Cell, ...] | None = field(default=None, metadata={
-        "help": "every column but the record's: a format string over the record's figures "
-                "or a function of them; None: no format written yet"})
-    args: tuple[str, ...] = field(default=(), metadata={
-        "help": "arguments the record's command must hold (a run of the row's settings)"})
-
-
-@dataclass(frozen=True)
-class Table:
-    """A marked table: rows formatted from records, or only its source scripts."""
-
-    name: str = field(metadata={"help": "the marker's name"})
-    file: str = field(metadata={"help": "README.md or docs/NAME.md"})
-    header: tuple[str, ...] = field(default=(), metadata={
-        "help": "column names before the record's"})
-    rows: tuple[Row, ...] = field(default=(), metadata={"help": "the rows, in order"})
-    scripts: tuple[str, ...] = field(default=(), metadata={
-        "help": "a table with no rows formatted yet: the scripts its figures came from"})
-    args: tuple[str, ...] = field(default=(), metadata={
-        "help": "with scripts: arguments in a row of the command of the run it describes; a "
-                "record of another run is not its"})
-
-    def sources(self) -> tuple[str, ...]:
-        return tuple(dict.fromkeys(r.script for r in self.rows)) or self.scripts
-
-
-def fig(path: str, fmt: str = "") -> Callable[[dict], str]:
-    """A cell of one figure at a dotted path (keys such as ``--version`` allowed)."""
-    def cell(figures: dict) -> str:
-        value = figures
-        for part in path.split("/"):
-            value = value[int(part)] if isinstance(value, list) else value[part]
-        if value is None or (isinstance(value, float) and math.isnan(value)):
-            return "—"              # the run recorded it as not measured
-        return format(value, fmt)
-    return cell
+from table_cells import Cell, Row, Table, fig  # noqa: F401  (Row and Table: tables.py's)
+from table_measured import measured_tables
 
 
 def planned_ratios(figures: dict) -> str:
@@ -104,7 +58,8 @@ def _headline() -> tuple[Row, ...]:
             "{speedup:.1f}×", _page("pass@k", "docs/pass-at-k.md#measured"))),
         Row("context_proofs", "context_proofs", (
             "`--context-proofs trust` vs replay, 150 contexts of `Library/card.ml`",
-            "image builds {trust_speedup_build:.1f}×", _page("trust", "docs/trust.md#measured"))),
+            "image builds {trust_speedup_build:.1f}×", _page("trust", "docs/trust.md#measured")),
+            args=("--limit", "150")),
         Row("bench_prefix", "bench_prefix"),
         Row("shards_scale", "shards_scale"),
         Row("slurm_elastic", "slurm_elastic", ("elastic Slurm, a task cancelled halfway",
@@ -302,7 +257,6 @@ TABLES: dict[str, Table] = {t.name: t for t in (
           (Row("vs_bench_harness", "vs_bench_harness", _vs_bench_cells(), args=("--seed", "48")),
            Row("s2n_readme_path", "s2n_readme_path"))),
     Table("readme-whole-trees", "README.md", scripts=("whole_trees",)),
-    Table("checks-measured", "docs/checks.md", scripts=("overhead", "throughput", "guard_cost")),
     Table("extract-measured", "docs/extract.md", scripts=("extract_scale",)),
     Table("images-measured", "docs/images.md", scripts=("prefix_sharing", "context_keys", "bench_prefix")),
     Table("limits-quiet-host", "docs/limits.md", scripts=("loaded_host",)),
@@ -332,14 +286,11 @@ TABLES: dict[str, Table] = {t.name: t for t in (
     Table("native-tree-whole", "docs/native.md", scripts=("native_tree",)),
     Table("native-tree-only", "docs/native.md", scripts=("native_tree",)),
     Table("native-tree-whole-again", "docs/native.md", scripts=("native_tree",)),
-    Table("native-measured", "docs/native.md", scripts=("native",)),
-    Table("passk-measured", "docs/pass-at-k.md", scripts=("passk",)),
     Table("planning-whole-trees", "docs/planning.md", scripts=("whole_trees",)),
     Table("planning-predictions", "docs/planning.md", scripts=("predictions",)),
     Table("planning-measured", "docs/planning.md", scripts=("planning", "simulate_contexts")),
     Table("timeout-map-regenerated", "docs/profiles-and-timeout-maps.md", scripts=("regenerate_bench_map",)),
     Table("timeout-map-measured", "docs/profiles-and-timeout-maps.md", scripts=("timeout_map",)),
-    Table("startup-measured", "docs/running.md", scripts=("startup",)),
     Table("s2n-first-problems", "docs/s2n.md", scripts=("vs_bench_harness",), args=SEED_1),
     Table("s2n-first-measures", "docs/s2n.md", scripts=("vs_bench_harness",), args=SEED_1),
     Table("s2n-issue-size", "docs/s2n.md", scripts=("vs_bench_harness",), args=SEED_1),
@@ -351,6 +302,6 @@ TABLES: dict[str, Table] = {t.name: t for t in (
     Table("sandbox-measured", "docs/sandbox.md", scripts=("sandbox_overhead",)),
     Table("slurm-measured", "docs/slurm.md", scripts=("slurm_overhead", "slurm_elastic")),
     Table("sweep-directory-scale", "docs/sweep-directory.md", scripts=("shards_scale",)),
-    Table("trust-measured", "docs/trust.md", scripts=("context_proofs",)),
     *_heavy_tables(),
+    *measured_tables(),
 )}

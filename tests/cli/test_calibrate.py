@@ -23,6 +23,7 @@ from runner.commands import calibrate
 from runner.commands.calibrate import CalibrateConfig
 from runner.errors import InputError
 from runner.maps import host_factor
+from runner.provers.hol_light import runtime
 from runner.provers.hol_light.costs.map_modes import RATIO_CENTRAL
 from runner.prover_registry import ENV
 from runner.results import heartbeat, lock
@@ -95,10 +96,11 @@ def test_a_native_map_is_moved_to_the_checks_mode_and_both_calibrations_are_kept
     assert as_native.ratios == {p: pytest.approx(r / RATIO_CENTRAL, rel=0.002)
                                 for p, r in as_bytecode.ratios.items()}
     assert (as_bytecode.map_mode, as_native.map_mode) == ("bytecode", "native")
-    # Both kept, each under its map mode.
-    digest = as_native.map_sha256
-    assert host_factor.load(digest, "bytecode", "bytecode", "cpu") == as_bytecode
-    assert host_factor.load(digest, "native", "bytecode", "cpu") == as_native
+    # Both kept, each under its map mode and bytecode's default setting.
+    digest, setting = as_native.map_sha256, runtime.BYTECODE_TUNED.key
+    assert as_bytecode.runtime == as_native.runtime == setting
+    assert host_factor.load(digest, "bytecode", "bytecode", "cpu", runtime=setting) == as_bytecode
+    assert host_factor.load(digest, "native", "bytecode", "cpu", runtime=setting) == as_native
 
 
 # -- misleading: refused before anything boots, naming calibrate's flags ----------------

@@ -1,0 +1,109 @@
+"""The docs' "Measured" tables of the check, native, pass@k, trust and
+start-up benchmarks: what, command, figure and target, one row per run,
+each figure formatted from the newest record of its script."""
+
+from __future__ import annotations
+
+from table_cells import Row, Table
+
+HEADER = ("what", "command", "figure", "target")
+
+
+def _cmd(script: str, *args: str) -> str:
+    return f"`.venv/bin/python benchmarks/{script}.py{''.join(' ' + a for a in args)}`"
+
+
+def _startup(f: dict) -> str:
+    s = {name: f[name]["median_s"] for name in ("python -c pass", "--version", "--help", "status")}
+    return (f"bare `python -c pass` {s['python -c pass']:.2f} s; `--version` {s['--version']:.2f} s; "
+            f"`--help` {s['--help']:.2f} s; `status` {s['status']:.2f} s")
+
+
+def _guard(f: dict) -> str:
+    return (f"{100 * f['cpu_share']:.2f}% of a core ({f['samples']:,} samples) against "
+            f"{100 * f['baseline_cpu_share']:.2f}% ({f['baseline_samples']:,} samples): {f['ratio']:.2f} "
+            f"({f['load']})")
+
+
+def _native_heavy(f: dict) -> str:
+    byte = sum(p["bytecode_s"] for p in f["heavy"].values())
+    native = sum(p["native_s"] for p in f["heavy"].values())
+    return (f"{byte:.1f} s bytecode vs {native:.1f} s native: {f['heavy_speedup']:.2f}× "
+            f"({f['heavy_ratio_min']:.2f}–{f['heavy_ratio_max']:.2f}× per problem); "
+            f"{f['core_hours_saved_per_1000_runs']:.2f} core-hours saved per 1,000 such checks")
+
+
+def _passk(f: dict) -> str:
+    scaled = "" if f["baseline_measured_for_all_k"] else \
+        f" (measured on {f['baseline_attempts']} attempts, × {f['k']}/{f['baseline_attempts']})"
+    return (f"{f['attempts_secs']:.1f} s for {f['k']} attempts (image build "
+            f"{f['attempts_image_build_secs']:.1f} s, then "
+            f"{1000 * f['per_attempt_secs_beyond_the_load']:.0f} ms per attempt; wall − prove_secs median "
+            f"{f['overhead_ms_median']:.0f} ms) vs "
+            f"{f['baseline_secs_for_k']:,.0f} s loading the context for each of the {f['k']} "
+            f"({f['baseline_per_attempt_secs']:.1f} s each){scaled}: {f['speedup']:.1f}×; our CPU time "
+            f"{f['our_cpu_s']['attempts']:.1f} s vs {f['our_cpu_s']['baseline']:.1f} s")
+
+
+def _trust(f: dict) -> str:
+    replay, trust, alone = f["replay"], f["trust"], f["per_problem"]
+    prefix = list(f["trust_speedup_by_prefix"].values())
+    stopped = (f"; {min(prefix):.1f}–{max(prefix):.1f}× had the chain stopped after "
+               f"{', '.join(list(f['trust_speedup_by_prefix'])[:2])}, ... images" if prefix else "")
+    text = (f"image builds {replay['build_core_secs']:.1f} core-s replay vs {trust['build_core_secs']:.1f} "
+            f"trust: **{f['trust_speedup_build']:.1f}×** ({f['trust_speedup_build_wall']:.1f}× in wall "
+            f"seconds{stopped}); sweep wall {trust['wall_secs']:.1f} s vs {alone['wall_secs']:.1f} s per "
+            f"problem forked from a booted base: **{f['sweep_vs_per_problem_wall']:.1f}×**")
+    cold = f.get("cold")
+    if cold:
+        runs = cold["runs"]
+        text += (f". True cold starts of {len(runs)} problems: "
+                 + " and ".join(f"{r['wall_secs']:.1f} s" for r in runs)
+                 + " (boots " + ", ".join(f"{r['boot_secs']:.1f}" for r in runs) + " s) vs "
+                 + ", ".join(f"{r['forked_wall_secs']:.1f}" for r in runs) + " s forked; estimated "
+                 f"{cold['estimate_all_wall_secs']:,.0f} s for all {f['problems']} cold")
+    return text
+
+
+def measured_tables() -> tuple[Table, ...]:
+    return (
+        Table("startup-measured", "docs/running.md", HEADER, (Row("startup", "startup", (
+            "start-up of `proofbatch`, each command in a fresh interpreter, median wall time",
+            _cmd("checks/startup"), _startup,
+            "`--version`, `--help` ≤ 0.3 s, `status` ≤ 0.5 s on a quiet host")),)),
+        Table("checks-measured", "docs/checks.md", HEADER, (
+            Row("overhead", "overhead", (
+                "per-check overhead, warm image (wall − prove_secs, {checks} trivial checks)",
+                _cmd("checks/overhead"), "median {overhead_median_ms:.1f} ms, p99 {overhead_p99_ms:.1f} ms; "
+                "cold HOL Light start {cold_start_s:.1f} s in the same run", "median ≤ 40 ms")),
+            Row("throughput", "throughput", (
+                "throughput, {checks_per_sweep} light problems, 2 workers vs 1", _cmd("checks/throughput"),
+                "{checks_per_s_2_workers:.1f} vs {checks_per_s_1_worker:.1f} checks/s: {speedup:.2f}×",
+                "≥ 1.8×")),
+            Row("guard_cost", "guard_cost", (
+                "the guard's own CPU time per second of a {seconds:g} s check, against sampling at 50 Hz "
+                "throughout (the policy before 28 November 2026) in the same run",
+                _cmd("checks/guard_cost", "--seconds", "30"), _guard, "≤ 0.25"), args=("--seconds", "30")))),
+        Table("native-measured", "docs/native.md", HEADER, (
+            Row("heavy", "native", (
+                "native vs bytecode, the example corpus's heavy proofs (prove_secs, one at a time)",
+                _cmd("native/native"), _native_heavy, "≥ 3×")),
+            Row("start", "native", (
+                "start-up, native server vs bytecode toplevel (Popen to READY)", "same",
+                "{native_start_s:.1f} s vs {bytecode_start_s:.1f} s: {start_speedup:.2f}×", "≥ 4×")),
+            Row("overhead", "native", (
+                "native per-check overhead ((elapsed − prove_secs) / checks, compiles included), "
+                "128 trivial checks batched / 16 unbatched", "same",
+                "batched {batched_overhead_ms:.1f} ms (compile {batched_compile_ms:.1f} ms, runtime median "
+                "{batched_runtime_ms:.1f} ms); unbatched {unbatched_overhead_ms:.1f} ms (compile "
+                "{unbatched_compile_ms:.1f} ms)", "batched ≤ 15 ms")))),
+        Table("passk-measured", "docs/pass-at-k.md", HEADER, (Row("passk", "passk", (
+            "pass@k: K = {k} attempts of one problem on a `needs \"Library/words.ml\"` context vs "
+            "loading the context per attempt", _cmd("checks/passk"), _passk, "≥ K/2 = 16×")),)),
+        Table("trust-measured", "docs/trust.md", HEADER, (Row("trust", "context_proofs", (
+            "`--context-proofs`: a chain of {problems} contexts cut by `proofbatch extract` from Debian's "
+            "`Library/card.ml` (each starting `needs \"Library/wo.ml\"`), replay vs trust, and vs loading "
+            "each problem's whole context per problem (trust)",
+            _cmd("images/context_proofs", "--file", "Library/card.ml", "--limit", "150", "--cold", "2"),
+            _trust, "trust ≥ 10× replay; sweep ≥ 5× per problem"), args=("--limit", "150")),)),
+    )
