@@ -39,7 +39,8 @@ from pathlib import Path
 
 import on_path  # noqa: F401  (benchmarks/ and its groups on sys.path)
 import common  # noqa: F401  (puts the project root on sys.path)
-from common import ROOT, Goal, arg_parser, emit  # noqa: E402
+from common import ROOT, Goal, emit  # noqa: E402
+from heavy_pricing import heavy_tail_args, heavy_tail_sweep  # noqa: E402
 from s2n_readme_path import PROOFBATCH, LoadSampler, read_rows, step  # noqa: E402
 
 import record  # noqa: E402
@@ -50,16 +51,7 @@ TOLERANCE = 0.15          # planned proof time against measured CPU (heavy_prici
 
 
 def parse_args():
-    parser = arg_parser(__doc__.splitlines()[0])
-    parser.add_argument("--work", type=Path, required=True,
-                        help="benchmarks/s2n/heavy_tail.py's --work: its trees, corpus and sweep out-SEED")
-    parser.add_argument("--bench-map", type=Path, required=True, help="the bench's timeout-map.json")
-    parser.add_argument("--seed", type=int, default=1, help="heavy_tail's seed: its sweep is WORK/out-SEED")
-    parser.add_argument("--workers", default="1,2", help="calibrate's --workers to measure at (default 1,2)")
-    args = parser.parse_args()
-    args.work, args.bench_map = args.work.resolve(), args.bench_map.resolve()
-    args.workers = [int(w) for w in args.workers.split(",")]
-    return args
+    return heavy_tail_args(__doc__, "1,2", "calibrate's --workers to measure at")
 
 
 def kept() -> dict[Path, bytes]:
@@ -92,9 +84,7 @@ def worst_off(factor: float, checks: dict[str, dict]) -> float:
 def main() -> int:
     args = parse_args()
     rec = record.current()
-    out = args.work / f"out-{args.seed}"
-    if not (out / "sweep.json").is_file():
-        raise SystemExit(f"{out}: no sweep; run benchmarks/s2n/heavy_tail.py --work {args.work} first")
+    out = heavy_tail_sweep(args)
     manifest = json.loads((out / "sweep.json").read_text())
     sweep_workers = int(manifest["config"]["workers"])
     setting = manifest.get("runtime") or "default"

@@ -58,17 +58,31 @@ def shares(map_s: dict[str, float]) -> list[dict]:
     return out
 
 
-def parse_args():
-    parser = arg_parser(__doc__.splitlines()[0])
+def heavy_tail_args(doc: str, workers: str, workers_help: str):
+    """The flags of a script that reads what benchmarks/s2n/heavy_tail.py left
+    under --work (its trees, corpus and sweep), with --workers a list."""
+    parser = arg_parser(doc.splitlines()[0])
     parser.add_argument("--work", type=Path, required=True,
-                        help="benchmarks/s2n/heavy_tail.py's --work: its trees and its sweep out-SEED")
+                        help="benchmarks/s2n/heavy_tail.py's --work: its trees, corpus and sweep out-SEED")
     parser.add_argument("--bench-map", type=Path, required=True, help="the bench's timeout-map.json")
     parser.add_argument("--seed", type=int, default=1, help="heavy_tail's seed: its sweep is WORK/out-SEED")
-    parser.add_argument("--workers", default="64,512", help="worker counts to price (default 64,512)")
+    parser.add_argument("--workers", default=workers, help=f"{workers_help} (default {workers})")
     args = parser.parse_args()
     args.work, args.bench_map = args.work.resolve(), args.bench_map.resolve()
     args.workers = [int(w) for w in args.workers.split(",")]
     return args
+
+
+def heavy_tail_sweep(args) -> Path:
+    """heavy_tail.py's sweep under --work for --seed; none stops the script."""
+    out = args.work / f"out-{args.seed}"
+    if not (out / "sweep.json").is_file():
+        raise SystemExit(f"{out}: no sweep; run benchmarks/s2n/heavy_tail.py --work {args.work} first")
+    return out
+
+
+def parse_args():
+    return heavy_tail_args(__doc__, "64,512", "worker counts to price")
 
 
 def simulate(flags: list) -> dict:
@@ -83,9 +97,7 @@ def simulate(flags: list) -> dict:
 def main() -> int:
     args = parse_args()
     rec = record.current()
-    out = args.work / f"out-{args.seed}"
-    if not (out / "sweep.json").is_file():
-        raise SystemExit(f"{out}: no sweep; run benchmarks/s2n/heavy_tail.py --work {args.work} first")
+    out = heavy_tail_sweep(args)
     factor = sweep_host_factor(out)
     if factor is None:
         raise SystemExit(f"{out}/sweep.json: no host factor resolved; run heavy_tail.py to its end first")
