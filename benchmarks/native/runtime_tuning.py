@@ -19,8 +19,8 @@ the defaults around it).
 2. The finals: the ``--finalists`` best of the screen (verdicts kept, within
    the memory bound) on the light and the heavy draw together. With
    ``--heavy 0`` or ``--finalists 0`` there are none, and the screen is
-   judged (a bytecode grid: a bytecode proof takes 2.5-6x its native time,
-   so a heavy one takes most of an hour here).
+   judged (for a bytecode grid: a bytecode proof takes 2.5-6x its native
+   time, so a heavy one takes 5-16 min here, a round of the finals hours).
 Per setting it records proof CPU and wall time against the defaults' (the
 median of per-problem ratios, and the worst problem), peak memory per check
 against the defaults', and whether any verdict changed. To see why a setting
