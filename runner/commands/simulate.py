@@ -269,7 +269,10 @@ def run(args) -> int:
                "host_factor": p.factor,
                "mode": None if args.plan else mode, "proof_times": p.conversion,
                "check_durations": duration_counts(sources), "modes": p.modes,
-               "image_classes": image_class_figures(plan), "memory": memory_figures(plan)}
+               "image_classes": image_class_figures(plan), "memory": memory_figures(plan),
+               "planned_checks": [{"problem_id": c.problem_id, "attempt": c.attempt,
+                                   "expected_s": c.expected_s, "source": c.source,
+                                   "mem_bytes": c.mem_bytes, "limit_s": c.limit_s} for c in plan.checks]}
         print(json.dumps(out))
         return 0
     _say(Console(), args, p, mode, sources, ours, naive, contexts, learned)

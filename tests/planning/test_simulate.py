@@ -281,13 +281,18 @@ def test_a_host_factor_scales_what_a_map_and_its_profile_expect(capsys):
     profile its sidecar names (the demo map's durations come from there)."""
     demo_map = ROOT / "timeout_maps" / "hol_light_demo.json"
 
-    def bound(*extra) -> float:
+    def priced(*extra) -> dict:
         assert cli.main(["simulate", "--timeout-map", str(demo_map), "--workers", "2", "--json",
                          *extra]) == 0
-        return json.loads(capsys.readouterr().out)["lower_bound_s"]
+        return json.loads(capsys.readouterr().out)
 
-    plain, slow = bound(), bound("--host-factor", "3")
-    assert slow > 1.5 * plain, (plain, slow)
+    plain, slow = priced(), priced("--host-factor", "3")
+    assert slow["lower_bound_s"] > 1.5 * plain["lower_bound_s"], (plain, slow)
+    # Each check's own planned time, as --json lists them, moves by the factor.
+    times = [{(c["problem_id"], c["attempt"]): c["expected_s"] for c in p["planned_checks"]}
+             for p in (plain, slow)]
+    assert times[0] and times[0].keys() == times[1].keys()
+    assert all(times[1][k] == pytest.approx(3 * t) for k, t in times[0].items() if t > 0), times
     assert cli.main(["simulate", "--timeout-map", str(demo_map), "--workers", "2", "--host-factor", "0"]) == 2
     assert "is not a host factor" in capsys.readouterr().err
 
