@@ -25,7 +25,7 @@ import sys
 import time
 
 import on_path  # noqa: F401  (benchmarks/ and its groups on sys.path)
-from common import arg_parser, emit, loadavg, log
+from common import Goal, arg_parser, emit, loadavg, log
 
 from runner.planning.planner import Image, PlanCheck, PlanConfig, Workers, make_plan
 from runner.planning.simulate import simulate
@@ -74,7 +74,7 @@ def main() -> int:
     parser.add_argument("--scale", type=int, default=100_000, help="problems for the timing runs")
     args = parser.parse_args()
 
-    lines, figures, passed = [], {"makespan": []}, True
+    lines, figures = [], {"makespan": []}
     for count in sorted(LAYOUTS):
         workers = workers_for(count)
         for seed in range(args.seeds):
@@ -84,7 +84,6 @@ def main() -> int:
             naive = simulate(make_plan(checks, images, "base", workers,
                                        PlanConfig(policy="naive", seed=seed)), keep_schedule=False)
             ok = ours.ratio <= TARGET_RATIO
-            passed &= ok
             figures["makespan"].append({
                 "workers": count, "nodes": workers.nodes, "seed": seed,
                 "lower_bound_s": round(ours.lower_bound_s, 1),
@@ -113,10 +112,8 @@ def main() -> int:
     wall, cpu = time.perf_counter(), time.process_time()
     prediction = simulate(plan)
     sim_s, sim_wall = time.process_time() - cpu, time.perf_counter() - wall
-    passed &= plan_s < PLAN_TARGET_S and sim_s < SIM_TARGET_S and prediction.ratio <= TARGET_RATIO
     # At this scale the work, not the longest proof, sets the bound at 64 workers too.
     at64 = simulate(plan.with_workers(workers_for(64)), keep_schedule=False)
-    passed &= at64.ratio <= TARGET_RATIO
     figures.update(plan_cpu_secs=round(plan_s, 3), plan_wall_secs=round(plan_wall, 3),
                    simulate_cpu_secs=round(sim_s, 3), simulate_wall_secs=round(sim_wall, 3),
                    scale=args.scale, scale_ratio=round(prediction.makespan_s / bound, 4),
@@ -133,7 +130,16 @@ def main() -> int:
     target = (f"planned makespan <= {TARGET_RATIO} x lower bound at 8, 64, 512 workers (and for "
               f"{args.scale:,} problems on 64 and 512); planning "
               f"{args.scale:,} < {PLAN_TARGET_S:g} s; simulating them on 512 workers < {SIM_TARGET_S:g} s")
-    return emit(args, "planning", figures, lines, target, passed)
+    worst = {c: max(m["planned_ratio"] for m in figures["makespan"] if m["workers"] == c) for c in LAYOUTS}
+    goals = [*(Goal(f"worst planned / bound, {c} workers", worst[c], "<=", TARGET_RATIO) for c in sorted(worst)),
+             Goal(f"planned / bound, {args.scale:,} problems on 512 workers", round(prediction.ratio, 4),
+                  "<=", TARGET_RATIO),
+             Goal(f"planned / bound, {args.scale:,} problems on 64 workers", round(at64.ratio, 4),
+                  "<=", TARGET_RATIO),
+             Goal(f"planning {args.scale:,} problems, CPU s", round(plan_s, 3), "<", PLAN_TARGET_S),
+             Goal(f"simulating {args.scale:,} problems on 512 workers, CPU s", round(sim_s, 3), "<",
+                  SIM_TARGET_S)]
+    return emit(args, "planning", figures, lines, target, True, goals)
 
 
 if __name__ == "__main__":
