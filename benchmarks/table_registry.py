@@ -288,7 +288,6 @@ TABLES: dict[str, Table] = {t.name: t for t in (
     Table("native-tree-whole-again", "docs/native.md", scripts=("native_tree",)),
     Table("planning-whole-trees", "docs/planning.md", scripts=("whole_trees",)),
     Table("planning-predictions", "docs/planning.md", scripts=("predictions",)),
-    Table("planning-measured", "docs/planning.md", scripts=("planning", "simulate_contexts")),
     Table("timeout-map-regenerated", "docs/profiles-and-timeout-maps.md", scripts=("regenerate_bench_map",)),
     Table("timeout-map-measured", "docs/profiles-and-timeout-maps.md", scripts=("timeout_map",)),
     Table("s2n-first-problems", "docs/s2n.md", scripts=("vs_bench_harness",), args=SEED_1),

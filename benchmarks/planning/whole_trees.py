@@ -16,9 +16,8 @@ order (the baseline, simulated in the same run on the same plan; "(s.o.)":
 the plan dispatches in submission order, which simulated faster), image and
 proof core-hours, rebuilds, and what the figures stand on (check durations
 measured by the map / estimated / unknown; images measured by --costs-from
-/ estimated, and loads found nowhere). It exits 1 if a planned makespan is
-above naive order's. With ``--json`` it prints one JSON object instead (every
-simulation's figures; the table goes to stderr).
+/ estimated, and loads found nowhere). PASS: no planned makespan is above
+naive order's. The extracted trees under --work are cut afresh each run.
 
     .venv/bin/python benchmarks/planning/whole_trees.py --s2n-bignum /work/bench/s2n-bignum \\
         --bench-map /work/bench/bench/timeout-map.json --work /tmp/whole-trees
@@ -27,7 +26,7 @@ simulation's figures; the table goes to stderr).
 from __future__ import annotations
 
 import json
-import os
+import shutil
 import subprocess
 import sys
 import time
@@ -36,6 +35,9 @@ from pathlib import Path
 
 import on_path  # noqa: F401  (benchmarks/ and its groups on sys.path)
 import common  # first: it puts the project root on sys.path
+from common import Goal, emit  # noqa: E402
+
+import record  # noqa: E402
 
 PROOFBATCH = Path(sys.executable).with_name("proofbatch")
 TREES = ("arm", "x86")
@@ -51,14 +53,16 @@ def _run(argv: list[str]) -> str:
     return proc.stdout
 
 
-def extract(s2n: Path, bench_map: Path, work: Path, tree: str) -> Path:
+def extract(s2n: Path, bench_map: Path, work: Path, tree: str) -> tuple[Path, float]:
+    """The tree cut afresh into WORK/TREE (a corpus left by another commit or
+    map would be priced as this run's); its wall seconds."""
     out = work / tree
-    if not (out / "extract.json").is_file():
-        started = time.monotonic()
-        _run([str(PROOFBATCH), "extract", "--out", str(out), "--context-root", str(s2n),
-              "--ids-from", str(bench_map), str(s2n / tree / "proofs")])
-        print(f"extract {tree}: {time.monotonic() - started:.1f} s", flush=True)
-    return out
+    shutil.rmtree(out, ignore_errors=True)
+    started = time.monotonic()
+    _run([str(PROOFBATCH), "extract", "--out", str(out), "--context-root", str(s2n),
+          "--ids-from", str(bench_map), str(s2n / tree / "proofs")])
+    common.log(f"extract {tree}: {time.monotonic() - started:.1f} s")
+    return out, time.monotonic() - started
 
 
 def simulate(corpus: Path, bench_map: Path, s2n: Path, mode: str, choice: str, workers: int,
@@ -69,19 +73,32 @@ def simulate(corpus: Path, bench_map: Path, s2n: Path, mode: str, choice: str, w
         "--context-proofs", choice, "--workers", str(workers), "--nodes", str(nodes), "--json"]))
 
 
-def row(tree: str, mode: str, choice: str, workers: int, d: dict) -> str:
+def figures_of(tree: str, mode: str, choice: str, workers: int, nodes: int, d: dict) -> dict:
+    """One simulation's figures, as the record keeps them."""
     c = d["contexts"][choice]
     acc = c["account"] or {}
     said = (acc.get("by_mode") or {}).get(mode, {})
     measured = acc.get("measured_images", 0) + (acc.get("learned_images") or 0)
-    durations = d["check_durations"]
-    so = " (s.o.)" if d["submission_order"] else ""
-    return (f"| {tree} | {mode} | {choice} | {workers} | {d['makespan_s']:,.0f}{so} / "
-            f"{d['naive_makespan_s']:,.0f} | {c['context_image_core_hours']:,.2f} | "
-            f"{c['proof_core_hours']:,.2f} | {d['image_rebuild_core_hours']:,.2f} / "
-            f"{d['naive_image_rebuild_core_hours']:,.2f} | {durations['measured']}/"
-            f"{durations['estimated']}/{durations['unknown']} | {measured}/"
-            f"{said.get('images', 0) - measured}, {said.get('unknown_loads', 0)} |")
+    return {"tree": tree, "mode": mode, "choice": choice, "workers": workers, "nodes": nodes,
+            "makespan_s": d["makespan_s"], "naive_makespan_s": d["naive_makespan_s"],
+            "submission_order": d["submission_order"], "core_hours": d["core_hours"],
+            "image_core_hours": c["context_image_core_hours"], "proof_core_hours": c["proof_core_hours"],
+            "rebuild_core_hours": d["image_rebuild_core_hours"],
+            "naive_rebuild_core_hours": d["naive_image_rebuild_core_hours"],
+            "check_durations": d["check_durations"], "images_measured": measured,
+            "images_estimated": said.get("images", 0) - measured,
+            "unknown_loads": said.get("unknown_loads", 0)}
+
+
+def row(s: dict) -> str:
+    so = " (s.o.)" if s["submission_order"] else ""
+    durations = s["check_durations"]
+    return (f"| {s['tree']} | {s['mode']} | {s['choice']} | {s['workers']} | {s['makespan_s']:,.0f}{so} / "
+            f"{s['naive_makespan_s']:,.0f} | {s['image_core_hours']:,.2f} | "
+            f"{s['proof_core_hours']:,.2f} | {s['rebuild_core_hours']:,.2f} / "
+            f"{s['naive_rebuild_core_hours']:,.2f} | {durations['measured']}/"
+            f"{durations['estimated']}/{durations['unknown']} | {s['images_measured']}/"
+            f"{s['images_estimated']}, {s['unknown_loads']} |")
 
 
 def main() -> int:
@@ -91,51 +108,46 @@ def main() -> int:
     ap.add_argument("--work", type=Path, required=True, help="where the extracted trees go")
     ap.add_argument("--jobs", type=int, default=2, help="simulations at once")
     args = ap.parse_args()
-    with common.text_to_stderr(args):
-        runs, results, worse = measure(args)
-    if args.json:
-        print(json.dumps({"benchmark": "whole_trees",
-                          "simulations": [{"tree": t, "mode": m, "choice": c, "workers": w, **d}
-                                          for (t, m, c, w, _), d in zip(runs, results)],
-                          "target": "planned makespan never above naive order's",
-                          "result": "MISS" if worse else "PASS"}))
-    return 1 if worse else 0
-
-
-def measure(args):
-    """(runs, their simulate --json, the runs planned above naive order)."""
     s2n, bench_map = args.s2n_bignum.resolve(), args.bench_map.resolve()
+    rec = record.current()
+    rec.input("bench_map", path=bench_map)
+    rec.input("s2n_bignum", str(s2n))
+    rec.input("s2n_bignum_commit", subprocess.run(["git", "-C", str(s2n), "rev-parse", "HEAD"],
+                                                  capture_output=True, text=True).stdout.strip() or None)
     args.work.mkdir(parents=True, exist_ok=True)
-    corpora = {tree: extract(s2n, bench_map, args.work, tree) for tree in TREES}
+    cut = {tree: extract(s2n, bench_map, args.work, tree) for tree in TREES}
+    corpora = {tree: out for tree, (out, _) in cut.items()}
+    said = {tree: json.loads((out / "extract.json").read_text()) for tree, out in corpora.items()}
+    problems = {tree: len(d.get("problems", [])) for tree, d in said.items()}
+    files = {tree: len(d.get("sources", [])) for tree, d in said.items()}
     runs = [(t, m, c, w, n) for t in TREES for m in MODES for c in CHOICES for w, n in SHAPES]
     started = time.monotonic()
     with ThreadPoolExecutor(max_workers=args.jobs) as pool:
         results = list(pool.map(lambda r: simulate(corpora[r[0]], bench_map, s2n, r[1], r[2], r[3], r[4]),
                                 runs))
-    print(f"{len(runs)} simulations in {time.monotonic() - started:.0f} s "
-          f"(load {os.getloadavg()[0]:.1f})\n")
-    print("| tree | mode | choice | workers | makespan planned / naive | image core-h | proof core-h "
-          "| rebuilds core-h planned / naive | check durations m/e/u | images measured/estimated, "
-          "loads unknown |")
-    print("|---|---|---|---|---|---|---|---|---|---|")
-    worse = []
-    for (t, m, c, w, _), d in zip(runs, results):
-        print(row(t, m, c, w, d))
-        if d["makespan_s"] > d["naive_makespan_s"] * (1 + 1e-9):
-            worse.append(f"{t} {m} {c} {w}")
-    cheapest = {}
-    for (t, m, c, w, _), d in zip(runs, results):
-        if w == 64:
-            key = (t, c)
-            if key not in cheapest or d["core_hours"] < cheapest[key][1]:
-                cheapest[key] = (m, d["core_hours"])
-    print("\ncheapest mode at 64 workers: " + "; ".join(
-        f"{t} {c}: {m} ({h:,.1f} core-h)" for (t, c), (m, h) in sorted(cheapest.items())))
-    if worse:
-        print("planned makespan above naive order's: " + ", ".join(worse))
-    else:
-        print("the planned makespan is never above naive order's")
-    return runs, results, worse
+    simulate_s = time.monotonic() - started
+    sims = [figures_of(*r, d) for r, d in zip(runs, results)]
+    worse = [f"{s['tree']} {s['mode']} {s['choice']} {s['workers']}" for s in sims
+             if s["makespan_s"] > s["naive_makespan_s"] * (1 + 1e-9)]
+    cheapest: dict[str, dict] = {}
+    for s in sims:
+        key = f"{s['tree']} {s['choice']}"
+        if s["workers"] == 64 and (key not in cheapest or s["core_hours"] < cheapest[key]["core_hours"]):
+            cheapest[key] = {"mode": s["mode"], "core_hours": s["core_hours"]}
+    lines = ["extract: " + ", ".join(f"{t} {problems[t]:,} problems of {files[t]} files in {cut[t][1]:.0f} s"
+                                      for t in TREES),
+             f"{len(runs)} simulations in {simulate_s:.0f} s", "",
+             "| tree | mode | choice | workers | makespan planned / naive | image core-h | proof core-h "
+             "| rebuilds core-h planned / naive | check durations m/e/u | images measured/estimated, "
+             "loads unknown |", "|---|---|---|---|---|---|---|---|---|---|",
+             *(row(s) for s in sims), "",
+             "cheapest mode at 64 workers: " + "; ".join(
+                 f"{k}: {v['mode']} ({v['core_hours']:,.1f} core-h)" for k, v in sorted(cheapest.items()))]
+    figures = {"problems": problems, "files": files, "extract_s": {t: round(cut[t][1], 1) for t in TREES},
+               "simulate_s": round(simulate_s, 1), "simulations": sims, "cheapest_at_64": cheapest,
+               "above_naive": worse}
+    return emit(args, "whole_trees", figures, lines, "planned makespan never above naive order's", True,
+                [Goal("simulations planned above naive order", len(worse), "==", 0)])
 
 
 if __name__ == "__main__":
