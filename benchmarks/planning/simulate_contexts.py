@@ -24,7 +24,6 @@ Baseline, same run: the same map without --corpus, as `simulate
 from __future__ import annotations
 
 import dataclasses
-import json
 import random
 import shutil
 import subprocess
@@ -36,6 +35,7 @@ from pathlib import Path
 
 import on_path  # noqa: F401  (benchmarks/ and its groups on sys.path)
 import common  # first: it puts the project root on sys.path
+import record  # noqa: E402
 from s2n_cut import Inliner, cut_corpus, git_source  # noqa: E402
 
 from runner.checks.context_proofs import ContextProofs  # noqa: E402
@@ -60,13 +60,15 @@ def main() -> int:
     ap.add_argument("--seed", type=int, default=0)
     args = ap.parse_args()
     with common.text_to_stderr(args):
-        rows = measure(args)
-    if args.json:
-        print(json.dumps(rows))
-    return 0
+        figures = measure(args)
+    lines = [f"{r['workers']:4d} workers: " + " | ".join(
+        f"{c}: images {r[c]['image_core_hours']:.3f} / proofs {r[c]['proof_core_hours']:.3f} core-h = "
+        f"{100 * r[c]['share']:.0f}%, makespan {r[c]['makespan_s']:,.0f} s" for c in ("replay", "trust"))
+        for r in figures["rows"]]
+    return common.emit(args, "simulate_contexts", figures, lines, "figures only (no target)", True)
 
 
-def measure(args) -> list[dict]:
+def measure(args) -> dict:
     tmp = Path(tempfile.mkdtemp(prefix="proofbatch-simctx-"))
     tmap = tmp / "timeout-map.json"
     tmap.write_text(subprocess.run(["git", "-C", str(BENCH), "show", "HEAD:timeout-map.json"],
@@ -128,7 +130,9 @@ def measure(args) -> list[dict]:
                   f"{row[c]['rebuild_core_hours']:.3f} core-h), makespan "
                   f"{row[c]['makespan_s']:,.0f} s" for c in ("replay", "trust")))
     shutil.rmtree(tmp, ignore_errors=True)
-    return rows
+    record.current().input("bench_map", f"{BENCH}@HEAD:timeout-map.json")
+    return {"files": len(chosen), "seed": args.seed, "problems": n, "skipped_ids": skipped,
+            "prefix_lines": prefix_lines, "images": len(costs), "phrases": phrases, "rows": rows}
 
 
 if __name__ == "__main__":
