@@ -196,7 +196,7 @@ def profile(cfg: ProfileConfig, executor_for: Callable[[SweepConfig], object],
             generation.setdefault("verify", {"dir": f"runs/{generation['id']}-verify",
                                              "context_proofs": _other_choice(cfg.context_proofs)})
         _write_json(prov_path, provenance)
-        _run_generation(cfg, generation, executor_for, on_run, on_row, on_start)
+        _run_generation(cfg, generation, executor_for, on_run, on_row, on_start, first)
         generation["finished"] = _now()
         _write_json(prov_path, provenance)
     # A selection (--problems) profiles some problems; those profiled before
@@ -258,14 +258,17 @@ def _check_resumable(prov_path: Path, provenance, summary_path: Path, summary) -
             raise InputError(summary_path, f"its {name} entry {bad} has no content_sha256", FIX)
 
 
-def _run_generation(cfg, generation, executor_for, on_run, on_row, on_start) -> None:
+def _run_generation(cfg, generation, executor_for, on_run, on_row, on_start, first) -> None:
+    """Every run of ``generation``; ``first``: run 1 prepared already (a
+    native backend compiles every context as it prepares: minutes)."""
     defects: set[str] = set()
     for r, run in enumerate(generation["runs"], start=1):
         out = cfg.out / run["dir"]
         only = [pid for pid in generation["problems"] if pid not in defects]
         on_run(r, len(generation["runs"]), str(out))
         config = _sweep_config(cfg, out, only, run["seed"])
-        summary: SweepSummary = run_sweep(prepare(config), _timing(executor_for(config)),
+        prepared = first if r == 1 else prepare(config)
+        summary: SweepSummary = run_sweep(prepared, _timing(executor_for(config)),
                                           on_row=on_row, on_start=on_start)
         defects |= {row["problem_id"] for row in summary.table.to_pylist()
                     if row["problem_id"] in set(only) and row["verdict"] != "OK"}

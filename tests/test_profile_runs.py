@@ -19,6 +19,7 @@ import pytest
 from cluster.local import LocalExecutor
 from runner import cli
 from runner.errors import InputError
+from runner import profile as profile_module
 from runner.profile import MAX_RUNS, ProfileConfig, _with_runs_asked, profile
 from runner.results import shards
 
@@ -70,8 +71,15 @@ def test_fewer_runs_or_more_for_several_generations_are_refused_naming_the_count
 
 
 @pytest.mark.hol
-def test_more_runs_on_a_finished_profile_run_only_the_new_ones(hol_session, tmp_path, capsys):
+def test_more_runs_on_a_finished_profile_run_only_the_new_ones(hol_session, tmp_path, capsys,
+                                                               monkeypatch):
     started = []
+    # Each run is prepared once: a native backend compiles every context of
+    # the corpus as it prepares, and run 1 used to be prepared twice.
+    prepared = []
+    real_prepare = profile_module.prepare
+    monkeypatch.setattr(profile_module, "prepare",
+                        lambda config, **kw: prepared.append(config.out) or real_prepare(config, **kw))
 
     def executor_for(config):
         return LocalExecutor(workers=config.workers, session=hol_session)
@@ -80,6 +88,7 @@ def test_more_runs_on_a_finished_profile_run_only_the_new_ones(hol_session, tmp_
                         mem_limit=TEST_MEM_LIMIT, context_root=DEMO, problems=PROBLEMS)
     first = profile(cfg, executor_for)
     assert {r.problem_id: len(r.prove_secs) for r in first.runs} == dict.fromkeys(PROBLEMS, 1)
+    assert prepared == [cfg.out / "runs" / "g1-r1"]
     run_1 = sorted(shards.read_results(cfg.out / "runs" / "g1-r1").to_pylist(),
                    key=lambda row: row["problem_id"])
 
@@ -87,6 +96,7 @@ def test_more_runs_on_a_finished_profile_run_only_the_new_ones(hol_session, tmp_
                     on_row=lambda row: started.append(row.problem_id))
     assert {r.problem_id: len(r.prove_secs) for r in grown.runs} == dict.fromkeys(PROBLEMS, 3)
     assert sorted(started) == sorted(PROBLEMS * 2), "only runs 2 and 3 check anything"
+    assert prepared[1:] == [cfg.out / "runs" / f"g1-r{r}" for r in (1, 2, 3)]
     g1 = grown.provenance["generations"][0]
     assert [(r["dir"], r["seed"]) for r in g1["runs"]] == [
         ("runs/g1-r1", 7), ("runs/g1-r2", 8), ("runs/g1-r3", 9)]
