@@ -125,6 +125,8 @@ def host_priced(args, out: Path, ids: list[str], hol: Path, s2n: Path, rec) -> t
     priced = simulate(["--timeout-map", host_map, "--mode", "native", "--context-proofs", "trust",
                        "--corpus", args.work / "corpus", "--problems", f"@{listed}", "--host-factor", 1,
                        "--costs-from", out, "--hol-light", hol, "--context-root", s2n, "--workers", workers])
+    sidecar = json.loads(host_map.with_name("host-map.meta.json").read_text())
+    priced["profile_runs"] = min((p["runs"] for p in sidecar["problems"].values()), default=0)
     return priced, planned_times(priced)
 
 
@@ -201,7 +203,8 @@ def main() -> int:
                  "largest fit at once")
     if host is not None:
         lines.append(f"heavy_tail's {len(checks)} checks priced from this host's profile {args.profile} "
-                     f"(factor 1, {host[0]['workers']} workers): makespan {host[0]['makespan_s']:,.0f} s")
+                     f"({host[0]['profile_runs']} runs each, factor 1, {host[0]['workers']} workers): "
+                     f"makespan {host[0]['makespan_s']:,.0f} s")
     for c in checks:
         lines.append(f"  {c['problem_id']:62} planned {c['planned_s']:7.0f} s, CPU {c['cpu_s']:7.0f} s "
                      f"({c['planned_over_cpu']:.3f}), wall {c['wall_s']:7.0f} s ({c['planned_over_wall']:.3f}); "
@@ -222,6 +225,7 @@ def main() -> int:
                "extract_s": round(extract_s)}
     if host is not None:
         figures["host_profile"] = {"makespan_s": host[0]["makespan_s"], "workers": host[0]["workers"],
+                                   "runs": host[0]["profile_runs"],
                                    "worst_planned_over_cpu_off": round(host_worst, 3)}
         lines.append(f"worst planned / CPU off: {worst:.3f} from the bench's map x {factor} (not a goal: "
                      "one factor prices a heavy check within 15% only by chance)")
