@@ -106,10 +106,17 @@ def recorded_host_factor(out: Path) -> float | None:
     return float(factor) if isinstance(factor, (int, float)) and not isinstance(factor, bool) else None
 
 
+def _runtime_refusal(path: Path, was: str, now: str) -> InputError:
+    return InputError(path, f"this sweep was run with --runtime {was or 'none'}, not {now}; proof "
+                      "times differ between them, so results would mix",
+                      f"use a new --out, or pass --runtime {was}")
+
+
 def check_resume_settings(config: SweepConfig) -> None:
-    """A resume under another --mode, memory limit or limit clock than its
-    sweep ran with is refused here, from the config alone, before any work:
-    values are compared resolved (the default --mem-limit is a size too)."""
+    """A resume under another --mode, memory limit, limit clock or runtime
+    setting than its sweep ran with is refused here, from the config alone,
+    before any work: values are compared resolved (the default --mem-limit
+    is a size too)."""
     old = read_manifest(config.out)
     if old is None:
         return
@@ -128,6 +135,12 @@ def check_resume_settings(config: SweepConfig) -> None:
         before, now = _recorded_mem_limit(old), resolved_mem_limit(config)
         if before != now:
             raise _mem_refusal(path, before, now)
+    # The runtime setting from the flags alone: a native backend compiles
+    # every context before the manifests are compared (minutes on a tree).
+    known = {d.name: d for d in prover_registry.descriptors()}
+    runtime_of = getattr(known.get(old.get("prover")), "runtime_of", None)
+    if runtime_of is not None and "runtime" in old and old["runtime"] != runtime_of(config):
+        raise _runtime_refusal(path, old["runtime"], runtime_of(config))
 
 
 def check_out_dir(config: SweepConfig) -> None:
@@ -325,9 +338,7 @@ def _refuse_changes(path: Path, old: dict, manifest: dict, prepared: PreparedSwe
     # A manifest from before the setting existed ran under OCaml's defaults.
     was = old.get("runtime", "default" if manifest["runtime"] else "")
     if was != manifest["runtime"]:
-        raise InputError(path, f"this sweep was run with --runtime {was or 'none'}, not "
-                         f"{manifest['runtime']}; proof times differ between them, so results "
-                         "would mix", f"use a new --out, or pass --runtime {was}")
+        raise _runtime_refusal(path, was, manifest["runtime"])
     # Before the flag existed, checks fell back. It changes verdicts only
     # of checks whose context cannot run natively.
     if bool(old.get("no_fallback", False)) != cfg.no_fallback \
