@@ -14,7 +14,9 @@ leaves with compaction (``runner.results.compaction.compact`` called after every
 32 shards, as writers do), what the new code reads. Each operation runs in
 a fresh subprocess; its wall time is measured inside it (the operation) and
 outside (the whole process, Python start-up included), and its peak memory
-is the child's own high-water mark (VmHWM).
+is the child's own high-water mark (VmHWM). That measuring side (the child
+this script's ``--child`` runs, the baselines read from git, the medians of
+rounds) is benchmarks/scale/shards_measure.py.
 
 ``report`` loads the report and computes every figure its renderers show
 (beside runner/reporting/report.py before its figures were computed in Arrow, read
@@ -33,38 +35,43 @@ operation, all threads): wall times there measure the queue for a core.
 
 Targets at 1,000,000 rows: scan <= 3 s, merge <= 15 s, status <= 1 s,
 report (and report-cli) <= 10 s, peak memory <= 2 GiB.
+
+Every run but ``--generate-raw`` writes a record (benchmarks/record.py) of
+every figure it prints, each configuration under ``configurations``; PASS
+gates on one goal per target the run measured, and on every operation
+having run and, for generated shards, read every row. ``--generate-raw``
+only writes shards: no record, exit status 0. Goals are judged on CPU time,
+the column to read on a shared machine; wall time is printed and recorded
+beside it (on a quiet host, the time a user waits). They judge today's code
+only: on the compacted shards (generated runs), or on OUT's shards
+(``--measure``, the median of ``--repeat`` rounds); peak memory is the
+largest of its judged operations'. The targets are set at 1,000,000 rows
+and are not said to hold at other sizes: each goal's name carries the rows
+and shards it was judged at, and a run at other sizes judges the same
+thresholds at the rows it measured, under those names.
 """
 
 from __future__ import annotations
 
 import argparse
-import contextlib
 import datetime as dt
-import io
 import json
-import os
-import re
 import shutil
-import subprocess
 import sys
 import tempfile
 import time
-import types
 from pathlib import Path
 
 import on_path  # noqa: F401  (benchmarks/ and its groups on sys.path)
 import common  # first: it puts the project root on sys.path
-from common import ROOT  # noqa: E402
+import record  # noqa: E402
+from common import Goal, emit  # noqa: E402
+# The measuring: each operation in a fresh child (this script's --child), the baselines.
+from shards_measure import (READER_BASELINE, READERS, entry, measure, measurement_line,  # noqa: E402
+                            median_lines, op)
 
+TARGET_ROWS = 1_000_000       # the size the targets below are set at
 TARGETS = {"scan": 3.0, "merge": 15.0, "status": 1.0, "report": 10.0, "report-cli": 10.0}
-# The last commit of runner/reporting/report.py before its figures were computed in
-# Arrow: the report's baseline (``legacy_report``).
-REPORT_BASELINE = "492b683"
-# runner/results/shard_reads.py before each shard was read by Parquet's C++
-# reader alone: a pq.ParquetFile per shard, on threads (``previous``); and
-# its read_shard file by file (``one-by-one``, what scan did before issue 33).
-READER_BASELINE = "698a40f"
-READERS = ("previous", "one-by-one")
 MEM_TARGET_MB = 2048
 VERDICTS = ["OK", "FAIL", "TIMEOUT", "CHEATING", "ERROR", "MEMOUT"]
 T0 = dt.datetime(2026, 1, 1, tzinfo=dt.timezone.utc)
@@ -143,163 +150,147 @@ def generate(out: Path, rows: int, per: int, *, compact: bool, options: dict | N
     return {"generate_s": time.perf_counter() - t, "compact_s": compact_s, "files": files}
 
 
-def legacy_report() -> types.ModuleType:
-    """runner/reporting/report.py as it was before its figures were computed in Arrow
-    (it turned every row into a dict), read from git; it reads the shards
-    through ``runner.results.shards.read_results``, which ``op`` points at the legacy
-    reader."""
-    source = subprocess.run(["git", "-C", str(ROOT), "show", f"{REPORT_BASELINE}:runner/reporting/report.py"],
-                            capture_output=True, text=True, check=True).stdout
-    module = types.ModuleType("runner.report_legacy")
-    module.__package__ = "runner"                # its relative imports: today's runner
-    sys.modules[module.__name__] = module        # dataclasses look their module up
-    exec(compile(source, "report_legacy.py", "exec"), module.__dict__)
-    return module
+# -- figures and goals -------------------------------------------------------------
+
+def _key(label: str) -> str:
+    """A label as a figures key ("new, raw shards" -> "new_raw_shards"): the
+    docs' tables address figures by keys joined with "/"."""
+    return label.replace(", ", "_").replace(" ", "_").replace("-", "_")
+
+def where(config: dict) -> str:
+    """What a configuration's goals are judged at, as their names say it."""
+    rows = "? rows" if config["rows"] is None else f"{config['rows']:,} rows"
+    if config.get("shard_rows") is not None:
+        return f"{rows} in {config['shard_rows']}-row shards"
+    return f"{rows} in {config['files']:,} shard files"
 
 
-def _from_git(commit: str, path: str, name: str) -> types.ModuleType:
-    """``path`` as it was at ``commit``, as module ``name``; its relative
-    imports are today's."""
-    source = subprocess.run(["git", "-C", str(ROOT), "show", f"{commit}:{path}"],
-                            capture_output=True, text=True, check=True).stdout
-    module = types.ModuleType(name)
-    module.__package__ = name.rsplit(".", 1)[0]
-    sys.modules[name] = module                   # dataclasses look their module up
-    exec(compile(source, path, "exec"), module.__dict__)
-    return module
+def judge(configs: dict) -> list[Goal]:
+    """One goal per target each configuration measured, on today's code
+    (label ``new``): each operation's CPU time, and the largest peak memory
+    of those operations. A failed operation has no value: its goal is missed."""
+    goals = []
+    for config in configs.values():
+        judged = {name: labels["new"] for name, labels in config["ops"].items()
+                  if name in TARGETS and "new" in labels}
+        for name, e in judged.items():
+            goals.append(Goal(f"{name} CPU s, {where(config)}", e.get("op_cpu_s"), "<=", TARGETS[name]))
+        if judged:
+            peaks = [e.get("peak_mb") for e in judged.values()]
+            goals.append(Goal(f"peak memory MB, {where(config)}", None if None in peaks else max(peaks),
+                              "<=", MEM_TARGET_MB))
+    return goals
 
 
-def baseline_reader(impl: str):
-    """``read_shards`` as ``impl`` (one of READERS) read shards."""
-    import pyarrow as pa
-
-    prev = _from_git(READER_BASELINE, "runner/results/shard_reads.py", "runner.results.shard_reads_previous")
-    if impl == "previous":
-        return prev.read_shards
-
-    def one_by_one(paths, columns, threads=None):
-        # read_shard at READER_BASELINE, for each file in turn.
-        found, tables = prev.Read(), []
-        for path in paths:
-            raw, table = prev.read_raw(path, columns), None
-            if raw == "gone":
-                found.gone.append(path)
-                continue
-            if raw != "bad":
-                try:
-                    table = prev.conform(raw[0], columns, raw[1])
-                except (pa.ArrowException, ValueError):
-                    pass
-            (found.unreadable if table is None else found.read).append(path)
-            if table is not None:
-                tables.append(table)
-        found.table = pa.concat_tables(tables) if tables else None
-        return found
-    return one_by_one
+def target_text(configs: dict) -> str:
+    times = ", ".join(f"{name} <= {s:g} s" for name, s in TARGETS.items())
+    text = f"at {TARGET_ROWS:,} rows: {times} of CPU time, peak memory <= {MEM_TARGET_MB} MB"
+    other = [where(c) for c in configs.values() if c["rows"] != TARGET_ROWS]
+    if other:
+        text += f"; judged here at {'; '.join(other)}"
+    return text
 
 
-def op(name: str, impl: str, out: Path) -> dict:
-    """Run one operation in this (fresh) process."""
-    from runner import cli
-    from runner.reporting import report
-    from runner.results import shards
-    from runner.results.done import LIGHT, SHARDS_DIR
-    if impl in READERS:            # today's code but for how shards are read
-        shards.read_shards = baseline_reader(impl)
-        impl = "new"
-    if impl == "legacy":
-        import shards_legacy       # beside this script: the child runs it as a script too
+# -- runs -------------------------------------------------------------------------
 
-        shards.scan, shards.read_results, shards.merge = (shards_legacy.scan, shards_legacy.read_results,
-                                                           shards_legacy.merge)
-    t, cpu = time.perf_counter(), time.process_time()
-    if name == "scan":
-        # As the resume, status and Slurm paths call it (the legacy scan
-        # has no columns argument: it read whole rows).
-        n = len(shards.scan(out, repair=False, **({} if impl == "legacy" else
-                                                  {"columns": LIGHT})).done)
-    elif name == "scan-dataset":
-        # The alternative runner/results/shard_reads.py was measured against:
-        # pyarrow.dataset over the same files, the columns a scan reads.
-        import pyarrow.dataset as ds
-        files = sorted(str(p) for p in (out / SHARDS_DIR).glob("*.parquet"))
-        present = set(ds.dataset(files[:1], format="parquet").schema.names)
-        n = ds.dataset(files, format="parquet").to_table(
-            columns=[c for c in LIGHT if c in present]).num_rows
-    elif name == "merge":
-        n = shards.merge(out).num_rows
-    elif name == "status":
-        if impl == "legacy":    # status before issue 16: a scan, then a pass over its rows
-            from collections import Counter
-            done = shards.scan(out, repair=False).done
-            n = sum(Counter(r["verdict"] for r in done.values()).values())
-        else:
-            from runner.reporting.status import read_status
-            n = read_status(out).done
-    elif name == "report":
-        # Every figure the report shows, computed as its renderers ask.
-        r = (legacy_report() if impl == "legacy" else report).load(out)
-        r.verdicts(), r.by_category(), r.slowest(), r.throughput(), r.utilization()
-        r.image_counts(), r.prediction()
-        n = len(r.rows) if impl == "legacy" else r.checks
-    elif name == "report-cli":
-        # The command as a user runs it: the terminal report and the HTML page.
-        printed = io.StringIO()
-        with tempfile.TemporaryDirectory() as tmp, contextlib.redirect_stdout(printed):
-            status = cli.main(["report", str(out), "--html", str(Path(tmp) / "report.html")])
-        if status != 0:
-            raise SystemExit(f"proofbatch report exited {status}")
-        n = int(re.search(r": (\d+) checks in", printed.getvalue()).group(1))
+def say(lines: list[str], text: str) -> None:
+    """A line of the report, shown on stderr as it comes: a run at 1,000,000
+    rows takes many minutes."""
+    lines.append(text)
+    common.log(text)
+
+
+def run_measured(args, lines: list[str]) -> tuple[dict, list[str]]:
+    """--measure: the shards already in OUT, each op with today's code then
+    the baselines, alternated --repeat times. Returns (configurations, problems)."""
+    runs: dict[tuple[str, str], list[dict]] = {}
+    for _ in range(args.repeat):
+        for name in args.ops:
+            readers = args.readers if name in ("scan", "report", "report-cli", "merge") else []
+            for impl in ["new", *readers] + (["legacy"] if name in args.legacy_ops else []):
+                m = measure(name, impl, args.measure)
+                m.update(label=impl)
+                runs.setdefault((name, impl), []).append(m)
+                say(lines, measurement_line(m))
+    if args.repeat > 1:
+        for text in median_lines(runs):
+            say(lines, text)
+    from runner.results.done import SHARDS_DIR
+
+    config = {"dir": str(args.measure), "rows": None, "shard_rows": None,
+              "files": len(list((args.measure / SHARDS_DIR).glob("*.parquet"))), "ops": {}}
+    for (name, label), ms in runs.items():
+        config["ops"].setdefault(name, {})[_key(label)] = entry(ms)
+    read = [labels["new"]["rows"] for labels in config["ops"].values() if "rows" in labels.get("new", {})]
+    config["rows"] = max(read) if read else None
+    problems = [f"{name} ({label}): {ms[0]['error']}" for (name, label), ms in runs.items()
+                if any("error" in m for m in ms)]
+    return {"measured": config}, problems
+
+
+def run_configuration(args, base: Path, rows: int, per: int, lines: list[str]) -> tuple[dict, list[str]]:
+    """One generated configuration: today's code on the shards compacted as
+    written, beside it on the raw shards and the legacy code on them."""
+    cfg = f"{rows} rows in {per}-row shards"
+    new = base / f"new-{rows}-{per}"
+    g = generate(new, rows, per, compact=True)
+    say(lines, f"{cfg}: compacted as written: {g['files']} files, generating took "
+               f"{g['generate_s']:.0f} s of which compaction {g['compact_s']:.1f} s")
+    config = {"rows": rows, "shard_rows": per, "files_compacted": g["files"],
+              "generate_s": round(g["generate_s"], 3), "compact_s": round(g["compact_s"], 3),
+              "files_raw": None, "generate_raw_s": None, "ops": {}}
+    raw = base / f"raw-{rows}-{per}"
+    if args.no_raw:
+        raw.mkdir()
     else:
-        raise SystemExit(f"unknown op {name}")
-    elapsed, cpu = time.perf_counter() - t, time.process_time() - cpu
-    # This process's own peak: ru_maxrss of a child also counts its parent's
-    # memory at the fork, before the exec.
-    hwm = next(int(line.split()[1]) for line in open("/proc/self/status") if line.startswith("VmHWM"))
-    return {"op_s": elapsed, "op_cpu_s": cpu, "rows": n, "hwm_mb": hwm / 1024,
-            "load": os.getloadavg()[0]}
+        g_raw = generate(raw, rows, per, compact=False)
+        config.update(files_raw=g_raw["files"], generate_raw_s=round(g_raw["generate_s"], 3))
+        say(lines, f"{cfg}: raw: {g_raw['files']} files")
+    legacy = not args.no_raw and config["files_raw"] <= args.no_legacy_above
+    measured = []
+    for name in args.ops:
+        pair = [("new", new)]
+        # No status.json in the raw shards: legacy shows a scan there.
+        if name not in ("merge", "status") and not args.no_raw:
+            pair.append(("new, raw shards", raw))
+        if legacy and name in args.legacy_ops:
+            pair.append(("legacy", raw))
+        for label, d in pair:
+            measured.append(measure(name, "legacy" if label == "legacy" else "new", d) | {"label": label})
+            say(lines, measurement_line(measured[-1]))
+    # merge on raw shards last: the new merge folds the raw shards.
+    if "merge" in args.ops and not args.no_raw:
+        measured.append(measure("merge", "new", raw) | {"label": "new, raw shards"})
+        say(lines, measurement_line(measured[-1]))
+    shutil.rmtree(new, ignore_errors=True)
+    shutil.rmtree(raw, ignore_errors=True)
+    problems = []
+    for m in measured:
+        config["ops"].setdefault(m["op"], {})[_key(m["label"])] = entry([m])
+        if "error" in m:
+            problems.append(f"{cfg}: {m['op']} ({m['label']}): {m['error']}")
+        elif m["rows"] != rows:         # it measured a smaller job than the one named
+            problems.append(f"{cfg}: {m['op']} ({m['label']}) read {m['rows']} rows of {rows}")
+    return config, problems
 
 
-def _print(m: dict) -> None:
-    print(f"  {m['op']:10} {m['label']:16} {m['op_s']:8.2f} s op ({m['op_cpu_s']:6.2f} s CPU)  "
-          f"{m['process_s']:8.2f} s process  {m['peak_mb']:7.0f} MB peak  ({m['rows']} rows)"
-          f"  load {m['load_before']:.1f}-{m['load']:.1f}", flush=True)
-
-
-def measure(name: str, impl: str, out: Path) -> dict:
-    load = os.getloadavg()[0]
-    t = time.perf_counter()
-    p = subprocess.Popen([sys.executable, __file__, "--child", name, impl, str(out)],
-                         stdout=subprocess.PIPE, text=True, cwd=ROOT)
-    text = p.stdout.read()
-    _, status, usage = os.wait4(p.pid, 0)
-    wall = time.perf_counter() - t
-    if status != 0:
-        return {"op": name, "impl": impl, "error": f"exit status {status}"}
-    found = json.loads(text)
-    return {"op": name, "impl": impl, **found, "process_s": wall, "load_before": load,
-            "process_cpu_s": usage.ru_utime + usage.ru_stime,
-            "peak_mb": found["hwm_mb"], "ru_maxrss_mb": usage.ru_maxrss / 1024}
-
-
-def _medians(results: list[dict]) -> None:
-    import statistics
-
-    print("medians:")
-    for name in dict.fromkeys(m["op"] for m in results):
-        for label in dict.fromkeys(m["label"] for m in results if m["op"] == name):
-            ms = [m for m in results if m["op"] == name and m["label"] == label and "error" not in m]
-            if ms:
-                loads = [m[k] for m in ms for k in ("load_before", "load")]
-                print(f"  {name:10} {label:16} {statistics.median(m['op_s'] for m in ms):8.2f} s op "
-                      f"({statistics.median(m['op_cpu_s'] for m in ms):6.2f} s CPU)  "
-                      f"{statistics.median(m['process_s'] for m in ms):8.2f} s process "
-                      f"({statistics.median(m['process_cpu_s'] for m in ms):6.2f} s CPU)  "
-                      f"{len(ms)} runs, load {min(loads):.1f}-{max(loads):.1f}", flush=True)
+def run_generated(args, lines: list[str]) -> tuple[dict, list[str]]:
+    """Each --rows x --shard-rows configuration, generated afresh."""
+    configs, problems = {}, []
+    base = Path(tempfile.mkdtemp(prefix="proofbatch-bench-shards-", dir=args.dir))
+    try:
+        for rows in args.rows:
+            for per in args.shard_rows:
+                config, found = run_configuration(args, base, rows, per, lines)
+                configs[f"{rows}x{per}"] = config
+                problems += found
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
+    return configs, problems
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap = common.arg_parser(__doc__.split("\n\n")[0])
     ap.add_argument("--rows", type=int, nargs="+", default=[100000])
     ap.add_argument("--shard-rows", type=int, nargs="+", default=[5, 200])
     ap.add_argument("--no-legacy-above", type=int, default=10**9,
@@ -316,7 +307,7 @@ def main() -> int:
     ap.add_argument("--generate-raw", type=Path, metavar="OUT",
                     help="only write --rows rows in --shard-rows-row shards to OUT, uncompacted, as a "
                     "live sweep or many array tasks leave them (issue 33: 100,000 rows in 20,000 "
-                    "shards); then measure them with --measure OUT")
+                    "shards); then measure them with --measure OUT. Writes no record")
     ap.add_argument("--pyarrow-defaults", action="store_true",
                     help="with --generate-raw: write the shards with pyarrow's default options, as "
                     "writers did before shards.WRITE_OPTIONS")
@@ -327,94 +318,30 @@ def main() -> int:
     ap.add_argument("--repeat", type=int, default=1,
                     help="with --measure: rounds, each measuring today's code and every baseline in "
                     "turn; then the medians")
-    ap.add_argument("--json", action="store_true",
-                    help="print one JSON object instead of the text report")
     ap.add_argument("--child", nargs=3, help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.child:
         print(json.dumps(op(args.child[0], args.child[1], Path(args.child[2]))))
         return 0
-    with common.text_to_stderr(args):
-        status, results = run(args)
-    if args.json:
-        print(json.dumps({"benchmark": "shards_scale", "measurements": results,
-                          "result": "PASS" if status == 0 else "MISS"}))
-    return status
-
-
-def run(args) -> tuple[int, list[dict]]:
-    """(exit status, every measurement) of the run ``args`` ask for."""
-    results: list[dict] = []
     if args.generate_raw:
         g = generate(args.generate_raw, args.rows[0], args.shard_rows[0], compact=False,
                      options={} if args.pyarrow_defaults else None)
         print(f"{args.generate_raw}: {args.rows[0]} rows in {g['files']} files, {g['generate_s']:.0f} s")
-        return 0, results
+        return 0
+    rec, lines, load_start = record.current(), [], common.loadavg()
     if args.measure:
-        # Shards written before (by --keep): each op, new code then the
-        # baselines, alternated --repeat times.
-        for _ in range(args.repeat):
-            for name in args.ops:
-                readers = args.readers if name in ("scan", "report", "report-cli", "merge") else []
-                for impl in ["new", *readers] + (["legacy"] if name in args.legacy_ops else []):
-                    m = measure(name, impl, args.measure)
-                    m.update(label=impl)
-                    results.append(m)
-                    _print(m) if "error" not in m else print(m)
-        if args.repeat > 1:
-            _medians(results)
-        return 0, results
-    base = Path(tempfile.mkdtemp(prefix="proofbatch-bench-shards-", dir=args.dir))
-    misses = []
-    try:
-        for rows in args.rows:
-            for per in args.shard_rows:
-                cfg = f"{rows} rows in {per}-row shards"
-                new = base / f"new-{rows}-{per}"
-                g = generate(new, rows, per, compact=True)
-                print(f"{cfg}: compacted as written: {g['files']} files, generating took "
-                      f"{g['generate_s']:.0f} s of which compaction {g['compact_s']:.1f} s", flush=True)
-                raw = base / f"raw-{rows}-{per}"
-                if args.no_raw:
-                    g_raw = {"files": 10**12}
-                    raw.mkdir()
-                else:
-                    g_raw = generate(raw, rows, per, compact=False)
-                    print(f"{cfg}: raw: {g_raw['files']} files", flush=True)
-                for name in args.ops:
-                    pair = [("new", new)]
-                    if name != "merge" and not args.no_raw:
-                        pair.append(("new, raw shards", raw))
-                    if g_raw["files"] <= args.no_legacy_above and name in args.legacy_ops:
-                        pair.append(("legacy", raw))
-                    for label, d in pair:
-                        impl = "legacy" if label == "legacy" else "new"
-                        if label == "new, raw shards" and name == "status":
-                            continue        # no status.json there; legacy shows a scan
-                        if label == "legacy" and name == "merge":
-                            d = raw
-                        m = measure(name, impl, d)
-                        m.update(config=cfg, label=label)
-                        results.append(m)
-                        if "error" in m:
-                            print(f"  {name:10} {label:16} ERROR {m['error']}", flush=True)
-                            continue
-                        _print(m)
-                        if label == "new" and rows >= 1_000_000:
-                            if m["op_s"] > TARGETS[name] or m["peak_mb"] > MEM_TARGET_MB:
-                                misses.append(f"{cfg} {name}")
-                # merge on raw shards last: the new merge folds the raw shards.
-                if "merge" in args.ops and not args.no_raw:
-                    m = measure("merge", "new", raw)
-                    m.update(config=cfg, label="new, raw shards")
-                    results.append(m)
-                    _print(m)
-                shutil.rmtree(new, ignore_errors=True)
-                shutil.rmtree(raw, ignore_errors=True)
-    finally:
-        shutil.rmtree(base, ignore_errors=True)
-    print(("MISS: " + ", ".join(misses)) if misses else "PASS (targets apply at 1,000,000 rows)")
-    return (1 if misses else 0), results
+        # Its digest now: a merge measured folds the shards it names.
+        rec.input("measured", path=args.measure)
+        configs, problems = run_measured(args, lines)
+    else:
+        rec.input("rows", args.rows)
+        rec.input("shard_rows", args.shard_rows)
+        configs, problems = run_generated(args, lines)
+    figures = {"configurations": configs, "loadavg_1m_start": load_start,
+               "loadavg_1m_end": common.loadavg()}
+    lines += [f"PROBLEM: {p}" for p in problems]
+    lines.append(f"load average {load_start} at start, {figures['loadavg_1m_end']} at end")
+    return emit(args, "shards_scale", figures, lines, target_text(configs), not problems, judge(configs))
 
 
 if __name__ == "__main__":

@@ -298,3 +298,107 @@ def test_runtime_tuning_reports_gc_counters_and_gates_on_cpu_memory_and_verdicts
     old = [{pid: {k: v for k, v in row.items() if k != "gc"} for pid, row in tuning_runs(9.0, 1).items()}]
     assert "no counters recorded" in runtime_tuning.setting_lines("o=120", runtime_tuning.compare(
         old, old, [A, B], "o=120"))[1]
+
+
+# -- context_keys.py --------------------------------------------------------------------------
+
+def keyings(raw_s=2.0, ours_s=1.0, ours_chars=1000):
+    """The two keyings' figures: raw-text keys' build in ``raw_s``, the
+    normal-form keys' in ``ours_s``, loading ``ours_chars`` characters."""
+    return {"raw_text": {"build_s": raw_s, "images": 3, "loaded_chars": 4000},
+            "normal_forms": {"build_s": ours_s, "images": 4, "loaded_chars": ours_chars}}
+
+
+def test_context_keys_gates_on_build_time_and_on_the_text_loaded(tmp_path):
+    import context_keys
+
+    goals = context_keys.judge(keyings(), 1000)
+    assert missed(goals) == [] and passes(goals, tmp_path)
+    # Slower than the raw-text keys in the same run: "stays fast" missed.
+    goals = context_keys.judge(keyings(ours_s=2.2), 1000)
+    assert missed(goals) == ["build time, normal-form keys / raw-text keys (best of each)"]
+    assert not passes(goals, tmp_path)
+    # One character more than the library, each file's phrases and one header.
+    goals = context_keys.judge(keyings(ours_chars=1001), 1000)
+    assert missed(goals) == ["text loaded by normal-form keys' images, characters"]
+    assert not passes(goals, tmp_path)
+    # No raw-text time to compare with: no value, so the goal is missed.
+    assert missed(context_keys.judge(keyings(raw_s=0.0), 1000))[0].startswith("build time")
+
+
+def test_context_keys_bound_is_what_the_normal_form_tree_loads_and_the_raw_one_exceeds():
+    """The bound counts the generated corpus's parts: a small corpus's tree
+    of today's keys meets it, and the raw-text keys (one library per file) do not."""
+    import context_keys
+    from runner.provers.hol_light import contexts
+
+    setups = context_keys.corpus(3, 5, 30, 20)
+    bound = context_keys.least_text(3, 5, 30, 20)
+    raw = context_keys.baseline_module(context_keys.baseline_source())
+    loaded = {name: context_keys.measure(build, setups, 1)["loaded_chars"]
+              for name, build in (("raw_text", raw.build_context_tree),
+                                  ("normal_forms", contexts.build_context_tree))}
+    # Each setup's opening comments are all that "about" covers: one of them.
+    assert bound - len(context_keys.header(0)) < loaded["normal_forms"] <= bound < loaded["raw_text"]
+
+
+# -- timeout_map.py ---------------------------------------------------------------------------
+
+def test_timeout_map_gates_on_the_pooled_maps_wall_time(tmp_path):
+    import timeout_map
+
+    goal = timeout_map.judge({"total_s": 4.03}, 100_000, 3)
+    assert goal.met and passes([goal], tmp_path)
+    # Exactly 5 s is not "under 5 s".
+    goal = timeout_map.judge({"total_s": 5.0}, 100_000, 3)
+    assert missed([goal]) == ["pooled-spread map of 100,000 problems x 3 runs, wall s"]
+    assert not passes([goal], tmp_path)
+
+
+# -- shards_scale.py --------------------------------------------------------------------------
+
+def shards_configs(rows=1_000_000, cpu=None, wall=None, peak=None, failed=()):
+    """One generated configuration in 200-row shards: today's code (``new``)
+    in half of each target's CPU time and 500 MB unless ``cpu``, ``wall`` or
+    ``peak`` say otherwise per operation, or the operation ``failed``; the
+    legacy baseline over every target (printed, never judged)."""
+    import shards_scale
+
+    ops = {}
+    for name, limit in shards_scale.TARGETS.items():
+        new = {"error": "exit status 256", "runs": 0} if name in failed else {
+            "op_s": (wall or {}).get(name, limit / 2), "op_cpu_s": (cpu or {}).get(name, limit / 2),
+            "peak_mb": (peak or {}).get(name, 500.0), "rows": rows, "runs": 1}
+        ops[name] = {"new": new, "legacy": {"op_s": 99.0, "op_cpu_s": 99.0, "peak_mb": 5000.0}}
+    return {f"{rows}x200": {"rows": rows, "shard_rows": 200, "ops": ops}}
+
+
+def test_shards_scale_gates_on_each_targets_cpu_time_and_peak_memory(tmp_path):
+    import shards_scale
+
+    at = "1,000,000 rows in 200-row shards"
+    goals = shards_scale.judge(shards_configs())
+    assert [g.name for g in goals] == [f"{name} CPU s, {at}" for name in shards_scale.TARGETS] + \
+        [f"peak memory MB, {at}"]
+    assert missed(goals) == [] and passes(goals, tmp_path)
+    # Judged on CPU time: a wall time over the target (a queue for a core) is printed, not judged.
+    assert missed(shards_scale.judge(shards_configs(wall={"merge": 40.0}))) == []
+    goals = shards_scale.judge(shards_configs(cpu={"scan": 3.01}))
+    assert missed(goals) == [f"scan CPU s, {at}"] and not passes(goals, tmp_path)
+    goals = shards_scale.judge(shards_configs(peak={"report-cli": 2049.0}))
+    assert missed(goals) == [f"peak memory MB, {at}"] and not passes(goals, tmp_path)
+    # An operation that did not run has no figures: its goals are missed, not skipped.
+    goals = shards_scale.judge(shards_configs(failed=("merge",)))
+    assert missed(goals) == [f"merge CPU s, {at}", f"peak memory MB, {at}"]
+
+
+def test_shards_scale_goals_name_the_rows_they_were_judged_at():
+    """The targets are set at 1,000,000 rows: a smaller run's goals say its size."""
+    import shards_scale
+
+    goals = shards_scale.judge(shards_configs(rows=2000))
+    assert all(", 2,000 rows in 200-row shards" in g.name for g in goals)
+    assert "judged here at 2,000 rows in 200-row shards" in shards_scale.target_text(shards_configs(2000))
+    measured = {"measured": {"rows": 100_000, "shard_rows": None, "files": 20_000,
+                             "ops": {"report-cli": {"new": {"op_cpu_s": 12.0, "peak_mb": 700.0}}}}}
+    assert missed(shards_scale.judge(measured)) == ["report-cli CPU s, 100,000 rows in 20,000 shard files"]
