@@ -1,5 +1,5 @@
-"""The docs' "Measured" tables of the check, native, planning, pass@k, trust
-and start-up benchmarks: what, command, figure and target, one row per run,
+"""The docs' "Measured" tables of the check, native, pass@k, trust and
+start-up benchmarks: what, command, figure and target, one row per run,
 each figure formatted from the newest record of its script."""
 
 from __future__ import annotations
@@ -65,31 +65,6 @@ def _trust(f: dict) -> str:
     return text
 
 
-def _planning_ratios(f: dict) -> str:
-    by: dict[int, list[dict]] = {}
-    for m in f["makespan"]:
-        by.setdefault(m["workers"], []).append(m)
-    parts = []
-    for count, runs in sorted(by.items()):
-        naive = [m["naive_ratio"] for m in runs]
-        name = f"{count} workers ({runs[0]['nodes']}×{count // runs[0]['nodes']})" if not parts else \
-            f"{count} ({runs[0]['nodes']}×{count // runs[0]['nodes']})"
-        parts.append(f"{name}: {max(m['planned_ratio'] for m in runs):.3f} (naive "
-                     f"{min(naive):.2f}–{max(naive):.2f})")
-    big = by[max(by)]
-    ours = [m["planned_image_build_core_hours"] for m in big]
-    naive = [m["naive_image_build_core_hours"] for m in big]
-    return (f"{'; '.join(parts)}, image builds {min(ours):.1f}–{max(ours):.1f} vs "
-            f"{min(naive):.1f}–{max(naive):.1f} core-h; {f['scale']:,} problems: "
-            f"{f['scale_ratio_64']:.3f} on 64 workers, {f['scale_ratio']:.3f} on 512")
-
-
-def _planning_what(f: dict) -> str:
-    seeds = len({m["seed"] for m in f["makespan"]})
-    return (f"planned makespan / lower bound, bench-shaped workloads (2,622 problems, 25 per context, "
-            f"{seeds} seeds each)")
-
-
 def measured_tables() -> tuple[Table, ...]:
     return (
         Table("startup-measured", "docs/running.md", HEADER, (Row("startup", "startup", (
@@ -122,14 +97,6 @@ def measured_tables() -> tuple[Table, ...]:
                 "batched {batched_overhead_ms:.1f} ms (compile {batched_compile_ms:.1f} ms, runtime median "
                 "{batched_runtime_ms:.1f} ms); unbatched {unbatched_overhead_ms:.1f} ms (compile "
                 "{unbatched_compile_ms:.1f} ms)", "batched ≤ 15 ms")))),
-        Table("planning-measured", "docs/planning.md", HEADER, (
-            Row("ratios", "planning", (_planning_what, _cmd("planning/planning"), _planning_ratios,
-                                       "≤ 1.03")),
-            Row("speed", "planning", (
-                "planning / simulating {scale:,} problems on 512 workers", "same",
-                "{plan_cpu_secs:.2f} s / {simulate_cpu_secs:.2f} s CPU ({plan_wall_secs:.2f} s / "
-                "{simulate_wall_secs:.2f} s wall)", "< 2 s / < 10 s")),
-            Row("simulate_contexts", "simulate_contexts"))),
         Table("passk-measured", "docs/pass-at-k.md", HEADER, (Row("passk", "passk", (
             "pass@k: K = {k} attempts of one problem on a `needs \"Library/words.ml\"` context vs "
             "loading the context per attempt", _cmd("checks/passk"), _passk, "≥ K/2 = 16×")),)),

@@ -13,6 +13,7 @@ from typing import Callable
 
 from table_cells import Cell, Row, Table, fig  # noqa: F401  (Row and Table: tables.py's)
 from table_measured import measured_tables
+from table_planning import planning_tables
 
 
 def planned_ratios(figures: dict) -> str:
@@ -25,7 +26,8 @@ def planned_ratios(figures: dict) -> str:
         groups.setdefault(f"{worst[workers]:.3f}", []).append(workers)
     parts = []
     for value, counts in groups.items():
-        named = " and ".join(str(c) for c in counts) if len(counts) > 1 else str(counts[0])
+        named = f"{', '.join(str(c) for c in counts[:-1])} and {counts[-1]}" if len(counts) > 1 \
+            else str(counts[0])
         parts.append(f"{value} on {named} workers" if not parts else f"{value} on {named}")
     return ", ".join(parts)
 
@@ -256,7 +258,6 @@ TABLES: dict[str, Table] = {t.name: t for t in (
           # The light draw of seed 48 (a run on given problems, --only, is docs/native.md's).
           (Row("vs_bench_harness", "vs_bench_harness", _vs_bench_cells(), args=("--seed", "48")),
            Row("s2n_readme_path", "s2n_readme_path"))),
-    Table("readme-whole-trees", "README.md", scripts=("whole_trees",)),
     Table("extract-measured", "docs/extract.md", scripts=("extract_scale",)),
     Table("images-measured", "docs/images.md", scripts=("prefix_sharing", "context_keys", "bench_prefix")),
     Table("limits-quiet-host", "docs/limits.md", scripts=("loaded_host",)),
@@ -286,7 +287,6 @@ TABLES: dict[str, Table] = {t.name: t for t in (
     Table("native-tree-whole", "docs/native.md", scripts=("native_tree",)),
     Table("native-tree-only", "docs/native.md", scripts=("native_tree",)),
     Table("native-tree-whole-again", "docs/native.md", scripts=("native_tree",)),
-    Table("planning-whole-trees", "docs/planning.md", scripts=("whole_trees",)),
     Table("planning-predictions", "docs/planning.md", scripts=("predictions",)),
     Table("timeout-map-regenerated", "docs/profiles-and-timeout-maps.md", scripts=("regenerate_bench_map",)),
     Table("timeout-map-measured", "docs/profiles-and-timeout-maps.md", scripts=("timeout_map",)),
@@ -303,4 +303,5 @@ TABLES: dict[str, Table] = {t.name: t for t in (
     Table("sweep-directory-scale", "docs/sweep-directory.md", scripts=("shards_scale",)),
     *_heavy_tables(),
     *measured_tables(),
+    *planning_tables(),
 )}

@@ -1,0 +1,111 @@
+"""The planning benchmarks' tables: planning.py and simulate_contexts.py in
+docs/planning.md's Measured table, and whole_trees.py's budgets for whole
+s2n-bignum trees (the README's table at 64 workers, docs/planning.md's at
+every size), each cell formatted from the newest record of its script."""
+
+from __future__ import annotations
+
+from table_cells import Row, Table
+
+HEADER = ("what", "command", "figure", "target")
+TREES, MODES, CHOICES, SHAPES = ("arm", "x86"), ("native", "bytecode"), ("trust", "replay"), (8, 64, 512)
+
+
+def _planning_ratios(f: dict) -> str:
+    by: dict[int, list[dict]] = {}
+    for m in f["makespan"]:
+        by.setdefault(m["workers"], []).append(m)
+    parts = []
+    for count, runs in sorted(by.items()):
+        naive = [m["naive_ratio"] for m in runs]
+        shape = f"({runs[0]['nodes']}×{count // runs[0]['nodes']})"
+        parts.append(f"{count}{' workers' if not parts else ''} {shape}: "
+                     f"{max(m['planned_ratio'] for m in runs):.3f} (naive {min(naive):.2f}–{max(naive):.2f})")
+    big = by[max(by)]
+    ours = [m["planned_image_build_core_hours"] for m in big]
+    naive = [m["naive_image_build_core_hours"] for m in big]
+    return (f"{'; '.join(parts)}, image builds {min(ours):.1f}–{max(ours):.1f} vs "
+            f"{min(naive):.1f}–{max(naive):.1f} core-h; {f['scale']:,} problems: "
+            f"{f['scale_ratio_64']:.3f} on 64 workers, {f['scale_ratio']:.3f} on 512")
+
+
+def _planning_what(f: dict) -> str:
+    seeds = len({m["seed"] for m in f["makespan"]})
+    return (f"planned makespan / lower bound, bench-shaped workloads (2,622 problems, 25 per context, "
+            f"{seeds} seeds each)")
+
+
+def _contexts_what(f: dict) -> str:
+    proofs = f["rows"][0]["baseline_proof_core_hours"]
+    alone = max(r["baseline_image_core_hours"] for r in f["rows"])
+    return (f"`simulate --corpus`: the bench's map (declared native) with {f['problems']} problems cut from "
+            f"{f['files']} arm proof files at the bench's pins; context-image core-hours as a share of proof "
+            f"core-hours ({proofs:.3f} core-h), replay / trust; baseline `simulate --timeout-map` alone "
+            f"predicts {alone:.3f}")
+
+
+def _contexts(f: dict) -> str:
+    parts = []
+    for r in f["rows"]:
+        replay, trust = r["replay"], r["trust"]
+        parts.append(f"{r['workers']}{' workers' if not parts else ''}: {100 * replay['share']:.0f}% / "
+                     f"{100 * trust['share']:.0f}% (rebuilds {replay['rebuild_core_hours']:.3f} / "
+                     f"{trust['rebuild_core_hours']:.3f} core-h)")
+    spans = {c: sorted({round(r[c]["makespan_s"]) for r in f["rows"]}) for c in ("replay", "trust")}
+    span = {c: f"{v[0]:,}" if len(v) == 1 else f"{v[0]:,}–{v[-1]:,}" for c, v in spans.items()}
+    same = " at each size" if all(len(v) == 1 for v in spans.values()) else ""
+    return f"{'; '.join(parts)}; makespan {span['replay']} s replay, {span['trust']} s trust{same}"
+
+
+def _simulation(tree: str, mode: str, choice: str, workers: int):
+    """The figures of one of whole_trees.py's simulations."""
+    def of(f: dict) -> dict:
+        return next(s for s in f["simulations"] if (s["tree"], s["mode"], s["choice"], s["workers"])
+                    == (tree, mode, choice, workers))
+    return of
+
+
+def _makespans(s: dict) -> str:
+    return (f"{s['makespan_s']:,.0f}{' (s.o.)' if s['submission_order'] else ''} / "
+            f"{s['naive_makespan_s']:,.0f}")
+
+
+def _whole_row(tree: str, mode: str, choice: str, workers: int, readme: bool) -> Row:
+    of = _simulation(tree, mode, choice, workers)
+
+    def cell(fmt):
+        return lambda f: fmt(of(f))
+
+    common = (tree, mode, choice) + (() if readme else (str(workers),))
+    cells = (*common, cell(_makespans), cell(lambda s: f"{s['image_core_hours']:,.2f}"),
+             cell(lambda s: f"{s['proof_core_hours']:,.2f}"))
+    if not readme:
+        d = lambda s: s["check_durations"]  # noqa: E731
+        cells += (cell(lambda s: f"{s['rebuild_core_hours']:,.2f} / {s['naive_rebuild_core_hours']:,.2f}"),
+                  cell(lambda s: f"{d(s)['measured']}/{d(s)['estimated']}/{d(s)['unknown']}"),
+                  cell(lambda s: f"{s['images_measured']}/{s['images_estimated']}, {s['unknown_loads']}"))
+    return Row(f"{tree}-{mode}-{choice}" + ("" if readme else f"-{workers}"), "whole_trees", cells)
+
+
+def planning_tables() -> tuple[Table, ...]:
+    return (
+        Table("planning-measured", "docs/planning.md", HEADER, (
+            Row("ratios", "planning", (_planning_what, "`.venv/bin/python benchmarks/planning/planning.py`",
+                                       _planning_ratios, "≤ 1.03")),
+            Row("speed", "planning", (
+                "planning / simulating {scale:,} problems on 512 workers", "same",
+                "{plan_cpu_secs:.2f} s / {simulate_cpu_secs:.2f} s CPU ({plan_wall_secs:.2f} s / "
+                "{simulate_wall_secs:.2f} s wall)", "< 2 s / < 10 s")),
+            Row("simulate_contexts", "simulate_contexts", (
+                _contexts_what, "`nice .venv/bin/python benchmarks/planning/simulate_contexts.py --files 30`",
+                _contexts, "–")))),
+        Table("readme-whole-trees", "README.md",
+              ("tree", "mode", "context proofs", "makespan", "image core-h", "proof core-h"),
+              tuple(_whole_row(t, m, c, 64, True) for t in TREES for m in MODES for c in CHOICES)),
+        Table("planning-whole-trees", "docs/planning.md",
+              ("tree", "mode", "choice", "workers", "makespan planned / naive", "image core-h", "proof core-h",
+               "rebuilds core-h planned / naive", "check durations m/e/u",
+               "images measured/estimated, loads unknown"),
+              tuple(_whole_row(t, m, c, w, False) for t in TREES for m in MODES for c in CHOICES
+                    for w in SHAPES)),
+    )
