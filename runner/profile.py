@@ -37,7 +37,7 @@ from .maps import provenance
 from .maps.profile_data import (PROVENANCE, SUMMARY, SUMMARY_FORMAT, Profile, _now,
                                 _read_json, _write_json, load_profile)
 from .settings import flag_of, setting as _help
-from .planning.sweep_config import SweepConfig
+from .planning.sweep_config import PreparedSweep, SweepConfig
 from .sweep import SweepSummary, prepare, run_sweep
 from . import sweep_dir
 from .maps.profile_summary import _other_choice, write_summary
@@ -137,12 +137,14 @@ def _sweep_config(cfg: ProfileConfig, out: Path, only, seed: int,
 
 
 
-def profile(cfg: ProfileConfig, executor_for: Callable[[SweepConfig], object],
+def profile(cfg: ProfileConfig, executor_for: Callable[[PreparedSweep], object],
             on_run: Callable[[int, int, str], None] = lambda r, n, d: None,
             on_row=lambda row: None, on_start=lambda total, done: None) -> Profile:
     """Run (or resume) the profile described by ``cfg`` and return it.
 
-    ``executor_for(config)`` makes the executor of each run. Raises
+    ``executor_for(prepared)`` makes the executor of each run, from its
+    PreparedSweep (its config, and the backend a session starts from: a
+    native backend has compiled every context as it prepared). Raises
     InputError on bad input before anything is written.
     """
     if cfg.runs is not None and not 1 <= cfg.runs <= MAX_RUNS:
@@ -268,7 +270,7 @@ def _run_generation(cfg, generation, executor_for, on_run, on_row, on_start, fir
         on_run(r, len(generation["runs"]), str(out))
         config = _sweep_config(cfg, out, only, run["seed"])
         prepared = first if r == 1 else prepare(config)
-        summary: SweepSummary = run_sweep(prepared, _timing(executor_for(config)),
+        summary: SweepSummary = run_sweep(prepared, _timing(executor_for(prepared)),
                                           on_row=on_row, on_start=on_start)
         defects |= {row["problem_id"] for row in summary.table.to_pylist()
                     if row["problem_id"] in set(only) and row["verdict"] != "OK"}
@@ -280,7 +282,8 @@ def _run_generation(cfg, generation, executor_for, on_run, on_row, on_start, fir
                f"{cfg.out / verify['dir']} (--context-proofs {verify['context_proofs']})")
         config = _sweep_config(cfg, cfg.out / verify["dir"], generation["problems"],
                                generation["runs"][0]["seed"], verify["context_proofs"])
-        run_sweep(prepare(config), _timing(executor_for(config)), on_row=on_row, on_start=on_start)
+        prepared = prepare(config)
+        run_sweep(prepared, _timing(executor_for(prepared)), on_row=on_row, on_start=on_start)
 
 
 def _timing(executor):
@@ -328,7 +331,7 @@ def headroom(profile: Profile, timeouts: dict[str, float]) -> list[Headroom]:
     return sorted(rows, key=lambda h: (-(h.ratio if h.ratio is not None else float("inf")), h.problem_id))
 
 
-def validate(profile: Profile, map_path: Path, executor_for: Callable[[SweepConfig], object], *,
+def validate(profile: Profile, map_path: Path, executor_for: Callable[[PreparedSweep], object], *,
              workers: int = 1, mem_limit: int | None = None, hol_light: Path | None = None,
              context_root: Path | None = None, on_row=lambda row: None,
              on_start=lambda total, done: None) -> Validation:
@@ -349,7 +352,8 @@ def validate(profile: Profile, map_path: Path, executor_for: Callable[[SweepConf
                          hol_light=hol_light, context_root=context_root,
                          only=tuple(sorted(r.problem_id for r in profile.runs)),
                          runtime=prov.get("runtime") or None)     # what its times were measured under
-    summary = run_sweep(prepare(config), executor_for(config), on_row=on_row, on_start=on_start)
+    prepared = prepare(config)
+    summary = run_sweep(prepared, executor_for(prepared), on_row=on_row, on_start=on_start)
     timed_out = sorted(r["problem_id"] for r in summary.table.to_pylist()
                        if r["problem_id"] in set(config.only) and r["verdict"] == "TIMEOUT")
     return Validation(map_path=Path(map_path), out=out, headroom=headroom(profile, loaded.limits()),

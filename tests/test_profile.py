@@ -59,8 +59,8 @@ def demo_profile(hol_session, tmp_path_factory):
     cfg = ProfileConfig(corpus=DEMO, out=root / "profiles" / "demo", answers=answers, runs=3,
                         ceiling_s=300, seed=7, workers=2, mem_limit=TEST_MEM_LIMIT, context_root=DEMO)
 
-    def executor_for(config):
-        return LocalExecutor(workers=config.workers, session=hol_session)
+    def executor_for(prepared):
+        return LocalExecutor(workers=prepared.config.workers, session=hol_session)
 
     runs_started: list[str] = []
     rows_in_run_2 = []

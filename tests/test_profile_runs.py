@@ -19,7 +19,7 @@ import pytest
 from cluster.local import LocalExecutor
 from runner import cli
 from runner.errors import InputError
-from runner import profile as profile_module
+from runner import sweep
 from runner.profile import MAX_RUNS, ProfileConfig, _with_runs_asked, profile
 from runner.results import shards
 
@@ -77,12 +77,12 @@ def test_more_runs_on_a_finished_profile_run_only_the_new_ones(hol_session, tmp_
     # Each run is prepared once: a native backend compiles every context of
     # the corpus as it prepares, and run 1 used to be prepared twice.
     prepared = []
-    real_prepare = profile_module.prepare
-    monkeypatch.setattr(profile_module, "prepare",
-                        lambda config, **kw: prepared.append(config.out) or real_prepare(config, **kw))
+    real_prepare = sweep._prepare
+    monkeypatch.setattr(sweep, "_prepare", lambda config, *a, **kw: prepared.append(config.out)
+                        or real_prepare(config, *a, **kw))
 
-    def executor_for(config):
-        return LocalExecutor(workers=config.workers, session=hol_session)
+    def executor_for(prepared):
+        return LocalExecutor(workers=prepared.config.workers, session=hol_session)
 
     cfg = ProfileConfig(corpus=DEMO, out=tmp_path / "profile", runs=1, ceiling_s=120, seed=7,
                         mem_limit=TEST_MEM_LIMIT, context_root=DEMO, problems=PROBLEMS)

@@ -26,8 +26,8 @@ FIRST = ("arith.add_comm", "lists.*")
 
 
 def test_only_the_selected_problems_are_timed_and_a_wider_selection_is_new(hol_session, tmp_path):
-    def executor_for(config):
-        return LocalExecutor(workers=config.workers, session=hol_session)
+    def executor_for(prepared):
+        return LocalExecutor(workers=prepared.config.workers, session=hol_session)
 
     cfg = ProfileConfig(corpus=DEMO, out=tmp_path / "profile", runs=2, ceiling_s=120, workers=1,
                         mem_limit=TEST_MEM_LIMIT, context_root=DEMO, problems=FIRST)

@@ -20,7 +20,6 @@ from ..maps import nodes as node_speed
 from ..maps.profile_data import on_clock
 from ..profile import Profile, ProfileConfig, profile
 from ..settings import add_flags, config_from
-from ..sweep import prepare
 from .timeout_map import derive_and_write
 
 NAME = "profile"
@@ -57,17 +56,20 @@ def run(args) -> int:
     with bar, contextlib.ExitStack() as stack:
         sessions = {}
 
-        def executor_for(config):
+        def executor_for(prepared):
+            config = prepared.config
             if args.cluster != "local":
                 # A fresh executor per run: a run's Slurm ledger and rows are its own.
                 return cluster.make_executor(args, config.workers)
             # One session for every run: its images are loaded once (HOL
             # Light alone takes 70-90 s), and prove_secs never includes a load.
             # --verify-trust loads contexts the other way: a session of its own.
+            # It starts from the run's own backend, which compiled the
+            # contexts as it prepared (a native tree's compile takes minutes).
             choice = str(config.context_proofs)
             if choice not in sessions:
                 workdir = stack.enter_context(tempfile.TemporaryDirectory(prefix="proofbatch-"))
-                sessions[choice] = stack.enter_context(prepare(config).backend.start(Path(workdir)))
+                sessions[choice] = stack.enter_context(prepared.backend.start(Path(workdir)))
             return LocalExecutor(workers=config.workers, session=sessions[choice])
 
         result = profile(cfg, executor_for, on_run=on_run, on_row=bar.row, on_start=bar.start)

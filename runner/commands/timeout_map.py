@@ -251,8 +251,8 @@ def print_spread(derived: DerivedMap, out: Console) -> None:
 
 def _validate(result: Profile, map_path: Path, workers: int, out: Console) -> int:
     with progress.SweepProgress() as bar:
-        v = validate(result, map_path, lambda c: LocalExecutor(workers=c.workers), workers=workers,
-                     on_row=bar.row, on_start=bar.start)
+        v = validate(result, map_path, lambda prepared: LocalExecutor(workers=prepared.config.workers),
+                     workers=workers, on_row=bar.row, on_start=bar.start)
     table = Table(title=f"headroom under {map_path}: max profiled prove_secs / timeout, tightest first")
     for name in ("problem", "max prove s", "timeout s", "ratio"):
         table.add_column(name, justify="left" if name == "problem" else "right")
