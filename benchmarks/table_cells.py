@@ -22,6 +22,9 @@ class Row:
                 "or a function of them; None: no format written yet"})
     args: tuple[str, ...] = field(default=(), metadata={
         "help": "arguments the record's command must hold (a run of the row's settings)"})
+    pool: tuple[tuple[str, ...], ...] = field(default=(), metadata={
+        "help": "a row pooling several runs: the arguments of each run's record, in order "
+                "(each held with ``args``); its cells are functions of the list of their figures"})
 
 
 @dataclass(frozen=True)

@@ -103,8 +103,8 @@ def planning_tables() -> tuple[Table, ...]:
               ("tree", "mode", "context proofs", "makespan", "image core-h", "proof core-h"),
               tuple(_whole_row(t, m, c, 64, True) for t in TREES for m in MODES for c in CHOICES)),
         Table("planning-whole-trees", "docs/planning.md",
-              ("tree", "mode", "choice", "workers", "makespan planned / naive", "image core-h", "proof core-h",
-               "rebuilds core-h planned / naive", "check durations m/e/u",
+              ("tree", "mode", "choice", "workers", "makespan planned / naive", "image core-h",
+               "proof core-h", "rebuilds core-h planned / naive", "check durations m/e/u",
                "images measured/estimated, loads unknown"),
               tuple(_whole_row(t, m, c, w, False) for t in TREES for m in MODES for c in CHOICES
                     for w in SHAPES)),

@@ -107,10 +107,12 @@ def holds(command: list, args: tuple[str, ...]) -> bool:
     return n == 0 or any(tuple(words[i:i + n]) == tuple(args) for i in range(len(words) - n + 1))
 
 
-def newest(script: str, args: tuple[str, ...], results: Path) -> dict | None:
-    """The newest record of ``script`` from a clean tree whose command holds ``args``."""
+def newest(script: str, args: tuple[str, ...], results: Path, *more: tuple[str, ...]) -> dict | None:
+    """The newest record of ``script`` from a clean tree whose command holds
+    ``args`` (and each group of ``more``)."""
     for data in reversed(record.records(script, results)):
-        if not data.get("dirty") and holds(data.get("command", []), args):
+        command = data.get("command", [])
+        if not data.get("dirty") and all(holds(command, a) for a in (args, *more)):
             return data
     return None
 
@@ -131,16 +133,29 @@ def record_cell(data: dict) -> str:
     return ", ".join(parts)
 
 
-def render_cells(row: Row, data: dict) -> list[str]:
-    figures = data.get("figures", {})
+def render_cells(row: Row, data: dict | list[dict]) -> list[str]:
+    """The row's cells from its record, or from its pooled records (a list,
+    in the order of ``row.pool``), then the record cell."""
+    pooled = isinstance(data, list)
+    figures = [d.get("figures", {}) for d in data] if pooled else data.get("figures", {})
     out = []
     for cell in row.cells or ():
         try:
             out.append(cell(figures) if callable(cell) else cell.format_map(figures))
-        except (KeyError, IndexError, TypeError, ValueError) as e:
-            raise TableError(f"{data.get('path')}: row {row.key}'s format needs a figure the record "
+        except (KeyError, IndexError, TypeError, ValueError, AttributeError) as e:
+            where = ", ".join(str(d.get("path")) for d in data) if pooled else data.get("path")
+            raise TableError(f"{where}: row {row.key}'s format needs a figure the record "
                              f"lacks or cannot format ({type(e).__name__}: {e})") from e
-    return out + [record_cell(data)]
+    return out + ["; ".join(record_cell(d) for d in data) if pooled else record_cell(data)]
+
+
+def records_of(row: Row, results: Path) -> dict | list[dict] | None:
+    """The newest record of the row's settings, or of each run a pooled row
+    names (None while one of them has none)."""
+    if not row.pool:
+        return newest(row.script, row.args, results)
+    found = [newest(row.script, row.args, results, args) for args in row.pool]
+    return None if any(d is None for d in found) else found
 
 
 def in_history(sha: str) -> bool:
@@ -178,19 +193,21 @@ def expect(table: Table, found: Found, lines: list[str], results: Path, out: Out
     if len(body) != len(table.rows):
         out.problems.append(f"{where}: {len(body)} rows in the file, {len(table.rows)} in TABLES")
     for i, row in enumerate(table.rows):
-        data = newest(row.script, row.args, results)
+        data = records_of(row, results)
         if data is None:
             out.unrecorded[f"{table.name}/{row.key}"] = f"{where}, row {row.key}"
             want.append(body[i] if i < len(body) else row_line([*["—"] * len(table.header), "no record yet"]))
             continue
+        each = data if isinstance(data, list) else [data]
         if row.cells is None:
-            out.problems.append(f"{where}, row {row.key}: {row.script}.py has a record ({data['path']}), "
+            out.problems.append(f"{where}, row {row.key}: {row.script}.py has a record ({each[0]['path']}), "
                                 "but TABLES has no format for the row: write its cells")
             want.append(body[i] if i < len(body) else row_line(["—"] * len(header)))
             continue
-        if not in_history(data.get("commit") or ""):
-            out.problems.append(f"{where}, row {row.key}: its record {data['path']} names commit "
-                                f"{data.get('commit')!r}, which is not in this repository's history")
+        for d in each:
+            if not in_history(d.get("commit") or ""):
+                out.problems.append(f"{where}, row {row.key}: its record {d['path']} names commit "
+                                    f"{d.get('commit')!r}, which is not in this repository's history")
         want.append(row_line(render_cells(row, data)))
     return want
 

@@ -118,6 +118,37 @@ def test_a_row_with_no_record_must_be_listed_and_a_listed_one_with_a_record_fail
         check(root, results, listed)
 
 
+def test_a_pooled_row_is_written_from_one_record_of_each_run_it_names(tree):
+    """A figure pooled over several runs (predictions' kept-out seeds 5 and
+    9) comes from the newest record of each; while one run has none, the row
+    is unrecorded."""
+    root, results = tree
+    def medians(figures: list[dict]) -> str:
+        return " / ".join(f"{f['overhead_median_ms']:.1f}" for f in figures)
+
+    pooled = {"toy": Table("toy", "README.md", ("what", "figure"), (
+        Row("speed", "overhead", ("overhead", medians), args=("--quiet",),
+            pool=(("--seed", "5"), ("--seed", "9"))),
+        Row("ratio", "throughput", ("throughput", "{speedup:.2f}×")),
+    ))}
+    for f in (results / "overhead").iterdir():
+        f.unlink()
+    plant(results, "overhead", {"overhead_median_ms": 9.0},
+          command=["overhead.py", "--seed", "5", "--quiet"])
+    # Without --quiet, and of another seed: neither is a run the row names.
+    plant(results, "overhead", {"overhead_median_ms": 99.0}, command=["overhead.py", "--seed", "9"],
+          stamp="20260102T000000Z")
+    plant(results, "overhead", {"overhead_median_ms": 98.0},
+          command=["overhead.py", "--seed", "7", "--quiet"], stamp="20260102T000000Z")
+    assert any("no record yet" in p and "toy/speed" in p for p in check(root, results, registry=pooled))
+    plant(results, "overhead", {"overhead_median_ms": 12.5},
+          command=["overhead.py", "--quiet", "--seed", "9"], stamp="20260103T000000Z")
+    check(root, results, registry=pooled, write=True)
+    cell = f"`{HEAD[:7]}`, load 0.4-2.1"
+    assert f"| overhead | 9.0 / 12.5 | {cell}; {cell} |" in (root / "README.md").read_text()
+    assert check(root, results, registry=pooled) == []
+
+
 def test_a_record_of_a_commit_outside_the_history_is_named(tree):
     root, results = tree
     plant(results, "overhead", {"overhead_median_ms": 11.83, "cold_start_s": 65.8},
