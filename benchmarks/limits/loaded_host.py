@@ -13,9 +13,11 @@ sweep checking in the images of one ``proofbatch serve --mode native``
 2. ``proofbatch calibrate`` on the same corpus (a small sample), for
    ``--host-factor auto`` (skipped with ``--host-factor none``);
 3. with ``--busy`` processes per core spinning beside the workers, once with
-   ``--limit-clock wall --limit-slack 30`` (the bench's harness exactly: the
-   baseline) and once with
-   the default clock and ``--host-factor``;
+   ``--limit-clock wall --limit-slack 30`` (the bench's alarm rule, a wall
+   limit at the map's limit + 30 s, on proofbatch's checks: the baseline; not
+   the bench's harness, whose flow is benchmarks/s2n/vs_bench_harness.py's)
+   and once with the default clock and ``--host-factor`` (the factor it
+   resolved is the record's ``host_factor``);
 4. on the host as it is again (``quiet-again``): the CPU time of the same
    proof drifts on a shared VM with no load of ours (benchmarks/limits/cpu_drift.py
    measures it), so the quiet baseline is taken on both sides of the loaded
@@ -25,8 +27,8 @@ A check that shares its core with busy processes needs about 1.2x its quiet
 CPU time on this project's VMs, whatever runs it (cpu_drift.py). The quiet,
 default-clock and quiet-again runs (and calibrate) therefore run their
 checks at run's default niceness, ``--nice auto`` (-10 as root under the
-cpu clock, else 0), or at ``--check-nice`` if given; the wall run is the
-bench's harness and keeps niceness 0.
+cpu clock, else 0), or at ``--check-nice`` if given; the wall run keeps
+niceness 0, as the bench's harness runs its proofs.
 
 It prints per problem the map's time and limit, and wall and CPU proof time
 and verdict in each run, and exits 1 if the loaded default run gives any
@@ -54,7 +56,8 @@ from pathlib import Path
 
 import on_path  # noqa: F401  (benchmarks/ and its groups on sys.path)
 import common  # noqa: F401  (puts the project root on sys.path)
-from common import ROOT, Goal, arg_parser, emit, log  # noqa: E402
+from common import ROOT, Goal, arg_parser, emit, log, sweep_host_factor  # noqa: E402
+import record  # noqa: E402
 from s2n_readme_path import (PROOFBATCH, LoadSampler, built_work_arguments, read_rows,  # noqa: E402
                              step, use_built_work)
 
@@ -222,7 +225,8 @@ def run_all(args, s2n: Path, corpus: Path, chosen: Path, busy: int) -> tuple[dic
         elif args.host_factor != "none":
             factor = ["--host-factor", args.host_factor]
         with Busy(busy):
-            # The bench's harness exactly: a wall alarm at the limit + 30 s.
+            # The bench's alarm rule on proofbatch's checks (not its harness): a
+            # wall limit at the map's limit + 30 s, at niceness 0.
             runs["wall"] = sweep(args, "wall", corpus, chosen, "--limit-clock", "wall",
                                  "--limit-slack", "30")
             runs["cpu"] = sweep(args, "cpu", corpus, chosen, *factor, *nice)
@@ -294,7 +298,11 @@ def main() -> int:
                      + (f", {busy} spinning processes beside the workers" if name in ("wall", "cpu") else ""))
     table, failures, judged, goals = judge(picked, runs)
     lines += table + ["not met: " + f for f in failures]
+    # The factor the default-clock run scaled the map's limits by (its sweep.json).
+    factor = sweep_host_factor(args.work / f"loaded-{args.seed}-cpu")
+    record.current().set("host_factor", factor)
     figures = {"seed": args.seed, "problems": len(picked), "files": files, "check_nice": check_nice,
+               "cpu_host_factor": factor,
                **judged, **{f"{k}_wall_s": round(v[1], 1) for k, v in runs.items()},
                **{f"{k}_load": v[2] for k, v in runs.items()}}
     return emit(args, "loaded_host", figures, lines,
