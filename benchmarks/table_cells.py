@@ -56,3 +56,19 @@ def fig(path: str, fmt: str = "") -> Callable[[dict], str]:
             return "—"              # the run recorded it as not measured
         return format(value, fmt)
     return cell
+
+
+@dataclass(frozen=True)
+class Figure:
+    """A figure in prose: ``<!-- figure: NAME -->1.44x<!-- /figure -->``,
+    its text formatted from the newest record of ``script``."""
+
+    name: str = field(metadata={"help": "the marker's name"})
+    file: str = field(metadata={"help": "README.md or docs/NAME.md"})
+    script: str = field(metadata={"help": "records under benchmarks/results/<script>/"})
+    cell: Cell | None = field(default=None, metadata={
+        "help": "a format string over the record's figures or a function of them; None: not written yet"})
+    args: tuple[str, ...] = field(default=(), metadata={
+        "help": "arguments the record's command must hold"})
+    pool: tuple[tuple[str, ...], ...] = field(default=(), metadata={
+        "help": "as Row.pool: one record of each run named"})

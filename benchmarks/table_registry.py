@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Callable
 
-from table_cells import Cell, Row, Table, fig  # noqa: F401  (Row and Table: tables.py's)
+from table_cells import Cell, Figure, Row, Table, fig  # noqa: F401  (Figure, Row, Table: tables.py's)
 from table_measured import measured_tables
 from table_planning import planning_tables
 
@@ -314,4 +314,14 @@ TABLES: dict[str, Table] = {t.name: t for t in (
     *_heavy_tables(),
     *measured_tables(),
     *planning_tables(),
+)}
+
+# Figures in prose (``<!-- figure: NAME -->TEXT<!-- /figure -->``): one
+# figure each, no record cell (the sentence around it says what ran).
+FIGURES: dict[str, Figure] = {f.name: f for f in (
+    # The README's limits paragraph: loaded_host.py's seed-1 draw.
+    Figure("limits-factor", "README.md", "loaded_host", lambda f: f"{f['cpu_host_factor']:.2f}x",
+           args=("--seed", "1")),
+    Figure("limits-cpu-ratio", "README.md", "loaded_host", lambda f: f"{f['cpu_drift_median']:.2f}x",
+           args=("--seed", "1")),
 )}

@@ -14,6 +14,10 @@ script's records give each row and how its cells are formatted; a rendered
 row's last cell names its record's commit, the host's load during the run
 and its host factor.
 
+A figure in prose sits between ``<!-- figure: NAME -->`` and
+``<!-- /figure -->`` (``table_registry.FIGURES`` formats it), and is
+rendered and checked as a table's cell is.
+
 ``python benchmarks/tables.py`` rewrites every marked table from the newest
 record (of a clean tree) of each row's script; ``--check`` changes nothing
 and exits 1 naming the file, table, row and column of every figure that
@@ -35,7 +39,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import record
-from table_registry import TABLES, Row, Table
+from table_registry import FIGURES, TABLES, Figure, Row, Table
 
 ROOT = record.ROOT
 MARKER = re.compile(r"^<!-- table: (?P<name>[\w-]+)(?: \(from (?P<scripts>[^)]*)\))? -->\s*$")
@@ -43,6 +47,8 @@ MARKER = re.compile(r"^<!-- table: (?P<name>[\w-]+)(?: \(from (?P<scripts>[^)]*)
 # table of figures; in the README's prose only with a unit after it (4.13's
 # is OCaml's version, 1.44x a factor).
 DECIMAL = re.compile(r"(?<![\w.])\d[\d,]*\.\d+")
+# A figure in prose, its text between the two comments (which pages do not show).
+INLINE = re.compile(r"<!-- figure: (?P<name>[\w-]+) -->(?P<text>.*?)<!-- /figure -->")
 PROSE_FIGURE = re.compile(r"(?<![\w.`-])\d[\d,]*\.\d+ ?(?:x|×|s|ms|%|core-h)(?![\w])")
 
 
@@ -133,23 +139,30 @@ def record_cell(data: dict) -> str:
     return ", ".join(parts)
 
 
-def render_cells(row: Row, data: dict | list[dict]) -> list[str]:
-    """The row's cells from its record, or from its pooled records (a list,
-    in the order of ``row.pool``), then the record cell."""
+def formatted(cells, data: dict | list[dict], what: str) -> list[str]:
+    """``cells`` formatted from a record's figures, or from pooled records'
+    (a list, each one's figures in order)."""
     pooled = isinstance(data, list)
     figures = [d.get("figures", {}) for d in data] if pooled else data.get("figures", {})
     out = []
-    for cell in row.cells or ():
+    for cell in cells:
         try:
             out.append(cell(figures) if callable(cell) else cell.format_map(figures))
         except (KeyError, IndexError, TypeError, ValueError, AttributeError) as e:
             where = ", ".join(str(d.get("path")) for d in data) if pooled else data.get("path")
-            raise TableError(f"{where}: row {row.key}'s format needs a figure the record "
+            raise TableError(f"{where}: {what}'s format needs a figure the record "
                              f"lacks or cannot format ({type(e).__name__}: {e})") from e
-    return out + ["; ".join(record_cell(d) for d in data) if pooled else record_cell(data)]
+    return out
 
 
-def records_of(row: Row, results: Path) -> dict | list[dict] | None:
+def render_cells(row: Row, data: dict | list[dict]) -> list[str]:
+    """The row's cells from its record, or from its pooled records (in the
+    order of ``row.pool``), then the record cell."""
+    cells = formatted(row.cells or (), data, f"row {row.key}")
+    return cells + ["; ".join(map(record_cell, data)) if isinstance(data, list) else record_cell(data)]
+
+
+def records_of(row: Row | Figure, results: Path) -> dict | list[dict] | None:
     """The newest record of the row's settings, or of each run a pooled row
     names (None while one of them has none)."""
     if not row.pool:
@@ -229,6 +242,37 @@ def compare(table: Table, found: Found, got: list[str], want: list[str], out: Ou
                                 f"{column}: the file has {a!r}, its record gives {b!r}")
 
 
+def inline(rel: str, lines: list[str], figures: dict[str, Figure], results: Path, out: Outcome,
+           seen: set[str]) -> list[str]:
+    """The file's lines with every figure in prose as its record gives it
+    (one with no record kept as written); what differs goes to ``out``."""
+    new = list(lines)
+    for i, line in enumerate(lines):
+        def want(m: re.Match) -> str:
+            name, text = m["name"], m["text"]
+            fig = figures.get(name)
+            if fig is None or fig.file != rel:
+                out.problems.append(f"{rel}:{i + 1}: figure {name!r} " + (
+                    "is not in FIGURES" if fig is None else f"belongs in {fig.file}"))
+                return m.group(0)
+            seen.add(name)
+            data = records_of(fig, results)
+            if data is None:
+                out.unrecorded[f"figure/{name}"] = f"{rel}:{i + 1}: figure {name}"
+                return m.group(0)
+            if fig.cell is None:
+                out.problems.append(f"{rel}:{i + 1}: figure {name}: {fig.script}.py has a record, but "
+                                    "FIGURES has no format for it: write it")
+                return m.group(0)
+            got = formatted((fig.cell,), data, f"figure {name}")[0]
+            if got != text:
+                out.problems.append(f"{rel}:{i + 1}: figure {name}: the file has {text!r}, its record "
+                                    f"gives {got!r}")
+            return f"<!-- figure: {name} -->{got}<!-- /figure -->"
+        new[i] = INLINE.sub(want, line)
+    return new
+
+
 def unmarked(rel: str, lines: list[str], marked: list[Found]) -> list[str]:
     """Tables of figures outside any marker, and in the README figures in prose."""
     inside = {i for f in marked for i in range(f.start, f.end)}
@@ -247,7 +291,7 @@ def unmarked(rel: str, lines: list[str], marked: list[Found]) -> list[str]:
             i = j
             continue
         elif not fence and rel == "README.md" and i not in inside:
-            for m in PROSE_FIGURE.finditer(line):
+            for m in PROSE_FIGURE.finditer(INLINE.sub("", line)):
                 problems.append(f"README.md:{i + 1}: figure {m.group(0)!r} outside any marked table")
         i += 1
     return problems
@@ -266,11 +310,14 @@ def read_unrecorded(path: Path) -> dict[str, str]:
 
 
 def run(root: Path = ROOT, results: Path | None = None, unrecorded: Path | None = None,
-        write: bool = False, tables: dict[str, Table] | None = None) -> list[str]:
-    """Check (or with ``write``, rewrite) every marked table under ``root``
-    against ``tables`` (the registry's by default); return what is wrong, one
-    line each."""
+        write: bool = False, tables: dict[str, Table] | None = None,
+        figures: dict[str, Figure] | None = None) -> list[str]:
+    """Check (or with ``write``, rewrite) every marked table and figure in
+    prose under ``root`` against ``tables`` and ``figures`` (the registry's
+    by default); return what is wrong, one line each."""
     tables = TABLES if tables is None else tables
+    figures = FIGURES if figures is None else figures
+    figures_seen: set[str] = set()
     results = Path(results or root / "benchmarks" / "results")
     listed = read_unrecorded(Path(unrecorded or root / "benchmarks" / "unrecorded.txt"))
     out, seen = Outcome(), {}
@@ -279,7 +326,8 @@ def run(root: Path = ROOT, results: Path | None = None, unrecorded: Path | None 
         rel = str(path.relative_to(root))
         lines = path.read_text().splitlines()
         found = tables_in(rel, lines)
-        new = list(lines)
+        # Figures in prose first: line for line, so the tables' slices below hold.
+        new = inline(rel, lines, figures, results, out, figures_seen)
         for f in reversed(found):          # bottom up: a rewrite keeps earlier lines' numbers
             table = tables.get(f.name)
             if table is None:
@@ -298,11 +346,13 @@ def run(root: Path = ROOT, results: Path | None = None, unrecorded: Path | None 
             new[f.marker_at] = marker_line(table)
         out.problems += unmarked(rel, lines, found)
         if rel == "README.md":
-            prose = {m.group(0) for line in lines for m in PROSE_FIGURE.finditer(line)}
+            prose = {m.group(0) for line in lines for m in PROSE_FIGURE.finditer(INLINE.sub("", line))}
         if new != lines:
             out.rewrites[rel] = new
     out.problems += [f"{t.file}: table {t.name} is in TABLES but no marker names it"
                      for t in tables.values() if t.name not in seen]
+    out.problems += [f"{f.file}: figure {f.name} is in FIGURES but no marker names it"
+                     for f in figures.values() if f.name not in figures_seen]
     # README prose figures listed in unrecorded.txt as README.md:FIGURE are allowed.
     out.problems = [p for p in out.problems if not any(
         p.startswith("README.md:") and f"figure {u.split(':', 1)[1]!r} outside" in p
@@ -312,7 +362,7 @@ def run(root: Path = ROOT, results: Path | None = None, unrecorded: Path | None 
             out.problems.append(f"{where}: no record yet; run its script, or list {unit!r} in "
                                 "benchmarks/unrecorded.txt with the reason")
     units = {t.name for t in tables.values() if not t.rows} | {
-        f"{t.name}/{r.key}" for t in tables.values() for r in t.rows}
+        f"{t.name}/{r.key}" for t in tables.values() for r in t.rows} | {f"figure/{n}" for n in figures}
     for unit in listed:
         if unit.startswith("README.md:"):
             if unit.split(":", 1)[1] not in prose:

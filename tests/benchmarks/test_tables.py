@@ -15,7 +15,7 @@ from ..helpers import ROOT
 
 sys.path.insert(0, str(ROOT / "benchmarks"))
 import tables  # noqa: E402
-from table_registry import TABLES, Row, Table  # noqa: E402
+from table_registry import TABLES, Figure, Row, Table  # noqa: E402
 
 HEAD = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "HEAD"], capture_output=True,
                       text=True, check=True).stdout.strip()
@@ -59,8 +59,9 @@ def tree(tmp_path):
     return tmp_path, results
 
 
-def check(root, results, unrecorded=None, registry=TOY, write=False):
-    return tables.run(root, results, unrecorded or root / "none.txt", write=write, tables=registry)
+def check(root, results, unrecorded=None, registry=TOY, write=False, figures=None):
+    return tables.run(root, results, unrecorded or root / "none.txt", write=write, tables=registry,
+                      figures=figures or {})
 
 
 def test_written_from_the_records_then_checked_and_one_changed_digit_is_named(tree):
@@ -147,6 +148,28 @@ def test_a_pooled_row_is_written_from_one_record_of_each_run_it_names(tree):
     cell = f"`{HEAD[:7]}`, load 0.4-2.1"
     assert f"| overhead | 9.0 / 12.5 | {cell}; {cell} |" in (root / "README.md").read_text()
     assert check(root, results, registry=pooled) == []
+
+
+def test_a_figure_in_prose_is_written_from_its_record_and_one_changed_digit_is_named(tree):
+    """A README sentence's figure between ``<!-- figure: NAME -->`` and
+    ``<!-- /figure -->`` comes from its record as a table's cell does, and
+    is no longer an unmarked prose figure."""
+    root, results = tree
+    check(root, results, write=True)
+    text = (root / "README.md").read_text()
+    (root / "README.md").write_text(text.replace(
+        "Some prose.", "Some prose: 2 workers gave <!-- figure: toy-speedup -->9.99×<!-- /figure --> here."))
+    figures = {"toy-speedup": Figure("toy-speedup", "README.md", "throughput", "{speedup:.2f}×")}
+    assert check(root, results, figures=figures) == [
+        "README.md:3: figure toy-speedup: the file has '9.99×', its record gives '2.02×'"]
+    check(root, results, figures=figures, write=True)
+    assert "gave <!-- figure: toy-speedup -->2.02×<!-- /figure --> here." in (root / "README.md").read_text()
+    assert check(root, results, figures=figures) == []
+    # Unregistered, it is named; registered with no marker, too.
+    assert check(root, results, figures={}) == ["README.md:3: figure 'toy-speedup' is not in FIGURES"]
+    (root / "README.md").write_text(text)
+    assert check(root, results, figures=figures) == [
+        "README.md: figure toy-speedup is in FIGURES but no marker names it"]
 
 
 def test_a_record_of_a_commit_outside_the_history_is_named(tree):
