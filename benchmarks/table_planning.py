@@ -1,7 +1,8 @@
 """The planning benchmarks' tables: planning.py and simulate_contexts.py in
-docs/planning.md's Measured table, and whole_trees.py's budgets for whole
+docs/planning.md's Measured table, whole_trees.py's budgets for whole
 s2n-bignum trees (the README's table at 64 workers, docs/planning.md's at
-every size), each cell formatted from the newest record of its script."""
+every size) and the README's row of predictions.py, each cell formatted
+from the newest record of its script (of each run, for a pooled row)."""
 
 from __future__ import annotations
 
@@ -85,6 +86,49 @@ def _whole_row(tree: str, mode: str, choice: str, workers: int, readme: bool) ->
                   cell(lambda s: f"{d(s)['measured']}/{d(s)['estimated']}/{d(s)['unknown']}"),
                   cell(lambda s: f"{s['images_measured']}/{s['images_estimated']}, {s['unknown_loads']}"))
     return Row(f"{tree}-{mode}-{choice}" + ("" if readme else f"-{workers}"), "whole_trees", cells)
+
+
+# predictions.py's runs: the kept-out seeds on a warm native cache, then seed
+# 5 on a cold one (run first, so that the newest --seed 5 record is warm).
+PREDICTIONS = (("--seed", "5"), ("--seed", "9"), ("--cold-cache",))
+IMAGE_CLASSES = ("boot", "library prefix", "file head", "chain image")   # runner/reporting/report.py's
+IMAGE_GOAL = 0.25                                                          # predictions.py's target
+
+
+def _error(predicted: float, measured: float) -> float | None:
+    return (predicted - measured) / measured if measured > 0 else None
+
+
+def _class_errors(r: dict) -> dict[str, tuple[float, float, float | None] | None]:
+    out = {}
+    for cls in IMAGE_CLASSES:
+        p, m = r["predicted"]["classes"].get(cls), r["measured"]["classes"].get(cls)
+        ps, ms = (p or {}).get("build_s", 0.0), (m or {}).get("build_s", 0.0)
+        out[cls] = None if p is None and m is None else (ps, ms, _error(ps, ms))
+    return out
+
+
+def predictions_headline(fs: list[dict]) -> str:
+    """The README's row: predictions.py's three runs (PREDICTIONS), pooled."""
+    results = [r for f, args in zip(fs, PREDICTIONS) for r in f["results"]
+               if "--cold-cache" not in args or r["mode"] == "native"]
+    for f, args in zip(fs, PREDICTIONS):
+        if "--cold-cache" not in args and any(r["cache_modules_added"] for r in f["results"]):
+            raise ValueError(f"seed {f['seed']}'s newest record ran on a cold cache: rerun it warm")
+    spans, totals, within = [], [], 0
+    for r in results:
+        spans.append(_error(r["predicted"]["makespan_s"], r["measured"]["makespan_s"]))
+        errors = [e for e in _class_errors(r).values() if e is not None]
+        totals.append(_error(sum(p for p, _, _ in errors), sum(m for _, m, _ in errors)))
+        within += all(e is not None and abs(e) <= IMAGE_GOAL for _, _, e in errors)
+    classes = ("every image class within 25%" if within == len(results)
+               else f"every image class within 25% in {within} of {len(results)} sweeps")
+    def span(values: list[float]) -> str:
+        lo, hi = f"{100 * min(values):+.0f}%", f"{100 * max(values):+.0f}%"
+        return lo if lo == hi else f"{lo} to {hi}"
+
+    return (f"makespan {span(spans)}, image builds {span(totals)}, {classes}, in both modes and on "
+            "a cold native cache (`benchmarks/planning/predictions.py`)")
 
 
 def planning_tables() -> tuple[Table, ...]:

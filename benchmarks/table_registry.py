@@ -13,7 +13,7 @@ from typing import Callable
 
 from table_cells import Cell, Figure, Row, Table, fig  # noqa: F401  (Figure, Row, Table: tables.py's)
 from table_measured import measured_tables
-from table_planning import planning_tables
+from table_planning import PREDICTIONS, planning_tables, predictions_headline
 
 
 def planned_ratios(figures: dict) -> str:
@@ -63,7 +63,10 @@ def _headline() -> tuple[Row, ...]:
             _page("native", "docs/native.md#measured"))),
         Row("planning", "planning", ("planned makespan / lower bound, 2,622 bench-shaped problems",
             planned_ratios, _page("planning", "docs/planning.md#measured"))),
-        Row("predictions", "predictions"),      # seeds 5 and 9, both modes, a cold cache: 4+ records
+        Row("predictions", "predictions", (
+            "`simulate` before real s2n-bignum sweeps, kept-out seeds 5 and 9",
+            predictions_headline, _page("planning", "docs/planning.md#predictions-against-real-sweeps")),
+            pool=PREDICTIONS),
         Row("passk", "passk", ("pass@k, 32 attempts on one loaded context vs loading it per attempt",
             "{speedup:.1f}×", _page("pass@k", "docs/pass-at-k.md#measured"))),
         Row("context_proofs", "context_proofs", (
