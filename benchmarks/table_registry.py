@@ -313,7 +313,6 @@ TABLES: dict[str, Table] = {t.name: t for t in (
     Table("s2n-readme-path", "docs/s2n.md", scripts=("s2n_readme_path",)),
     Table("sandbox-measured", "docs/sandbox.md", scripts=("sandbox_overhead",)),
     Table("slurm-measured", "docs/slurm.md", scripts=("slurm_overhead", "slurm_elastic")),
-    Table("sweep-directory-scale", "docs/sweep-directory.md", scripts=("shards_scale",)),
     *_heavy_tables(),
     *measured_tables(),
     *planning_tables(),
