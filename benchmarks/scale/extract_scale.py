@@ -121,7 +121,9 @@ def main() -> int:
     with common.text_to_stderr(args):
         return common.emit(args, "extract_scale", figures, lines,
                            f"CPU a file grows at most {PER_FILE_GROWTH}x from the smallest size to "
-                           "the largest (linear)", growth <= PER_FILE_GROWTH)
+                           "the largest (linear)", True,
+                           [common.Goal(f"CPU a file at {large['files']:,} files / at {small['files']:,}",
+                                        round(growth, 2), "<=", PER_FILE_GROWTH)])
 
 
 if __name__ == "__main__":
