@@ -78,6 +78,14 @@ def _shards(f: dict) -> str:
             + f"; load average {f['loadavg_1m_start']:.1f} at start, {f['loadavg_1m_end']:.1f} at end")
 
 
+def _extract_at(files: int, side: str):
+    """extract_scale.py's run at ``files`` files: CPU seconds, then wall."""
+    def cell(f: dict) -> str:
+        r = next(r for r in f[side] if r["files"] == files)
+        return f"{r['cpu_s']:.1f} s CPU ({r['wall_s']:.1f} s wall)"
+    return cell
+
+
 def measured_tables() -> tuple[Table, ...]:
     return (
         Table("startup-measured", "docs/running.md", HEADER, (Row("startup", "startup", (
@@ -141,6 +149,9 @@ def measured_tables() -> tuple[Table, ...]:
                 "shared library prefix loaded once")),
             Row("bench_prefix_native", "bench_prefix", args=("--modes", "native")),
             Row("bench_prefix", "bench_prefix"))),
+        Table("extract-measured", "docs/extract.md", ("files", "before", "now"), tuple(
+            Row(str(n), "extract_scale", (f"{n:,}", _extract_at(n, "legacy"), _extract_at(n, "today")),
+                args=("--legacy-sizes", "200", "2000")) for n in (200, 2000))),
         Table("passk-measured", "docs/pass-at-k.md", HEADER, (Row("passk", "passk", (
             "pass@k: K = {k} attempts of one problem on a `needs \"Library/words.ml\"` context vs "
             "loading the context per attempt", _cmd("checks/passk"), _passk, "≥ K/2 = 16×")),)),

@@ -271,7 +271,6 @@ TABLES: dict[str, Table] = {t.name: t for t in (
           # The light draw of seed 48 (a run on given problems, --only, is docs/native.md's).
           (Row("vs_bench_harness", "vs_bench_harness", _vs_bench_cells(), args=("--seed", "48")),
            Row("s2n_readme_path", "s2n_readme_path"))),
-    Table("extract-measured", "docs/extract.md", scripts=("extract_scale",)),
     Table("limits-quiet-host", "docs/limits.md", scripts=("loaded_host",)),
     Table("limits-issue-size", "docs/limits.md", scripts=("loaded_host",)),
     Table("limits-cpu-drift", "docs/limits.md", scripts=("cpu_drift",)),
