@@ -1,6 +1,7 @@
 """The docs' "Measured" tables of the check, native, pass@k, trust,
-start-up, shards, timeout-map, image-key and extract benchmarks: what, command, figure and target, one row per run,
-each figure formatted from the newest record of its script."""
+start-up, shards, timeout-map, image-key and extract benchmarks (most:
+what, command, figure and target), one row per run, each figure formatted
+from the newest record of its script."""
 
 from __future__ import annotations
 
