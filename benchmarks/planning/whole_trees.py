@@ -36,6 +36,7 @@ from pathlib import Path
 import on_path  # noqa: F401  (benchmarks/ and its groups on sys.path)
 import common  # first: it puts the project root on sys.path
 from common import Goal, emit  # noqa: E402
+from vs_bench_flows import git_rev  # noqa: E402
 
 import record  # noqa: E402
 
@@ -61,8 +62,9 @@ def extract(s2n: Path, bench_map: Path, work: Path, tree: str) -> tuple[Path, fl
     started = time.monotonic()
     _run([str(PROOFBATCH), "extract", "--out", str(out), "--context-root", str(s2n),
           "--ids-from", str(bench_map), str(s2n / tree / "proofs")])
-    common.log(f"extract {tree}: {time.monotonic() - started:.1f} s")
-    return out, time.monotonic() - started
+    took = time.monotonic() - started
+    common.log(f"extract {tree}: {took:.1f} s")
+    return out, took
 
 
 def simulate(corpus: Path, bench_map: Path, s2n: Path, mode: str, choice: str, workers: int,
@@ -112,8 +114,7 @@ def main() -> int:
     rec = record.current()
     rec.input("bench_map", path=bench_map)
     rec.input("s2n_bignum", str(s2n))
-    rec.input("s2n_bignum_commit", subprocess.run(["git", "-C", str(s2n), "rev-parse", "HEAD"],
-                                                  capture_output=True, text=True).stdout.strip() or None)
+    rec.input("s2n_bignum_commit", git_rev(s2n))
     args.work.mkdir(parents=True, exist_ok=True)
     cut = {tree: extract(s2n, bench_map, args.work, tree) for tree in TREES}
     corpora = {tree: out for tree, (out, _) in cut.items()}
