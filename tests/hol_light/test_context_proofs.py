@@ -295,7 +295,7 @@ def test_profile_verify_trust_lists_a_verdict_that_trust_changes(hol_session, tr
     sessions = sessions_of(hol_session, trust_session)
     result = profile(ProfileConfig(corpus=corpus, out=tmp_path / "profile", runs=1, ceiling_s=120.0,
                                    mem_limit=2 * 2**30, context_root=DEMO, verify_trust=True),
-                     lambda config: LocalExecutor(workers=2, session=sessions[str(config.context_proofs)]))
+                     lambda prepared: LocalExecutor(workers=2, session=sessions[str(prepared.config.context_proofs)]))
     defects = {d.problem_id: d for d in result.defects}
     assert set(defects) == {"probe.rule_true"}
     assert defects["probe.rule_true"].verdict == "OK under trust"

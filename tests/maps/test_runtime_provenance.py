@@ -116,6 +116,6 @@ def test_a_profile_resumed_under_another_runtime_is_refused(tmp_path, recorded, 
     cfg = ProfileConfig(corpus=DEMO, out=tmp_path / "p", context_root=DEMO, mem_limit=TEST_MEM_LIMIT,
                         ceiling_s=300, runtime=given)
     with pytest.raises(InputError) as err:
-        profile(cfg, lambda config: None)
+        profile(cfg, lambda prepared: None)
     assert said in str(err.value) and str(prov) in str(err.value)
     assert prov.read_text() == before and not (tmp_path / "p" / "runs").exists()

@@ -161,7 +161,7 @@ def test_two_runs_of_one_profile_compare_and_another_corpus_does_not(hol_session
     _problem(corpus, "prof.wrong", PROFILE_SETUP, "`2 + 2 = 5`\n", "ARITH_TAC\n")
     cfg = ProfileConfig(corpus=corpus, out=tmp_path / "profile", runs=2, ceiling_s=60, workers=2,
                         mem_limit=TEST_MEM_LIMIT, context_root=DEMO)
-    profile(cfg, lambda config: LocalExecutor(workers=config.workers, session=hol_session))
+    profile(cfg, lambda prepared: LocalExecutor(workers=prepared.config.workers, session=hol_session))
     run1, run2 = cfg.out / "runs" / "g1-r1", cfg.out / "runs" / "g1-r2"
     # Run 2 leaves out the ground truth that failed in run 1: another selection of one corpus.
     assert (json.loads((run1 / "sweep.json").read_text())["corpus_fingerprint"]
