@@ -42,7 +42,8 @@ def add_arguments(p) -> None:
     src = p.add_mutually_exclusive_group(required=True)
     src.add_argument("--timeout-map", type=Path, help="a timeout map (the bench's timeout-map.json "
                      "works): prove_secs are the expected durations")
-    src.add_argument("--profile", type=Path, help="a directory written by `proofbatch profile`")
+    src.add_argument("--profile", type=Path, help="a directory written by `proofbatch profile` "
+                     "(its proofs' CPU times where every run has one, else their wall times)")
     src.add_argument("--plan", type=Path, help="a sweep's OUT/plan.json, simulated again (by "
                      "default on its own workers)")
     p.add_argument("--corpus", type=Path, help="the corpus the sweep will check (e.g. one cut by "

@@ -1,7 +1,8 @@
 """What the planner is told before a sweep: expected durations, memory and
 image build costs, from a profile, a timeout map, earlier runs and defaults.
 
-Durations, per problem, in this order: the profile's median ``prove_secs``;
+Durations, per problem, in this order: the profile's median ``prove_secs``
+(on the clock of the map derived from it: CPU unless it says wall);
 the timeout map's ``prove_secs`` (the bench's map carries the ground truth's
 measured time); the median of the known durations of the problem's
 category; the default. Image builds: the median of measured builds of the
@@ -25,7 +26,8 @@ from ..errors import InputError
 from .learned_costs import Measured, cached_builds, learned_for, measured_builds, require_sweeps
 from .planner import Image, PlanCheck, make_plan
 from ..maps import mem_needs
-from ..maps.profile_data import load_profile
+from ..maps import nodes
+from ..maps.profile_data import load_profile, on_clock
 from .simulate import guard
 
 # ../shared/notes/hol-light.md: HOL Light starts cold in 75-90 s of CPU
@@ -65,11 +67,17 @@ class Item:
     mem_bytes: int
 
 
-def from_profile(path: Path) -> Known:
+def from_profile(path: Path, clock: str = "cpu", reference: str | None = None) -> Known:
     """Durations (median prove_secs), memory (largest peak RSS) and image
-    builds measured by ``proofbatch profile``."""
+    builds measured by ``proofbatch profile``. ``clock``: the times to take,
+    CPU (as ``timeout-map`` derives by default) or wall; CPU only where every
+    run has one (profile_data.on_clock), as a map derived from it would;
+    ``reference``: a node to read every run's time as on (runner/maps/nodes.py)."""
     profile = load_profile(path)
-    durations = {r.problem_id: statistics.median(r.prove_secs) for r in profile.runs}
+    runs, _ = on_clock(profile.runs, clock)
+    if reference is not None:
+        runs = nodes.node_factors(runs, reference).normalise(runs)
+    durations = {r.problem_id: statistics.median(r.prove_secs) for r in runs}
     mem = {r.problem_id: int(max(r.peak_rss_mb) * 2**20) for r in profile.runs if r.peak_rss_mb}
     runs = [d for d in (Path(path) / "runs").glob("*") if d.is_dir()]
     return Known([("profile", durations)], mem, measured_builds(runs),
@@ -93,8 +101,13 @@ def from_map(loaded) -> Known:
     known = Known([("map", durations)], mem, {}, categories)
     profile = loaded.profile
     if profile is not None and (profile / "summary.json").is_file():
+        # The map's times were derived on its sidecar's clock, normalised as it
+        # says: its profile's times are read the same way, or a plan would mix
+        # the wall times of a loaded profiling host with a map's CPU times.
+        speeds = (loaded.sidecar.provenance.get("nodes") or {}) if loaded.sidecar else {}
+        reference = (speeds.get("reference") or None) if speeds.get("normalised") else None
         try:
-            measured = from_profile(profile)
+            measured = from_profile(profile, loaded.provenance.clock, reference)
         except InputError:
             return known              # a profile moved on since; the map alone stands
         # The map's profile was measured on the map's host: on a slower one
