@@ -9,6 +9,7 @@ and its marker in the page at once (benchmarks/README.md says how).
 
 from __future__ import annotations
 
+import statistics
 from typing import Callable
 
 from table_cells import Cell, Figure, Row, Table, fig  # noqa: F401  (Figure, Row, Table: tables.py's)
@@ -127,11 +128,33 @@ def _calibrated_at(workers: str) -> Row:
 
 
 def _planned_against_measured(f: dict) -> str:
-    import statistics
     cpu = [c["planned_over_cpu"] for c in f["checks"]]
     wall = [c["planned_over_wall"] for c in f["checks"]]
     return (f"{len(cpu)} checks: planned / CPU median {statistics.median(cpu):.2f} "
             f"({min(cpu):.2f}-{max(cpu):.2f}), planned / wall median {statistics.median(wall):.2f}")
+
+
+def _priced_from(source: str) -> Row:
+    """heavy_pricing.py's heavy_tail checks priced from the bench's map x the
+    host factor (``map``) or from this host's profile (``profile``), one run
+    of the script with --profile giving both."""
+    key = "planned_over_cpu" if source == "map" else "host_planned_over_cpu"
+
+    def ratios(f: dict) -> list[float]:
+        return [c[key] for c in f["checks"]]
+
+    def what(f: dict) -> str:
+        if source == "map":
+            return f"the bench's map × {f['host_factor']} (`calibrate`)"
+        runs = f["host_profile"]["runs"]
+        return f"this host's `profile` of the same problems ({runs} run{'s' if runs != 1 else ''}), × 1"
+
+    return Row(source, "heavy_pricing", (
+        what, lambda f: str(len(f["checks"])),
+        lambda f: f"{statistics.median(ratios(f)):.3f} ({min(ratios(f)):.3f}-{max(ratios(f)):.3f})",
+        lambda f: f"{max(abs(r - 1) for r in ratios(f)):.3f}",
+        lambda f: f"{sum(abs(r - 1) <= 0.15 for r in ratios(f))} of {len(ratios(f))}"),
+        args=("--profile",))
 
 
 def _vs_bench_cells() -> tuple[Cell, ...]:
@@ -253,6 +276,9 @@ def _heavy_tables() -> tuple[Table, ...]:
                   lambda f: f"{f['node_32_128g']['memory']['above_share']} of {f['node_32_128g']['memory']['checks']}",
                   lambda f: f"{f['node_32_128g']['memory']['max_guard_bytes'] / gib:.1f} GiB",
                   fig("node_32_128g/memory/largest_at_once"), _planned_against_measured)),)),
+        Table("heavy-pricing-profile", "docs/heavy-tail.md",
+              ("priced from", "checks", "planned / CPU, median (range)", "worst off", "within 15%"),
+              (_priced_from("map"), _priced_from("profile"))),
         Table("heavy-calibrate-workers", "docs/heavy-tail.md",
               ("calibrate", "factor (quartiles)", "ground truths", "load", "worst heavy check off its CPU",
                "factors within 15% of every one"), (_calibrated_at("1"), _calibrated_at("2"))),
