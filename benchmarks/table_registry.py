@@ -12,84 +12,10 @@ from __future__ import annotations
 import statistics
 from typing import Callable
 
-from table_cells import Cell, Figure, Row, Table, fig  # noqa: F401  (Figure, Row, Table: tables.py's)
+from table_cells import Figure, Row, Table, fig  # noqa: F401  (Figure, Row, Table: tables.py's)
 from table_measured import measured_tables
-from table_planning import PREDICTIONS, planning_tables, predictions_headline
-
-
-def planned_ratios(figures: dict) -> str:
-    """Planning's worst planned/bound ratio per worker count, equal ones joined."""
-    worst: dict[int, float] = {}
-    for m in figures["makespan"]:
-        worst[m["workers"]] = max(worst.get(m["workers"], 0.0), m["planned_ratio"])
-    groups: dict[str, list[int]] = {}
-    for workers in sorted(worst):
-        groups.setdefault(f"{worst[workers]:.3f}", []).append(workers)
-    parts = []
-    for value, counts in groups.items():
-        named = f"{', '.join(str(c) for c in counts[:-1])} and {counts[-1]}" if len(counts) > 1 \
-            else str(counts[0])
-        parts.append(f"{value} on {named} workers" if not parts else f"{value} on {named}")
-    return ", ".join(parts)
-
-
-def startup_figures(figures: dict) -> str:
-    s = {name: figures[name]["median_s"] for name in ("--version", "--help", "status", "python -c pass")}
-    return (f"`--version` {s['--version']:.2f} s, `--help` {s['--help']:.2f} s, "
-            f"`status` {s['status']:.2f} s (bare Python {s['python -c pass']:.2f} s)")
-
-
-def _shards_headline(figures: dict) -> str:
-    """shards_scale.py's today's code on 1,000,000 rows in 200-row shards: CPU
-    seconds, the goals' clock (its wall time measures the queue for a core)."""
-    ops = figures["configurations"]["1000000x200"]["ops"]
-    return ", ".join(f"{name} {ops[name]['new']['op_cpu_s']:.2f} s" for name in
-                     ("scan", "status", "report", "merge") if name in ops) + " of CPU"
-
-
-def _page(text: str, target: str) -> str:
-    return f"[{text}]({target})"
-
-
-# loaded_host.py's run the README's limits paragraph quotes: 12 problems, 3 busy
-# loops a core, checks at niceness -10 (limits-issue-size's run has --check-nice 0).
-LIMITS_README = ("--busy", "3", "--check-nice", "-10")
-
-
-def _headline() -> tuple[Row, ...]:
-    checks = _page("checks", "docs/checks.md#measured")
-    return (
-        Row("overhead", "overhead", ("per-check overhead, warm image",
-            "median {overhead_median_ms:.1f} ms (target ≤ 40 ms); a cold HOL Light start {cold_start_s:.1f} s",
-            checks)),
-        Row("throughput", "throughput", ("throughput, 2 workers vs 1",
-            "{checks_per_s_2_workers:.1f} vs {checks_per_s_1_worker:.1f} checks/s: {speedup:.2f}×", checks)),
-        Row("native", "native", ("native vs bytecode, heavy proofs",
-            "{heavy_speedup:.2f}×; start-up {native_start_s:.1f} s vs {bytecode_start_s:.1f} s",
-            _page("native", "docs/native.md#measured"))),
-        Row("planning", "planning", ("planned makespan / lower bound, 2,622 bench-shaped problems",
-            planned_ratios, _page("planning", "docs/planning.md#measured"))),
-        Row("predictions", "predictions", (
-            "`simulate` before real s2n-bignum sweeps, kept-out seeds 5 and 9",
-            predictions_headline, _page("planning", "docs/planning.md#predictions-against-real-sweeps")),
-            pool=PREDICTIONS),
-        Row("passk", "passk", ("pass@k, 32 attempts on one loaded context vs loading it per attempt",
-            "{speedup:.1f}×", _page("pass@k", "docs/pass-at-k.md#measured"))),
-        Row("context_proofs", "context_proofs", (
-            "`--context-proofs trust` vs replay, 150 contexts of `Library/card.ml`",
-            "image builds {trust_speedup_build:.1f}×", _page("trust", "docs/trust.md#measured")),
-            args=("--limit", "150")),
-        Row("bench_prefix", "bench_prefix"),
-        Row("shards_scale", "shards_scale", ("1,000,000 result rows in 200-row shards", _shards_headline,
-            _page("sweep directory", "docs/sweep-directory.md#compaction-and-status-at-scale")),
-            args=("--rows", "1000000")),
-        Row("slurm_elastic", "slurm_elastic", ("elastic Slurm, a task cancelled halfway",
-            lambda f: f"{fig('scenarios/cancel/pulling/ratio', '.3f')(f)}× of the prediction "
-                      f"{'natively' if f['hol_mode'] == 'native' else 'in bytecode'}",
-            _page("Slurm", "docs/slurm.md#measured")), args=("--mode", "native")),
-        Row("startup", "startup", ("start-up (`.venv/bin/python benchmarks/checks/startup.py`)",
-            startup_figures, _page("running", "docs/running.md#start-up"))),
-    )
+from table_planning import planning_tables
+from table_readme import readme_figures, readme_tables, vs_bench_cells
 
 
 def _item(i: int, key: str, fmt: str = "") -> Callable[[dict], str]:
@@ -162,38 +88,6 @@ def _priced_from(source: str) -> Row:
         args=("--profile",))
 
 
-def _vs_bench_cells() -> tuple[Cell, ...]:
-    """vs_bench_harness.py's run as the README's s2n-bignum table gives it."""
-    def walls(f: dict, side: str) -> str:
-        secs = [r[side]["wall_s"] for r in f["rounds"]]
-        return f"{min(secs):,.0f}-{max(secs):,.0f} s" if len(secs) > 1 else f"{secs[0]:,.0f} s"
-
-    def run(f: dict) -> str:
-        return (f"`vs_bench_harness.py --rounds {len(f['rounds'])}` seed {f['seed']} ({len(f['files'])} "
-                f"arm files), proofbatch under `--runtime {f['runtimes']['proofbatch']}`")
-
-    def verdicts(f: dict) -> str:
-        first = [p["proofbatch"] for p in f["per_problem"] if p["round"] == 1]
-        counts = ", ".join(f"{first.count(v)} {v}" for v in sorted(set(first), key=first.count, reverse=True))
-        same = "the same in every flow" if not f["differ"] else f"{len(f['differ'])} differ"
-        n = len(f["rounds"])
-        return f"{same}, {n} round{'s' if n != 1 else ''}: {counts}"
-
-    def proof(f: dict) -> str:
-        text = (f"`prove_secs` / bench `PROFILE` median {f['proof_ratio_median']:.3f} over "
-                f"{f['ratio_checks']} proofs, CPU {f['proof_cpu_ratio_median']:.3f}")
-        if f.get("proof_cpu_ratio_default_median") is not None:
-            text += (f"; under `--runtime default` CPU {f['proof_cpu_ratio_default_median']:.3f}; the "
-                     f"bench's program under `{f['runtimes']['bench_tuned']}`: "
-                     f"{f['bench_tuned_gain_median']:.3f} of its own `PROFILE`")
-        return text
-
-    return (run, lambda f: f"{f['problems']}, {len(f['wrong'])} wrong answers", verdicts, proof,
-            lambda f: f"proofbatch {walls(f, 'proofbatch')} vs bench {walls(f, 'bench')}: median "
-                      f"{f['wall_ratio']:.3f}",
-            lambda f: f"bench `PROFILE` / map median {f['host_factor']:.2f}")
-
-
 def _vs_bench_heavy() -> Row:
     """vs_bench_harness.py --only on heavy proofs: each flow's proof CPU as
     docs/native.md gives it beside the bench's program."""
@@ -202,7 +96,7 @@ def _vs_bench_heavy() -> Row:
         return ", ".join(f"`{pid.split('.', 2)[2]}` ({secs:,.0f} s)" for pid, secs in seen.items())
 
     return Row("heavy", "vs_bench_harness", (
-        problems, _vs_bench_cells()[2],
+        problems, vs_bench_cells()[2],
         lambda f: f"{f['proof_cpu_ratio_median']:.3f} over {f['ratio_checks']}",
         fig("proof_cpu_ratio_default_median", ".3f"), fig("bench_tuned_gain_median", ".3f"),
         fig("proof_cpu_ratio_vs_tuned_bench_median", ".3f"), fig("host_factor", ".2f")),
@@ -296,12 +190,7 @@ SEED_1 = ("--seed", "1")
 
 # Where a docs table names several scripts, its rows came from each of them.
 TABLES: dict[str, Table] = {t.name: t for t in (
-    Table("headline", "README.md", ("what", "figure", "page"), _headline()),
-    Table("readme-s2n", "README.md", ("run", "problems", "verdicts", "proof time", "end-to-end wall",
-                                      "host vs map"),
-          # The light draw of seed 48 (a run on given problems, --only, is docs/native.md's).
-          (Row("vs_bench_harness", "vs_bench_harness", _vs_bench_cells(), args=("--seed", "48")),
-           Row("s2n_readme_path", "s2n_readme_path"))),
+    *readme_tables(),
     Table("limits-quiet-host", "docs/limits.md", scripts=("loaded_host",)),
     Table("limits-issue-size", "docs/limits.md", scripts=("loaded_host",)),
     Table("limits-cpu-drift", "docs/limits.md", scripts=("cpu_drift",)),
@@ -349,9 +238,5 @@ TABLES: dict[str, Table] = {t.name: t for t in (
 # Figures in prose (``<!-- figure: NAME -->TEXT<!-- /figure -->``): one
 # figure each, no record cell (the sentence around it says what ran).
 FIGURES: dict[str, Figure] = {f.name: f for f in (
-    # The README's limits paragraph: loaded_host.py's seed-1 draw.
-    Figure("limits-factor", "README.md", "loaded_host", lambda f: f"{f['cpu_host_factor']:.2f}x",
-           args=LIMITS_README),
-    Figure("limits-cpu-ratio", "README.md", "loaded_host", lambda f: f"{f['cpu_drift_median']:.2f}x",
-           args=LIMITS_README),
+    *readme_figures(),
 )}
