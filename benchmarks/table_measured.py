@@ -87,6 +87,51 @@ def _extract_at(files: int, side: str):
     return cell
 
 
+def _bench_prefix(key: str, modes: str) -> Row:
+    """bench_prefix.py's run in ``modes``: each mode's sweeps after (one
+    library prefix a session) against before (none shared), and its targets."""
+    def times(n: int) -> str:
+        return "once" if n == 1 else f"{n} times"
+
+    def mode_text(mode: str, s: dict) -> str:
+        a, b = s[f"{mode}-after"], s[f"{mode}-before"]
+        compiles = ("" if a["compile_s"] is None else
+                    f"; context compiles {a['compile_s']:,} s vs {b['compile_s']:,} s")
+        return (f"{mode}: sweep wall {a['wall_s']:,} s after vs {b['wall_s']:,} s before "
+                f"({b['wall_s'] / a['wall_s']:.2f}×); image builds {a['image_builds']} of "
+                f"{a['distinct_images']} images, {a['image_build_s']:,} s, vs {b['image_builds']} of "
+                f"{b['distinct_images']}, {b['image_build_s']:,} s "
+                f"({b['image_build_s'] / max(a['image_build_s'], 1e-9):.2f}×); the library loaded "
+                f"{times(a['library_builds'])} ({a['library_build_s']:,.1f} s) vs "
+                f"{times(b['library_builds'])} ({b['library_build_s']:,.1f} s){compiles}")
+
+    def figure(f: dict) -> str:
+        s = f["sweeps"]
+        verdicts = [v for per in f["verdicts"].values() for v in per.values()]
+        ok = sum(v == "OK" for v in verdicts)
+        rebuilds = sum(x["rebuilds"] for x in s.values())
+        return ("; ".join(mode_text(m, s) for m in modes.split(","))
+                + f"; {rebuilds} rebuilds in all {len(s)} sweeps; "
+                + (f"all {ok} verdicts OK" if ok == len(verdicts) else f"{ok} of {len(verdicts)} verdicts OK")
+                + f". **Library once per session: {'PASS' if f['prefix_once'] else 'FAIL'}. No image "
+                f"built twice while checks need it: {'PASS' if f['no_rebuild'] else 'FAIL'}**")
+
+    def what(f: dict) -> str:
+        if "," in modes:
+            return "the same, both modes in one run"
+        files = ", ".join(f"`{name}`" for name in f["files"])
+        return (f"the library prefix of real bench problems: {f['problems']} problems, the first "
+                f"theorems of {files} (chains of contexts under the {f['library_lines']:,}-line library), "
+                "ground truths as answers, 2 workers; after (comment-insensitive keys) vs before (each "
+                "file's setups sharing no image, as the raw-text keys left them)")
+
+    return Row(key, "bench_prefix", (
+        what, _cmd("images/bench_prefix", "--modes", modes) + " (with `PROOFBATCH_BENCH_HOL_LIGHT`, "
+        "`PROOFBATCH_BENCH_S2N_BIGNUM`)", figure,
+        "library prefix loaded once per session; no image built twice while checks that need it "
+        "are pending" if "," not in modes else "same"), args=("--modes", modes))
+
+
 def measured_tables() -> tuple[Table, ...]:
     return (
         Table("startup-measured", "docs/running.md", HEADER, (Row("startup", "startup", (
@@ -148,8 +193,8 @@ def measured_tables() -> tuple[Table, ...]:
                 "{repeat}), {normal_forms[loaded_mb]:.1f} MB of text loaded vs {raw_text[loaded_mb]:.1f} MB "
                 "(one library and each file's phrases: {least_text_mb:.1f} MB)",
                 "shared library prefix loaded once")),
-            Row("bench_prefix_native", "bench_prefix", args=("--modes", "native")),
-            Row("bench_prefix", "bench_prefix"))),
+            _bench_prefix("bench_prefix_native", "native"),
+            _bench_prefix("bench_prefix", "native,bytecode"))),
         Table("extract-measured", "docs/extract.md", ("files", "before", "now"), tuple(
             Row(str(n), "extract_scale", (f"{n:,}", _extract_at(n, "legacy"), _extract_at(n, "today")),
                 args=("--legacy-sizes", "200", "2000")) for n in (200, 2000))),
