@@ -132,6 +132,63 @@ def _bench_prefix(key: str, modes: str) -> Row:
         "are pending" if "," not in modes else "same"), args=("--modes", modes))
 
 
+# slurm_elastic.py's runs docs/slurm.md's elastic row pools, each told apart by
+# its flags: (label, flags). The first is the README headline's (table_readme.py).
+ELASTIC_RUNS = (
+    ("**native**", ("--scenarios", "wrong,cancel", "--mode", "native")),
+    ("Again with `--scenarios cancel --seed 1`", ("--scenarios", "cancel", "--seed", "1", "--mode", "native")),
+    ("**bytecode**, the default,", ("--scenarios", "wrong,cancel", "--mode", "bytecode")),
+    ("With 8 minutes of proofs per task (`--scenarios cancel --work 960`, bytecode)",
+     ("--scenarios", "cancel", "--work", "960")),
+)
+
+
+def _elastic_run(label: str, f: dict) -> str:
+    """One slurm_elastic.py run: each scenario's pulling and fixed-share makespans."""
+    def verdict(r: dict) -> str:
+        return f"**{r['ratio']:.3f}×: {'PASS' if r['ratio'] <= 1.10 else 'MISS'}**"
+
+    lo, hi = f["plan_factor_range"]
+    parts = []
+    s = f["scenarios"]
+    if "wrong" in s:
+        p = s["wrong"]["pulling"]
+        boots = sorted(p["boots_s"])
+        parts.append(f"a task boots in {boots[len(boots) // 2]:.1f} s; wrong plan: pulling "
+                     f"{p['makespan_s']:.1f} s vs {p['predicted_true_s']:.1f} s predicted, {verdict(p)}; "
+                     f"fixed shares {s['wrong']['fixed']['ratio']:.3f}×")
+    if "cancel" in s:
+        p, c = s["cancel"]["pulling"], s["cancel"]["pulling"]["cancel"]
+        parts.append(f"cancelled at {c['at_s']:.1f} s with {c['work_after_s']:.1f} s of proofs left: "
+                     f"pulling {p['makespan_s']:.1f} s vs {p['predicted_true_s']:.1f} s, {verdict(p)} "
+                     f"(best possible {c['best_ratio']:.3f}×); fixed shares "
+                     f"{s['cancel']['fixed']['ratio']:.3f}×; after the cancel the tasks recorded "
+                     f"{c['checks_after']} checks")
+    load = [x["load"] for x in (v for sc in s.values() for v in sc.values())]
+    parts.append(f"load {min(x['min'] for x in load):.1f}–{max(x['max'] for x in load):.1f}")
+    return f"{label} (plan wrong by {lo:.2f}–{hi:.2f}×): " + "; ".join(parts)
+
+
+def _slurm_rows() -> tuple[Row, ...]:
+    return (
+        Row("overhead", "slurm_overhead", (
+            "Slurm vs local, the same {checks_per_sweep} light problems from cold, one worker booting "
+            "HOL Light in each (dev cluster, one array task)", _cmd("slurm/slurm_overhead"),
+            "{slurm_s:.1f} s vs {local_s:.1f} s: {overhead_ratio:.2f}× (+{slurm_extra_s:.1f} s); per-task "
+            "start (sbatch accepted → share started) {task_start_s:.2f} s; other processes used "
+            "{other_cpu_s_slurm:.0f} vs {other_cpu_s_local:.0f} CPU-s during the two runs",
+            "start ≤ 10 s")),
+        Row("elastic", "slurm_elastic", (
+            lambda fs: f"elastic Slurm, 2 array tasks on the dev cluster: {fs[0]['problems']} problems "
+            "planned from durations wrong per problem, then the same with one task scancelled halfway; "
+            "makespan (sbatch to last verdict) over the planner's prediction with true durations, "
+            "pulling from one pool vs fixed shares in the same run",
+            _cmd("slurm/slurm_elastic", "[--scenarios S] [--mode native] [--seed N] [--work S]"),
+            lambda fs: ". ".join(_elastic_run(label, f) for (label, _), f in zip(ELASTIC_RUNS, fs)),
+            "pulling ≤ 1.10× in each"), pool=tuple(flags for _, flags in ELASTIC_RUNS)),
+    )
+
+
 def measured_tables() -> tuple[Table, ...]:
     return (
         Table("startup-measured", "docs/running.md", HEADER, (Row("startup", "startup", (
@@ -164,6 +221,7 @@ def measured_tables() -> tuple[Table, ...]:
                 "batched {batched_overhead_ms:.1f} ms (compile {batched_compile_ms:.1f} ms, runtime median "
                 "{batched_runtime_ms:.1f} ms); unbatched {unbatched_overhead_ms:.1f} ms (compile "
                 "{unbatched_compile_ms:.1f} ms)", "batched ≤ 15 ms")))),
+        Table("slurm-measured", "docs/slurm.md", HEADER, _slurm_rows()),
         Table("sweep-directory-scale", "docs/sweep-directory.md", HEADER, (
             Row("compacted", "shards_scale", (
                 "shards at 1,000,000 rows in 200-row shards, compacted; `report` computes every figure "

@@ -5,6 +5,7 @@ of the runs it quotes (table_registry.TABLES and FIGURES hold them)."""
 from __future__ import annotations
 
 from table_cells import Cell, Figure, Row, Table, fig
+from table_measured import ELASTIC_RUNS
 from table_planning import PREDICTIONS, predictions_headline
 
 
@@ -79,7 +80,7 @@ def _headline() -> tuple[Row, ...]:
         Row("slurm_elastic", "slurm_elastic", ("elastic Slurm, a task cancelled halfway",
             lambda f: f"{fig('scenarios/cancel/pulling/ratio', '.3f')(f)}× of the prediction "
                       f"{'natively' if f['hol_mode'] == 'native' else 'in bytecode'}",
-            _page("Slurm", "docs/slurm.md#measured")), args=("--mode", "native")),
+            _page("Slurm", "docs/slurm.md#measured")), args=ELASTIC_RUNS[0][1]),
         Row("startup", "startup", ("start-up (`.venv/bin/python benchmarks/checks/startup.py`)",
             startup_figures, _page("running", "docs/running.md#start-up"))),
     )
