@@ -194,14 +194,13 @@ def planning_tables() -> tuple[Table, ...]:
                "images measured/estimated, loads unknown"),
               tuple(_whole_row(t, m, c, w, False) for t in TREES for m in MODES for c in CHOICES
                     for w in SHAPES)),
+        _predictions_table(),
     )
 
 
-def predictions_table() -> Table:
+def _predictions_table() -> Table:
     """docs/planning.md's predictions against real sweeps: the runs of
-    PREDICTIONS, one row a mode. Registered (in place of the table with
-    ``scripts=`` only) once their records land: until then its five rows
-    would each be an unrecorded.txt line where the table is one."""
+    PREDICTIONS, one row a mode."""
     return Table("planning-predictions", "docs/planning.md",
                  ("seed", "mode", "boot", "library prefix", "file heads", "chain image", "makespan",
                   "verdict"),

@@ -5,6 +5,7 @@ of the runs it quotes (table_registry.TABLES and FIGURES hold them)."""
 from __future__ import annotations
 
 from table_cells import Cell, Figure, Row, Table, fig
+from table_limits import QUIET_HOST
 from table_measured import ELASTIC_RUNS
 from table_planning import PREDICTIONS, predictions_headline
 
@@ -43,9 +44,6 @@ def _page(text: str, target: str) -> str:
     return f"[{text}]({target})"
 
 
-# loaded_host.py's run the README's limits paragraph quotes: 12 problems, 3 busy
-# loops a core, checks at niceness -10 (limits-issue-size's run has --check-nice 0).
-LIMITS_README = ("--busy", "3", "--check-nice", "-10")
 
 
 def _headline() -> tuple[Row, ...]:
@@ -178,10 +176,10 @@ def readme_tables() -> tuple[Table, ...]:
 
 
 def readme_figures() -> tuple[Figure, ...]:
-    """The limits paragraph: loaded_host.py's quiet-host run (LIMITS_README)."""
+    """The limits paragraph: loaded_host.py's quiet-host run (QUIET_HOST)."""
     return (
         Figure("limits-factor", "README.md", "loaded_host", lambda f: f"{f['cpu_host_factor']:.2f}x",
-               args=LIMITS_README),
+               args=QUIET_HOST),
         Figure("limits-cpu-ratio", "README.md", "loaded_host", lambda f: f"{f['cpu_drift_median']:.2f}x",
-               args=LIMITS_README),
+               args=QUIET_HOST),
     )

@@ -13,6 +13,7 @@ import statistics
 from typing import Callable
 
 from table_cells import Figure, Row, Table, fig  # noqa: F401  (Figure, Row, Table: tables.py's)
+from table_limits import limits_tables
 from table_measured import measured_tables
 from table_planning import planning_tables
 from table_readme import readme_figures, readme_tables, vs_bench_cells
@@ -191,7 +192,7 @@ SEED_1 = ("--seed", "1")
 # Where a docs table names several scripts, its rows came from each of them.
 TABLES: dict[str, Table] = {t.name: t for t in (
     *readme_tables(),
-    Table("limits-quiet-host", "docs/limits.md", scripts=("loaded_host",)),
+    *limits_tables(),
     Table("limits-issue-size", "docs/limits.md", scripts=("loaded_host",), args=("--busy", "3", "--check-nice", "0")),
     Table("limits-cpu-drift", "docs/limits.md", scripts=("cpu_drift",)),
     Table("limits-cpu-drift-niceness", "docs/limits.md", scripts=("cpu_drift",)),
@@ -218,7 +219,6 @@ TABLES: dict[str, Table] = {t.name: t for t in (
     Table("native-tree-whole", "docs/native.md", scripts=("native_tree",)),
     Table("native-tree-only", "docs/native.md", scripts=("native_tree",)),
     Table("native-tree-whole-again", "docs/native.md", scripts=("native_tree",)),
-    Table("planning-predictions", "docs/planning.md", scripts=("predictions",)),
     Table("timeout-map-regenerated", "docs/profiles-and-timeout-maps.md", scripts=("regenerate_bench_map",)),
     Table("s2n-first-problems", "docs/s2n.md", scripts=("vs_bench_harness",), args=SEED_1),
     Table("s2n-first-measures", "docs/s2n.md", scripts=("vs_bench_harness",), args=SEED_1),

@@ -51,7 +51,7 @@ import statistics
 import subprocess
 import sys
 import time
-from collections import defaultdict
+from collections import Counter, defaultdict
 from pathlib import Path
 
 import on_path  # noqa: F401  (benchmarks/ and its groups on sys.path)
@@ -234,6 +234,17 @@ def run_all(args, s2n: Path, corpus: Path, chosen: Path, busy: int) -> tuple[dic
     return runs, check_nice, " ".join(nice) or "run's default, --nice auto"
 
 
+def run_figures(rows: dict[str, dict]) -> dict:
+    """One sweep's verdicts counted and the range of its checks' CPU and
+    clock proof seconds and limits: what the docs' table of runs gives."""
+    def span(key: str) -> list[float] | None:
+        values = [v for r in rows.values() if (v := num(r, key)) is not None]
+        return [round(min(values), 1), round(max(values), 1)] if values else None
+
+    return {"verdicts": dict(Counter(r["verdict"] for r in rows.values())),
+            "cpu_s": span("prove_cpu_secs"), "clock_s": span("prove_secs"), "limit_s": span("timeout_s")}
+
+
 def judge(picked: list[dict], runs: dict) -> tuple[list[str], list[str], dict, list[Goal]]:
     """Per problem the map's time and limit and each run's times and
     verdicts; what was not met; the figures; and the goals the run passes
@@ -302,7 +313,8 @@ def main() -> int:
     factor = sweep_host_factor(args.work / f"loaded-{args.seed}-cpu")
     record.current().set("host_factor", factor)
     figures = {"seed": args.seed, "problems": len(picked), "files": files, "check_nice": check_nice,
-               "cpu_host_factor": factor,
+               "cpu_host_factor": factor, "spinners": busy,
+               "runs": {name: run_figures(rows) for name, (rows, _, _) in runs.items()},
                **judged, **{f"{k}_wall_s": round(v[1], 1) for k, v in runs.items()},
                **{f"{k}_load": v[2] for k, v in runs.items()}}
     return emit(args, "loaded_host", figures, lines,

@@ -182,6 +182,15 @@ def test_loaded_host_gates_on_verdicts_and_the_cpu_ratio(tmp_path):
     assert not passes(goals, tmp_path)
 
 
+def test_loaded_host_gives_each_runs_verdicts_and_time_ranges():
+    runs = loaded_runs()
+    summary = {name: loaded_host.run_figures(rows) for name, (rows, _, _) in runs.items()}
+    assert summary["wall"] == {"verdicts": {"OK": 1, "TIMEOUT": 1}, "cpu_s": [20.0, 30.0],
+                               "clock_s": [21.0, 21.0], "limit_s": [40.0, 40.0]}
+    assert summary["quiet"]["verdicts"] == {"OK": 2}
+    assert loaded_host.run_figures({})["cpu_s"] is None
+
+
 # -- s2n_readme_path.py -----------------------------------------------------------------------
 
 def readme_rows(swept, **change):
