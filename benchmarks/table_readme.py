@@ -100,8 +100,19 @@ def _bench_prefix_headline(f: dict) -> str:
             f"{ratio('bytecode'):.2f}× in bytecode")
 
 
-# s2n_readme_path.py's runs the README's s2n-bignum row pools: 4 seeds of each tree.
-README_PATH = tuple(("--arch", arch, "--seed", str(seed)) for arch in ("arm", "x86") for seed in (1, 2, 3, 4))
+# s2n_readme_path.py's runs the README's s2n-bignum row pools and docs/s2n.md
+# gives one by one: 4 seeds of each tree, (tree, seed, the flags after --seed).
+S2N_README_RUNS = (
+    ("arm", 1, ("--files", "2", "--max-file-secs", "10")),
+    ("arm", 2, ("--files", "2", "--max-file-secs", "10")),
+    ("arm", 3, ("--files", "2", "--max-file-secs", "10")),
+    ("arm", 4, ()),
+    ("x86", 1, ("--files", "2", "--max-file-secs", "5")),
+    ("x86", 2, ("--files", "2", "--max-file-secs", "10")),
+    ("x86", 3, ("--files", "2", "--max-file-secs", "10")),
+    ("x86", 4, ()),
+)
+README_PATH = tuple(("--arch", arch, "--seed", str(seed), *flags) for arch, seed, flags in S2N_README_RUNS)
 
 
 def _readme_path_cells() -> tuple[Cell, ...]:
@@ -164,6 +175,24 @@ def vs_bench_cells() -> tuple[Cell, ...]:
             lambda f: f"bench `PROFILE` / map median {f['host_factor']:.2f}")
 
 
+def _readme_path_run(arch: str, seed: int, flags: tuple[str, ...]) -> Row:
+    """docs/s2n.md's row of one s2n_readme_path.py run."""
+    def ratio(f: dict) -> str:
+        if "native_ratio_median" not in f:
+            return f"none of 0.5 s or more ({f['native_load']})"
+        n = f["native_ratio_count"]
+        median = "median " if n > 1 else ""
+        return f"{median}{f['native_ratio_median']:.2f} ({n} of 0.5 s or more; {f['native_load']})"
+
+    return Row(f"{arch}-{seed}", "s2n_readme_path", (
+        arch, f"{seed} (`{' '.join(flags)}`)" if flags else f"{seed} (defaults)",
+        lambda f: ", ".join(f"`{name}`" for name in f["files"]), "{problems}",
+        lambda f: f"{f['problems']} OK, none fell back" if f["failures"] == 0
+        else f"{f['failures']} not met (not OK, not swept or in another mode)",
+        lambda f: f"{f['native_wall_s']:,.0f} s", ratio),
+        args=("--arch", arch, "--seed", str(seed), *flags))
+
+
 def readme_tables() -> tuple[Table, ...]:
     return (
         Table("headline", "README.md", ("what", "figure", "page"), _headline()),
@@ -172,6 +201,10 @@ def readme_tables() -> tuple[Table, ...]:
               # The light draw of seed 48 (a run on given problems, --only, is docs/native.md's).
               (Row("vs_bench_harness", "vs_bench_harness", vs_bench_cells(), args=("--seed", "48")),
                Row("s2n_readme_path", "s2n_readme_path", _readme_path_cells(), pool=README_PATH))),
+        Table("s2n-readme-path", "docs/s2n.md",
+              ("tree", "seed", "files", "problems in the map", "verdicts", "wall",
+               "`prove_secs` / map (load)"),
+              tuple(_readme_path_run(*run) for run in S2N_README_RUNS)),
     )
 
 

@@ -227,7 +227,6 @@ TABLES: dict[str, Table] = {t.name: t for t in (
     Table("s2n-rounds-before", "docs/s2n.md", scripts=("vs_bench_harness",), args=SEED_1),
     Table("s2n-rounds", "docs/s2n.md", scripts=("vs_bench_harness",), args=SEED_1),
     Table("s2n-paired", "docs/s2n.md", scripts=("paired_proof",)),
-    Table("s2n-readme-path", "docs/s2n.md", scripts=("s2n_readme_path",)),
     Table("sandbox-measured", "docs/sandbox.md", scripts=("sandbox_overhead",)),
     *_heavy_tables(),
     *measured_tables(),

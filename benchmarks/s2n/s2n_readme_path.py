@@ -342,6 +342,7 @@ def main() -> int:
         lines += table
         if ratios:
             figures["native_ratio_median"] = round(statistics.median(ratios), 2)
+            figures["native_ratio_count"] = len(ratios)
             lines.append(f"native prove_secs / map: median {statistics.median(ratios):.2f} over "
                          f"{len(ratios)} problems of at least 0.5 s ({figures['native_load']})")
     lines += ["not met: " + x for x in problems_fail[:40]]
