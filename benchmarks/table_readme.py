@@ -208,11 +208,19 @@ def readme_tables() -> tuple[Table, ...]:
     )
 
 
+def _passed(f: dict) -> str:
+    ok = f["runs"]["cpu"]["verdicts"].get("OK", 0)
+    return f"all {ok}" if ok == f["problems"] else f"{ok} of {f['problems']}"
+
+
 def readme_figures() -> tuple[Figure, ...]:
     """The limits paragraph: loaded_host.py's quiet-host run (QUIET_HOST)."""
     return (
         Figure("limits-factor", "README.md", "loaded_host", lambda f: f"{f['cpu_host_factor']:.2f}x",
                args=QUIET_HOST),
+        Figure("limits-wall-cut", "README.md", "loaded_host",
+               lambda f: f"{f['wall_false_timeouts']} of {f['problems']}", args=QUIET_HOST),
+        Figure("limits-cpu-passed", "README.md", "loaded_host", _passed, args=QUIET_HOST),
         Figure("limits-cpu-ratio", "README.md", "loaded_host", lambda f: f"{f['cpu_drift_median']:.2f}x",
                args=QUIET_HOST),
     )
