@@ -23,6 +23,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import errno
+import faulthandler
 import importlib
 import os
 import re
@@ -304,6 +305,11 @@ def main(argv: list[str] | None = None) -> int:
     # finally clause, which left loading images, work directories and a
     # sweep that `proofbatch status` called dead behind.
     signals = _Signals().install()
+    if threading.current_thread() is threading.main_thread():
+        # `kill -USR1 PID` prints every thread's stack on stderr and the
+        # command goes on: where a command that seems hung waits (a Dask
+        # stop that outlived its test's 20 s in CI could not be told otherwise).
+        faulthandler.register(signal.SIGUSR1, all_threads=True)
     try:
         with _tolerant_output():
             return _main(argv, signals)

@@ -238,3 +238,29 @@ def test_status_after_problems_says_how_many_were_not_selected(tmp_path):
     assert status.stdout.splitlines()[1] == (
         "sweep finished; 3 of the corpus's 5 problems were not selected (--problems p1,p3): run "
         "without --problems to check them too"), status.stdout
+
+
+def test_sigusr1_prints_where_a_running_sweep_waits_and_the_sweep_goes_on(tmp_path):
+    """`kill -USR1 PID`: every thread's stack on stderr (runner/cli.py), and
+    the sweep goes on; its Ctrl-C then stops it as before."""
+    corpus = toy_corpus(tmp_path / "corpus", {"a.heavy": HOURS})
+    out = tmp_path / "out"
+    runner = subprocess.Popen([str(PROOFBATCH), "run", str(corpus), "--out", str(out), "--sandbox",
+                               "none", "--workers", "1", "--default-timeout", "600"], cwd=ROOT,
+                              env={**os.environ, **TOY}, stdout=subprocess.DEVNULL,
+                              stderr=subprocess.PIPE, text=True, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 60
+        while not (heartbeat.read(out) or {}).get("running_expected") and time.monotonic() < deadline:
+            time.sleep(0.3)
+        runner.send_signal(signal.SIGUSR1)
+        time.sleep(1)
+        assert runner.poll() is None
+        runner.send_signal(signal.SIGINT)
+        err = runner.communicate(timeout=60)[1]
+    finally:
+        if runner.poll() is None:
+            os.killpg(runner.pid, signal.SIGKILL)
+    assert "Current thread" in err and "runner/sweep.py" in err, err
+    assert runner.returncode == 130, err
+    assert "interrupted; stopped cleanly" in err.strip().splitlines()[-1], err

@@ -66,6 +66,9 @@ def test_ctrl_c_while_a_dask_worker_boots_hol_light_stops_the_driver_in_seconds(
             try:
                 output, _ = driver.communicate(timeout=STOP_S)
             except subprocess.TimeoutExpired:
+                # Where it waits: every thread's stack (runner/cli.py's SIGUSR1).
+                driver.send_signal(signal.SIGUSR1)
+                time.sleep(2)
                 driver.kill()
                 output, _ = driver.communicate()
                 pytest.fail(f"the driver was still running {STOP_S} s after Ctrl-C: {output}\n"
