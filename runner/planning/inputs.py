@@ -74,10 +74,10 @@ def from_profile(path: Path, clock: str = "cpu", reference: str | None = None) -
     run has one (profile_data.on_clock), as a map derived from it would;
     ``reference``: a node to read every run's time as on (runner/maps/nodes.py)."""
     profile = load_profile(path)
-    runs, _ = on_clock(profile.runs, clock)
+    timed, _ = on_clock(profile.runs, clock)
     if reference is not None:
-        runs = nodes.node_factors(runs, reference).normalise(runs)
-    durations = {r.problem_id: statistics.median(r.prove_secs) for r in runs}
+        timed = nodes.node_factors(timed, reference).normalise(timed)
+    durations = {r.problem_id: statistics.median(r.prove_secs) for r in timed}
     mem = {r.problem_id: int(max(r.peak_rss_mb) * 2**20) for r in profile.runs if r.peak_rss_mb}
     runs = [d for d in (Path(path) / "runs").glob("*") if d.is_dir()]
     return Known([("profile", durations)], mem, measured_builds(runs),
