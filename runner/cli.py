@@ -305,16 +305,27 @@ def main(argv: list[str] | None = None) -> int:
     # finally clause, which left loading images, work directories and a
     # sweep that `proofbatch status` called dead behind.
     signals = _Signals().install()
-    if threading.current_thread() is threading.main_thread():
-        # `kill -USR1 PID` prints every thread's stack on stderr and the
-        # command goes on: where a command that seems hung waits (a Dask
-        # stop that outlived its test's 20 s in CI could not be told otherwise).
-        faulthandler.register(signal.SIGUSR1, all_threads=True)
+    dumps = _stack_dumps()
     try:
         with _tolerant_output():
             return _main(argv, signals)
     finally:
         signals.restore()
+        if dumps:
+            faulthandler.unregister(signal.SIGUSR1)
+
+
+def _stack_dumps() -> bool:
+    """`kill -USR1 PID` prints every thread's stack on stderr and the command
+    goes on: where a command that seems hung waits (a Dask stop that
+    outlived its test's 20 s in CI could not be told otherwise)."""
+    if threading.current_thread() is not threading.main_thread():
+        return False
+    try:
+        faulthandler.register(signal.SIGUSR1, all_threads=True)
+    except (OSError, ValueError):
+        return False        # a stderr with no file descriptor (pytest's capture): no dump
+    return True
 
 
 def _main(argv: list[str], signals: _Signals) -> int:
