@@ -193,11 +193,6 @@ SEED_1 = ("--seed", "1")
 TABLES: dict[str, Table] = {t.name: t for t in (
     *readme_tables(),
     *limits_tables(),
-    Table("limits-issue-size", "docs/limits.md", scripts=("loaded_host",), args=("--busy", "3", "--check-nice", "0")),
-    Table("limits-cpu-drift", "docs/limits.md", scripts=("cpu_drift",)),
-    Table("limits-cpu-drift-niceness", "docs/limits.md", scripts=("cpu_drift",)),
-    Table("limits-loaded-problems", "docs/limits.md", scripts=("loaded_host",), args=("--busy", "1")),
-    Table("limits-loaded-runs", "docs/limits.md", scripts=("loaded_host",), args=("--busy", "1")),
     Table("native-runtime", "docs/native.md",
           ("setting", "stage", "proof CPU / default, median", "worst problem",
            "peak MB / check vs default", "image MB (major heap, peak, minor)",

@@ -11,7 +11,8 @@ sweep checking in the images of one ``proofbatch serve --mode native``
 
 1. on the host as it is (``quiet``; its load is printed), default clock;
 2. ``proofbatch calibrate`` on the same corpus (a small sample), for
-   ``--host-factor auto`` (skipped with ``--host-factor none``);
+   ``--host-factor auto`` (skipped with ``--host-factor none``); every
+   other sweep runs under the map's own limits (``--host-factor 1``);
 3. with ``--busy`` processes per core spinning beside the workers, once with
    ``--limit-clock wall --limit-slack 30`` (the bench's alarm rule, a wall
    limit at the map's limit + 30 s, on proofbatch's checks: the baseline; not
@@ -179,7 +180,8 @@ def parse_args():
                         help="`run --nice` for every run but the wall one (default: none given, so "
                              "run's own default, auto: -10 on the cpu clock as root, else 0)")
     parser.add_argument("--host-factor", default="auto",
-                        help="for the loaded default run: auto (calibrate first), none, or a number")
+                        help="for the loaded default run: auto (calibrate first), none (the map's "
+                             "limits, as the other runs get), or a number")
     return parser.parse_args()
 
 
@@ -209,11 +211,15 @@ def run_all(args, s2n: Path, corpus: Path, chosen: Path, busy: int) -> tuple[dic
     for the checks (sweep.json's), and how it was asked."""
     runs = {}
     nice = [] if args.check_nice is None else ["--nice", str(args.check_nice)]
+    # The bench's map has no sidecar, so `run` takes --host-factor auto by
+    # default and scales its limits by this host's cached calibration: the
+    # baselines and the alarm rule run under the map's own limits, said.
+    as_map = ["--host-factor", "1"]
     with Server(args, serve_dir(args), "--no-fallback", "--max-images", str(args.max_images)):
-        runs["quiet"] = sweep(args, "quiet", corpus, chosen, *nice)
+        runs["quiet"] = sweep(args, "quiet", corpus, chosen, *as_map, *nice)
         check_nice = json.loads((args.work / f"loaded-{args.seed}-quiet" / "sweep.json").read_text()
                                 ).get("nice")
-        factor = []
+        factor = as_map           # --host-factor none: the map's limits as they are
         if args.host_factor == "auto":
             step(PROOFBATCH + ["calibrate", corpus, "--timeout-map", args.bench_map, "--map-mode",
                                "native", "--mode", "native", "--context-proofs", "trust", "--hol-light",
@@ -228,9 +234,9 @@ def run_all(args, s2n: Path, corpus: Path, chosen: Path, busy: int) -> tuple[dic
             # The bench's alarm rule on proofbatch's checks (not its harness): a
             # wall limit at the map's limit + 30 s, at niceness 0.
             runs["wall"] = sweep(args, "wall", corpus, chosen, "--limit-clock", "wall",
-                                 "--limit-slack", "30")
+                                 "--limit-slack", "30", *as_map)
             runs["cpu"] = sweep(args, "cpu", corpus, chosen, *factor, *nice)
-        runs["quiet-again"] = sweep(args, "quiet-again", corpus, chosen, *nice)
+        runs["quiet-again"] = sweep(args, "quiet-again", corpus, chosen, *as_map, *nice)
     return runs, check_nice, " ".join(nice) or "run's default, --nice auto"
 
 
@@ -243,6 +249,38 @@ def run_figures(rows: dict[str, dict]) -> dict:
 
     return {"verdicts": dict(Counter(r["verdict"] for r in rows.values())),
             "cpu_s": span("prove_cpu_secs"), "clock_s": span("prove_secs"), "limit_s": span("timeout_s")}
+
+
+def problem_figures(picked: list[dict], runs: dict) -> list[dict]:
+    """Per drawn problem, in the draw's order (by id): the map's time and
+    limit, and in each sweep its verdict, clock and CPU proof seconds, the
+    limit it ran under and the host's load when it ended (its row's
+    ``host_load``; None where the sweep has no row or the row no value).
+    docs/limits.md's table of problems gives these, and the docs' tables are
+    written from the record's figures alone (benchmarks/tables.py)."""
+    def each(row: dict | None) -> dict:
+        return {"verdict": (row or {}).get("verdict"), "clock_s": num(row, "prove_secs"),
+                "cpu_s": num(row, "prove_cpu_secs"), "limit_s": num(row, "timeout_s"),
+                "load": num(row, "host_load")}
+
+    return [{"problem_id": e["problem_id"], "map_s": float(e["prove_secs"]),
+             "map_limit_s": float(e["timeout_sec"]),
+             "runs": {name: each(rows.get(e["problem_id"])) for name, (rows, _, _) in runs.items()}}
+            for e in picked]
+
+
+def record_figures(seed: int, picked: list[dict], files: list[str], check_nice, factor: float | None,
+                   busy: int, runs: dict, judged: dict) -> dict:
+    """The run's record's figures: the draw, the checks' niceness, the host
+    factor of the loaded default-clock run, each sweep summed up
+    (run_figures), judge's figures, each sweep's wall seconds and load, and
+    each problem in each sweep (problem_figures)."""
+    return {"seed": seed, "problems": len(picked), "files": files, "check_nice": check_nice,
+            "cpu_host_factor": factor, "spinners": busy,
+            "runs": {name: run_figures(rows) for name, (rows, _, _) in runs.items()},
+            **judged, **{f"{k}_wall_s": round(v[1], 1) for k, v in runs.items()},
+            **{f"{k}_load": v[2] for k, v in runs.items()},
+            "per_problem": problem_figures(picked, runs)}
 
 
 def judge(picked: list[dict], runs: dict) -> tuple[list[str], list[str], dict, list[Goal]]:
@@ -312,11 +350,7 @@ def main() -> int:
     # The factor the default-clock run scaled the map's limits by (its sweep.json).
     factor = sweep_host_factor(args.work / f"loaded-{args.seed}-cpu")
     record.current().set("host_factor", factor)
-    figures = {"seed": args.seed, "problems": len(picked), "files": files, "check_nice": check_nice,
-               "cpu_host_factor": factor, "spinners": busy,
-               "runs": {name: run_figures(rows) for name, (rows, _, _) in runs.items()},
-               **judged, **{f"{k}_wall_s": round(v[1], 1) for k, v in runs.items()},
-               **{f"{k}_load": v[2] for k, v in runs.items()}}
+    figures = record_figures(args.seed, picked, files, check_nice, factor, busy, runs, judged)
     return emit(args, "loaded_host", figures, lines,
                 "every ground truth OK under the default clock on a loaded host, its CPU proof "
                 "times within 15% (median) of the quiet runs'", True, goals)
