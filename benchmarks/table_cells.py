@@ -41,6 +41,9 @@ class Table:
     args: tuple[str, ...] = field(default=(), metadata={
         "help": "with scripts: arguments in a row of the command of the run it describes; a "
                 "record of another run is not its"})
+    history: str = field(default="", metadata={
+        "help": "why no run of today's code can make this table again (code since changed, "
+                "commands run by hand): kept as written, never matched with records"})
 
     def sources(self) -> tuple[str, ...]:
         return tuple(dict.fromkeys(r.script for r in self.rows)) or self.scripts

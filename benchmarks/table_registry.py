@@ -16,6 +16,7 @@ from table_cells import Figure, Row, Table, fig  # noqa: F401  (Figure, Row, Tab
 from table_limits import limits_tables
 from table_measured import measured_tables
 from table_planning import planning_tables
+from table_s2n import s2n_tables
 from table_readme import readme_figures, readme_tables, vs_bench_cells
 
 
@@ -193,6 +194,7 @@ SEED_1 = ("--seed", "1")
 TABLES: dict[str, Table] = {t.name: t for t in (
     *readme_tables(),
     *limits_tables(),
+    *s2n_tables(),
     Table("native-runtime", "docs/native.md",
           ("setting", "stage", "proof CPU / default, median", "worst problem",
            "peak MB / check vs default", "image MB (major heap, peak, minor)",
@@ -215,13 +217,12 @@ TABLES: dict[str, Table] = {t.name: t for t in (
     Table("native-tree-only", "docs/native.md", scripts=("native_tree",)),
     Table("native-tree-whole-again", "docs/native.md", scripts=("native_tree",)),
     Table("timeout-map-regenerated", "docs/profiles-and-timeout-maps.md", scripts=("regenerate_bench_map",)),
-    Table("s2n-first-problems", "docs/s2n.md", scripts=("vs_bench_harness",), args=SEED_1),
-    Table("s2n-first-measures", "docs/s2n.md", scripts=("vs_bench_harness",), args=SEED_1),
-    Table("s2n-issue-size", "docs/s2n.md", scripts=("vs_bench_harness",), args=SEED_1),
-    Table("s2n-heap-fix", "docs/s2n.md", scripts=("vs_bench_harness",), args=SEED_1),
-    Table("s2n-rounds-before", "docs/s2n.md", scripts=("vs_bench_harness",), args=SEED_1),
-    Table("s2n-rounds", "docs/s2n.md", scripts=("vs_bench_harness",), args=SEED_1),
-    Table("s2n-paired", "docs/s2n.md", scripts=("paired_proof",)),
+    Table("s2n-heap-fix", "docs/s2n.md", scripts=("vs_bench_harness",),
+          history="its before columns ran code before b61a2d8 (the image's Gc.full_major), its "
+                  "after columns hand `proofbatch run --workers 1` lines"),
+    Table("s2n-rounds-before", "docs/s2n.md", scripts=("vs_bench_harness",),
+          history="vs_bench_harness.py --rounds 4 at d9d118f on the earlier machine; s2n-rounds "
+                  "is the same command at today's code"),
     Table("sandbox-measured", "docs/sandbox.md", scripts=("sandbox_overhead",)),
     *_heavy_tables(),
     *measured_tables(),

@@ -92,6 +92,11 @@ class Background:
         self._thread.join()
 
 
+def utc_now() -> str:
+    """The time, as vs_bench_harness.py stamps a flow's end."""
+    return time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime())
+
+
 def bench_once(exe: Path, objfiles: Path, pid: str) -> float:
     """One run of the bench's program as ``compile_and_run`` starts it (in
     objfiles); the problem's PROFILE seconds."""
@@ -129,6 +134,7 @@ def report(pid: str, want: float, pairs: int, results: dict) -> tuple[dict, list
                      f"bench beside bench, medians): {own:.3f}")
     figures = {"problem": pid, "map_s": want, "pairs": pairs,
                "ratio_median_all": round(med(every), 4),
+               "attempts": ATTEMPTS,     # the proving phase's attempts (docs/s2n.md names them)
                "phases": {p: {**r, "ratio_median": round(med(r["ratios"]), 4)}
                           for p, r in results.items()}}
     return figures, lines, all(med(r["ratios"]) <= 1.05 for r in results.values())
@@ -211,7 +217,9 @@ def main() -> int:
                    "proving": lambda: pb_loop(attempts_csv)}
     results = {}
     for phase in phases:
-        runs = {"bench": [], "pb": [], "pb_cpu": []}
+        # When the phase ran (UTC): docs/s2n.md gives each phase's window, as the
+        # host's speed drifts over minutes.
+        runs = {"bench": [], "pb": [], "pb_cpu": [], "started": utc_now()}
         log(f"phase {phase}: {args.pairs} pairs")
         with LoadSampler() as load:
             bg = backgrounds[phase]() if phase != "none" else None
@@ -227,6 +235,7 @@ def main() -> int:
                             runs["pb"].append(secs)
                             runs["pb_cpu"].append(cpu)
                         log(f"  pair {i + 1} {arm}: {runs[arm][-1]:.2f} s")
+        runs["ended"] = utc_now()
         runs["ratios"] = [p / b for p, b in zip(runs["pb"], runs["bench"])]
         runs["load"] = load.text()
         runs["background_runs"] = bg.runs if bg else 0

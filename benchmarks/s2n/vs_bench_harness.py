@@ -409,7 +409,7 @@ def main() -> int:
             keep(kept, draw, got[flow], inputs, r + 1, flow)
         rounds.append((got["bench"], got["pb"]))
         extra.append({flow: got[flow] for flow in flows[2:]})
-    figures, lines, goals = report(args, files, ids, wrong, listed, rounds, extra)
+    figures, lines, goals = report(args, files, ids, wrong, listed, rounds, extra, answers)
     (args.work / f"report-{args.seed}.json").write_text(json.dumps(figures, indent=1))
     return emit(args, "vs_bench_harness", figures, lines,
                 "every verdict the same in every flow, proof time <= 1.05 and proof CPU <= 0.85 of "

@@ -85,18 +85,19 @@ def runtime_lines(rounds, extra, ratios, loads) -> tuple[dict, list[str]]:
     return figures, lines
 
 
-def report(args, files, ids, wrong, listed, rounds,
-           extra: list[dict] | None = None) -> tuple[dict, list[str], list[Goal]]:
+def report(args, files, ids, wrong, listed, rounds, extra: list[dict] | None = None,
+           answers: dict[str, str] | None = None) -> tuple[dict, list[str], list[Goal]]:
     """The figures, the report's lines, and the goals the run passes on:
     every verdict agreed, the proof-time and proof-CPU ratios and the
     end-to-end ratio. ``rounds`` holds each round's (bench flow, proofbatch
     flow) figures; ``extra`` each round's flows a runtime setting adds
-    (``beside``); ``listed`` is the bench's map by problem id."""
+    (``beside``); ``listed`` is the bench's map by problem id; ``answers``
+    the answer given to each problem (the wrong ones are recorded)."""
     lines = [f"seed {args.seed}: {len(files)} files ({', '.join(files)}), {len(ids)} problems, "
              f"{len(wrong)} given wrong answers ({', '.join(sorted(wrong))}); "
              f"{args.workers} workers, {os.cpu_count()} cores"]
     differ: list[str] = []
-    pb_ratio, cpu_ratio, host, per_problem, by_round = [], [], [], [], []
+    pb_ratio, cpu_ratio, host, per_problem, by_round, round_ratios = [], [], [], [], [], []
     for r, (b, p) in enumerate(rounds):
         first = len(pb_ratio)
         lines.append(f"round {r + 1}: bench {b['programs']} programs, "
@@ -123,6 +124,10 @@ def report(args, files, ids, wrong, listed, rounds,
                                 "prove_cpu_secs": pc})
             lines.append(f"  {pid[:58]:58} {bv:>8} {pv:>8} {want:7.2f} {prof:8.2f} {ps:8.2f} "
                          f"{pc:7.2f} {ratio:6.2f}")
+        # Each round's medians, as its line prints them: docs/s2n.md gives them round by round.
+        round_ratios.append({"round": r + 1, "proof_ratio_median": value(med(pb_ratio[first:])),
+                             "proof_cpu_ratio_median": value(med(cpu_ratio[first:])),
+                             "ratio_checks": len(pb_ratio) - first})
         by_round.append(f"round {r + 1}: proof wall ratio {med(pb_ratio[first:]):.3f}, CPU "
                         f"{med(cpu_ratio[first:]):.3f} over {len(pb_ratio) - first} checks; "
                         f"checks at nice {p.get('nice', 'not recorded')}")
@@ -168,7 +173,15 @@ def report(args, files, ids, wrong, listed, rounds,
                                      if k not in ("rows", "verdicts", "profile")}
                               for flow, f in more.items()}}
                           for (b, p), more in zip(rounds, extra or [{}] * len(rounds))],
-               "per_problem": per_problem, "differ": differ, **runtime_figures}
+               "per_problem": per_problem, "differ": differ, **runtime_figures,
+               # What docs/s2n.md's tables say beside the medians: which proofs they are
+               # over, each round's, each goal's threshold (by the figure it judges) and
+               # the wrong answer each wrong problem was given.
+               "min_secs": args.min_secs, "round_ratios": round_ratios,
+               "thresholds": {"proof_ratio_median": PROOF_RATIO_GOAL,
+                              "proof_cpu_ratio_median": CPU_RATIO_GOAL,
+                              "wall_ratio": round(WALL_RATIO_GOAL, 4)},
+               "wrong_answers": {pid: (answers or {}).get(pid) for pid in sorted(wrong)}}
     goals = [Goal("verdicts differing between the flows", len(differ), "==", 0),
              Goal("proof time, proofbatch / bench (median)", value(ratio), "<=", PROOF_RATIO_GOAL),
              Goal("proof CPU, proofbatch / bench PROFILE (median)", value(cratio), "<=",

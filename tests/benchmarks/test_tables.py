@@ -254,3 +254,18 @@ def test_the_registrys_formats_give_the_readmes_wording():
 def test_the_docs_match_their_records_or_are_listed_as_unrecorded():
     """CI's run of ``benchmarks/tables.py --check`` on the tree."""
     assert tables.run() == []
+
+
+def test_a_history_table_is_kept_as_written_whatever_records_its_script_has(tree):
+    """A table of runs today's code cannot make again (its code changed since)
+    stays as written, is neither checked against the script's records nor
+    listed as unrecorded; without the reason it is a table to format."""
+    root, results = tree
+    (root / "README.md").write_text(README.replace("table: toy (from overhead.py, throughput.py)",
+                                                   "table: old (from overhead.py)"))
+    kept = {"old": Table("old", "README.md", scripts=("overhead",), history="ran code since removed")}
+    assert check(root, results, registry=kept) == []
+    check(root, results, registry=kept, write=True)
+    assert "| overhead | old | x |" in (root / "README.md").read_text()
+    unkept = {"old": Table("old", "README.md", scripts=("overhead",))}
+    assert "formats none of this table's rows" in " ".join(check(root, results, registry=unkept))
