@@ -17,6 +17,7 @@ from table_limits import limits_tables
 from table_measured import measured_tables
 from table_planning import planning_tables
 from table_s2n import s2n_tables
+from table_native import native_tables
 from table_readme import readme_figures, readme_tables, vs_bench_cells
 
 
@@ -195,6 +196,7 @@ TABLES: dict[str, Table] = {t.name: t for t in (
     *readme_tables(),
     *limits_tables(),
     *s2n_tables(),
+    *native_tables(),
     Table("native-runtime", "docs/native.md",
           ("setting", "stage", "proof CPU / default, median", "worst problem",
            "peak MB / check vs default", "image MB (major heap, peak, minor)",
@@ -212,18 +214,12 @@ TABLES: dict[str, Table] = {t.name: t for t in (
           ("problems (map time)", "verdicts", "proof CPU / bench `PROFILE`, tuned",
            "under `--runtime default`", "bench's program tuned / its own", "proofbatch tuned / bench tuned",
            "bench `PROFILE` / map"), (_vs_bench_heavy(),)),
-    Table("native-tree-seeds", "docs/native.md", scripts=("native_tree",)),
-    Table("native-tree-whole", "docs/native.md", scripts=("native_tree",)),
-    Table("native-tree-only", "docs/native.md", scripts=("native_tree",)),
-    Table("native-tree-whole-again", "docs/native.md", scripts=("native_tree",)),
-    Table("timeout-map-regenerated", "docs/profiles-and-timeout-maps.md", scripts=("regenerate_bench_map",)),
     Table("s2n-heap-fix", "docs/s2n.md", scripts=("vs_bench_harness",),
           history="its before columns ran code before b61a2d8 (the image's Gc.full_major), its "
                   "after columns hand `proofbatch run --workers 1` lines"),
     Table("s2n-rounds-before", "docs/s2n.md", scripts=("vs_bench_harness",),
           history="vs_bench_harness.py --rounds 4 at d9d118f on the earlier machine; s2n-rounds "
                   "is the same command at today's code"),
-    Table("sandbox-measured", "docs/sandbox.md", scripts=("sandbox_overhead",)),
     *_heavy_tables(),
     *measured_tables(),
     *planning_tables(),

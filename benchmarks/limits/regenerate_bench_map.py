@@ -42,6 +42,7 @@ import random
 import shutil
 import sys
 from collections import defaultdict
+from datetime import datetime, timezone
 from pathlib import Path
 
 import on_path  # noqa: F401  (benchmarks/ and its groups on sys.path)
@@ -151,6 +152,72 @@ def exceedance(profile_dir: Path, limits_here: dict[str, float]) -> dict[str, fl
     return {r.problem_id: float(x) for r, x in zip(runs, p) if not math.isnan(x)}
 
 
+def run_spans(runs: list[list[dict]], began: datetime) -> tuple[list[dict], float | None]:
+    """Per run of the profile (its result rows): checks, how many OK, wall
+    seconds from its first check dispatched to its last verdict, and its
+    proofs' ``prove_secs`` summed; and the seconds from ``began`` (the
+    profile command's start) to the first check it dispatched. Before that
+    first check, ``profile`` prepares run 1, which natively compiles every
+    context (runner/profile.py). Rows dispatched before ``began`` are an
+    earlier command's (a resumed profile): in their run's span, not in the
+    time to this command's first check."""
+    spans = [{"checks": len(rows), "ok": sum(r["verdict"] == "OK" for r in rows),
+              "wall_s": round((max(r["finished_at"] for r in rows)
+                               - min(r["started_at"] for r in rows)).total_seconds(), 1),
+              "prove_s": round(sum(r["prove_secs"] or 0.0 for r in rows), 1)} for rows in runs if rows]
+    first = min((r["started_at"] for rows in runs for r in rows if r["started_at"] >= began), default=None)
+    return spans, None if first is None else round((first - began).total_seconds(), 1)
+
+
+def profile_runs(profile_dir: Path) -> list[list[dict]]:
+    """The result rows of each run of the profile's generations, in order
+    (profile.json names each run's sweep folder)."""
+    from runner.results import shards
+
+    provenance = json.loads((profile_dir / "profile.json").read_text())
+    return [shards.read_results(profile_dir / run["dir"]).to_pylist()
+            for g in provenance.get("generations", []) for run in g["runs"]
+            if (profile_dir / run["dir"]).is_dir()]
+
+
+def run_times(profile_dir: Path) -> tuple[dict[str, list[float]], str]:
+    """Each profiled problem's times, one per run, on the clock ``timeout-map``
+    derives limits from (CPU where every run measured it), and that clock."""
+    from runner.maps.profile_data import on_clock
+    from runner.profile import load_profile
+
+    runs, clock = on_clock(load_profile(profile_dir).runs, "cpu")
+    return {r.problem_id: [round(t, 4) for t in r.prove_secs] for r in runs}, clock
+
+
+def derived_map(map_path: Path) -> dict:
+    """What ``timeout-map`` wrote in our map's sidecar (runner/maps/timeout_map.py
+    ``write_map``): its policy, each problem's class, margin, rule, limit and
+    times, and the comparison with the bench's map its provenance records."""
+    from runner.maps.timeout_map import read_sidecar
+
+    meta = read_sidecar(map_path) or {}
+    return {"policy": meta.get("policy"), "problems": meta.get("problems", {}),
+            "compared_with": (meta.get("provenance") or {}).get("compared_with", [])}
+
+
+def table_figures(args, picked: list[dict], profile_dir: Path, began: datetime, ours: Path,
+                  cmp: dict) -> dict:
+    """What docs/profiles-and-timeout-maps.md's table of this run says beyond
+    the report's figures (benchmarks/table_native.py formats it): the
+    settings, the drawn problems' bench times, each run's span, each
+    problem's run-to-run times, the comparison per problem (``timeout-map
+    compare --json``'s records of the problems in both maps) and our map's sidecar."""
+    per_run, first_check_s = run_spans(profile_runs(profile_dir), began)
+    times, clock = run_times(profile_dir)
+    return {"runs": args.runs, "nodes": args.nodes, "max_heavy_s": args.max_heavy_s,
+            "bench_prove_secs": {e["problem_id"]: float(e["prove_secs"]) for e in picked},
+            "per_run": per_run, "first_check_s": first_check_s, "times_s": times, "clock": clock,
+            "heavy_s": cmp["heavy_s"], "ours_limit_below_bench": cmp["b_limit_below_a_time"],
+            "compared": {r["problem_id"]: r for r in cmp["problems"] if r["in"] == "both"},
+            "derived": derived_map(ours)}
+
+
 def main() -> int:
     parser = arg_parser(__doc__.splitlines()[0])
     built_work_arguments(parser)
@@ -188,6 +255,7 @@ def main() -> int:
                       "native_build": native_build_key(args.work / "hol-light")}
     if not reusable("profile", profile_dir, profile_inputs):
         made("profile", profile_dir, profile_inputs)
+    began = datetime.now(timezone.utc)
     with LoadSampler() as load:
         profile_s = step(PROOFBATCH + [
             "profile", corpus, "--out", profile_dir, "--problems", f"@{chosen}", "--runs",
@@ -228,6 +296,7 @@ def main() -> int:
                "profile_wall_s": round(profile_s, 1), "load": load.text(),
                "host_factor": f, "class_changes": cmp["class_changes"],
                "tight": {p: x for p, x in tight}, "bench_limit_below_ours": cmp["a_limit_below_b_time"]}
+    figures.update(table_figures(args, picked, profile_dir, began, ours, cmp))
     return emit(args, "regenerate_bench_map", figures, lines,
                 "every drawn ground truth profiled OK on Slurm, the map derived and compared", not defects)
 
