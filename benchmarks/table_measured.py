@@ -136,7 +136,8 @@ def _bench_prefix(key: str, modes: str) -> Row:
 # its flags: (label, flags). The first is the README headline's (table_readme.py).
 ELASTIC_RUNS = (
     ("**native**", ("--scenarios", "wrong,cancel", "--mode", "native")),
-    ("Again with `--scenarios cancel --seed 1`", ("--scenarios", "cancel", "--seed", "1", "--mode", "native")),
+    ("Again with `--scenarios cancel --seed 1`",
+     ("--scenarios", "cancel", "--seed", "1", "--mode", "native")),
     ("**bytecode**, the default,", ("--scenarios", "wrong,cancel", "--mode", "bytecode")),
     ("With 8 minutes of proofs per task (`--scenarios cancel --work 960`, bytecode)",
      ("--scenarios", "cancel", "--work", "960")),

@@ -115,6 +115,10 @@ S2N_README_RUNS = (
 README_PATH = tuple(("--arch", arch, "--seed", str(seed), *flags) for arch, seed, flags in S2N_README_RUNS)
 
 
+def _span_of(walls: list[float]) -> str:
+    return f"{min(walls):,.0f}-{max(walls):,.0f} s each"
+
+
 def _readme_path_cells() -> tuple[Cell, ...]:
     """The README's s2n_readme_path row, from the runs of README_PATH."""
     def run(fs: list[dict]) -> str:
@@ -139,7 +143,7 @@ def _readme_path_cells() -> tuple[Cell, ...]:
                 f"({len(medians)} runs), at {loads(fs)}")
 
     return (run, lambda fs: f"{sum(f['problems'] for f in fs)} in the map", verdicts, "",
-            lambda fs: f"{min(f['native_wall_s'] for f in fs):,.0f}-{max(f['native_wall_s'] for f in fs):,.0f} s each",
+            lambda fs: _span_of([f["native_wall_s"] for f in fs]),
             against_map)
 
 
