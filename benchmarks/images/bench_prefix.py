@@ -68,7 +68,7 @@ from pathlib import Path
 # common first: it puts the checkout on sys.path for the imports below.
 import on_path  # noqa: F401  (benchmarks/ and its groups on sys.path)
 from common import TreeCpu, arg_parser, cpu_busy, emit, log, loadavg, temp_dir
-from context_keys import baseline_module
+from context_keys import baseline_module, baseline_source
 from s2n_cut import Inliner, ProofFile, dir_source, read_proof_file
 from cluster.local import LocalExecutor
 from runner.reporting import report as sweep_report
@@ -172,7 +172,7 @@ def baseline_shape(setups: dict[str, dict[str, str]]) -> dict:
     def shape(tree) -> dict:
         return {"images": len(tree.nodes),
                 "loaded_mb": round(sum(len(n.segment) for n in tree.nodes.values()) / 1e6, 2)}
-    old = shape(baseline_module().build_context_tree(setups["after"], "salt"))
+    old = shape(baseline_module(baseline_source()).build_context_tree(setups["after"], "salt"))
     ours = shape(contexts.build_context_tree(setups["before"], "salt"))
     today = shape(contexts.build_context_tree(setups["after"], "salt"))
     return {"raw_text_keys_on_after": old, "todays_keys_on_before": ours,
