@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from table_cells import Cell, Figure, Row, Table, fig
 from table_limits import QUIET_HOST
-from table_measured import ELASTIC_RUNS
+from table_measured import ELASTIC_RUNS, sweep_gain, times
 from table_planning import PREDICTIONS, predictions_headline
 
 
@@ -88,16 +88,9 @@ def _bench_prefix_headline(f: dict) -> str:
     """bench_prefix.py's run in both modes: the library loaded once a session
     (after) against once a file (before), and each mode's sweep wall ratio."""
     s = f["sweeps"]
-
-    def times(n: int) -> str:
-        return "once" if n == 1 else f"{n} times"
-
-    def ratio(mode: str) -> float:
-        return s[f"{mode}-before"]["wall_s"] / s[f"{mode}-after"]["wall_s"]
-
     return (f"loaded {times(s['native-after']['library_builds'])}, not "
-            f"{times(s['native-before']['library_builds'])}: sweep {ratio('native'):.2f}× natively, "
-            f"{ratio('bytecode'):.2f}× in bytecode")
+            f"{times(s['native-before']['library_builds'])}: sweep {sweep_gain(s, 'native'):.2f}× "
+            f"natively, {sweep_gain(s, 'bytecode'):.2f}× in bytecode")
 
 
 # s2n_readme_path.py's runs the README's s2n-bignum row pools and docs/s2n.md
